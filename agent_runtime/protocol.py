@@ -1,0 +1,271 @@
+"""Wire models shared by the agent runtime and the orchestrator.
+
+Everything that crosses the HTTP boundary between an agent and the orchestrator is one of
+these models. The orchestrator imports them from here; this package never imports the
+orchestrator.
+
+Agent-facing routes (all under the orchestrator's base URL, bearer = the agent's token):
+
+    GET  /agent/v1/config                 -> AgentRuntimeConfig
+    POST /agent/v1/checkin                CheckIn -> CheckInReply
+    GET  /agent/v1/inbox/next?wait=S      -> InboxItem (200) | nothing yet (204)
+    POST /agent/v1/inbox/{item_id}/progress  ReplyChunk   (streamed text for the operator)
+    POST /agent/v1/inbox/{item_id}/done   WorkResult
+    POST /agent/v1/runs                   RunRecord
+    POST /agent/v1/events                 AgentEvent
+    GET  /agent/v1/peers                  -> list[PeerInfo]
+    POST /agent/v1/ask                    AskRequest -> AskResult
+    POST /agent/v1/tell                   TellRequest -> TellResult
+    PUT  /agent/v1/workspace/{name}       WorkspaceWrite -> WorkspaceWriteResult
+    POST /v1/chat/completions             OpenAI-compatible (LLM gateway)
+    POST /v1/embeddings                   OpenAI-compatible (LLM gateway)
+    POST /v1/tokens/count                 TokenCountRequest -> TokenCountResult
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+PROTOCOL_VERSION = 1
+AGENT_API_PREFIX = "/agent/v1"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class WireModel(BaseModel):
+    """Base for wire models: unknown fields are refused so both sides stay in step."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ItemKind(StrEnum):
+    OPERATOR_MESSAGE = "operator_message"
+    HEARTBEAT = "heartbeat"
+    PEER_ASK = "peer_ask"
+    PEER_TELL = "peer_tell"
+
+
+class HeartbeatReason(WireModel):
+    """Why a heartbeat tick was judged actionable by the deterministic pre-checks."""
+
+    kind: Literal["inbox", "rule", "workspace_changed", "retry", "manual"]
+    detail: str = ""
+
+
+class InboxItem(WireModel):
+    id: str
+    kind: ItemKind
+    created_at: datetime
+    sender: str = Field(description="'operator', 'scheduler' or the name of a peer agent")
+    text: str = ""
+    operation: str | None = None
+    input: dict[str, Any] | None = None
+    correlation_id: str | None = None
+    hop: int = 0
+    trace: list[str] = Field(default_factory=list)
+    reasons: list[HeartbeatReason] = Field(default_factory=list)
+    attempt: int = 1
+    deadline: datetime | None = None
+
+
+class WorkResult(WireModel):
+    """What the agent reports when it has finished an inbox item."""
+
+    ok: bool = True
+    text: str = ""
+    output: dict[str, Any] | None = None
+    error: str | None = None
+    run_id: str | None = None
+
+
+class ReplyChunk(WireModel):
+    delta: str
+
+
+class ContextStatus(WireModel):
+    window: int
+    used_tokens: int
+    tokenizer: Literal["cl100k", "estimate"]
+    compactions: int = 0
+    flushes: int = 0
+
+
+class CheckIn(WireModel):
+    state: Literal["starting", "idle", "busy", "stopping"]
+    pid: int
+    uptime_s: float
+    rss_bytes: int | None = None
+    turns: int = 0
+    current_item: str | None = None
+    context: ContextStatus | None = None
+    memory_mode: Literal["hybrid", "keyword", "unknown"] = "unknown"
+    protocol: int = PROTOCOL_VERSION
+
+
+class CheckInReply(WireModel):
+    ok: bool = True
+    config_hash: str
+
+
+class ContextThresholds(WireModel):
+    flush: float = 0.60
+    compact: float = 0.70
+    warn: float = 0.80
+    prune: float = 0.90
+
+
+class LoopLimits(WireModel):
+    max_iterations: int = 12
+    max_tool_rounds: int = 8
+    max_repeated_tool_calls: int = 3
+
+
+class AgentRuntimeConfig(WireModel):
+    """Everything an agent needs to run, served by the orchestrator at start-up.
+
+    Contains no secret: provider keys stay in the orchestrator.
+    """
+
+    fleet: str
+    agent: str
+    role: str = ""
+    model: str
+    heartbeat_model: str | None = None
+    context_window: int
+    embedding_model: str | None = None
+    embedding_dimensions: int = 1536
+    thresholds: ContextThresholds = Field(default_factory=ContextThresholds)
+    limits: LoopLimits = Field(default_factory=LoopLimits)
+    talks_to: list[str] = Field(default_factory=list)
+    workspace_quota_bytes: int = 8 * 1024 * 1024
+    config_hash: str
+
+
+class RunOutcome(StrEnum):
+    OK = "ok"
+    IDLE = "idle"
+    ERROR = "error"
+    SKIPPED = "skipped"
+    LIMIT = "limit"
+
+
+class RunRecord(WireModel):
+    id: str
+    agent: str
+    trigger: Literal["operator", "heartbeat", "peer", "maintenance"]
+    item_id: str | None = None
+    model: str | None = None
+    started_at: datetime
+    finished_at: datetime
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    outcome: RunOutcome
+    detail: str = ""
+    files_changed: list[str] = Field(default_factory=list)
+
+
+class AgentEvent(WireModel):
+    """An event the agent reports; the orchestrator republishes it on its event bus."""
+
+    type: str
+    data: dict[str, Any] = Field(default_factory=dict)
+    at: datetime = Field(default_factory=utcnow)
+
+
+class OperationSpec(WireModel):
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    output_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+
+
+class PeerInfo(WireModel):
+    name: str
+    role: str = ""
+    operations: list[OperationSpec] = Field(default_factory=list)
+    interface_text: str = ""
+
+
+class AskRequest(WireModel):
+    to: str
+    operation: str
+    input: dict[str, Any] = Field(default_factory=dict)
+    timeout_s: float = 120.0
+    idempotency_key: str | None = None
+    parent_item: str | None = Field(
+        default=None, description="The inbox item being worked on, for hop counting and tracing"
+    )
+
+
+class BrokerError(WireModel):
+    code: Literal[
+        "acl_denied",
+        "unknown_agent",
+        "unknown_operation",
+        "invalid_input",
+        "invalid_output",
+        "timeout",
+        "hop_limit",
+        "cycle",
+        "expired",
+        "failed",
+    ]
+    message: str
+    details: list[str] = Field(default_factory=list)
+
+
+class AskResult(WireModel):
+    message_id: str
+    ok: bool
+    output: dict[str, Any] | None = None
+    error: BrokerError | None = None
+
+
+class TellRequest(WireModel):
+    to: str
+    text: str
+    idempotency_key: str | None = None
+    parent_item: str | None = None
+
+
+class TellResult(WireModel):
+    message_id: str
+    ok: bool
+    error: BrokerError | None = None
+
+
+class WorkspaceWrite(WireModel):
+    content: str
+    author: Literal["agent", "operator", "job"] = "agent"
+    reason: str = ""
+
+
+class WorkspaceWriteResult(WireModel):
+    name: str
+    size: int
+    version: int
+
+
+class TokenCountRequest(WireModel):
+    model: str
+    texts: list[str]
+
+
+class TokenCountResult(WireModel):
+    counts: list[int]
+    tokenizer: Literal["cl100k", "estimate"]
+
+
+class ErrorBody(WireModel):
+    """The JSON body of every error the orchestrator returns."""
+
+    error: str
+    message: str
+    details: list[str] = Field(default_factory=list)

@@ -1,0 +1,1 @@
+"""The orchestrator's HTTP API: agent routes, the LLM gateway, the broker and operator routes."""

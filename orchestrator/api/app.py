@@ -1,0 +1,42 @@
+"""The FastAPI application: one router per concern, included here and nowhere else."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from orchestrator.api import agent_routes, operator_routes
+from orchestrator.api.errors import install_error_handlers
+from orchestrator.broker import router as broker_router
+from orchestrator.gateway import router as gateway_router
+from orchestrator.memory_api import router as memory_router
+from orchestrator.operator import router as surface_router
+from orchestrator.scheduler import router as scheduler_router
+from orchestrator.services import Services
+
+ROUTERS = [
+    agent_routes.router,
+    operator_routes.router,
+    gateway_router.router,
+    broker_router.router,
+    memory_router.router,
+    scheduler_router.router,
+    surface_router.router,
+]
+
+
+def create_app(services: Services) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        services.events.bind_loop(asyncio.get_running_loop())
+        yield
+
+    app = FastAPI(title="Flotilla orchestrator", lifespan=lifespan)
+    app.state.services = services
+    install_error_handlers(app)
+    for router in ROUTERS:
+        app.include_router(router)
+    return app

@@ -1,0 +1,49 @@
+"""FastAPI dependencies: the wired Services and the authenticated principal."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request
+
+from orchestrator.auth import Principal
+from orchestrator.services import Services
+
+
+def get_services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+def _bearer(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() == "bearer" and token:
+        return token.strip()
+    # EventSource (SSE) and the dashboard cannot set headers; they pass the token as a query parameter.
+    return request.query_params.get("token") or request.cookies.get("flotilla_token")
+
+
+def get_principal(request: Request, services: Annotated[Services, Depends(get_services)]) -> Principal:
+    token = _bearer(request)
+    principal = services.tokens.identify(token) if token else None
+    if principal is None:
+        raise HTTPException(status_code=401, detail="missing or invalid bearer token")
+    return principal
+
+
+def require_agent(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
+    if principal.is_operator:
+        raise HTTPException(status_code=403, detail="this route is for agents")
+    return principal
+
+
+def require_operator(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
+    if not principal.is_operator:
+        raise HTTPException(status_code=403, detail="this route needs the operator token")
+    return principal
+
+
+ServicesDep = Annotated[Services, Depends(get_services)]
+AgentDep = Annotated[Principal, Depends(require_agent)]
+OperatorDep = Annotated[Principal, Depends(require_operator)]

@@ -1,0 +1,123 @@
+"""The small interface every runtime backend implements.
+
+A backend knows how to run one agent as an isolated unit (a container, a process, a
+service) and how to find the units it made again by their labels. It knows nothing of
+fleets, reconcile plans or supervision: those live above it.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+LABEL_PREFIX = "io.flotilla"
+LABEL_FLEET = f"{LABEL_PREFIX}.fleet"
+LABEL_AGENT = f"{LABEL_PREFIX}.agent"
+LABEL_CONFIG_HASH = f"{LABEL_PREFIX}.config-hash"
+LABEL_MANAGED = f"{LABEL_PREFIX}.managed"
+
+UnitState = Literal["created", "running", "exited", "dead", "missing"]
+Health = Literal["starting", "healthy", "unhealthy", "none"]
+
+
+class BackendError(Exception):
+    """A backend operation failed; the message is meant for the operator."""
+
+
+class BackendUnavailable(BackendError):
+    """The backend cannot run here at all (for example: no Docker daemon answers)."""
+
+
+class NameConflict(BackendError):
+    """A unit with the wanted name exists and was not created by Flotilla."""
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """Everything a backend needs to run one agent. Holds no secret."""
+
+    fleet: str
+    agent: str
+    image: str
+    data_dir: Path
+    orchestrator_url: str
+    config_hash: str
+    memory_bytes: int
+    cpus: float
+    pids: int
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def unit_name(self) -> str:
+        return f"flotilla-{self.fleet}-{self.agent}"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {
+            LABEL_MANAGED: "true",
+            LABEL_FLEET: self.fleet,
+            LABEL_AGENT: self.agent,
+            LABEL_CONFIG_HASH: self.config_hash,
+        }
+
+
+@dataclass(frozen=True)
+class UnitInfo:
+    """What a backend can tell about one running (or stopped) agent unit."""
+
+    id: str
+    name: str
+    agent: str
+    fleet: str
+    config_hash: str
+    state: UnitState
+    health: Health = "none"
+    started_at: datetime | None = None
+    exit_code: int | None = None
+    restart_count: int = 0
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+class Backend(abc.ABC):
+    """create, start, stop, remove, inspect, logs and list by label."""
+
+    name: str
+    isolation: str
+    """One line for `flotilla ps` on how strongly agents are isolated from each other and the host."""
+
+    @abc.abstractmethod
+    def prepare_fleet(self, fleet: str) -> str:
+        """Make fleet-wide resources (a network) ready; return the address agents dial to."""
+
+    @abc.abstractmethod
+    def teardown_fleet(self, fleet: str) -> None:
+        """Remove fleet-wide resources made by prepare_fleet."""
+
+    @abc.abstractmethod
+    def create(self, spec: AgentSpec) -> UnitInfo: ...
+
+    @abc.abstractmethod
+    def start(self, unit_id: str) -> None: ...
+
+    @abc.abstractmethod
+    def stop(self, unit_id: str, timeout_s: float = 10.0) -> None: ...
+
+    @abc.abstractmethod
+    def remove(self, unit_id: str) -> None: ...
+
+    @abc.abstractmethod
+    def inspect(self, unit_id: str) -> UnitInfo: ...
+
+    @abc.abstractmethod
+    def logs(self, unit_id: str, follow: bool = False, tail: int = 200) -> Iterator[str]: ...
+
+    @abc.abstractmethod
+    def list(self, labels: dict[str, str]) -> list[UnitInfo]: ...
+
+    @abc.abstractmethod
+    def memory_usage(self, unit_id: str) -> int | None:
+        """Resident memory of the unit in bytes, when known."""

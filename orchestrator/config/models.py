@@ -1,0 +1,225 @@
+"""The typed shape of fleet.yaml. Unknown fields are refused everywhere."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from orchestrator.config.units import parse_duration, parse_memory
+
+DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+MIN_MEMORY_BYTES = 32 * 1024 * 1024
+MIN_CPUS = 0.05
+MIN_PIDS = 16
+TEST_MODEL = "test"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_duration(value: str | None) -> str | None:
+    if value is not None:
+        parse_duration(value)
+    return value
+
+
+Duration = Annotated[str, Field(description="A duration such as 30s, 15m, 2h or 1d")]
+
+
+class ProviderConfig(Strict):
+    """An OpenAI-compatible upstream. The key is read from the host environment only."""
+
+    base_url: str = Field(description="e.g. https://api.openai.com/v1 or http://127.0.0.1:11434/v1")
+    api_key_env: str | None = Field(
+        default=None, description="Name of the host environment variable holding the key"
+    )
+    timeout_s: float = Field(default=120.0, gt=0)
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not re.match(r"^https?://[^/\s]+", value):
+            raise ValueError(f"invalid base_url {value!r}: must start with http:// or https://")
+        return value.rstrip("/")
+
+
+class ModelInfo(Strict):
+    """Per-model facts: context window and prices in USD per million tokens."""
+
+    context_window: int | None = Field(default=None, ge=1024)
+    input_per_mtok: float | None = Field(default=None, ge=0)
+    output_per_mtok: float | None = Field(default=None, ge=0)
+    cached_input_per_mtok: float | None = Field(default=None, ge=0)
+
+
+class EmbeddingConfig(Strict):
+    model: str | None = Field(
+        default=TEST_MODEL, description="provider:model, 'test', or null for keyword-only memory"
+    )
+    dimensions: int = Field(default=1536, ge=8, le=8192)
+
+
+class LLMConfig(Strict):
+    default_model: str = TEST_MODEL
+    fallback_model: str | None = None
+    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    models: dict[str, ModelInfo] = Field(default_factory=dict)
+    embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
+
+
+class HeartbeatConfig(Strict):
+    every: Duration | None = None
+    cron: str | None = None
+    tz: str = "UTC"
+    rules: list[str] = Field(default_factory=list)
+    jitter: Duration | None = None
+    missed: Literal["coalesce", "skip"] = "coalesce"
+
+    _every = field_validator("every", "jitter")(_check_duration)
+
+    @field_validator("cron")
+    @classmethod
+    def _cron(cls, value: str | None) -> str | None:
+        if value is not None and not croniter.is_valid(value):
+            raise ValueError(f"invalid cron expression {value!r}: expected 5 fields, e.g. '0 9 * * 1-5'")
+        return value
+
+    @field_validator("tz")
+    @classmethod
+    def _tz(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {value!r}: use an IANA name such as Europe/Paris") from None
+        return value
+
+    @model_validator(mode="after")
+    def _one_schedule(self) -> HeartbeatConfig:
+        if self.every is not None and self.cron is not None:
+            raise ValueError("give either 'every' or 'cron', not both")
+        return self
+
+
+class ResourcesConfig(Strict):
+    memory: str | int = "128m"
+    cpus: float = 0.25
+    pids: int = 64
+
+    @field_validator("memory")
+    @classmethod
+    def _memory(cls, value: str | int) -> str | int:
+        size = parse_memory(value)
+        if size < MIN_MEMORY_BYTES:
+            raise ValueError(f"memory {value!r} is below the floor of 32m")
+        return value
+
+    @field_validator("cpus")
+    @classmethod
+    def _cpus(cls, value: float) -> float:
+        if value < MIN_CPUS:
+            raise ValueError(f"cpus {value} is below the floor of {MIN_CPUS}")
+        return value
+
+    @field_validator("pids")
+    @classmethod
+    def _pids(cls, value: int) -> int:
+        if value < MIN_PIDS:
+            raise ValueError(f"pids {value} is below the floor of {MIN_PIDS}")
+        return value
+
+    @property
+    def memory_bytes(self) -> int:
+        return parse_memory(self.memory)
+
+
+class BudgetConfig(Strict):
+    daily_usd: float | None = Field(default=None, ge=0)
+    monthly_usd: float | None = Field(default=None, ge=0)
+    daily_tokens: int | None = Field(default=None, ge=0)
+    monthly_tokens: int | None = Field(default=None, ge=0)
+
+
+class DefaultsConfig(Strict):
+    model: str | None = None
+    heartbeat_model: str | None = None
+    resources: ResourcesConfig = Field(default_factory=ResourcesConfig)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    heartbeat: HeartbeatConfig | None = None
+    hibernate_after: Duration | None = None
+
+    _hibernate = field_validator("hibernate_after")(_check_duration)
+
+
+class AgentConfig(Strict):
+    role: str = ""
+    model: str | None = None
+    heartbeat_model: str | None = None
+    models: list[str] = Field(
+        default_factory=list, description="Extra models this agent may call through the gateway"
+    )
+    context_window: int | None = Field(default=None, ge=1024)
+    soul: str = ""
+    instructions: str = ""
+    user: str = ""
+    heartbeat: HeartbeatConfig | None = None
+    hibernate_after: Duration | None = None
+    interface: str = Field(default="", description="Inline INTERFACE.md text, or a path in the fleet folder")
+    talks_to: list[str] = Field(default_factory=list)
+    resources: ResourcesConfig | None = None
+    budget: BudgetConfig | None = None
+
+    _hibernate = field_validator("hibernate_after")(_check_duration)
+
+
+class FleetConfig(Strict):
+    version: Literal[1] = 1
+    fleet: str = Field(description="The fleet's name: a DNS label")
+    defaults: DefaultsConfig = Field(default_factory=DefaultsConfig)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig, description="Fleet-wide caps")
+    agents: dict[str, AgentConfig] = Field(min_length=1)
+
+    @field_validator("fleet")
+    @classmethod
+    def _fleet_name(cls, value: str) -> str:
+        if not DNS_LABEL.match(value):
+            raise ValueError(f"invalid fleet name {value!r}: use lowercase letters, digits and '-'")
+        return value
+
+    # Effective per-agent settings: defaults merged in one place so nobody re-derives them.
+
+    def model_of(self, name: str) -> str:
+        return self.agents[name].model or self.defaults.model or self.llm.default_model
+
+    def heartbeat_model_of(self, name: str) -> str | None:
+        return self.agents[name].heartbeat_model or self.defaults.heartbeat_model
+
+    def allowed_models(self, name: str) -> list[str]:
+        found = [self.model_of(name), self.heartbeat_model_of(name), self.llm.fallback_model]
+        found += self.agents[name].models
+        return list(dict.fromkeys(m for m in found if m))
+
+    def resources_of(self, name: str) -> ResourcesConfig:
+        return self.agents[name].resources or self.defaults.resources
+
+    def budget_of(self, name: str) -> BudgetConfig:
+        return self.agents[name].budget or self.defaults.budget
+
+    def heartbeat_of(self, name: str) -> HeartbeatConfig | None:
+        return self.agents[name].heartbeat or self.defaults.heartbeat
+
+    def hibernate_after_of(self, name: str) -> float | None:
+        value = self.agents[name].hibernate_after or self.defaults.hibernate_after
+        return parse_duration(value) if value else None
+
+    def context_window_of(self, name: str, fallback: int) -> int:
+        agent_window = self.agents[name].context_window
+        if agent_window:
+            return agent_window
+        info = self.llm.models.get(self.model_of(name))
+        return info.context_window if info and info.context_window else fallback

@@ -1,0 +1,114 @@
+"""Typed events: stored in SQLite and fanned out to live subscribers (SSE, dashboard, CLI)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from agent_runtime.protocol import utcnow
+from orchestrator.state.db import Database
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    type TEXT NOT NULL,
+    agent TEXT,
+    at TEXT NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_agent ON events(agent, seq);
+"""
+
+
+class EventType(StrEnum):
+    AGENT_STARTED = "agent.started"
+    AGENT_STOPPED = "agent.stopped"
+    AGENT_RESTARTED = "agent.restarted"
+    AGENT_UNHEALTHY = "agent.unhealthy"
+    AGENT_HIBERNATED = "agent.hibernated"
+    HEARTBEAT_RUN = "heartbeat.run"
+    HEARTBEAT_IDLE = "heartbeat.idle"
+    HEARTBEAT_SKIPPED = "heartbeat.skipped"
+    MESSAGE_SENT = "message.sent"
+    MESSAGE_DELIVERED = "message.delivered"
+    MESSAGE_FAILED = "message.failed"
+    BUDGET_WARNING = "budget.warning"
+    BUDGET_EXHAUSTED = "budget.exhausted"
+    WORKSPACE_CHANGED = "workspace.changed"
+    WORKSPACE_REFUSED = "workspace.refused"
+    COMPACTION_DONE = "compaction.done"
+    RUN_FINISHED = "run.finished"
+    FLEET_APPLIED = "fleet.applied"
+    AGENT_REPORTED = "agent.reported"
+
+
+class Event(BaseModel):
+    seq: int = 0
+    type: str
+    agent: str | None = None
+    at: datetime = Field(default_factory=utcnow)
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class EventBus:
+    """Publish from any thread; subscribe from the asyncio loop that serves HTTP."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        db.ensure_schema(SCHEMA)
+        self._subscribers: set[asyncio.Queue[Event]] = set()
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def bind_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+
+    def publish(self, type: EventType | str, agent: str | None = None, **data: Any) -> Event:
+        event = Event(type=str(type), agent=agent, data=data)
+        cursor = self._db.execute(
+            "INSERT INTO events(type, agent, at, data) VALUES (?, ?, ?, ?)",
+            (event.type, agent, event.at.isoformat(), json.dumps(data, default=str)),
+        )
+        event.seq = int(cursor.lastrowid or 0)
+        self._fan_out(event)
+        return event
+
+    def _fan_out(self, event: Event) -> None:
+        with self._lock:
+            queues = list(self._subscribers)
+        if not queues or self._loop is None or self._loop.is_closed():
+            return
+        for queue in queues:
+            self._loop.call_soon_threadsafe(_offer, queue, event)
+
+    def subscribe(self) -> asyncio.Queue[Event]:
+        queue: asyncio.Queue[Event] = asyncio.Queue(maxsize=1000)
+        with self._lock:
+            self._subscribers.add(queue)
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue[Event]) -> None:
+        with self._lock:
+            self._subscribers.discard(queue)
+
+    def recent(self, limit: int = 100, agent: str | None = None, after: int = 0) -> list[Event]:
+        sql = "SELECT * FROM events WHERE seq > ?" + (" AND agent = ?" if agent else "")
+        params: list[Any] = [after] + ([agent] if agent else [])
+        rows = self._db.query(sql + " ORDER BY seq DESC LIMIT ?", [*params, limit])
+        return [
+            Event(seq=r["seq"], type=r["type"], agent=r["agent"], at=r["at"], data=json.loads(r["data"]))
+            for r in reversed(rows)
+        ]
+
+
+def _offer(queue: asyncio.Queue[Event], event: Event) -> None:
+    if queue.full():
+        # A slow subscriber loses its oldest event rather than stalling publishers.
+        queue.get_nowait()
+    queue.put_nowait(event)

@@ -1,0 +1,39 @@
+"""The orchestrator's parts, wired once (see `orchestrator.wiring`) and shared by the HTTP app,
+the supervisor and the scheduler. Subsystems take the Services object in their constructor and
+read the parts they need from it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from orchestrator.auth import TokenStore
+from orchestrator.config.loader import LoadedFleet
+from orchestrator.events import EventBus
+from orchestrator.state.db import Database
+from orchestrator.state.paths import StatePaths
+
+if TYPE_CHECKING:
+    from orchestrator.backends.base import Backend
+    from orchestrator.broker.broker import Broker
+    from orchestrator.broker.inbox import Inbox
+    from orchestrator.gateway.service import Gateway
+    from orchestrator.scheduler.service import Scheduler
+    from orchestrator.supervisor import Supervisor
+
+
+@dataclass
+class Services:
+    fleet: LoadedFleet
+    paths: StatePaths
+    db: Database
+    events: EventBus
+    tokens: TokenStore
+    backend: Backend
+    # Subsystems, attached by orchestrator.wiring.build_services (or by a test that needs them).
+    inbox: Inbox = field(init=False)
+    broker: Broker = field(init=False)
+    gateway: Gateway = field(init=False)
+    scheduler: Scheduler = field(init=False)
+    supervisor: Supervisor = field(init=False)
+    operator_token: str = field(init=False, default="")

@@ -1,0 +1,46 @@
+"""Where things live under .flotilla/ next to fleet.yaml."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class StatePaths:
+    root: Path
+
+    @classmethod
+    def for_fleet_file(cls, fleet_file: Path) -> StatePaths:
+        return cls(fleet_file.resolve().parent / ".flotilla")
+
+    @property
+    def db(self) -> Path:
+        return self.root / "state.db"
+
+    @property
+    def agents(self) -> Path:
+        return self.root / "agents"
+
+    def agent_dir(self, agent: str) -> Path:
+        return self.agents / agent
+
+    def workspace(self, agent: str) -> Path:
+        return self.agent_dir(agent) / "workspace"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.root / "orchestrator.pid"
+
+    @property
+    def log_file(self) -> Path:
+        return self.root / "orchestrator.log"
+
+    @property
+    def endpoint_file(self) -> Path:
+        """Where a running orchestrator writes its loopback URL and operator token for the CLI."""
+        return self.root / "endpoint.json"
+
+    def ensure(self) -> None:
+        self.agents.mkdir(parents=True, exist_ok=True)
+        self.root.chmod(0o700)
