@@ -14,12 +14,13 @@ from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths
 
 if TYPE_CHECKING:
-    from orchestrator.backends.base import Backend
     from orchestrator.broker.broker import Broker
-    from orchestrator.broker.inbox import Inbox
     from orchestrator.gateway.service import Gateway
     from orchestrator.scheduler.service import Scheduler
     from orchestrator.supervisor import Supervisor
+
+    from orchestrator.backends.base import Backend
+    from orchestrator.broker.inbox import Inbox
 
 
 @dataclass

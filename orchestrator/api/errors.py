@@ -8,9 +8,19 @@ from fastapi.responses import JSONResponse
 
 from agent_runtime.protocol import ErrorBody
 
-_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 409: "conflict",
-          413: "too_large", 422: "invalid_request", 429: "rate_limited", 502: "upstream_error",
-          503: "unavailable", 504: "timeout"}
+_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    409: "conflict",
+    413: "too_large",
+    422: "invalid_request",
+    429: "rate_limited",
+    502: "upstream_error",
+    503: "unavailable",
+    504: "timeout",
+}
 
 
 class ApiError(Exception):
@@ -39,4 +49,6 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         details = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
-        return _respond(422, ErrorBody(error="invalid_request", message="invalid request body", details=details))
+        return _respond(
+            422, ErrorBody(error="invalid_request", message="invalid request body", details=details)
+        )

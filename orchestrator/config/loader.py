@@ -102,9 +102,7 @@ def _parse_yaml(path: Path) -> tuple[Any, dict[FieldPath, int]]:
     return data, (_line_map(node) if node is not None else {})
 
 
-def _pydantic_problems(
-    exc: ValidationError, file: str, lines: dict[FieldPath, int]
-) -> list[ConfigProblem]:
+def _pydantic_problems(exc: ValidationError, file: str, lines: dict[FieldPath, int]) -> list[ConfigProblem]:
     problems = []
     for error in exc.errors():
         loc = tuple(part for part in error["loc"] if not str(part).startswith("function-"))
@@ -149,7 +147,9 @@ def _cross_checks(
             if model and (why := _model_problems(config, model)):
                 problem(("agents", name, key), why)
         interfaces[name] = _resolve_interface(agent.interface, root, problem, ("agents", name, "interface"))
-    for model in filter(None, [config.llm.default_model, config.llm.fallback_model, config.llm.embedding.model]):
+    for model in filter(
+        None, [config.llm.default_model, config.llm.fallback_model, config.llm.embedding.model]
+    ):
         if why := _model_problems(config, model):
             problem(("llm",), why)
     return problems, interfaces

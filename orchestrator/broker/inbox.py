@@ -1,0 +1,342 @@
+"""Durable per-agent inboxes in SQLite.
+
+Delivery is at-least-once: `next` claims an item, `complete` acknowledges it. An item claimed
+by an agent process that then died is handed out again (`requeue_claimed`, called when an
+agent starts), with its attempt count raised so the agent can recognise a redelivery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import uuid
+from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from agent_runtime.protocol import HeartbeatReason, InboxItem, ItemKind, WorkResult, utcnow
+
+if TYPE_CHECKING:
+    from orchestrator.services import Services
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS inbox (
+    id TEXT PRIMARY KEY,
+    agent TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    sender TEXT NOT NULL,
+    text TEXT NOT NULL DEFAULT '',
+    operation TEXT,
+    input TEXT,
+    correlation_id TEXT,
+    hop INTEGER NOT NULL DEFAULT 0,
+    trace TEXT NOT NULL DEFAULT '[]',
+    reasons TEXT NOT NULL DEFAULT '[]',
+    priority INTEGER NOT NULL DEFAULT 0,
+    idempotency_key TEXT,
+    created_at TEXT NOT NULL,
+    expires_at TEXT,
+    state TEXT NOT NULL DEFAULT 'queued',
+    attempt INTEGER NOT NULL DEFAULT 0,
+    claimed_at TEXT,
+    finished_at TEXT,
+    result TEXT
+);
+CREATE INDEX IF NOT EXISTS inbox_queue ON inbox(agent, state, priority DESC, created_at);
+CREATE UNIQUE INDEX IF NOT EXISTS inbox_idem ON inbox(agent, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+"""
+
+_DONE = object()
+
+
+class Inbox:
+    def __init__(self, services: Services) -> None:
+        self._db = services.db
+        self._db.ensure_schema(SCHEMA)
+        self._lock = threading.Lock()
+        self._arrivals: dict[str, asyncio.Event] = {}
+        self._results: dict[str, list[asyncio.Future[WorkResult]]] = {}
+        self._progress: dict[str, list[asyncio.Queue[object]]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def bind_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+
+    # --- producing -------------------------------------------------------------------------
+
+    def put(
+        self,
+        agent: str,
+        kind: ItemKind,
+        sender: str,
+        text: str = "",
+        *,
+        operation: str | None = None,
+        input: dict[str, Any] | None = None,
+        correlation_id: str | None = None,
+        hop: int = 0,
+        trace: list[str] | None = None,
+        reasons: list[HeartbeatReason] | None = None,
+        priority: int = 0,
+        ttl_s: float | None = None,
+        idempotency_key: str | None = None,
+    ) -> InboxItem:
+        """Queue an item. With an idempotency key already used for this agent, return that item."""
+        if idempotency_key and (existing := self._by_key(agent, idempotency_key)):
+            return existing
+        now = utcnow()
+        item_id = uuid.uuid4().hex
+        expires = (now + timedelta(seconds=ttl_s)).isoformat() if ttl_s else None
+        self._db.execute(
+            "INSERT INTO inbox(id, agent, kind, sender, text, operation, input, correlation_id, hop, trace,"
+            " reasons, priority, idempotency_key, created_at, expires_at)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                item_id,
+                agent,
+                kind.value,
+                sender,
+                text,
+                operation,
+                json.dumps(input) if input is not None else None,
+                correlation_id,
+                hop,
+                json.dumps(trace or []),
+                json.dumps([r.model_dump() for r in reasons or []]),
+                priority,
+                idempotency_key,
+                now.isoformat(),
+                expires,
+            ),
+        )
+        self._signal(agent)
+        item = self.get(item_id)
+        assert item is not None
+        return item
+
+    def _by_key(self, agent: str, key: str) -> InboxItem | None:
+        row = self._db.query_one("SELECT * FROM inbox WHERE agent = ? AND idempotency_key = ?", (agent, key))
+        return _to_item(row) if row else None
+
+    # --- consuming -------------------------------------------------------------------------
+
+    async def next(self, agent: str, wait_s: float) -> InboxItem | None:
+        """Claim the most urgent queued item, waiting up to wait_s for one to arrive."""
+        deadline = asyncio.get_running_loop().time() + wait_s
+        while True:
+            arrival = self._arrival_event(agent)
+            arrival.clear()
+            item = self._claim(agent)
+            if item is not None:
+                return item
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                return None
+            try:
+                await asyncio.wait_for(arrival.wait(), timeout=remaining)
+            except TimeoutError:
+                return None
+
+    def _claim(self, agent: str) -> InboxItem | None:
+        now = utcnow().isoformat()
+        with self._db.transaction() as conn:
+            conn.execute(
+                "UPDATE inbox SET state = 'expired', finished_at = ? WHERE agent = ? AND state = 'queued'"
+                " AND expires_at IS NOT NULL AND expires_at < ?",
+                (now, agent, now),
+            )
+            row = conn.execute(
+                "SELECT id FROM inbox WHERE agent = ? AND state = 'queued'"
+                " ORDER BY priority DESC, created_at LIMIT 1",
+                (agent,),
+            ).fetchone()
+            if row is None:
+                return None
+            conn.execute(
+                "UPDATE inbox SET state = 'claimed', claimed_at = ?, attempt = attempt + 1 WHERE id = ?",
+                (now, row["id"]),
+            )
+        return self.get(row["id"])
+
+    def requeue_claimed(self, agent: str) -> int:
+        """Hand out again what a previous incarnation of the agent claimed but never acknowledged."""
+        cursor = self._db.execute(
+            "UPDATE inbox SET state = 'queued' WHERE agent = ? AND state = 'claimed'", (agent,)
+        )
+        if cursor.rowcount:
+            self._signal(agent)
+        return cursor.rowcount
+
+    def complete(self, agent: str, item_id: str, result: WorkResult) -> bool:
+        """Acknowledge an item. Returns False when it is unknown or not this agent's."""
+        state = "done" if result.ok else "failed"
+        cursor = self._db.execute(
+            "UPDATE inbox SET state = ?, finished_at = ?, result = ? WHERE id = ? AND agent = ?"
+            " AND state IN ('claimed', 'queued')",
+            (state, utcnow().isoformat(), result.model_dump_json(), item_id, agent),
+        )
+        if cursor.rowcount == 0:
+            return self.get(item_id) is not None and self._owner(item_id) == agent
+        self._resolve(item_id, result)
+        return True
+
+    def fail(self, item_id: str, error: str) -> None:
+        """Close an item the agent will never answer (expired, cancelled, refused)."""
+        result = WorkResult(ok=False, error=error)
+        self._db.execute(
+            "UPDATE inbox SET state = 'failed', finished_at = ?, result = ? WHERE id = ?"
+            " AND state IN ('queued', 'claimed')",
+            (utcnow().isoformat(), result.model_dump_json(), item_id),
+        )
+        self._resolve(item_id, result)
+
+    # --- results and progress --------------------------------------------------------------
+
+    async def wait_result(self, item_id: str, timeout_s: float) -> WorkResult | None:
+        stored = self.result(item_id)
+        if stored is not None:
+            return stored
+        future: asyncio.Future[WorkResult] = asyncio.get_running_loop().create_future()
+        with self._lock:
+            self._results.setdefault(item_id, []).append(future)
+        try:
+            # Re-check after registering: the result may have landed in between.
+            stored = self.result(item_id)
+            if stored is not None:
+                return stored
+            return await asyncio.wait_for(future, timeout=timeout_s)
+        except TimeoutError:
+            return None
+        finally:
+            with self._lock:
+                waiters = self._results.get(item_id, [])
+                if future in waiters:
+                    waiters.remove(future)
+                if not waiters:
+                    self._results.pop(item_id, None)
+
+    def result(self, item_id: str) -> WorkResult | None:
+        row = self._db.query_one("SELECT result FROM inbox WHERE id = ?", (item_id,))
+        if row is None or row["result"] is None:
+            return None
+        return WorkResult.model_validate_json(row["result"])
+
+    def add_progress(self, item_id: str, delta: str) -> None:
+        self._to_streams(item_id, delta)
+
+    async def stream(self, item_id: str, timeout_s: float = 600.0) -> AsyncIterator[str]:
+        """Reply text as the agent streams it, until the item is done or timeout_s passes."""
+        queue: asyncio.Queue[object] = asyncio.Queue()
+        with self._lock:
+            self._progress.setdefault(item_id, []).append(queue)
+        try:
+            if self.result(item_id) is not None:
+                return
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout_s
+            while (remaining := deadline - loop.time()) > 0:
+                try:
+                    chunk = await asyncio.wait_for(queue.get(), timeout=remaining)
+                except TimeoutError:
+                    return
+                if chunk is _DONE:
+                    return
+                assert isinstance(chunk, str)
+                yield chunk
+        finally:
+            with self._lock:
+                queues = self._progress.get(item_id, [])
+                if queue in queues:
+                    queues.remove(queue)
+                if not queues:
+                    self._progress.pop(item_id, None)
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def get(self, item_id: str) -> InboxItem | None:
+        row = self._db.query_one("SELECT * FROM inbox WHERE id = ?", (item_id,))
+        return _to_item(row) if row else None
+
+    def state(self, item_id: str) -> str | None:
+        row = self._db.query_one("SELECT state FROM inbox WHERE id = ?", (item_id,))
+        return str(row["state"]) if row else None
+
+    def _owner(self, item_id: str) -> str | None:
+        row = self._db.query_one("SELECT agent FROM inbox WHERE id = ?", (item_id,))
+        return str(row["agent"]) if row else None
+
+    def pending(self, agent: str) -> int:
+        row = self._db.query_one(
+            "SELECT COUNT(*) AS n FROM inbox WHERE agent = ? AND state IN ('queued', 'claimed')", (agent,)
+        )
+        return int(row["n"]) if row else 0
+
+    def list(self, agent: str, limit: int = 100, include_done: bool = False) -> list[InboxItem]:
+        where = "" if include_done else " AND state IN ('queued', 'claimed')"
+        rows = self._db.query(
+            f"SELECT * FROM inbox WHERE agent = ?{where} ORDER BY created_at DESC LIMIT ?", (agent, limit)
+        )
+        return [_to_item(row) for row in rows]
+
+    # --- wake-ups across threads -----------------------------------------------------------
+
+    def _arrival_event(self, agent: str) -> asyncio.Event:
+        with self._lock:
+            return self._arrivals.setdefault(agent, asyncio.Event())
+
+    def _call_in_loop(self, fn: Any, *args: Any) -> None:
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            fn(*args)
+        else:
+            loop.call_soon_threadsafe(fn, *args)
+
+    def _signal(self, agent: str) -> None:
+        with self._lock:
+            event = self._arrivals.get(agent)
+        if event is not None:
+            self._call_in_loop(event.set)
+
+    def _resolve(self, item_id: str, result: WorkResult) -> None:
+        with self._lock:
+            futures = list(self._results.get(item_id, []))
+        for future in futures:
+            self._call_in_loop(_settle, future, result)
+        self._to_streams(item_id, _DONE)
+
+    def _to_streams(self, item_id: str, chunk: object) -> None:
+        with self._lock:
+            queues = list(self._progress.get(item_id, []))
+        for queue in queues:
+            self._call_in_loop(queue.put_nowait, chunk)
+
+
+def _settle(future: asyncio.Future[WorkResult], result: WorkResult) -> None:
+    if not future.done():
+        future.set_result(result)
+
+
+def _to_item(row: Any) -> InboxItem:
+    return InboxItem(
+        id=row["id"],
+        kind=ItemKind(row["kind"]),
+        created_at=datetime.fromisoformat(row["created_at"]),
+        sender=row["sender"],
+        text=row["text"],
+        operation=row["operation"],
+        input=json.loads(row["input"]) if row["input"] else None,
+        correlation_id=row["correlation_id"],
+        hop=row["hop"],
+        trace=json.loads(row["trace"]),
+        reasons=[HeartbeatReason.model_validate(r) for r in json.loads(row["reasons"])],
+        attempt=max(1, row["attempt"]),
+        deadline=datetime.fromisoformat(row["expires_at"]) if row["expires_at"] else None,
+    )
