@@ -1,0 +1,1 @@
+"""The agent runtime: everything that runs inside an agent container."""

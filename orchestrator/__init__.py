@@ -1,0 +1,1 @@
+"""The Flotilla orchestrator: the host control plane."""

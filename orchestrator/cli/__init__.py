@@ -1,0 +1,1 @@
+"""The `flotilla` command line."""
