@@ -1,0 +1,148 @@
+"""The CLI's HTTP client for a running orchestrator.
+
+A running orchestrator writes `.flotilla/endpoint.json` (mode 0600) with its loopback URL and
+the operator token; the CLI reads it from next to the fleet file it is given.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+from pydantic import BaseModel
+
+from orchestrator.state.paths import StatePaths
+
+
+class Endpoint(BaseModel):
+    url: str
+    token: str
+    pid: int
+
+
+class CliError(Exception):
+    """An error to print as one line for the operator (exit code 1)."""
+
+
+class ApiClient:
+    def __init__(self, endpoint: Endpoint, timeout_s: float = 30.0) -> None:
+        self.endpoint = endpoint
+        self._http = httpx.Client(
+            base_url=endpoint.url,
+            headers={"authorization": f"Bearer {endpoint.token}"},
+            timeout=timeout_s,
+        )
+
+    @classmethod
+    def from_fleet_file(cls, fleet_file: str | Path, timeout_s: float = 30.0) -> ApiClient:
+        endpoint = read_endpoint(StatePaths.for_fleet_file(Path(fleet_file)))
+        if endpoint is None:
+            raise CliError(
+                f"no orchestrator is running for {fleet_file}: start it with `flotilla up` (or `up -d`)"
+            )
+        return cls(endpoint, timeout_s)
+
+    def _check(self, response: httpx.Response) -> httpx.Response:
+        if response.is_success:
+            return response
+        try:
+            body = response.json()
+            message = body.get("message") or body.get("detail") or response.text
+            details = body.get("details") or []
+        except (ValueError, AttributeError):
+            message, details = response.text, []
+        extra = "".join(f"\n  - {d}" for d in details)
+        raise CliError(f"{message} (HTTP {response.status_code}){extra}")
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise CliError(f"cannot reach the orchestrator at {self.endpoint.url}: {exc}") from None
+        self._check(response)
+        if response.status_code == 204 or not response.content:
+            return None
+        if response.headers.get("content-type", "").startswith("application/json"):
+            return response.json()
+        return response.text
+
+    def get(self, path: str, **params: Any) -> Any:
+        return self._send("GET", path, params={k: v for k, v in params.items() if v is not None})
+
+    def post(self, path: str, body: Any = None, **params: Any) -> Any:
+        return self._send("POST", path, json=body, params={k: v for k, v in params.items() if v is not None})
+
+    def put(self, path: str, body: Any = None) -> Any:
+        return self._send("PUT", path, json=body)
+
+    def delete(self, path: str) -> Any:
+        return self._send("DELETE", path)
+
+    def stream(
+        self, method: str, path: str, body: Any = None, timeout_s: float | None = None, **params: Any
+    ) -> Iterator[tuple[str, str]]:
+        """Yield (event, data) pairs from a server-sent-events response."""
+        try:
+            with self._http.stream(
+                method,
+                path,
+                json=body,
+                params={k: v for k, v in params.items() if v is not None},
+                timeout=httpx.Timeout(timeout_s, connect=10.0),
+            ) as response:
+                if not response.is_success:
+                    response.read()
+                    self._check(response)
+                yield from _parse_sse(response.iter_lines())
+        except httpx.TransportError as exc:
+            raise CliError(f"connection to the orchestrator lost: {exc}") from None
+
+    def close(self) -> None:
+        self._http.close()
+
+
+def _parse_sse(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
+    event, data = "message", []
+    for line in lines:
+        if not line:
+            if data:
+                yield event, "\n".join(data)
+            event, data = "message", []
+        elif line.startswith(":"):
+            continue
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))
+    if data:
+        yield event, "\n".join(data)
+
+
+def read_endpoint(paths: StatePaths) -> Endpoint | None:
+    try:
+        raw = json.loads(paths.endpoint_file.read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+    endpoint = Endpoint.model_validate(raw)
+    if not _pid_alive(endpoint.pid):
+        return None
+    return endpoint
+
+
+def write_endpoint(paths: StatePaths, endpoint: Endpoint) -> None:
+    target = paths.endpoint_file
+    tmp = target.with_suffix(".tmp")
+    tmp.write_text(endpoint.model_dump_json())
+    tmp.chmod(0o600)
+    tmp.replace(target)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        Path(f"/proc/{pid}").stat()
+    except FileNotFoundError:
+        return False
+    return True
