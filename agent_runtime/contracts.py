@@ -1,0 +1,210 @@
+"""INTERFACE.md as a contract: operations with JSON Schemas in YAML front matter.
+
+    ---
+    operations:
+      - name: summarize
+        description: Summarize a text in a few sentences.
+        input:
+          type: object
+          properties: {text: {type: string}}
+          required: [text]
+        output:
+          type: object
+          properties: {summary: {type: string}}
+          required: [summary]
+    ---
+    Free markdown for models: when to call me, what I am good at.
+
+A file without front matter is valid: free text and no operations. Both sides use this module:
+the agent runtime refuses a broken rewrite of its own INTERFACE.md, the broker validates every
+ask and answer against the callee's schemas.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections import OrderedDict
+from typing import Any
+
+import jsonschema
+import jsonschema.exceptions
+import jsonschema.validators
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_runtime.protocol import OperationSpec
+
+FRONT_MATTER_FENCE = "---"
+TOP_LEVEL_KEYS = frozenset({"operations"})
+OPERATION_KEYS = frozenset({"name", "description", "input", "output"})
+OPERATION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+DEFAULT_SCHEMA: dict[str, Any] = {"type": "object"}
+
+
+class ContractError(ValueError):
+    """An INTERFACE.md that cannot be enforced; the message says which operation and why."""
+
+
+class Interface(BaseModel):
+    """A parsed INTERFACE.md: the typed operations and the free text for models."""
+
+    model_config = ConfigDict(frozen=True)
+
+    operations: list[OperationSpec] = Field(default_factory=list)
+    body: str = ""
+
+    def operation(self, name: str) -> OperationSpec | None:
+        for op in self.operations:
+            if op.name == name:
+                return op
+        return None
+
+    @property
+    def operation_names(self) -> list[str]:
+        return [op.name for op in self.operations]
+
+
+def split_front_matter(text: str) -> tuple[str | None, str]:
+    """(front matter YAML or None, body). Front matter must open on the very first line."""
+    stripped = text.removeprefix("\ufeff")
+    lines = stripped.splitlines(keepends=True)
+    if not lines or lines[0].rstrip() != FRONT_MATTER_FENCE:
+        return None, text
+    for index in range(1, len(lines)):
+        if lines[index].rstrip() in (FRONT_MATTER_FENCE, "..."):
+            return "".join(lines[1:index]), "".join(lines[index + 1 :]).lstrip("\n")
+    raise ContractError("front matter opened with '---' on line 1 is never closed by a '---' line")
+
+
+def parse_interface(text: str) -> Interface:
+    """Parse and check an INTERFACE.md. Raises ContractError naming what is wrong and where."""
+    front, body = split_front_matter(text)
+    if front is None:
+        return Interface(body=text)
+    data = _load_yaml(front)
+    if data is None:
+        return Interface(body=body)
+    if not isinstance(data, dict):
+        raise ContractError("front matter must be a mapping with an 'operations' list")
+    unknown = sorted(str(k) for k in data if k not in TOP_LEVEL_KEYS)
+    if unknown:
+        raise ContractError(f"front matter: unknown key(s) {', '.join(unknown)} (allowed: operations)")
+    raw_ops = data.get("operations") or []
+    if not isinstance(raw_ops, list):
+        raise ContractError("front matter: 'operations' must be a list")
+    operations: list[OperationSpec] = []
+    seen: set[str] = set()
+    for index, raw in enumerate(raw_ops):
+        op = _parse_operation(index, raw)
+        if op.name in seen:
+            raise ContractError(f"operation '{op.name}': duplicate operation name")
+        seen.add(op.name)
+        operations.append(op)
+    return Interface(operations=operations, body=body)
+
+
+def validate_interface_text(text: str) -> None:
+    """Raise ContractError when `text` is not an enforceable INTERFACE.md."""
+    parse_interface(text)
+
+
+def _load_yaml(front: str) -> Any:
+    try:
+        return yaml.safe_load(front)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        # +1 for 1-based lines, +1 for the opening fence line.
+        where = f" on line {mark.line + 2}" if mark else ""
+        raise ContractError(f"front matter is not valid YAML{where}: {exc.problem}") from None
+    except yaml.YAMLError as exc:
+        raise ContractError(f"front matter is not valid YAML: {exc}") from None
+
+
+def _parse_operation(index: int, raw: Any) -> OperationSpec:
+    label = f"operation #{index + 1}"
+    if not isinstance(raw, dict):
+        raise ContractError(f"{label}: must be a mapping with name, description, input, output")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise ContractError(f"{label}: missing 'name'")
+    if not OPERATION_NAME.match(name):
+        raise ContractError(
+            f"operation '{name}': name must be an identifier"
+            " (letters, digits, '_', not starting with a digit)"
+        )
+    label = f"operation '{name}'"
+    unknown = sorted(str(k) for k in raw if k not in OPERATION_KEYS)
+    if unknown:
+        raise ContractError(
+            f"{label}: unknown key(s) {', '.join(unknown)} (allowed: name, description, input, output)"
+        )
+    description = raw.get("description", "")
+    if description is None:
+        description = ""
+    if not isinstance(description, str):
+        raise ContractError(f"{label}: 'description' must be text")
+    return OperationSpec(
+        name=name,
+        description=description.strip(),
+        input_schema=_check_schema(label, "input", raw.get("input")),
+        output_schema=_check_schema(label, "output", raw.get("output")),
+    )
+
+
+def _check_schema(label: str, which: str, schema: Any) -> dict[str, Any]:
+    if schema is None:
+        return dict(DEFAULT_SCHEMA)
+    if not isinstance(schema, dict):
+        raise ContractError(f"{label}: '{which}' must be a JSON Schema object (a mapping)")
+    validator_cls = jsonschema.validators.validator_for(schema)
+    try:
+        validator_cls.check_schema(schema)
+    except jsonschema.exceptions.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
+        raise ContractError(
+            f"{label}: '{which}' is not a valid JSON Schema at {where}: {exc.message}"
+        ) from None
+    declared = schema.get("type")
+    if declared is not None and "object" not in (declared if isinstance(declared, list) else [declared]):
+        raise ContractError(
+            f"{label}: '{which}' must describe a JSON object (type: object), not {declared!r}"
+        )
+    return schema
+
+
+# --- payload validation --------------------------------------------------------------------
+
+_CACHE_SIZE = 256
+_validators: OrderedDict[str, Any] = OrderedDict()
+_validators_lock = threading.Lock()
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    """A compiled validator per distinct schema; compiling one per message is wasted work."""
+    key = json.dumps(schema, sort_keys=True, default=str)
+    with _validators_lock:
+        found = _validators.get(key)
+        if found is not None:
+            _validators.move_to_end(key)
+            return found
+    validator_cls = jsonschema.validators.validator_for(schema)
+    compiled = validator_cls(schema, format_checker=validator_cls.FORMAT_CHECKER)
+    with _validators_lock:
+        _validators[key] = compiled
+        while len(_validators) > _CACHE_SIZE:
+            _validators.popitem(last=False)
+    return compiled
+
+
+def validate_payload(schema: dict[str, Any], payload: Any) -> list[str]:
+    """Every way `payload` breaks `schema`, as 'path: message' lines (empty when valid)."""
+    errors = sorted(
+        _validator(schema).iter_errors(payload), key=lambda e: "/".join(str(p) for p in e.absolute_path)
+    )
+    problems = []
+    for error in errors:
+        where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+        problems.append(f"{where}: {error.message}")
+    return problems
