@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from orchestrator.auth import TokenStore
 from orchestrator.config.loader import LoadedFleet
 from orchestrator.events import EventBus
+from orchestrator.health import HealthBoard
 from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths
 
@@ -37,4 +38,6 @@ class Services:
     gateway: Gateway = field(init=False)
     scheduler: Scheduler = field(init=False)
     supervisor: Supervisor = field(init=False)
+    health: HealthBoard = field(default_factory=HealthBoard)
     operator_token: str = field(init=False, default="")
+    orchestrator_url: str = field(init=False, default="")

@@ -178,7 +178,7 @@ class Inbox:
             (state, utcnow().isoformat(), result.model_dump_json(), item_id, agent),
         )
         if cursor.rowcount == 0:
-            return self.get(item_id) is not None and self._owner(item_id) == agent
+            return self.get(item_id) is not None and self.owner(item_id) == agent
         self._resolve(item_id, result)
         return True
 
@@ -263,7 +263,7 @@ class Inbox:
         row = self._db.query_one("SELECT state FROM inbox WHERE id = ?", (item_id,))
         return str(row["state"]) if row else None
 
-    def _owner(self, item_id: str) -> str | None:
+    def owner(self, item_id: str) -> str | None:
         row = self._db.query_one("SELECT agent FROM inbox WHERE id = ?", (item_id,))
         return str(row["agent"]) if row else None
 

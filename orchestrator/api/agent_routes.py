@@ -1,0 +1,111 @@
+"""Routes an agent calls about itself: its config, check-ins, its inbox and the events it reports."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+
+from agent_runtime.protocol import (
+    AGENT_API_PREFIX,
+    AgentEvent,
+    AgentRuntimeConfig,
+    CheckIn,
+    CheckInReply,
+    InboxItem,
+    ReplyChunk,
+    WorkResult,
+)
+from orchestrator.api.deps import AgentDep, ServicesDep
+from orchestrator.api.errors import ApiError
+from orchestrator.config.windows import window_for
+from orchestrator.events import EventType
+from orchestrator.services import Services
+
+router = APIRouter(prefix=AGENT_API_PREFIX, tags=["agent"])
+
+MAX_WAIT_S = 30.0
+# Events an agent may report about itself; anything else is refused so agents cannot forge
+# orchestrator events (restarts, budgets) on the bus.
+AGENT_EVENT_TYPES = {
+    EventType.COMPACTION_DONE.value,
+    EventType.WORKSPACE_CHANGED.value,
+    EventType.AGENT_REPORTED.value,
+    "context.flushed",
+    "context.warning",
+    "context.pruned",
+    "memory.mode",
+    "maintenance.run",
+}
+
+
+def runtime_config(services: Services, agent: str) -> AgentRuntimeConfig:
+    fleet = services.fleet
+    config = fleet.config
+    model = config.model_of(agent)
+    return AgentRuntimeConfig(
+        fleet=config.fleet,
+        agent=agent,
+        role=config.agents[agent].role,
+        model=model,
+        heartbeat_model=config.heartbeat_model_of(agent),
+        context_window=config.context_window_of(agent, window_for(model)),
+        embedding_model=config.llm.embedding.model,
+        embedding_dimensions=config.llm.embedding.dimensions,
+        talks_to=list(config.agents[agent].talks_to),
+        config_hash=fleet.agent_hash(agent),
+    )
+
+
+def _known(services: Services, agent: str) -> None:
+    if agent not in services.fleet.config.agents:
+        raise ApiError(410, "agent_removed", f"agent {agent!r} is no longer part of the fleet")
+
+
+@router.get("/config")
+def get_config(agent: AgentDep, services: ServicesDep) -> AgentRuntimeConfig:
+    """Called once by each new agent process: what it claimed before it started is handed out again."""
+    _known(services, agent.name)
+    services.health.mark_started(agent.name)
+    services.inbox.requeue_claimed(agent.name)
+    return runtime_config(services, agent.name)
+
+
+@router.post("/checkin")
+def checkin(body: CheckIn, agent: AgentDep, services: ServicesDep) -> CheckInReply:
+    _known(services, agent.name)
+    services.health.record(agent.name, body)
+    return CheckInReply(config_hash=services.fleet.agent_hash(agent.name))
+
+
+@router.get("/inbox/next", response_model=None)
+async def next_item(
+    agent: AgentDep, services: ServicesDep, wait: Annotated[float, Query(ge=0)] = 25.0
+) -> InboxItem | Response:
+    item = await services.inbox.next(agent.name, min(wait, MAX_WAIT_S))
+    return item if item is not None else Response(status_code=204)
+
+
+def _own_item(services: Services, agent: str, item_id: str) -> None:
+    if services.inbox.owner(item_id) != agent:
+        raise ApiError(404, "not_found", f"no inbox item {item_id}")
+
+
+@router.post("/inbox/{item_id}/progress", status_code=204)
+def progress(item_id: str, body: ReplyChunk, agent: AgentDep, services: ServicesDep) -> None:
+    _own_item(services, agent.name, item_id)
+    services.inbox.add_progress(item_id, body.delta)
+
+
+@router.post("/inbox/{item_id}/done", status_code=204)
+def done(item_id: str, body: WorkResult, agent: AgentDep, services: ServicesDep) -> None:
+    _own_item(services, agent.name, item_id)
+    services.inbox.complete(agent.name, item_id, body)
+
+
+@router.post("/events", status_code=204)
+def report_event(body: AgentEvent, agent: AgentDep, services: ServicesDep) -> None:
+    if body.type not in AGENT_EVENT_TYPES:
+        allowed = ", ".join(sorted(AGENT_EVENT_TYPES))
+        raise ApiError(422, "invalid_event", f"agents may not report {body.type!r}; allowed: {allowed}")
+    services.events.publish(body.type, agent=agent.name, **body.data)

@@ -1,0 +1,260 @@
+"""Request and response bodies of the OpenAI-compatible gateway, plus the gateway's own reports.
+
+The OpenAI format is open-ended (providers add fields), so passthrough bodies accept and keep
+unknown fields; only what the gateway reads or builds is declared.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Passthrough(BaseModel):
+    """A body the gateway forwards: unknown fields are kept as they are."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def wire(self) -> dict[str, Any]:
+        """The JSON form: exactly the fields that were received or explicitly given, nulls included."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+# ----------------------------------------------------------------------------- requests
+
+
+class FunctionCall(Passthrough):
+    name: str
+    arguments: str = "{}"
+
+
+class ToolCall(Passthrough):
+    id: str
+    type: str = "function"
+    function: FunctionCall
+
+
+class ChatMessage(Passthrough):
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+    name: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The message's text; multi-part content contributes its text parts."""
+        if self.content is None:
+            return ""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(str(p.get("text", "")) for p in self.content if p.get("type") == "text")
+
+
+class StreamOptions(Passthrough):
+    include_usage: bool = False
+
+
+class ChatCompletionRequest(Passthrough):
+    model: str
+    messages: list[ChatMessage] = Field(min_length=1)
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    tools: list[dict[str, Any]] | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+
+    @property
+    def tool_names(self) -> list[str]:
+        names = []
+        for tool in self.tools or []:
+            function = tool.get("function")
+            if isinstance(function, dict) and isinstance(function.get("name"), str):
+                names.append(function["name"])
+        return names
+
+    @property
+    def output_limit(self) -> int | None:
+        return self.max_completion_tokens or self.max_tokens
+
+
+class EmbeddingRequest(Passthrough):
+    model: str
+    input: str | list[str] | list[int] | list[list[int]]
+    dimensions: int | None = Field(default=None, ge=1, le=8192)
+    encoding_format: Literal["float", "base64"] | None = None
+
+    @property
+    def texts(self) -> list[str]:
+        """The inputs as text; token-id inputs cannot be read back and count as empty."""
+        if isinstance(self.input, str):
+            return [self.input]
+        return [item if isinstance(item, str) else "" for item in self.input]
+
+
+# ---------------------------------------------------------------------------- responses
+
+
+class PromptTokensDetails(Passthrough):
+    cached_tokens: int = 0
+
+
+class Usage(Passthrough):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    prompt_tokens_details: PromptTokensDetails | None = None
+
+    @property
+    def cached_tokens(self) -> int:
+        return self.prompt_tokens_details.cached_tokens if self.prompt_tokens_details else 0
+
+
+class AssistantMessage(Passthrough):
+    role: str = "assistant"
+    content: str | None = None
+    tool_calls: list[ToolCall] | None = None
+
+
+class Choice(Passthrough):
+    index: int = 0
+    message: AssistantMessage
+    finish_reason: str | None = "stop"
+
+
+class ChatCompletion(Passthrough):
+    id: str
+    object: str = "chat.completion"
+    created: int
+    model: str
+    choices: list[Choice]
+    usage: Usage | None = None
+
+
+class FunctionDelta(Passthrough):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class ToolCallDelta(Passthrough):
+    index: int
+    id: str | None = None
+    type: str | None = None
+    function: FunctionDelta | None = None
+
+
+class Delta(Passthrough):
+    role: str | None = None
+    content: str | None = None
+    tool_calls: list[ToolCallDelta] | None = None
+
+
+class ChunkChoice(Passthrough):
+    index: int = 0
+    delta: Delta = Field(default_factory=Delta)
+    finish_reason: str | None = None
+
+
+class ChatCompletionChunk(Passthrough):
+    id: str
+    object: str = "chat.completion.chunk"
+    created: int
+    model: str
+    choices: list[ChunkChoice] = Field(default_factory=list)
+    usage: Usage | None = None
+
+    def sse(self) -> bytes:
+        """One server-sent event carrying this chunk."""
+        return b"data: " + self.model_dump_json(exclude_unset=True).encode() + b"\n\n"
+
+
+class Embedding(Passthrough):
+    object: str = "embedding"
+    index: int
+    embedding: list[float] | str
+
+
+class EmbeddingResponse(Passthrough):
+    object: str = "list"
+    data: list[Embedding]
+    model: str
+    usage: Usage = Field(default_factory=Usage)
+
+
+# ------------------------------------------------------------------- gateway's own reports
+
+
+BudgetScope = Literal["agent", "fleet"]
+BudgetKind = Literal["daily_usd", "monthly_usd", "daily_tokens", "monthly_tokens"]
+
+
+class BudgetWindow(BaseModel):
+    """One configured cap and how much of it the current window has used."""
+
+    scope: BudgetScope
+    kind: BudgetKind
+    limit: float
+    spent: float
+    window_start: datetime
+    resets_at: datetime
+
+    @property
+    def fraction(self) -> float:
+        return self.spent / self.limit if self.limit > 0 else 1.0
+
+    @property
+    def exhausted(self) -> bool:
+        return self.spent >= self.limit
+
+
+class BudgetStatus(BaseModel):
+    agent: str
+    windows: list[BudgetWindow] = Field(default_factory=list)
+
+    @property
+    def exhausted(self) -> list[BudgetWindow]:
+        return [w for w in self.windows if w.exhausted]
+
+    @property
+    def can_spend(self) -> bool:
+        return not self.exhausted
+
+
+class SpendFigures(BaseModel):
+    today_usd: float = 0.0
+    month_usd: float = 0.0
+    today_tokens: int = 0
+    month_tokens: int = 0
+    calls_today: int = 0
+    calls_month: int = 0
+
+
+class AgentCosts(SpendFigures):
+    agent: str
+    can_spend: bool = True
+    budget: list[BudgetWindow] = Field(default_factory=list)
+
+
+class CostsReport(BaseModel):
+    at: datetime
+    agents: list[AgentCosts]
+    fleet: SpendFigures
+    fleet_budget: list[BudgetWindow] = Field(default_factory=list)
+
+
+class UsageBucket(BaseModel):
+    start: datetime
+    agent: str
+    calls: int
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+
+
+class UsageSeries(BaseModel):
+    bucket: Literal["hour", "day"]
+    since: datetime
+    agent: str | None = None
+    buckets: list[UsageBucket]

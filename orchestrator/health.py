@@ -1,0 +1,51 @@
+"""What each agent last said about itself in its check-ins, and whether that is recent."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+from agent_runtime.protocol import CheckIn
+
+CHECKIN_STALE_S = 45.0
+
+
+@dataclass(frozen=True)
+class Sighting:
+    checkin: CheckIn
+    seen_monotonic: float
+
+    @property
+    def age_s(self) -> float:
+        return time.monotonic() - self.seen_monotonic
+
+
+class HealthBoard:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last: dict[str, Sighting] = {}
+        self._started: dict[str, float] = {}
+
+    def record(self, agent: str, checkin: CheckIn) -> None:
+        with self._lock:
+            self._last[agent] = Sighting(checkin, time.monotonic())
+
+    def mark_started(self, agent: str) -> None:
+        """A new incarnation of the agent asked for its config; forget what the old one said."""
+        with self._lock:
+            self._last.pop(agent, None)
+            self._started[agent] = time.monotonic()
+
+    def last(self, agent: str) -> Sighting | None:
+        with self._lock:
+            return self._last.get(agent)
+
+    def is_checking_in(self, agent: str, max_age_s: float = CHECKIN_STALE_S) -> bool:
+        sighting = self.last(agent)
+        return sighting is not None and sighting.age_s <= max_age_s
+
+    def forget(self, agent: str) -> None:
+        with self._lock:
+            self._last.pop(agent, None)
+            self._started.pop(agent, None)

@@ -1,0 +1,65 @@
+"""Logging for the orchestrator process: human-readable lines, or one JSON object per line.
+
+JSON lines suit log shippers (Loki, Elasticsearch, journald with a parser): every record keeps
+its level, logger name and time, plus any structured fields passed with `extra=`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+HUMAN_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
+
+# Attributes every LogRecord carries; anything else on a record came from `extra=`.
+_STANDARD_ATTRS = frozenset(
+    vars(logging.LogRecord("", logging.INFO, "", 0, "", None, None)).keys() | {"message", "asctime"}
+)
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record: time, level, logger, message, extra fields, exception text."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        doc: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for key, value in vars(record).items():
+            if key not in _STANDARD_ATTRS and not key.startswith("_"):
+                doc[key] = value
+        if record.exc_info:
+            doc["exception"] = self.formatException(record.exc_info)
+        if record.stack_info:
+            doc["stack"] = self.formatStack(record.stack_info)
+        return json.dumps(doc, default=str, ensure_ascii=False)
+
+
+def _level_number(level: int | str) -> int:
+    if isinstance(level, int):
+        return level
+    number = logging.getLevelName(level.upper())
+    if not isinstance(number, int):
+        raise ValueError(f"unknown log level {level!r}: use debug, info, warning, error or critical")
+    return number
+
+
+def configure_logging(json: bool = False, level: int | str = "info", stream: TextIO | None = None) -> None:
+    """Install one handler on the root logger (replacing earlier ones) and route uvicorn's logs to it."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(JsonFormatter() if json else logging.Formatter(HUMAN_FORMAT))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(_level_number(level))
+    # uvicorn installs its own handlers; let its records reach ours so the format is uniform.
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        logger = logging.getLogger(name)
+        logger.handlers.clear()
+        logger.propagate = True
