@@ -267,6 +267,14 @@ class Inbox:
         row = self._db.query_one("SELECT agent FROM inbox WHERE id = ?", (item_id,))
         return str(row["agent"]) if row else None
 
+    def latest_claimed(self, agent: str) -> InboxItem | None:
+        """The item this agent claimed most recently and has not acknowledged yet."""
+        row = self._db.query_one(
+            "SELECT * FROM inbox WHERE agent = ? AND state = 'claimed' ORDER BY claimed_at DESC LIMIT 1",
+            (agent,),
+        )
+        return _to_item(row) if row else None
+
     def pending(self, agent: str) -> int:
         row = self._db.query_one(
             "SELECT COUNT(*) AS n FROM inbox WHERE agent = ? AND state IN ('queued', 'claimed')", (agent,)

@@ -1,0 +1,188 @@
+"""`contracts check`: does every contract parse, and do the ACLs and references agree with them?
+
+Works on a running orchestrator's state and offline, from fleet.yaml and the workspaces on disk.
+An operation is referenced as `peer.operation` (in backticks) in an agent's instructions, soul,
+heartbeat rules, or its workspace's INSTRUCTIONS.md / HEARTBEAT.md / SOUL.md.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, Field
+
+from orchestrator.broker.interfaces import InterfaceStore
+from orchestrator.config.loader import LoadedFleet, load_fleet
+from orchestrator.state.paths import StatePaths
+
+if TYPE_CHECKING:
+    from orchestrator.services import Services
+
+REFERENCE = re.compile(r"`([a-z0-9][a-z0-9-]*)\.([A-Za-z_][A-Za-z0-9_]*)(?:\(\))?`")
+# `writer.md` names a file, not an operation of an agent called writer.
+FILE_SUFFIXES = frozenset({"md", "txt", "json", "yaml", "yml", "py", "csv", "log", "toml", "html"})
+WORKSPACE_TEXTS = ("INSTRUCTIONS.md", "HEARTBEAT.md", "SOUL.md")
+
+
+class ContractIssue(BaseModel):
+    level: Literal["error", "warning"]
+    agent: str
+    message: str
+
+
+class AgentContract(BaseModel):
+    agent: str
+    source: str = Field(description="Where the contract in force comes from: a workspace file or fleet.yaml")
+    operations: list[str]
+    talks_to: list[str]
+
+
+class ContractsReport(BaseModel):
+    ok: bool = Field(description="True when no issue is an error")
+    agents: list[AgentContract]
+    issues: list[ContractIssue]
+
+
+TextSource = Callable[[str], list[tuple[str, str]]]
+
+
+def check_services(services: Services) -> ContractsReport:
+    """Check the running fleet, with the contracts the broker holds in force."""
+    fleet = services.fleet
+    return check(fleet, services.broker.interfaces, _texts_of(fleet, services.paths))
+
+
+def check_fleet_file(fleet_file: str | Path) -> ContractsReport:
+    """Check offline: fleet.yaml and the workspaces next to it (raises ConfigError on a bad fleet)."""
+    fleet = load_fleet(fleet_file)
+    paths = StatePaths.for_fleet_file(fleet.path)
+    store = InterfaceStore(lambda agent: fleet.interfaces.get(agent, ""), paths.workspace)
+    return check(fleet, store, _texts_of(fleet, paths))
+
+
+def check(fleet: LoadedFleet, store: InterfaceStore, texts_of: TextSource) -> ContractsReport:
+    config = fleet.config
+    issues: list[ContractIssue] = []
+    agents: list[AgentContract] = []
+    operations: dict[str, set[str]] = {}
+
+    for name, agent in config.agents.items():
+        seeded = store.seeded(name)
+        if seeded.problem:
+            issues.append(ContractIssue(level="error", agent=name, message=seeded.problem))
+        state = store.state(name)
+        if state.problem and state.problem != seeded.problem:
+            issues.append(
+                ContractIssue(
+                    level="error",
+                    agent=name,
+                    message=f"{state.problem} (the contract from {state.source} stays in force)",
+                )
+            )
+        operations[name] = set(state.interface.operation_names)
+        agents.append(
+            AgentContract(
+                agent=name,
+                source=state.source,
+                operations=state.interface.operation_names,
+                talks_to=list(agent.talks_to),
+            )
+        )
+
+    issues += _acl_issues(fleet, operations)
+    for name in config.agents:
+        issues += _reference_issues(fleet, name, operations, texts_of(name))
+    return ContractsReport(
+        ok=not any(issue.level == "error" for issue in issues), agents=agents, issues=issues
+    )
+
+
+def _acl_issues(fleet: LoadedFleet, operations: dict[str, set[str]]) -> list[ContractIssue]:
+    config = fleet.config
+    issues: list[ContractIssue] = []
+    callers: dict[str, list[str]] = {name: [] for name in config.agents}
+    for name, agent in config.agents.items():
+        for peer in agent.talks_to:
+            if peer == name:
+                issues.append(ContractIssue(level="error", agent=name, message="talks_to lists itself"))
+            elif peer not in config.agents:
+                issues.append(
+                    ContractIssue(level="error", agent=name, message=f"talks_to names unknown agent {peer!r}")
+                )
+            else:
+                callers[peer].append(name)
+                if not operations[peer]:
+                    issues.append(
+                        ContractIssue(
+                            level="warning",
+                            agent=name,
+                            message=f"talks_to {peer}, but {peer} exposes no operations:"
+                            f" {name} can only tell it",
+                        )
+                    )
+    for name, ops in operations.items():
+        if ops and not callers[name]:
+            issues.append(
+                ContractIssue(
+                    level="warning",
+                    agent=name,
+                    message=f"exposes {len(ops)} operation(s) but no agent talks_to {name}"
+                    " (only the operator can ask it)",
+                )
+            )
+    return issues
+
+
+def _reference_issues(
+    fleet: LoadedFleet, name: str, operations: dict[str, set[str]], texts: list[tuple[str, str]]
+) -> list[ContractIssue]:
+    config = fleet.config
+    issues: list[ContractIssue] = []
+    seen: set[tuple[str, str]] = set()
+    for where, text in texts:
+        for match in REFERENCE.finditer(text):
+            peer, op = match.group(1), match.group(2)
+            if peer not in config.agents or op.lower() in FILE_SUFFIXES or (peer, op) in seen:
+                continue
+            seen.add((peer, op))
+            ref = f"`{peer}.{op}` in {where}"
+            if peer != name and peer not in config.agents[name].talks_to:
+                issues.append(
+                    ContractIssue(
+                        level="error", agent=name, message=f"{ref} refers to {peer}, which is not in talks_to"
+                    )
+                )
+            elif op not in operations[peer]:
+                offered = ", ".join(sorted(operations[peer])) or "none"
+                issues.append(
+                    ContractIssue(
+                        level="error",
+                        agent=name,
+                        message=f"{ref}: {peer} has no operation {op!r} (operations: {offered})",
+                    )
+                )
+    return issues
+
+
+def _texts_of(fleet: LoadedFleet, paths: StatePaths) -> TextSource:
+    def texts(name: str) -> list[tuple[str, str]]:
+        agent = fleet.config.agents[name]
+        found = [
+            ("fleet.yaml instructions", agent.instructions),
+            ("fleet.yaml soul", agent.soul),
+        ]
+        heartbeat = fleet.config.heartbeat_of(name)
+        if heartbeat:
+            found += [("fleet.yaml heartbeat rules", "\n".join(heartbeat.rules))]
+        for file_name in WORKSPACE_TEXTS:
+            path = paths.workspace(name) / file_name
+            try:
+                found.append((f"workspace {file_name}", path.read_text(encoding="utf-8")))
+            except (OSError, UnicodeDecodeError):
+                continue
+        return found
+
+    return texts
