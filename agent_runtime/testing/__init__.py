@@ -1,0 +1,1 @@
+"""Deterministic fakes shipped with the agent runtime, for tests and offline demos."""
