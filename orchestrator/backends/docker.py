@@ -1,0 +1,393 @@
+"""Agents as hardened Docker containers: the main runtime backend.
+
+Each agent runs as uid 10001 with a read-only root filesystem, every capability dropped,
+no-new-privileges, memory/CPU/pid limits, a small /tmp tmpfs and its data folder bind-mounted
+at /data. Its only network is the fleet's `internal` bridge with inter-container traffic
+disabled: it reaches the orchestrator on the bridge's gateway address and nothing else.
+No port is published and no secret travels in the environment (the agent's token is a file
+under /data/.runtime/, written by the orchestrator before start).
+
+Ownership of the data folder: the container's user (uid 10001) must own it. `create` and
+`start` hand the whole folder to that uid (see `chown_for_agent`), so anything the
+orchestrator wrote there beforehand, the token included, is the agent's. Files the
+orchestrator writes while an agent runs should go through `chown_for_agent` too.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+from docker.types import LogConfig
+
+from orchestrator.backends.base import (
+    LABEL_AGENT,
+    LABEL_CONFIG_HASH,
+    LABEL_FLEET,
+    LABEL_MANAGED,
+    AgentSpec,
+    Backend,
+    BackendError,
+    BackendUnavailable,
+    Health,
+    NameConflict,
+    UnitInfo,
+    UnitState,
+)
+
+AGENT_UID = 10001
+AGENT_GID = 10001
+CONTAINER_DATA = "/data"
+NETWORK_PREFIX = "flotilla-"
+ICC_OPTION = "com.docker.network.bridge.enable_icc"
+UNAVAILABLE_HINT = "use --runtime process to run agents as local processes instead"
+HEALTH_INTERVAL_S = 5.0
+HEALTH_TIMEOUT_S = 3.0
+HEALTH_START_PERIOD_S = 2.0
+HEALTH_RETRIES = 3
+# Names that suggest a credential; such variables never enter an agent's environment.
+SECRET_ENV_NAME = re.compile(r"(^|_)(API_?KEY|KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIALS?|AUTH)(_|$)", re.I)
+
+_STATES: dict[str, UnitState] = {
+    "created": "created",
+    "running": "running",
+    "paused": "running",
+    "restarting": "running",
+    "removing": "exited",
+    "exited": "exited",
+    "dead": "dead",
+}
+_HEALTH: dict[str, Health] = {"starting": "starting", "healthy": "healthy", "unhealthy": "unhealthy"}
+
+
+def connect_docker(timeout_s: int = 60) -> docker.DockerClient:
+    """A client for the local daemon, or BackendUnavailable in one line with a hint."""
+    try:
+        client = docker.from_env(timeout=timeout_s)
+        client.ping()
+    except (docker.errors.DockerException, OSError) as exc:
+        where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+        reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+        raise BackendUnavailable(
+            f"no Docker daemon answers at {where} ({reason}); {UNAVAILABLE_HINT}"
+        ) from exc
+    return client
+
+
+def network_name(fleet: str) -> str:
+    return f"{NETWORK_PREFIX}{fleet}"
+
+
+def chown_for_agent(path: Path) -> None:
+    """Give path (recursively) to the container user. Needs root; see DockerBackend for others."""
+    os.lchown(path, AGENT_UID, AGENT_GID)
+    if path.is_symlink() or not path.is_dir():
+        return
+    for parent, dirs, files in os.walk(path):
+        for name in (*dirs, *files):
+            os.lchown(os.path.join(parent, name), AGENT_UID, AGENT_GID)
+
+
+def _is_ours(labels: dict[str, str] | None) -> bool:
+    return (labels or {}).get(LABEL_MANAGED) == "true"
+
+
+def _parse_time(value: str | None) -> datetime | None:
+    if not value or value.startswith("0001-"):
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def unit_info(attrs: dict[str, Any]) -> UnitInfo:
+    """A UnitInfo from `docker inspect` data."""
+    labels: dict[str, str] = attrs.get("Config", {}).get("Labels") or {}
+    state = attrs.get("State", {})
+    status = _STATES.get(state.get("Status", ""), "dead")
+    return UnitInfo(
+        id=attrs["Id"],
+        name=attrs.get("Name", "").lstrip("/"),
+        agent=labels.get(LABEL_AGENT, ""),
+        fleet=labels.get(LABEL_FLEET, ""),
+        config_hash=labels.get(LABEL_CONFIG_HASH, ""),
+        state=status,
+        health=_HEALTH.get((state.get("Health") or {}).get("Status", ""), "none"),
+        started_at=_parse_time(state.get("StartedAt")),
+        exit_code=state.get("ExitCode") if status in ("exited", "dead") else None,
+        restart_count=int(attrs.get("RestartCount", 0)),
+        labels=labels,
+    )
+
+
+def memory_without_cache(stats: dict[str, Any]) -> int | None:
+    """Memory in use minus reclaimable page cache, computed as `docker stats` shows it."""
+    memory = stats.get("memory_stats") or {}
+    usage = memory.get("usage")
+    if usage is None:
+        return None
+    detail = memory.get("stats") or {}
+    # cgroup v1 reports total_inactive_file, v2 inactive_file; older daemons only "cache".
+    for key in ("total_inactive_file", "inactive_file", "cache"):
+        if key in detail and detail[key] < usage:
+            return int(usage - detail[key])
+    return int(usage)
+
+
+class DockerBackend(Backend):
+    name = "docker"
+    isolation = (
+        "strong: one container per agent as uid 10001, read-only root, no capabilities, "
+        "no-new-privileges, memory/cpu/pid limits, internal network without agent-to-agent traffic"
+    )
+
+    def __init__(
+        self, client: docker.DockerClient | None = None, *, command: list[str] | None = None
+    ) -> None:
+        """command, when given, replaces the image's entrypoint (diagnostics and tests)."""
+        self._client = client or connect_docker()
+        self._command = command
+
+    # --- fleet network ---------------------------------------------------------------------
+
+    def _find_network(self, name: str) -> Any | None:
+        exact = [network for network in self._client.networks.list(names=[name]) if network.name == name]
+        ours = [network for network in exact if _is_ours(network.attrs.get("Labels"))]
+        return (ours or exact or [None])[0]
+
+    def prepare_fleet(self, fleet: str) -> str:
+        name = network_name(fleet)
+        network = self._find_network(name)
+        if network is None:
+            network = self._client.networks.create(
+                name,
+                driver="bridge",
+                internal=True,
+                options={ICC_OPTION: "false"},
+                labels={LABEL_MANAGED: "true", LABEL_FLEET: fleet},
+            )
+        network.reload()
+        attrs = network.attrs
+        if not _is_ours(attrs.get("Labels")):
+            raise NameConflict(f"a Docker network named {name} exists and was not created by Flotilla")
+        if not attrs.get("Internal") or (attrs.get("Options") or {}).get(ICC_OPTION) != "false":
+            raise BackendError(
+                f"network {name} is not isolated (internal, {ICC_OPTION}=false); "
+                f"stop the fleet and remove it: docker network rm {name}"
+            )
+        gateways = [entry.get("Gateway") for entry in (attrs.get("IPAM") or {}).get("Config") or []]
+        gateway = next((address for address in gateways if address and ":" not in address), None)
+        if gateway is None:
+            raise BackendError(f"network {name} has no IPv4 gateway address")
+        return str(gateway)
+
+    def teardown_fleet(self, fleet: str) -> None:
+        name = network_name(fleet)
+        network = self._find_network(name)
+        if network is None or not _is_ours(network.attrs.get("Labels")):
+            return
+        try:
+            network.remove()
+        except docker.errors.NotFound:
+            return
+        except docker.errors.APIError as exc:
+            raise BackendError(f"cannot remove network {name}: {exc.explanation or exc}") from exc
+
+    # --- containers ------------------------------------------------------------------------
+
+    def _get(self, unit_id: str) -> Any | None:
+        try:
+            return self._client.containers.get(unit_id)
+        except docker.errors.NotFound:
+            return None
+
+    def _get_ours(self, unit_id: str) -> Any | None:
+        container = self._get(unit_id)
+        if container is not None and not _is_ours(container.labels):
+            raise NameConflict(f"container {unit_id} was not created by Flotilla; leaving it alone")
+        return container
+
+    def _own_data_dir(self, data_dir: Path, image: str) -> None:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            chown_for_agent(data_dir)
+        else:
+            self._own_data_dir_in_container(data_dir, image)
+
+    def _own_data_dir_in_container(self, data_dir: Path, image: str) -> None:
+        """Without root on the host, a short-lived root container does the chown.
+
+        The folder goes to uid 10001 with the operator's group, group-writable and setgid, so
+        the orchestrator (same group) can still write the token and workspace files.
+        """
+        gid = os.getegid()
+        script = (
+            f"chown -R {AGENT_UID}:{gid} {CONTAINER_DATA} && chmod -R g+rwX {CONTAINER_DATA} "
+            f"&& find {CONTAINER_DATA} -type d -exec chmod g+s {{}} +"
+        )
+        try:
+            self._client.containers.run(
+                image,
+                entrypoint=["/bin/sh", "-c", script],
+                user="0:0",
+                volumes={str(data_dir.resolve()): {"bind": CONTAINER_DATA, "mode": "rw"}},
+                network_mode="none",
+                cap_drop=["ALL"],
+                cap_add=["CHOWN", "FOWNER", "DAC_OVERRIDE"],
+                security_opt=["no-new-privileges:true"],
+                read_only=True,
+                remove=True,
+            )
+        except docker.errors.DockerException as exc:
+            raise BackendError(f"cannot hand {data_dir} to uid {AGENT_UID}: {exc}") from exc
+
+    def _environment(self, spec: AgentSpec) -> dict[str, str]:
+        env = dict(spec.env)
+        secret_like = sorted(name for name in env if SECRET_ENV_NAME.search(name))
+        if secret_like:
+            raise BackendError(
+                f"refusing to pass {', '.join(secret_like)} to agent {spec.agent}: secrets never go in a "
+                "container's environment"
+            )
+        return env | {
+            "FLOTILLA_URL": spec.orchestrator_url,
+            "FLOTILLA_AGENT": spec.agent,
+            "FLOTILLA_DATA": CONTAINER_DATA,
+        }
+
+    def _replace_own_stale(self, spec: AgentSpec) -> None:
+        existing = self._get(spec.unit_name)
+        if existing is None:
+            return
+        labels = existing.labels or {}
+        if (
+            not _is_ours(labels)
+            or labels.get(LABEL_FLEET) != spec.fleet
+            or labels.get(LABEL_AGENT) != spec.agent
+        ):
+            raise NameConflict(
+                f"a container named {spec.unit_name} exists and was not created by Flotilla for agent "
+                f"{spec.agent}; rename or remove it (docker rm {spec.unit_name}) and retry"
+            )
+        existing.remove(force=True)
+
+    def create(self, spec: AgentSpec) -> UnitInfo:
+        env = self._environment(spec)
+        self._replace_own_stale(spec)
+        network = network_name(spec.fleet)
+        if self._find_network(network) is None:
+            raise BackendError(f"network {network} does not exist: prepare the fleet first")
+        self._own_data_dir(spec.data_dir, spec.image)
+        try:
+            container = self._client.containers.create(
+                spec.image,
+                entrypoint=self._command,
+                name=spec.unit_name,
+                hostname=spec.agent,
+                labels=spec.labels,
+                environment=env,
+                volumes={str(spec.data_dir.resolve()): {"bind": CONTAINER_DATA, "mode": "rw"}},
+                user=f"{AGENT_UID}:{AGENT_GID}",
+                read_only=True,
+                tmpfs={"/tmp": "size=16m,mode=1777"},
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges:true"],
+                mem_limit=spec.memory_bytes,
+                memswap_limit=spec.memory_bytes,
+                nano_cpus=int(spec.cpus * 1e9),
+                pids_limit=spec.pids,
+                network=network,
+                restart_policy={"Name": "no"},
+                healthcheck={
+                    "test": ["CMD", "python3", "-m", "agent_runtime.health"],
+                    "interval": int(HEALTH_INTERVAL_S * 1e9),
+                    "timeout": int(HEALTH_TIMEOUT_S * 1e9),
+                    "start_period": int(HEALTH_START_PERIOD_S * 1e9),
+                    "retries": HEALTH_RETRIES,
+                },
+                log_config=LogConfig(type=LogConfig.types.JSON, config={"max-size": "10m", "max-file": "3"}),
+            )
+        except docker.errors.ImageNotFound as exc:
+            raise BackendError(
+                f"agent image {spec.image} not found: build it with `flotilla image build`"
+            ) from exc
+        except docker.errors.APIError as exc:
+            if exc.status_code == 409:
+                raise NameConflict(f"a container named {spec.unit_name} appeared meanwhile") from exc
+            raise BackendError(f"cannot create {spec.unit_name}: {exc.explanation or exc}") from exc
+        return unit_info(container.attrs)
+
+    def start(self, unit_id: str) -> None:
+        container = self._get_ours(unit_id)
+        if container is None:
+            raise BackendError(f"no agent container {unit_id}")
+        for mount in container.attrs.get("Mounts") or []:
+            if mount.get("Destination") == CONTAINER_DATA:
+                self._own_data_dir(Path(mount["Source"]), container.attrs["Config"]["Image"])
+        try:
+            container.start()
+        except docker.errors.APIError as exc:
+            raise BackendError(f"cannot start {container.name}: {exc.explanation or exc}") from exc
+
+    def stop(self, unit_id: str, timeout_s: float = 10.0) -> None:
+        container = self._get_ours(unit_id)
+        if container is None:
+            return
+        try:
+            container.stop(timeout=math.ceil(timeout_s))
+        except docker.errors.NotFound:
+            return
+
+    def remove(self, unit_id: str) -> None:
+        container = self._get_ours(unit_id)
+        if container is None:
+            return
+        try:
+            container.remove(force=True)
+        except docker.errors.NotFound:
+            return
+        except docker.errors.APIError as exc:
+            raise BackendError(f"cannot remove {container.name}: {exc.explanation or exc}") from exc
+
+    def inspect(self, unit_id: str) -> UnitInfo:
+        container = self._get(unit_id)
+        if container is None:
+            return UnitInfo(id=unit_id, name=unit_id, agent="", fleet="", config_hash="", state="missing")
+        return unit_info(container.attrs)
+
+    def logs(self, unit_id: str, follow: bool = False, tail: int = 200) -> Iterator[str]:
+        container = self._get(unit_id)
+        if container is None:
+            raise BackendError(f"no agent container {unit_id}")
+        pending = b""
+        for chunk in container.logs(stream=True, follow=follow, tail=tail, stdout=True, stderr=True):
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                yield line.decode("utf-8", errors="replace")
+        if pending:
+            yield pending.decode("utf-8", errors="replace")
+
+    def list(self, labels: dict[str, str]) -> list[UnitInfo]:
+        wanted = {LABEL_MANAGED: "true"} | labels
+        filters = {"label": [f"{key}={value}" for key, value in wanted.items()]}
+        containers = self._client.containers.list(all=True, filters=filters, ignore_removed=True)
+        return [unit_info(container.attrs) for container in containers]
+
+    def memory_usage(self, unit_id: str) -> int | None:
+        container = self._get(unit_id)
+        if container is None or container.status != "running":
+            return None
+        try:
+            stats = container.stats(stream=False, one_shot=True)
+        except docker.errors.APIError:
+            return None
+        return memory_without_cache(stats)
