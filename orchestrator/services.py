@@ -15,13 +15,13 @@ from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths
 
 if TYPE_CHECKING:
+    from orchestrator.backends.base import Backend
     from orchestrator.broker.broker import Broker
+    from orchestrator.broker.inbox import Inbox
+    from orchestrator.fleet_manager import FleetManager
     from orchestrator.gateway.service import Gateway
     from orchestrator.scheduler.service import Scheduler
     from orchestrator.supervisor import Supervisor
-
-    from orchestrator.backends.base import Backend
-    from orchestrator.broker.inbox import Inbox
 
 
 @dataclass
@@ -38,6 +38,8 @@ class Services:
     gateway: Gateway = field(init=False)
     scheduler: Scheduler = field(init=False)
     supervisor: Supervisor = field(init=False)
+    manager: FleetManager = field(init=False)
     health: HealthBoard = field(default_factory=HealthBoard)
     operator_token: str = field(init=False, default="")
-    orchestrator_url: str = field(init=False, default="")
+    agent_url: str = field(init=False, default="")
+    """The orchestrator's address as agents dial it (the fleet network's gateway, or loopback)."""

@@ -41,6 +41,10 @@ class StatePaths:
         """Where a running orchestrator writes its loopback URL and operator token for the CLI."""
         return self.root / "endpoint.json"
 
+    @property
+    def runtime_file(self) -> Path:
+        return self.root / "runtime"
+
     def ensure(self) -> None:
         self.agents.mkdir(parents=True, exist_ok=True)
         self.root.chmod(0o700)

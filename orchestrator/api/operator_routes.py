@@ -1,0 +1,199 @@
+"""Operator routes about the fleet as a whole and messages to agents."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
+
+from agent_runtime.protocol import ItemKind, WorkResult
+from orchestrator.api.deps import OperatorDep, ServicesDep
+from orchestrator.api.errors import ApiError
+from orchestrator.backends.base import BackendError, UnitInfo
+from orchestrator.config.loader import ConfigError, load_fleet
+from orchestrator.services import Services
+
+router = APIRouter(prefix="/api/v1", tags=["operator"])
+
+
+class AgentStatus(BaseModel):
+    name: str
+    role: str
+    model: str
+    state: str
+    health: str
+    restarts: int
+    uptime_s: float | None
+    memory_bytes: int | None
+    spend_today_usd: float
+    pending: int
+    hibernated: bool
+    unit_id: str | None
+    context_used: int | None = None
+    context_window: int | None = None
+    tokenizer: str | None = None
+    memory_mode: str | None = None
+    busy: bool = False
+
+
+class FleetStatus(BaseModel):
+    fleet: str
+    runtime: str
+    isolation: str
+    agents: list[AgentStatus]
+
+
+class MessageIn(BaseModel):
+    text: str = Field(min_length=1)
+    timeout_s: float = Field(default=300.0, gt=0, le=3600)
+
+
+class MessageAccepted(BaseModel):
+    item_id: str
+
+
+class ItemStatus(BaseModel):
+    item_id: str
+    state: str
+    result: WorkResult | None
+
+
+class PlanOut(BaseModel):
+    actions: list[str]
+    changed: bool
+
+
+def _health(services: Services, agent: str, unit: UnitInfo | None) -> str:
+    if unit is None or unit.state != "running":
+        return "down"
+    if unit.health == "unhealthy":
+        return "unhealthy"
+    if services.health.is_checking_in(agent):
+        return "healthy"
+    return "starting"
+
+
+def agent_status(services: Services, agent: str, unit: UnitInfo | None) -> AgentStatus:
+    sighting = services.health.last(agent)
+    checkin = sighting.checkin if sighting and unit and unit.state == "running" else None
+    uptime = None
+    if unit and unit.state == "running" and unit.started_at:
+        uptime = (datetime.now(UTC) - unit.started_at).total_seconds()
+    context = checkin.context if checkin else None
+    return AgentStatus(
+        name=agent,
+        role=services.fleet.config.agents[agent].role,
+        model=services.fleet.config.model_of(agent),
+        state=unit.state if unit else "missing",
+        health=_health(services, agent, unit),
+        restarts=services.supervisor.restarts(agent),
+        uptime_s=uptime,
+        memory_bytes=checkin.rss_bytes if checkin else None,
+        spend_today_usd=services.gateway.spent_today(agent),
+        pending=services.inbox.pending(agent),
+        hibernated=services.scheduler.is_hibernated(agent),
+        unit_id=unit.id if unit else None,
+        context_used=context.used_tokens if context else None,
+        context_window=context.window if context else None,
+        tokenizer=context.tokenizer if context else None,
+        memory_mode=checkin.memory_mode if checkin else None,
+        busy=checkin.state == "busy" if checkin else False,
+    )
+
+
+def fleet_status_of(services: Services) -> FleetStatus:
+    units = services.manager.units_by_agent()
+    return FleetStatus(
+        fleet=services.fleet.name,
+        runtime=services.backend.name,
+        isolation=services.backend.isolation,
+        agents=[agent_status(services, name, units.get(name)) for name in services.fleet.config.agents],
+    )
+
+
+@router.get("/fleet")
+def fleet_status(_: OperatorDep, services: ServicesDep) -> FleetStatus:
+    try:
+        return fleet_status_of(services)
+    except BackendError as exc:
+        raise ApiError(503, "backend_unavailable", str(exc)) from None
+
+
+def _require_agent(services: Services, agent: str) -> None:
+    if agent not in services.fleet.config.agents:
+        known = ", ".join(services.fleet.config.agents)
+        raise ApiError(404, "unknown_agent", f"no agent {agent!r} in fleet {services.fleet.name} ({known})")
+
+
+@router.post("/agents/{agent}/messages", response_model=None)
+async def send_message(
+    agent: str,
+    body: MessageIn,
+    _: OperatorDep,
+    services: ServicesDep,
+    stream: Annotated[bool, Query()] = False,
+) -> MessageAccepted | StreamingResponse:
+    """Queue an operator message. With ?stream=true, answer with the reply as server-sent events."""
+    _require_agent(services, agent)
+    item = services.inbox.put(agent, ItemKind.OPERATOR_MESSAGE, "operator", body.text, priority=10)
+    if not stream:
+        return MessageAccepted(item_id=item.id)
+    return StreamingResponse(_reply_events(services, item.id, body.timeout_s), media_type="text/event-stream")
+
+
+async def _reply_events(services: Services, item_id: str, timeout_s: float) -> AsyncIterator[str]:
+    yield f"event: queued\ndata: {json.dumps({'item_id': item_id})}\n\n"
+    deadline = time.monotonic() + timeout_s
+    async for delta in services.inbox.stream(item_id, timeout_s):
+        yield f"event: delta\ndata: {json.dumps({'delta': delta})}\n\n"
+    remaining = max(0.1, deadline - time.monotonic())
+    result = await services.inbox.wait_result(item_id, remaining)
+    if result is None:
+        error = {
+            "error": "timeout",
+            "message": f"no reply within {timeout_s:.0f}s; item {item_id} stays queued",
+        }
+        yield f"event: error\ndata: {json.dumps(error)}\n\n"
+        return
+    yield f"event: done\ndata: {result.model_dump_json()}\n\n"
+
+
+@router.get("/items/{item_id}")
+def item_status(item_id: str, _: OperatorDep, services: ServicesDep) -> ItemStatus:
+    state = services.inbox.state(item_id)
+    if state is None:
+        raise ApiError(404, "not_found", f"no inbox item {item_id}")
+    return ItemStatus(item_id=item_id, state=state, result=services.inbox.result(item_id))
+
+
+@router.post("/apply")
+async def apply_fleet(
+    _: OperatorDep, services: ServicesDep, dry_run: Annotated[bool, Query()] = False
+) -> PlanOut:
+    """Re-read fleet.yaml and reconcile. An invalid file changes nothing."""
+    try:
+        fleet = load_fleet(services.fleet.path)
+    except ConfigError as exc:
+        raise ApiError(
+            422, "invalid_fleet", "fleet.yaml is invalid; nothing changed", [str(p) for p in exc.problems]
+        ) from None
+    if fleet.name != services.fleet.name:
+        raise ApiError(409, "fleet_renamed", "the fleet's name changed: run `flotilla down` then `up`")
+    previous = services.fleet
+    services.fleet = fleet
+    actions = services.manager.plan()
+    if dry_run:
+        services.fleet = previous
+        return PlanOut(actions=[str(a) for a in actions], changed=any(a.kind != "keep" for a in actions))
+    results = await asyncio.to_thread(services.manager.apply)
+    failed = [f"{r.action.agent}: {r.error}" for r in results if not r.ok]
+    if failed:
+        raise ApiError(502, "apply_failed", "some changes failed", failed)
+    return PlanOut(actions=[str(a) for a in actions], changed=bool(results))

@@ -1,0 +1,232 @@
+"""Agents as local subprocesses: for machines without Docker, and for fast tests.
+
+Isolation is weak: agents run as the orchestrator's user, share its filesystem view and
+network, and have no memory, CPU or process limits. `flotilla ps` says so.
+
+Each unit is a JSON record under `<state>/units/`; a started unit records its pid and the
+process start time so that a recycled pid is never mistaken for the agent (adoption after an
+orchestrator restart relies on this).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from orchestrator.backends.base import (
+    LABEL_AGENT,
+    LABEL_CONFIG_HASH,
+    LABEL_FLEET,
+    AgentSpec,
+    Backend,
+    BackendError,
+    UnitInfo,
+    UnitState,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+_PASSTHROUGH_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
+
+
+class UnitRecord(BaseModel):
+    name: str
+    labels: dict[str, str]
+    data_dir: str
+    env: dict[str, str]
+    pid: int | None = None
+    proc_start: str | None = None
+    started_at: datetime | None = None
+    exit_code: int | None = None
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+
+def _proc_start_time(pid: int) -> str | None:
+    """Field 22 of /proc/<pid>/stat: the start time, which tells a recycled pid apart."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    if fields[0] == "Z":
+        return None
+    return fields[19]
+
+
+class ProcessBackend(Backend):
+    name = "process"
+    isolation = (
+        "weak: agents are local processes with the orchestrator's user, filesystem and network; "
+        "no resource limits"
+    )
+
+    def __init__(self, state_root: Path, python: str | None = None) -> None:
+        self._units = state_root / "units"
+        self._units.mkdir(parents=True, exist_ok=True)
+        self._python = python or sys.executable
+        self._children: dict[str, subprocess.Popen[bytes]] = {}
+
+    # --- records ---------------------------------------------------------------------------
+
+    def _record_path(self, unit_id: str) -> Path:
+        if "/" in unit_id or unit_id.startswith("."):
+            raise BackendError(f"invalid unit id {unit_id!r}")
+        return self._units / f"{unit_id}.json"
+
+    def _log_path(self, unit_id: str) -> Path:
+        return self._units / f"{unit_id}.log"
+
+    def _load(self, unit_id: str) -> UnitRecord:
+        path = self._record_path(unit_id)
+        if not path.is_file():
+            raise BackendError(f"no agent process {unit_id!r}")
+        return UnitRecord.model_validate_json(path.read_text())
+
+    def _save(self, record: UnitRecord) -> None:
+        path = self._record_path(record.name)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(record.model_dump_json())
+        tmp.replace(path)
+
+    # --- Backend ---------------------------------------------------------------------------
+
+    def prepare_fleet(self, fleet: str) -> str:
+        return "127.0.0.1"
+
+    def teardown_fleet(self, fleet: str) -> None:
+        return None
+
+    def create(self, spec: AgentSpec) -> UnitInfo:
+        env = {key: os.environ[key] for key in _PASSTHROUGH_ENV if key in os.environ}
+        env |= spec.env | {
+            "FLOTILLA_URL": spec.orchestrator_url,
+            "FLOTILLA_AGENT": spec.agent,
+            "FLOTILLA_DATA": str(spec.data_dir),
+            "PYTHONPATH": str(REPO_ROOT),
+            "PYTHONUNBUFFERED": "1",
+        }
+        record = UnitRecord(name=spec.unit_name, labels=spec.labels, data_dir=str(spec.data_dir), env=env)
+        self._save(record)
+        return self._info(record)
+
+    def start(self, unit_id: str) -> None:
+        record = self._load(unit_id)
+        if self._alive(record):
+            return
+        log = self._log_path(unit_id).open("ab")
+        child = subprocess.Popen(
+            [self._python, "-m", "agent_runtime"],
+            env=record.env,
+            cwd=record.data_dir,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.close()
+        self._children[unit_id] = child
+        record.pid = child.pid
+        record.proc_start = _proc_start_time(child.pid)
+        record.started_at = datetime.now(UTC)
+        record.exit_code = None
+        self._save(record)
+
+    def stop(self, unit_id: str, timeout_s: float = 10.0) -> None:
+        record = self._load(unit_id)
+        if not self._alive(record) or record.pid is None:
+            return
+        os.kill(record.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        while self._alive(record) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if self._alive(record):
+            os.kill(record.pid, signal.SIGKILL)
+            while self._alive(record):
+                time.sleep(0.02)
+        record.exit_code = self._reap(unit_id)
+        self._save(record)
+
+    def remove(self, unit_id: str) -> None:
+        self.stop(unit_id, timeout_s=5.0)
+        self._record_path(unit_id).unlink(missing_ok=True)
+        self._log_path(unit_id).unlink(missing_ok=True)
+        self._children.pop(unit_id, None)
+
+    def inspect(self, unit_id: str) -> UnitInfo:
+        return self._info(self._load(unit_id))
+
+    def logs(self, unit_id: str, follow: bool = False, tail: int = 200) -> Iterator[str]:
+        path = self._log_path(unit_id)
+        if not path.exists():
+            return
+        with path.open("r", errors="replace") as handle:
+            yield from handle.readlines()[-tail:] if tail else handle.readlines()
+            while follow:
+                line = handle.readline()
+                if line:
+                    yield line
+                else:
+                    time.sleep(0.2)
+
+    def list(self, labels: dict[str, str]) -> list[UnitInfo]:
+        found = []
+        for path in sorted(self._units.glob("*.json")):
+            record = UnitRecord.model_validate_json(path.read_text())
+            if all(record.labels.get(k) == v for k, v in labels.items()):
+                found.append(self._info(record))
+        return found
+
+    def memory_usage(self, unit_id: str) -> int | None:
+        record = self._load(unit_id)
+        if not self._alive(record) or record.pid is None:
+            return None
+        try:
+            status = Path(f"/proc/{record.pid}/status").read_text()
+        except FileNotFoundError:
+            return None
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        return None
+
+    # --- helpers ---------------------------------------------------------------------------
+
+    def _alive(self, record: UnitRecord) -> bool:
+        if record.pid is None:
+            return False
+        child = self._children.get(record.name)
+        if child is not None and child.poll() is not None:
+            return False
+        return _proc_start_time(record.pid) == record.proc_start
+
+    def _reap(self, unit_id: str) -> int | None:
+        child = self._children.get(unit_id)
+        return child.poll() if child is not None else None
+
+    def _info(self, record: UnitRecord) -> UnitInfo:
+        state: UnitState
+        if self._alive(record):
+            state = "running"
+        elif record.pid is None:
+            state = "created"
+        else:
+            state = "exited"
+        exit_code = record.exit_code if record.exit_code is not None else self._reap(record.name)
+        return UnitInfo(
+            id=record.name,
+            name=record.name,
+            agent=record.labels.get(LABEL_AGENT, ""),
+            fleet=record.labels.get(LABEL_FLEET, ""),
+            config_hash=record.labels.get(LABEL_CONFIG_HASH, ""),
+            state=state,
+            started_at=record.started_at,
+            exit_code=exit_code if state == "exited" else None,
+            labels=record.labels,
+        )

@@ -1,0 +1,66 @@
+"""Tables the CLI prints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+from orchestrator.config.units import format_bytes
+
+_HEALTH_STYLE = {"healthy": "green", "starting": "yellow", "unhealthy": "red", "down": "red"}
+
+
+def _uptime(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    seconds = int(seconds)
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 7200:
+        return f"{seconds // 60}m"
+    return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
+
+
+def _context(agent: dict[str, Any]) -> str:
+    used, window = agent.get("context_used"), agent.get("context_window")
+    if not used or not window:
+        return "-"
+    mark = "~" if agent.get("tokenizer") == "estimate" else ""
+    return f"{mark}{100 * used / window:.0f}%"
+
+
+def fleet_table(status: dict[str, Any]) -> Table:
+    table = Table(title=f"fleet {status['fleet']} ({status['runtime']})", title_justify="left")
+    for column in (
+        "agent",
+        "state",
+        "health",
+        "restarts",
+        "uptime",
+        "memory",
+        "inbox",
+        "context",
+        "spend today",
+        "model",
+    ):
+        table.add_column(column, justify="right" if column in {"restarts", "memory", "inbox"} else "left")
+    for agent in status["agents"]:
+        state = "hibernated" if agent["hibernated"] else agent["state"]
+        if agent.get("busy"):
+            state += " (busy)"
+        health = agent["health"]
+        memory = agent["memory_bytes"]
+        table.add_row(
+            agent["name"],
+            state,
+            f"[{_HEALTH_STYLE.get(health, 'white')}]{health}[/]",
+            str(agent["restarts"]),
+            _uptime(agent["uptime_s"]),
+            format_bytes(memory) if memory else "-",
+            str(agent["pending"]),
+            _context(agent),
+            f"${agent['spend_today_usd']:.4f}",
+            agent["model"],
+        )
+    return table

@@ -1,0 +1,113 @@
+"""Turns fleet.yaml into running units: specs, reconcile, re-creation and teardown."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from orchestrator import reconcile
+from orchestrator.backends.base import AgentSpec, UnitInfo
+from orchestrator.config.loader import LoadedFleet
+from orchestrator.events import EventType
+from orchestrator.scaffold import prepare_agent_dir
+
+if TYPE_CHECKING:
+    from orchestrator.services import Services
+
+DEFAULT_IMAGE = "flotilla/agent:latest"
+
+
+class FleetManager:
+    def __init__(self, services: Services, image: str = DEFAULT_IMAGE) -> None:
+        self._services = services
+        self.image = image
+
+    @property
+    def fleet(self) -> LoadedFleet:
+        return self._services.fleet
+
+    def units(self) -> list[UnitInfo]:
+        return self._services.backend.list(reconcile.fleet_labels(self.fleet.name))
+
+    def units_by_agent(self) -> dict[str, UnitInfo]:
+        return {unit.agent: unit for unit in self.units()}
+
+    def spec_for(self, agent: str) -> AgentSpec:
+        """Mint the agent's token, prepare its folder, and describe its unit."""
+        services = self._services
+        data_dir = services.paths.agent_dir(agent)
+        token = services.tokens.mint(agent)
+        prepare_agent_dir(self.fleet, agent, data_dir, token, chown=services.backend.name == "docker")
+        resources = self.fleet.config.resources_of(agent)
+        return AgentSpec(
+            fleet=self.fleet.name,
+            agent=agent,
+            image=self.image,
+            data_dir=data_dir,
+            orchestrator_url=services.agent_url,
+            config_hash=self.fleet.agent_hash(agent),
+            memory_bytes=resources.memory_bytes,
+            cpus=resources.cpus,
+            pids=resources.pids,
+        )
+
+    def hibernated(self) -> frozenset[str]:
+        scheduler = getattr(self._services, "scheduler", None)
+        if scheduler is None:
+            return frozenset()
+        return frozenset(a for a in self.fleet.config.agents if scheduler.is_hibernated(a))
+
+    def plan(self) -> list[reconcile.PlanAction]:
+        return reconcile.plan(self.fleet, self.units(), self.hibernated())
+
+    def apply(
+        self, on_done: Callable[[reconcile.ApplyResult], None] = lambda _: None
+    ) -> list[reconcile.ApplyResult]:
+        actions = self.plan()
+        results = reconcile.apply(actions, self._services.backend, self.spec_for, on_done)
+        events = self._services.events
+        for result in results:
+            if result.ok and result.action.kind in ("create", "recreate", "start"):
+                events.publish(
+                    EventType.AGENT_STARTED, agent=result.action.agent, reason=result.action.reason
+                )
+            elif result.ok and result.action.kind == "remove":
+                events.publish(
+                    EventType.AGENT_STOPPED, agent=result.action.agent, reason=result.action.reason
+                )
+        for result in results:
+            if (
+                result.ok
+                and result.action.kind == "remove"
+                and result.action.agent not in self.fleet.config.agents
+            ):
+                self._services.tokens.revoke(result.action.agent)
+        events.publish(
+            EventType.FLEET_APPLIED,
+            changed=[str(r.action) for r in results if r.ok],
+            failed=[f"{r.action.agent}: {r.error}" for r in results if not r.ok],
+        )
+        return results
+
+    def recreate(self, agent: str) -> UnitInfo:
+        """Replace an agent's unit from scratch (it vanished, or it cannot be started again)."""
+        backend = self._services.backend
+        for unit in self.units():
+            if unit.agent == agent:
+                backend.remove(unit.id)
+        unit = backend.create(self.spec_for(agent))
+        backend.start(unit.id)
+        return unit
+
+    def down(self, remove_state: bool) -> list[str]:
+        """Remove every unit of this fleet (and its network); with remove_state, its folders too."""
+        backend = self._services.backend
+        removed = []
+        for unit in self.units():
+            backend.remove(unit.id)
+            removed.append(unit.name)
+        backend.teardown_fleet(self.fleet.name)
+        if remove_state:
+            shutil.rmtree(self._services.paths.agents, ignore_errors=True)
+        return removed

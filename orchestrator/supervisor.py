@@ -1,0 +1,136 @@
+"""Supervision: an agent that crashed, vanished, went unhealthy or stopped checking in is
+restarted with exponential backoff. The backoff is capped and resets after a healthy stretch,
+so an agent is never left in a terminal failed state."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from orchestrator.backends.base import BackendError, UnitInfo
+from orchestrator.events import EventType
+
+if TYPE_CHECKING:
+    from orchestrator.services import Services
+
+log = logging.getLogger(__name__)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS agent_restarts (
+    agent TEXT PRIMARY KEY,
+    restarts INTEGER NOT NULL DEFAULT 0,
+    last_reason TEXT NOT NULL DEFAULT '',
+    last_at REAL
+);
+"""
+
+
+@dataclass(frozen=True)
+class SupervisorPolicy:
+    tick_s: float = 2.0
+    start_grace_s: float = 30.0
+    checkin_stale_s: float = 45.0
+    base_backoff_s: float = 1.0
+    max_backoff_s: float = 60.0
+    reset_after_s: float = 300.0
+
+
+@dataclass
+class _Backoff:
+    delay_s: float
+    not_before: float = 0.0
+    healthy_since: float | None = None
+
+
+class Supervisor:
+    def __init__(self, services: Services, policy: SupervisorPolicy | None = None) -> None:
+        self._services = services
+        self.policy = policy or SupervisorPolicy()
+        services.db.ensure_schema(SCHEMA)
+        self._backoff: dict[str, _Backoff] = {}
+        self._started_at: dict[str, float] = {}
+
+    def restarts(self, agent: str) -> int:
+        row = self._services.db.query_one("SELECT restarts FROM agent_restarts WHERE agent = ?", (agent,))
+        return int(row["restarts"]) if row else 0
+
+    def diagnose(self, agent: str, unit: UnitInfo | None, now: float) -> str | None:
+        """Why this agent needs a restart, or None when it is fine (or too young to judge)."""
+        if unit is None:
+            return "its unit is missing"
+        if unit.state != "running":
+            code = f" (exit code {unit.exit_code})" if unit.exit_code is not None else ""
+            return f"its unit is {unit.state}{code}"
+        if unit.health == "unhealthy":
+            return "its health check fails"
+        started = self._started_at.setdefault(agent, now)
+        if now - started < self.policy.start_grace_s:
+            return None
+        if not self._services.health.is_checking_in(agent, self.policy.checkin_stale_s):
+            return "it stopped checking in"
+        return None
+
+    def check_once(self) -> list[str]:
+        """One supervision pass; returns the agents it restarted."""
+        services = self._services
+        now = time.monotonic()
+        units = services.manager.units_by_agent()
+        hibernated = services.manager.hibernated()
+        restarted = []
+        for agent in services.fleet.config.agents:
+            if agent in hibernated:
+                continue
+            reason = self.diagnose(agent, units.get(agent), now)
+            backoff = self._backoff.setdefault(agent, _Backoff(self.policy.base_backoff_s))
+            if reason is None:
+                self._note_healthy(backoff, now)
+                continue
+            backoff.healthy_since = None
+            if now < backoff.not_before:
+                continue
+            if self._restart(agent, units.get(agent), reason):
+                restarted.append(agent)
+            backoff.not_before = now + backoff.delay_s
+            backoff.delay_s = min(backoff.delay_s * 2, self.policy.max_backoff_s)
+        return restarted
+
+    def _note_healthy(self, backoff: _Backoff, now: float) -> None:
+        if backoff.healthy_since is None:
+            backoff.healthy_since = now
+        elif now - backoff.healthy_since >= self.policy.reset_after_s:
+            backoff.delay_s = self.policy.base_backoff_s
+
+    def _restart(self, agent: str, unit: UnitInfo | None, reason: str) -> bool:
+        services = self._services
+        log.warning("restarting %s: %s", agent, reason)
+        try:
+            if unit is None:
+                services.manager.recreate(agent)
+            else:
+                services.backend.stop(unit.id, timeout_s=5.0)
+                services.backend.start(unit.id)
+        except BackendError as exc:
+            log.error("restart of %s failed: %s", agent, exc)
+            services.events.publish(EventType.AGENT_UNHEALTHY, agent=agent, reason=reason, error=str(exc))
+            return False
+        self._started_at[agent] = time.monotonic()
+        services.health.forget(agent)
+        services.db.execute(
+            "INSERT INTO agent_restarts(agent, restarts, last_reason, last_at) VALUES (?, 1, ?, ?)"
+            " ON CONFLICT(agent) DO UPDATE SET restarts = restarts + 1, last_reason = excluded.last_reason,"
+            " last_at = excluded.last_at",
+            (agent, reason, time.time()),
+        )
+        services.events.publish(EventType.AGENT_RESTARTED, agent=agent, reason=reason)
+        return True
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await asyncio.to_thread(self.check_once)
+            except BackendError as exc:
+                log.error("supervision pass failed: %s", exc)
+            await asyncio.sleep(self.policy.tick_s)

@@ -1,0 +1,40 @@
+"""Build the orchestrator's parts once, in dependency order."""
+
+from __future__ import annotations
+
+from orchestrator.auth import OPERATOR, TokenStore
+from orchestrator.backends.base import Backend
+from orchestrator.broker.broker import Broker
+from orchestrator.broker.inbox import Inbox
+from orchestrator.config.loader import LoadedFleet
+from orchestrator.events import EventBus
+from orchestrator.fleet_manager import DEFAULT_IMAGE, FleetManager
+from orchestrator.gateway.service import Gateway
+from orchestrator.scheduler.service import Scheduler
+from orchestrator.services import Services
+from orchestrator.state.db import Database
+from orchestrator.state.paths import StatePaths
+from orchestrator.supervisor import Supervisor, SupervisorPolicy
+
+
+def build_services(
+    fleet: LoadedFleet,
+    backend: Backend,
+    paths: StatePaths | None = None,
+    image: str = DEFAULT_IMAGE,
+    policy: SupervisorPolicy | None = None,
+) -> Services:
+    paths = paths or StatePaths.for_fleet_file(fleet.path)
+    paths.ensure()
+    db = Database(paths.db)
+    events = EventBus(db)
+    tokens = TokenStore(db)
+    services = Services(fleet=fleet, paths=paths, db=db, events=events, tokens=tokens, backend=backend)
+    services.operator_token = tokens.mint(OPERATOR)
+    services.inbox = Inbox(services)
+    services.gateway = Gateway(services)
+    services.broker = Broker(services)
+    services.manager = FleetManager(services, image)
+    services.scheduler = Scheduler(services)
+    services.supervisor = Supervisor(services, policy)
+    return services
