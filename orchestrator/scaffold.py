@@ -63,7 +63,7 @@ def render_system_md(fleet: LoadedFleet, agent: str) -> str:
         "- Your workspace is /data/workspace. SOUL.md, INSTRUCTIONS.md, USER.md, MEMORY.md, INTERFACE.md "
         "and HEARTBEAT.md change only through the update_workspace tool, which enforces size caps.\n"
         "- SYSTEM.md, AGENTS.md and PROJECT.md are maintained by the orchestrator and are read-only.\n"
-        "- You reach other agents only through ask_agent and tell_agent, and only those listed in AGENTS.md.\n"
+        "- You reach other agents only through ask_agent and tell_agent, and only those in AGENTS.md.\n"
         "- When someone corrects you, call record_correction so you do not repeat the mistake.\n"
         "- Save durable facts with memory_save; look things up with memory_search before guessing.\n"
     )

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,6 +21,9 @@ from orchestrator.cli.render import fleet_table
 from orchestrator.config.models import FleetConfig
 from orchestrator.reconcile import fleet_labels, plan
 from orchestrator.state.paths import StatePaths
+
+if TYPE_CHECKING:
+    from orchestrator.cli.launch import LaunchOptions
 
 
 @click.command()
@@ -72,7 +75,7 @@ def up(
     fleet_file: Path, detach: bool, runtime: Runtime | None, port: int, image: str, log_json: bool
 ) -> None:
     """Start the orchestrator and reconcile the fleet: create, recreate or remove only what changed."""
-    from orchestrator.cli.launch import launch_detached, run_foreground
+    from orchestrator.cli.launch import LaunchOptions, launch_detached, run_foreground
 
     fleet = load_or_exit(fleet_file)
     paths = StatePaths.for_fleet_file(fleet.path)
@@ -82,10 +85,11 @@ def up(
         return
     chosen = _runtime_of(paths, runtime)
     backend = _backend_or_exit(chosen, paths)
+    options = LaunchOptions(chosen, port, image, log_json)
     if detach:
-        launch_detached(fleet.path, chosen, port, image, log_json, paths)
+        launch_detached(fleet.path, options, paths)
     else:
-        run_foreground(fleet, backend, chosen, port, image, log_json)
+        run_foreground(fleet, backend, options)
 
 
 def _apply_remote(fleet_file: Path, dry_run: bool) -> None:
@@ -102,7 +106,7 @@ def _apply_remote(fleet_file: Path, dry_run: bool) -> None:
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @click.option("--runtime", type=click.Choice(RUNTIMES), default=None)
 def apply(fleet_file: Path, dry_run: bool, runtime: Runtime | None) -> None:
-    """Reconcile the running fleet with fleet.yaml (the orchestrator must be running, except with --dry-run)."""
+    """Reconcile the running fleet with fleet.yaml (--dry-run only prints the plan)."""
     fleet = load_or_exit(fleet_file)
     paths = StatePaths.for_fleet_file(fleet.path)
     if read_endpoint(paths) is not None:
@@ -192,7 +196,7 @@ def _stop_orchestrator(paths: StatePaths) -> None:
     click.echo(f"stopped the orchestrator (pid {endpoint.pid})")
 
 
-def spawn_server(fleet_file: Path, runtime: Runtime, port: int, image: str, log_json: bool, log: Any) -> int:
+def spawn_server(fleet_file: Path, options: LaunchOptions, log: Any) -> int:
     args = [
         sys.executable,
         "-m",
@@ -201,13 +205,13 @@ def spawn_server(fleet_file: Path, runtime: Runtime, port: int, image: str, log_
         "-f",
         str(fleet_file),
         "--runtime",
-        runtime,
+        options.runtime,
         "--port",
-        str(port),
+        str(options.port),
         "--image",
-        image,
+        options.image,
     ]
-    if log_json:
+    if options.log_json:
         args.append("--log-json")
     child = subprocess.Popen(
         args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -223,8 +227,8 @@ def spawn_server(fleet_file: Path, runtime: Runtime, port: int, image: str, log_
 @click.option("--log-json", is_flag=True)
 def serve(fleet_file: Path, runtime: Runtime, port: int, image: str, log_json: bool) -> None:
     """Run the orchestrator in this process without a status table (used by `up -d`)."""
-    from orchestrator.cli.launch import serve_detached_child
+    from orchestrator.cli.launch import LaunchOptions, serve_detached_child
 
     fleet = load_or_exit(fleet_file)
     backend = _backend_or_exit(runtime, StatePaths.for_fleet_file(fleet.path))
-    serve_detached_child(fleet, backend, runtime, port, image, log_json)
+    serve_detached_child(fleet, backend, LaunchOptions(runtime, port, image, log_json))

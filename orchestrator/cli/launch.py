@@ -6,6 +6,7 @@ import asyncio
 import os
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -25,6 +26,14 @@ from orchestrator.wiring import build_services
 READY_TIMEOUT_S = 180.0
 
 
+@dataclass(frozen=True)
+class LaunchOptions:
+    runtime: Runtime
+    port: int
+    image: str
+    log_json: bool = False
+
+
 def _ensure_image(image: str, console: Console) -> None:
     from orchestrator.image import ImageError, ensure_image
 
@@ -42,21 +51,21 @@ def _ensure_image(image: str, console: Console) -> None:
 
 
 def prepare(
-    fleet: LoadedFleet, backend: Backend, runtime: Runtime, port: int, image: str, console: Console
+    fleet: LoadedFleet, backend: Backend, options: LaunchOptions, console: Console
 ) -> tuple[OrchestratorServer, Listeners]:
     """Everything before serving: image, fleet network, listeners and the wired services."""
     os.umask(0o002)
     paths = StatePaths.for_fleet_file(fleet.path)
     paths.ensure()
-    if runtime == "docker":
-        _ensure_image(image, console)
+    if options.runtime == "docker":
+        _ensure_image(options.image, console)
     try:
         agent_host = backend.prepare_fleet(fleet.name)
-        listeners = bind_listeners(agent_host, port)
+        listeners = bind_listeners(agent_host, options.port)
     except (BackendError, PortTaken) as exc:
         raise CliError(str(exc)) from None
-    remember_runtime(paths, runtime)
-    services = build_services(fleet, backend, paths, image=image)
+    remember_runtime(paths, options.runtime)
+    services = build_services(fleet, backend, paths, image=options.image)
 
     def report(result: ApplyResult) -> None:
         mark = "[green]ok[/green]" if result.ok else f"[red]failed: {result.error}[/red]"
@@ -70,12 +79,10 @@ def _print_access(console: Console, listeners: Listeners, token: str) -> None:
     console.print(f"agents dial {listeners.agent_url}", highlight=False)
 
 
-def run_foreground(
-    fleet: LoadedFleet, backend: Backend, runtime: Runtime, port: int, image: str, log_json: bool
-) -> None:
+def run_foreground(fleet: LoadedFleet, backend: Backend, options: LaunchOptions) -> None:
     console = Console()
-    configure_logging(json_lines=log_json, level="WARNING")
-    server, listeners = prepare(fleet, backend, runtime, port, image, console)
+    configure_logging(json_lines=options.log_json, level="WARNING")
+    server, listeners = prepare(fleet, backend, options, console)
     _print_access(console, listeners, server.services.operator_token)
     stop_table = threading.Event()
     if console.is_terminal:
@@ -89,13 +96,11 @@ def run_foreground(
     )
 
 
-def serve_detached_child(
-    fleet: LoadedFleet, backend: Backend, runtime: Runtime, port: int, image: str, log_json: bool
-) -> None:
+def serve_detached_child(fleet: LoadedFleet, backend: Backend, options: LaunchOptions) -> None:
     """The body of the background process started by `up -d`: no table, logs to its log file."""
-    configure_logging(json_lines=log_json, level="INFO")
+    configure_logging(json_lines=options.log_json, level="INFO")
     console = Console(force_terminal=False)
-    server, _ = prepare(fleet, backend, runtime, port, image, console)
+    server, _ = prepare(fleet, backend, options, console)
     asyncio.run(server.serve())
 
 
@@ -113,17 +118,15 @@ def _live_table(server: OrchestratorServer, console: Console, stop: threading.Ev
             stop.wait(1.0)
 
 
-def launch_detached(
-    fleet_file: Path, runtime: Runtime, port: int, image: str, log_json: bool, paths: StatePaths
-) -> None:
+def launch_detached(fleet_file: Path, options: LaunchOptions, paths: StatePaths) -> None:
     from orchestrator.cli.fleet import spawn_server
 
     console = Console()
     paths.ensure()
-    if runtime == "docker":
-        _ensure_image(image, console)
+    if options.runtime == "docker":
+        _ensure_image(options.image, console)
     with paths.log_file.open("ab") as log:
-        pid = spawn_server(fleet_file, runtime, port, image, log_json, log)
+        pid = spawn_server(fleet_file, options, log)
     paths.pid_file.write_text(f"{pid}\n")
     console.print(f"orchestrator started (pid {pid}, log {paths.log_file})")
     _wait_until_ready(paths, pid, console)
