@@ -1,0 +1,206 @@
+"""Budgets: per-agent and fleet-wide caps in dollars and tokens, per UTC day and UTC month.
+
+A call reserves its estimate inside one BEGIN IMMEDIATE transaction that first sums the
+window's spend (reservations of calls still in flight included) and refuses the call if the
+estimate would pass any cap; two concurrent calls therefore cannot both slip under a limit.
+The reservation is settled with the real figures afterwards. A warning event is published
+once per window at 80% of a cap, and an exhausted event once per window at 100%.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from orchestrator.config.models import BudgetConfig, FleetConfig
+from orchestrator.events import EventBus, EventType
+from orchestrator.gateway.ledger import CallKind, Charge, Ledger, Spend, timestamp
+from orchestrator.gateway.models import BudgetKind, BudgetScope, BudgetStatus, BudgetWindow
+from orchestrator.state.db import Database
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS gateway_budget_alerts (
+    scope TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    window_start TEXT NOT NULL,
+    level TEXT NOT NULL,
+    at TEXT NOT NULL,
+    PRIMARY KEY (scope, subject, kind, window_start, level)
+);
+"""
+WARNING_FRACTION = 0.8
+BUDGET_KINDS: tuple[BudgetKind, ...] = ("daily_usd", "monthly_usd", "daily_tokens", "monthly_tokens")
+
+Clock = Callable[[], datetime]
+
+
+def day_window(now: datetime) -> tuple[datetime, datetime]:
+    start = now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    return start, start + timedelta(days=1)
+
+
+def month_window(now: datetime) -> tuple[datetime, datetime]:
+    start = now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    end = (
+        start.replace(year=start.year + 1, month=1)
+        if start.month == 12
+        else start.replace(month=start.month + 1)
+    )
+    return start, end
+
+
+class BudgetExhausted(Exception):
+    """A cap would be passed by this call; carries the window that refused it."""
+
+    def __init__(self, agent: str, window: BudgetWindow, needed: float) -> None:
+        self.agent = agent
+        self.window = window
+        self.needed = needed
+        super().__init__(describe_refusal(agent, window, needed))
+
+
+def _amount(kind: BudgetKind, value: float) -> str:
+    return f"${value:.4f}" if kind.endswith("_usd") else f"{int(value)} tokens"
+
+
+def describe_refusal(agent: str, window: BudgetWindow, needed: float) -> str:
+    who = f"agent '{agent}'" if window.scope == "agent" else "the fleet"
+    state = "is exhausted" if window.exhausted else "would be passed by this call"
+    return (
+        f"the {window.kind} budget of {who} {state}: spent {_amount(window.kind, window.spent)} "
+        f"of {_amount(window.kind, window.limit)}"
+        + ("" if window.exhausted else f" (this call needs about {_amount(window.kind, needed)})")
+        + f"; resets at {window.resets_at.strftime('%Y-%m-%dT%H:%M:%SZ')}"
+    )
+
+
+@dataclass(frozen=True)
+class Reservation:
+    row_id: int
+    agent: str
+    estimate: Charge
+
+
+class Budgets:
+    def __init__(
+        self, db: Database, ledger: Ledger, events: EventBus, config: Callable[[], FleetConfig], clock: Clock
+    ) -> None:
+        self._db = db
+        self._ledger = ledger
+        self._events = events
+        self._config = config
+        self._clock = clock
+        db.ensure_schema(SCHEMA)
+
+    # ------------------------------------------------------------------ reading
+
+    def status(self, agent: str, conn: sqlite3.Connection | None = None) -> BudgetStatus:
+        """Every configured cap that applies to the agent (its own, then the fleet's)."""
+        config = self._config()
+        now = self._clock()
+        source: sqlite3.Connection | Database = conn if conn is not None else self._db
+        windows: list[BudgetWindow] = []
+        own = config.budget_of(agent) if agent in config.agents else BudgetConfig()
+        for scope, caps, subject in (("agent", own, agent), ("fleet", config.budget, None)):
+            windows += self._windows(scope, caps, subject, source, now)  # type: ignore[arg-type]
+        return BudgetStatus(agent=agent, windows=windows)
+
+    def _windows(
+        self,
+        scope: BudgetScope,
+        caps: BudgetConfig,
+        subject: str | None,
+        source: sqlite3.Connection | Database,
+        now: datetime,
+    ) -> list[BudgetWindow]:
+        found: list[BudgetWindow] = []
+        spends: dict[datetime, Spend] = {}
+        for kind in BUDGET_KINDS:
+            limit = getattr(caps, kind)
+            if limit is None:
+                continue
+            start, end = day_window(now) if kind.startswith("daily") else month_window(now)
+            if start not in spends:
+                spends[start] = Ledger.spend(source, subject, start)
+            spend = spends[start]
+            spent = spend.usd if kind.endswith("_usd") else float(spend.tokens)
+            found.append(
+                BudgetWindow(
+                    scope=scope, kind=kind, limit=float(limit), spent=spent, window_start=start, resets_at=end
+                )
+            )
+        return found
+
+    def can_spend(self, agent: str) -> bool:
+        return self.status(agent).can_spend
+
+    # ------------------------------------------------------------------ charging
+
+    def reserve(
+        self, agent: str, *, kind: CallKind, model: str, provider: str, estimate: Charge
+    ) -> Reservation:
+        """Check every cap and write the reservation atomically, or raise BudgetExhausted."""
+        refused: tuple[BudgetWindow, float] | None = None
+        with self._db.transaction() as conn:
+            status = self.status(agent, conn)
+            for window in status.windows:
+                needed = estimate.cost_usd if window.kind.endswith("_usd") else float(estimate.tokens)
+                if window.exhausted or window.spent + needed > window.limit:
+                    refused = (window, needed)
+                    break
+            else:
+                row_id = Ledger.reserve(
+                    conn,
+                    at=self._clock(),
+                    agent=agent,
+                    kind=kind,
+                    model=model,
+                    provider=provider,
+                    estimate=estimate,
+                )
+        if refused is not None:
+            window, needed = refused
+            if window.exhausted:
+                self._alert(agent, window, "exhausted")
+            raise BudgetExhausted(agent, window, needed)
+        return Reservation(row_id, agent, estimate)
+
+    def after_settle(self, agent: str) -> None:
+        """Publish the once-per-window warning and exhaustion events the new spend calls for."""
+        for window in self.status(agent).windows:
+            if window.exhausted:
+                self._alert(agent, window, "exhausted")
+            if window.fraction >= WARNING_FRACTION:
+                self._alert(agent, window, "warning")
+
+    def _alert(self, agent: str, window: BudgetWindow, level: str) -> None:
+        subject = agent if window.scope == "agent" else ""
+        cursor = self._db.execute(
+            "INSERT OR IGNORE INTO gateway_budget_alerts(scope, subject, kind, window_start, level, at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                window.scope,
+                subject,
+                window.kind,
+                timestamp(window.window_start),
+                level,
+                timestamp(self._clock()),
+            ),
+        )
+        if cursor.rowcount != 1:
+            return
+        event = EventType.BUDGET_EXHAUSTED if level == "exhausted" else EventType.BUDGET_WARNING
+        self._events.publish(
+            event,
+            agent=agent if window.scope == "agent" else None,
+            scope=window.scope,
+            kind=window.kind,
+            spent=window.spent,
+            limit=window.limit,
+            fraction=round(window.fraction, 4),
+            resets_at=window.resets_at.isoformat(),
+            triggered_by=agent,
+        )

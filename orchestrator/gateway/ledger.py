@@ -1,0 +1,238 @@
+"""The usage ledger: one SQLite row per model call, which is also the budget state.
+
+A call is first written as a `reserved` row carrying its estimated tokens and cost (so that
+concurrent calls see each other), then settled with the provider's figures. Spend in a
+window is the sum over the rows of that window, reserved ones included; restarting the
+orchestrator therefore loses nothing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+from orchestrator.gateway.models import UsageBucket
+from orchestrator.state.db import Database
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS gateway_usage (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    requested_model TEXT NOT NULL,
+    model TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    tokens_in INTEGER NOT NULL DEFAULT 0,
+    tokens_out INTEGER NOT NULL DEFAULT 0,
+    cached_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL NOT NULL DEFAULT 0,
+    latency_ms INTEGER,
+    status TEXT NOT NULL,
+    estimated INTEGER NOT NULL DEFAULT 0,
+    error TEXT
+);
+CREATE INDEX IF NOT EXISTS gateway_usage_agent_at ON gateway_usage(agent, at);
+CREATE INDEX IF NOT EXISTS gateway_usage_at ON gateway_usage(at);
+"""
+
+CallKind = Literal["chat", "embeddings"]
+CallStatus = Literal["reserved", "ok", "error", "interrupted"]
+
+
+def timestamp(moment: datetime) -> str:
+    """Fixed-width UTC text, so that windows are plain string comparisons in SQL."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_timestamp(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Charge:
+    """Tokens and dollars of one call, estimated or final."""
+
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    cached_tokens: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.tokens_in + self.tokens_out
+
+
+@dataclass(frozen=True)
+class Spend:
+    usd: float = 0.0
+    tokens: int = 0
+    calls: int = 0
+
+
+@dataclass(frozen=True)
+class LedgerRow:
+    id: int
+    at: datetime
+    agent: str
+    kind: str
+    requested_model: str
+    model: str
+    provider: str
+    tokens_in: int
+    tokens_out: int
+    cached_tokens: int
+    cost_usd: float
+    latency_ms: int | None
+    status: str
+    estimated: bool
+    error: str | None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> LedgerRow:
+        return cls(
+            id=row["id"],
+            at=parse_timestamp(row["at"]),
+            agent=row["agent"],
+            kind=row["kind"],
+            requested_model=row["requested_model"],
+            model=row["model"],
+            provider=row["provider"],
+            tokens_in=row["tokens_in"],
+            tokens_out=row["tokens_out"],
+            cached_tokens=row["cached_tokens"],
+            cost_usd=row["cost_usd"],
+            latency_ms=row["latency_ms"],
+            status=row["status"],
+            estimated=bool(row["estimated"]),
+            error=row["error"],
+        )
+
+
+class Ledger:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        db.ensure_schema(SCHEMA)
+
+    def close_interrupted(self) -> int:
+        """Reservations left by a previous process keep their estimate as their charge."""
+        cursor = self._db.execute(
+            "UPDATE gateway_usage SET status = 'interrupted', estimated = 1 WHERE status = 'reserved'"
+        )
+        return cursor.rowcount
+
+    @staticmethod
+    def spend(conn: sqlite3.Connection | Database, agent: str | None, since: datetime) -> Spend:
+        """Spend since a moment, for one agent or (agent=None) the whole fleet."""
+        sql = "SELECT COALESCE(SUM(cost_usd), 0), COALESCE(SUM(tokens_in + tokens_out), 0), COUNT(*) "
+        sql += "FROM gateway_usage WHERE at >= ?"
+        params: list[str] = [timestamp(since)]
+        if agent is not None:
+            sql += " AND agent = ?"
+            params.append(agent)
+        if isinstance(conn, Database):
+            row = conn.query_one(sql, params)
+        else:
+            row = conn.execute(sql, params).fetchone()
+        assert row is not None  # an aggregate always yields one row
+        return Spend(usd=float(row[0]), tokens=int(row[1]), calls=int(row[2]))
+
+    @staticmethod
+    def reserve(
+        conn: sqlite3.Connection,
+        *,
+        at: datetime,
+        agent: str,
+        kind: CallKind,
+        model: str,
+        provider: str,
+        estimate: Charge,
+    ) -> int:
+        """Write a reservation inside the caller's transaction; returns the row id."""
+        cursor = conn.execute(
+            "INSERT INTO gateway_usage(at, agent, kind, requested_model, model, provider, tokens_in, "
+            "tokens_out, cost_usd, status, estimated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'reserved', 1)",
+            (
+                timestamp(at),
+                agent,
+                kind,
+                model,
+                model,
+                provider,
+                estimate.tokens_in,
+                estimate.tokens_out,
+                estimate.cost_usd,
+            ),
+        )
+        return int(cursor.lastrowid or 0)
+
+    def settle(
+        self,
+        row_id: int,
+        *,
+        model: str,
+        provider: str,
+        charge: Charge,
+        status: CallStatus,
+        latency_ms: int | None,
+        estimated: bool = False,
+        error: str | None = None,
+    ) -> None:
+        self._db.execute(
+            "UPDATE gateway_usage SET model = ?, provider = ?, tokens_in = ?, tokens_out = ?, "
+            "cached_tokens = ?, cost_usd = ?, status = ?, latency_ms = ?, estimated = ?, error = ? "
+            "WHERE id = ?",
+            (
+                model,
+                provider,
+                charge.tokens_in,
+                charge.tokens_out,
+                charge.cached_tokens,
+                charge.cost_usd,
+                status,
+                latency_ms,
+                int(estimated),
+                error,
+                row_id,
+            ),
+        )
+
+    def rows(self, agent: str | None = None, limit: int = 100) -> list[LedgerRow]:
+        """The most recent calls, newest first."""
+        where, params = ("WHERE agent = ?", [agent]) if agent else ("", [])
+        found = self._db.query(
+            f"SELECT * FROM gateway_usage {where} ORDER BY id DESC LIMIT ?", [*params, limit]
+        )
+        return [LedgerRow.from_row(row) for row in found]
+
+    def agents(self) -> list[str]:
+        return [row["agent"] for row in self._db.query("SELECT DISTINCT agent FROM gateway_usage")]
+
+    def series(
+        self, since: datetime, bucket: Literal["hour", "day"], agent: str | None = None
+    ) -> list[UsageBucket]:
+        """Calls, tokens and dollars per agent and time bucket since a moment, oldest first."""
+        width = 13 if bucket == "hour" else 10
+        sql = (
+            f"SELECT substr(at, 1, {width}) AS slot, agent, COUNT(*) AS calls, SUM(tokens_in) AS tin, "
+            "SUM(tokens_out) AS tout, SUM(cost_usd) AS cost FROM gateway_usage WHERE at >= ?"
+        )
+        params = [timestamp(since)]
+        if agent:
+            sql += " AND agent = ?"
+            params.append(agent)
+        sql += " GROUP BY slot, agent ORDER BY slot, agent"
+        suffix = ":00:00.000000Z" if bucket == "hour" else "T00:00:00.000000Z"
+        return [
+            UsageBucket(
+                start=parse_timestamp(row["slot"] + suffix),
+                agent=row["agent"],
+                calls=row["calls"],
+                tokens_in=row["tin"],
+                tokens_out=row["tout"],
+                cost_usd=row["cost"],
+            )
+            for row in self._db.query(sql, params)
+        ]

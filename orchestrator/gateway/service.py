@@ -1,0 +1,382 @@
+"""The LLM gateway: routes an agent's call to its model, enforces allowlist and budgets,
+retries and falls back, and writes every call to the usage ledger.
+
+The scheduler asks `can_spend(agent)` before a tick; the HTTP routes call `chat`,
+`open_stream`, `embeddings` and `count_tokens`; the operator routes read `costs` and `usage`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal, TypeVar
+
+import anyio
+
+from agent_runtime.protocol import TokenCountRequest, TokenCountResult, utcnow
+from orchestrator.config.models import TEST_MODEL, FleetConfig
+from orchestrator.gateway.budget import BudgetExhausted, Budgets, Clock, Reservation, day_window, month_window
+from orchestrator.gateway.errors import GatewayError, budget_error, upstream_error
+from orchestrator.gateway.ledger import CallKind, CallStatus, Charge, Ledger
+from orchestrator.gateway.models import (
+    AgentCosts,
+    BudgetStatus,
+    ChatCompletion,
+    ChatCompletionChunk,
+    ChatCompletionRequest,
+    CostsReport,
+    EmbeddingRequest,
+    EmbeddingResponse,
+    SpendFigures,
+    StreamOptions,
+    Usage,
+    UsageSeries,
+)
+from orchestrator.gateway.prices import price_of
+from orchestrator.gateway.providers.base import Provider, UpstreamError
+from orchestrator.gateway.providers.openai_compat import OpenAICompatProvider
+from orchestrator.gateway.providers.test_model import TestModelProvider
+from orchestrator.gateway.retry import RetryPolicy
+from orchestrator.gateway.streaming import DONE_EVENT, StreamTracker, error_event
+from orchestrator.gateway.tokens import TokenCounter, token_counter
+from orchestrator.services import Services
+
+# Reserved for a reply when the request sets no max_tokens; settled to the real figure after.
+DEFAULT_OUTPUT_ESTIMATE = 256
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Route:
+    """A fleet model resolved to the provider that serves it and the provider's model name."""
+
+    model: str
+    provider: Provider
+    upstream_model: str
+
+
+@dataclass
+class CallContext:
+    agent: str
+    kind: CallKind
+    route: Route
+    reservation: Reservation
+    started: float
+
+
+class Gateway:
+    def __init__(
+        self,
+        services: Services,
+        *,
+        clock: Clock = utcnow,
+        retry: RetryPolicy | None = None,
+        counter: TokenCounter | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._services = services
+        self._clock = clock
+        self._retry = retry or RetryPolicy()
+        self._sleep = sleep
+        self.counter = counter or token_counter()
+        self.ledger = Ledger(services.db)
+        self.ledger.close_interrupted()
+        self.budgets = Budgets(services.db, self.ledger, services.events, lambda: self._config, clock)
+        self._test = TestModelProvider(self.counter)
+        self._upstreams: dict[str, OpenAICompatProvider] = {}
+        self._retired: list[OpenAICompatProvider] = []
+
+    @property
+    def _config(self) -> FleetConfig:
+        return self._services.fleet.config
+
+    # ------------------------------------------------------------------ scheduler
+
+    def budget_status(self, agent: str) -> BudgetStatus:
+        return self.budgets.status(agent)
+
+    def can_spend(self, agent: str) -> bool:
+        return self.budgets.can_spend(agent)
+
+    # ------------------------------------------------------------------ routing
+
+    def _route(self, agent: str, model: str, *, embedding: bool = False) -> Route:
+        config = self._config
+        if agent not in config.agents:
+            raise GatewayError(403, "unknown_agent", f"agent '{agent}' is not in fleet '{config.fleet}'")
+        allowed = config.allowed_models(agent)
+        if embedding and config.llm.embedding.model:
+            allowed = [*allowed, config.llm.embedding.model]
+        if model not in allowed:
+            raise GatewayError(
+                403,
+                "model_not_allowed",
+                f"agent '{agent}' may not use model '{model}'; allowed: {', '.join(allowed)}",
+                details=[f"allowed: {name}" for name in allowed],
+            )
+        return self._resolve(model)
+
+    def _resolve(self, model: str) -> Route:
+        if model == TEST_MODEL:
+            return Route(model, self._test, TEST_MODEL)
+        name, _, upstream_model = model.partition(":")
+        config = self._config.llm.providers.get(name)
+        if config is None or not upstream_model:
+            raise GatewayError(
+                400, "unknown_model", f"model '{model}' names no provider declared in fleet.yaml"
+            )
+        provider = self._upstreams.get(name)
+        if provider is None or provider.config != config:
+            if provider is not None:
+                self._retired.append(provider)
+            provider = self._upstreams[name] = OpenAICompatProvider(name, config)
+        return Route(model, provider, upstream_model)
+
+    def _chat_routes(self, primary: Route) -> list[Route]:
+        fallback = self._config.llm.fallback_model
+        if not fallback or fallback == primary.model:
+            return [primary]
+        try:
+            return [primary, self._resolve(fallback)]
+        except GatewayError:
+            return [primary]
+
+    # ------------------------------------------------------------------ charging
+
+    def _reserve(
+        self, agent: str, kind: CallKind, route: Route, tokens_in: int, tokens_out: int
+    ) -> CallContext:
+        price = price_of(route.model, self._config.llm)
+        estimate = Charge(tokens_in, tokens_out, price.cost(tokens_in, tokens_out))
+        try:
+            reservation = self.budgets.reserve(
+                agent, kind=kind, model=route.model, provider=route.provider.name, estimate=estimate
+            )
+        except BudgetExhausted as exc:
+            raise budget_error(exc, self._clock()) from None
+        return CallContext(agent, kind, route, reservation, time.monotonic())
+
+    def _settle(
+        self,
+        ctx: CallContext,
+        route: Route,
+        *,
+        usage: Usage | None = None,
+        written: str = "",
+        status: CallStatus,
+        error: str | None = None,
+    ) -> None:
+        estimated = usage is None
+        if usage is None:
+            tokens_in = ctx.reservation.estimate.tokens_in if status != "error" else 0
+            usage = Usage(prompt_tokens=tokens_in, completion_tokens=self.counter.count(written))
+        price = price_of(route.model, self._config.llm)
+        tokens_in, tokens_out, cached = usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens
+        charge = Charge(tokens_in, tokens_out, price.cost(tokens_in, tokens_out, cached), cached)
+        latency_ms = int((time.monotonic() - ctx.started) * 1000)
+        self.ledger.settle(
+            ctx.reservation.row_id,
+            model=route.model,
+            provider=route.provider.name,
+            charge=charge,
+            status=status,
+            latency_ms=latency_ms,
+            estimated=estimated,
+            error=error,
+        )
+        self.budgets.after_settle(ctx.agent)
+
+    def _prompt_tokens(self, request: ChatCompletionRequest) -> int:
+        pairs = [
+            (m.role, m.text + "".join(c.function.arguments for c in m.tool_calls or []))
+            for m in request.messages
+        ]
+        return self.counter.count_chat(pairs, request.tools)
+
+    # ------------------------------------------------------------------ calling
+
+    async def _call(self, routes: list[Route], attempt: Callable[[Route], Awaitable[T]]) -> tuple[Route, T]:
+        """Try each route in turn, retrying retryable failures with backoff; first success wins."""
+        failure: tuple[Route, UpstreamError] | None = None
+        for route in routes:
+            for number in range(1, self._retry.attempts + 1):
+                try:
+                    return route, await attempt(route)
+                except UpstreamError as exc:
+                    failure = (route, exc)
+                    if not exc.retryable:
+                        raise upstream_error(exc, route.model) from None
+                    delay = self._retry.delay_after(number, exc)
+                    if delay is None:
+                        break
+                    await self._sleep(delay)
+        assert failure is not None  # routes is never empty
+        raise upstream_error(failure[1], failure[0].model)
+
+    @staticmethod
+    def _for(route: Route, request: ChatCompletionRequest) -> ChatCompletionRequest:
+        return request.model_copy(update={"model": route.upstream_model})
+
+    async def chat(self, agent: str, request: ChatCompletionRequest) -> tuple[Route, ChatCompletion]:
+        """A non-streamed completion; returns the route that served it (the fallback, maybe)."""
+        primary = self._route(agent, request.model)
+        ctx = self._reserve(
+            agent,
+            "chat",
+            primary,
+            self._prompt_tokens(request),
+            request.output_limit or DEFAULT_OUTPUT_ESTIMATE,
+        )
+        try:
+            route, completion = await self._call(
+                self._chat_routes(primary), lambda r: r.provider.complete(self._for(r, request))
+            )
+        except GatewayError as exc:
+            self._settle(ctx, primary, status="error", error=exc.body.message)
+            raise
+        except BaseException:
+            self._settle(ctx, primary, status="interrupted")
+            raise
+        written = "".join(c.message.content or "" for c in completion.choices)
+        self._settle(ctx, route, usage=completion.usage, written=written, status="ok")
+        return route, completion
+
+    async def open_stream(
+        self, agent: str, request: ChatCompletionRequest
+    ) -> tuple[Route, AsyncIterator[bytes]]:
+        """Start a streamed completion. Errors before the first chunk raise GatewayError (a plain
+        HTTP error); later ones end the stream with an error event."""
+        primary = self._route(agent, request.model)
+        ctx = self._reserve(
+            agent,
+            "chat",
+            primary,
+            self._prompt_tokens(request),
+            request.output_limit or DEFAULT_OUTPUT_ESTIMATE,
+        )
+        wants_usage = bool(request.stream_options and request.stream_options.include_usage)
+        # Usage is always requested upstream, for the ledger; the agent gets it only if it asked.
+        upstream_request = request.model_copy(update={"stream_options": StreamOptions(include_usage=True)})
+
+        async def first_chunk(
+            route: Route,
+        ) -> tuple[AsyncIterator[ChatCompletionChunk], ChatCompletionChunk | None]:
+            chunks = route.provider.stream(self._for(route, upstream_request))
+            try:
+                return chunks, await anext(chunks, None)
+            except BaseException:
+                await _close(chunks)
+                raise
+
+        try:
+            route, (chunks, first) = await self._call(self._chat_routes(primary), first_chunk)
+        except GatewayError as exc:
+            self._settle(ctx, primary, status="error", error=exc.body.message)
+            raise
+        except BaseException:
+            self._settle(ctx, primary, status="interrupted")
+            raise
+        return route, self._relay(ctx, route, chunks, first, wants_usage)
+
+    async def _relay(
+        self,
+        ctx: CallContext,
+        route: Route,
+        chunks: AsyncIterator[ChatCompletionChunk],
+        chunk: ChatCompletionChunk | None,
+        wants_usage: bool,
+    ) -> AsyncIterator[bytes]:
+        tracker = StreamTracker()
+        status: CallStatus = "interrupted"
+        error: str | None = None
+        try:
+            while chunk is not None:
+                tracker.see(chunk)
+                if wants_usage or not tracker.usage_only(chunk):
+                    yield chunk.sse()
+                chunk = await anext(chunks, None)
+            status = "ok"
+            yield DONE_EVENT
+        except UpstreamError as exc:
+            status, error = "error", exc.message
+            yield error_event("upstream_error", f"model '{route.model}': {exc.message}")
+        finally:
+            self._settle(ctx, route, usage=tracker.usage, written=tracker.written, status=status, error=error)
+            await _close(chunks)
+
+    async def embeddings(self, agent: str, request: EmbeddingRequest) -> tuple[Route, EmbeddingResponse]:
+        route = self._route(agent, request.model, embedding=True)
+        if route.model == TEST_MODEL and request.dimensions is None:
+            request = request.model_copy(update={"dimensions": self._config.llm.embedding.dimensions})
+        ctx = self._reserve(agent, "embeddings", route, sum(self.counter.count_many(request.texts)), 0)
+        try:
+            # Never a fallback model: its vectors would live in another space.
+            _, response = await self._call(
+                [route], lambda r: r.provider.embed(request.model_copy(update={"model": r.upstream_model}))
+            )
+        except GatewayError as exc:
+            self._settle(ctx, route, status="error", error=exc.body.message)
+            raise
+        except BaseException:
+            self._settle(ctx, route, status="interrupted")
+            raise
+        self._settle(ctx, route, usage=response.usage, status="ok")
+        return route, response
+
+    def count_tokens(self, request: TokenCountRequest) -> TokenCountResult:
+        counts = self.counter.count_many(request.texts)
+        return TokenCountResult(counts=counts, tokenizer=self.counter.tokenizer)
+
+    # ------------------------------------------------------------------ operator reports
+
+    def _figures(self, agent: str | None, now: datetime) -> SpendFigures:
+        today = Ledger.spend(self._services.db, agent, day_window(now)[0])
+        month = Ledger.spend(self._services.db, agent, month_window(now)[0])
+        return SpendFigures(
+            today_usd=today.usd,
+            month_usd=month.usd,
+            today_tokens=today.tokens,
+            month_tokens=month.tokens,
+            calls_today=today.calls,
+            calls_month=month.calls,
+        )
+
+    def costs(self) -> CostsReport:
+        now = self._clock()
+        config = self._config
+        names = sorted(set(config.agents) | set(self.ledger.agents()))
+        agents = []
+        for name in names:
+            figures = self._figures(name, now)
+            status = self.budgets.status(name)
+            own = [w for w in status.windows if w.scope == "agent"]
+            agents.append(
+                AgentCosts(agent=name, can_spend=status.can_spend, budget=own, **figures.model_dump())
+            )
+        fleet_windows = self.budgets.status("").windows
+        return CostsReport(at=now, agents=agents, fleet=self._figures(None, now), fleet_budget=fleet_windows)
+
+    def usage(
+        self, since: datetime | None = None, bucket: Literal["hour", "day"] = "hour", agent: str | None = None
+    ) -> UsageSeries:
+        start = since or self._clock() - timedelta(hours=24)
+        return UsageSeries(
+            bucket=bucket, since=start, agent=agent, buckets=self.ledger.series(start, bucket, agent)
+        )
+
+    async def aclose(self) -> None:
+        for provider in [*self._upstreams.values(), *self._retired]:
+            await provider.aclose()
+        self._upstreams.clear()
+        self._retired.clear()
+
+
+async def _close(chunks: AsyncIterator[ChatCompletionChunk]) -> None:
+    """Close a provider stream even from a cancelled task (its connection must be released)."""
+    aclose = getattr(chunks, "aclose", None)
+    if aclose is not None:
+        with anyio.CancelScope(shield=True):
+            await aclose()

@@ -1,0 +1,91 @@
+"""Fixtures: an orchestrator app with a live gateway, served by uvicorn on loopback, and a fake upstream."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import ExitStack
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gateway_harness import (
+    FAST_RETRY,
+    KEY_ENV,
+    SECRET_KEY,
+    Clock,
+    Launch,
+    Orchestrator,
+    fleet_yaml,
+)
+
+from orchestrator.api.app import create_app
+from orchestrator.auth import OPERATOR, TokenStore
+from orchestrator.config.loader import load_fleet
+from orchestrator.events import EventBus
+from orchestrator.gateway.service import Gateway
+from orchestrator.services import Services
+from orchestrator.state.db import Database
+from orchestrator.state.paths import StatePaths
+from orchestrator.testing.fake_upstream import FakeUpstream
+from orchestrator.testing.server import serve_app
+
+
+@pytest.fixture
+def upstream() -> Iterator[tuple[FakeUpstream, str]]:
+    fake = FakeUpstream()
+    with fake.serve() as url:
+        yield fake, url
+    fake.release()
+
+
+@pytest.fixture
+def launch(
+    tmp_path: Path, upstream: tuple[FakeUpstream, str], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Launch]:
+    """Start an orchestrator for a fleet whose YAML follows the common `llm` header.
+
+    `body` may add `  fallback_model: ...` / `  models: ...` lines under llm and must declare
+    `agents:` (and optionally `budget:`).
+    """
+    monkeypatch.setenv(KEY_ENV, SECRET_KEY)
+    monkeypatch.delenv("FLT_TEST_UNSET_KEY_VARIABLE", raising=False)
+    fake, upstream_url = upstream
+    stack = ExitStack()
+    started: list[Orchestrator] = []
+
+    def start(body: str, clock: Clock | None = None, db: Database | None = None) -> Orchestrator:
+        fleet_file = tmp_path / "fleet.yaml"
+        fleet_file.write_text(fleet_yaml(upstream_url, body))
+        fleet = load_fleet(fleet_file)
+        paths = StatePaths.for_fleet_file(fleet_file)
+        paths.ensure()
+        database = db or Database(paths.db)
+        events = EventBus(database)
+        tokens = TokenStore(database)
+        services = Services(
+            fleet=fleet,
+            paths=paths,
+            db=database,
+            events=events,
+            tokens=tokens,
+            backend=None,  # type: ignore[arg-type]
+        )
+        services.operator_token = tokens.mint(OPERATOR)
+        minted = {name: tokens.mint(name) for name in fleet.config.agents}
+        minted[OPERATOR] = services.operator_token
+        the_clock = clock or Clock(datetime(2030, 5, 17, 12, 0, tzinfo=UTC))
+        services.gateway = Gateway(services, clock=the_clock, retry=FAST_RETRY)
+        url = stack.enter_context(serve_app(create_app(services)))
+        orchestrator = Orchestrator(services, services.gateway, url, minted, fake, the_clock)
+        started.append(orchestrator)
+        return orchestrator
+
+    yield start
+    fake.release()
+    stack.close()
+    for orchestrator in started:
+        orchestrator.close()
