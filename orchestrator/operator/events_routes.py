@@ -1,0 +1,146 @@
+"""The event feed for operators: recent events as JSON, and a live Server-Sent Events stream.
+
+A client that reconnects passes the last sequence number it saw (`?after=` or the standard
+`Last-Event-ID` header) and receives the stored events it missed before the live ones, with no
+gap and no duplicate: it subscribes first, replays from the database, then forwards live events
+whose sequence number is past the last one replayed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query, Request
+from fastapi.responses import StreamingResponse
+
+from orchestrator.api.deps import OperatorDep, ServicesDep
+from orchestrator.events import Event, EventBus
+from orchestrator.state.db import Database
+
+router = APIRouter(prefix="/api/v1/events", tags=["events"])
+
+REPLAY_PAGE = 500
+DEFAULT_HEARTBEAT_S = 15.0
+# How often a stream waiting for events checks whether its client went away.
+DISCONNECT_POLL_S = 1.0
+
+
+def stored_events(db: Database, after: int, agent: str | None, limit: int) -> list[Event]:
+    """Stored events with seq > after, oldest first (EventBus.recent returns the newest ones)."""
+    sql = "SELECT seq, type, agent, at, data FROM events WHERE seq > ?"
+    params: list[Any] = [after]
+    if agent:
+        sql += " AND agent = ?"
+        params.append(agent)
+    rows = db.query(sql + " ORDER BY seq ASC LIMIT ?", [*params, limit])
+    return [
+        Event(seq=r["seq"], type=r["type"], agent=r["agent"], at=r["at"], data=json.loads(r["data"]))
+        for r in rows
+    ]
+
+
+def format_sse(event: Event) -> str:
+    """One SSE message. The type travels inside the JSON so a plain `onmessage` handler sees all."""
+    return f"id: {event.seq}\ndata: {event.model_dump_json()}\n\n"
+
+
+class EventStream:
+    """Replay then follow the bus for one client, with keep-alive comments while idle."""
+
+    def __init__(
+        self, bus: EventBus, db: Database, agent: str | None, after: int, heartbeat_s: float
+    ) -> None:
+        self._bus = bus
+        self._db = db
+        self._agent = agent
+        self._last = after
+        self._heartbeat_s = heartbeat_s
+
+    async def messages(self, request: Request) -> AsyncIterator[str]:
+        queue = self._bus.subscribe()
+        try:
+            # Tell the browser how long to wait before reconnecting, and open the stream at once.
+            yield "retry: 3000\n: connected\n\n"
+            for chunk in self._replay():
+                yield chunk
+            async for chunk in self._follow(queue, request):
+                yield chunk
+        finally:
+            self._bus.unsubscribe(queue)
+
+    def _replay(self) -> list[str]:
+        chunks: list[str] = []
+        while True:
+            page = stored_events(self._db, self._last, self._agent, REPLAY_PAGE)
+            for event in page:
+                chunks.append(format_sse(event))
+                self._last = event.seq
+            if len(page) < REPLAY_PAGE:
+                return chunks
+
+    async def _follow(self, queue: asyncio.Queue[Event], request: Request) -> AsyncIterator[str]:
+        idle = 0.0
+        while True:
+            wait = min(DISCONNECT_POLL_S, self._heartbeat_s)
+            try:
+                event = await asyncio.wait_for(queue.get(), timeout=wait)
+            except TimeoutError:
+                if await request.is_disconnected():
+                    return
+                idle += wait
+                if idle >= self._heartbeat_s:
+                    idle = 0.0
+                    yield ": keep-alive\n\n"
+                continue
+            if event.seq <= self._last or (self._agent and event.agent != self._agent):
+                continue
+            self._last = event.seq
+            idle = 0.0
+            yield format_sse(event)
+
+
+@router.get("/recent")
+def recent_events(
+    _: OperatorDep,
+    services: ServicesDep,
+    agent: str | None = None,
+    after: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> list[Event]:
+    """The newest `limit` events (oldest first), optionally for one agent and past a sequence number."""
+    return services.events.recent(limit=limit, agent=agent, after=after)
+
+
+@router.get("", response_class=StreamingResponse)
+async def stream_events(
+    request: Request,
+    _: OperatorDep,
+    services: ServicesDep,
+    agent: str | None = None,
+    after: Annotated[int | None, Query(ge=0)] = None,
+    heartbeat: Annotated[float, Query(gt=0, le=300, description="Seconds between keep-alives")] = (
+        DEFAULT_HEARTBEAT_S
+    ),
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> StreamingResponse:
+    """Live events as text/event-stream. With `after` (or Last-Event-ID), stored events come first."""
+    # A browser reconnecting by itself repeats the original URL and adds Last-Event-ID, which is
+    # then the more recent of the two.
+    marks = [after] if after is not None else []
+    if last_event_id and last_event_id.isdigit():
+        marks.append(int(last_event_id))
+    start = max(marks) if marks else _latest_seq(services.db)
+    stream = EventStream(services.events, services.db, agent, start, heartbeat)
+    return StreamingResponse(
+        stream.messages(request),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+def _latest_seq(db: Database) -> int:
+    row = db.query_one("SELECT COALESCE(MAX(seq), 0) AS seq FROM events")
+    return int(row["seq"]) if row else 0

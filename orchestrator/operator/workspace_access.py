@@ -1,0 +1,296 @@
+"""Reading and editing an agent's workspace on the host, on behalf of the operator.
+
+The capped identity files (SOUL.md, MEMORY.md, ...) go through `agent_runtime.workspace.Workspace`,
+the same capped, validated, atomic and versioned path the agent itself writes through. The
+runtime-managed folders (learnings/, memory/) are readable here but not editable.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from agent_runtime.files import FileAccessError, PathEscape, SymlinkRefused, WorkspaceFiles
+from agent_runtime.protocol import WorkspaceWriteResult
+from agent_runtime.workspace import (
+    CAPS,
+    WORKSPACE_FILES,
+    CapExceeded,
+    InvalidContent,
+    ReadOnlyFile,
+    UnknownFile,
+    UnknownVersion,
+    Workspace,
+    WorkspaceError,
+    normalize_name,
+)
+from orchestrator.api.errors import ApiError
+from orchestrator.events import EventType
+from orchestrator.operator.models import (
+    FileKind,
+    WorkspaceDiff,
+    WorkspaceFileContent,
+    WorkspaceFileRow,
+    WorkspaceHistory,
+    WorkspaceListing,
+    WorkspaceVersionRow,
+)
+from orchestrator.services import Services
+
+# Folders the runtime fills itself; the operator reads them here (learnings, daily memory logs).
+EXTRA_FOLDERS: dict[str, FileKind] = {"learnings": "learning", "memory": "memory"}
+MAX_EXTRA_READ = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class AgentWorkspace:
+    """One agent's workspace as the operator routes see it."""
+
+    agent: str
+    workspace: Workspace
+
+    @property
+    def extras(self) -> WorkspaceFiles:
+        # No writes happen through this object, so the quota is irrelevant.
+        return WorkspaceFiles(self.workspace.root, quota_bytes=0)
+
+
+def open_workspace(services: Services, agent: str) -> AgentWorkspace:
+    if agent not in services.fleet.config.agents:
+        known = ", ".join(sorted(services.fleet.config.agents))
+        raise ApiError(404, "unknown_agent", f"no agent {agent!r} in this fleet (agents: {known})")
+    return AgentWorkspace(agent, Workspace(services.paths.agent_dir(agent)))
+
+
+def check_relative(name: str) -> tuple[str, ...]:
+    """The path's parts, refusing anything that could leave the workspace folder (HTTP 400)."""
+    pure = PurePosixPath(name)
+    if not name or "\x00" in name or "\\" in name or pure.is_absolute() or ".." in pure.parts:
+        raise ApiError(400, "path_escape", f"invalid file {name!r}: give a path inside the workspace")
+    return tuple(part for part in pure.parts if part != ".")
+
+
+def canonical_identity(name: str) -> str | None:
+    """SOUL.md (or soul, SOUL) -> 'SOUL.md'; None when `name` is not one of the capped files."""
+    parts = check_relative(name)
+    if len(parts) != 1:
+        return None
+    try:
+        return normalize_name(parts[0])
+    except UnknownFile:
+        return None
+
+
+def extra_kind(name: str) -> FileKind:
+    parts = check_relative(name)
+    kind = EXTRA_FOLDERS.get(parts[0]) if len(parts) > 1 else None
+    if kind is None:
+        raise ApiError(
+            404,
+            "unknown_file",
+            f"{name!r} is not a workspace file; known files: {', '.join(WORKSPACE_FILES)}, "
+            "learnings/*.md, memory/*.md",
+        )
+    return kind
+
+
+# ---------------------------------------------------------------------------------- listing
+
+
+def _fill_pct(size: int, cap: int | None) -> float | None:
+    return round(size * 100.0 / cap, 1) if cap else None
+
+
+def _identity_rows(ws: Workspace) -> list[WorkspaceFileRow]:
+    rows = []
+    for info in ws.files():
+        history = ws.history(info.name)
+        last = history[-1] if history else None
+        rows.append(
+            WorkspaceFileRow(
+                name=info.name,
+                kind="identity",
+                size=info.size,
+                cap=info.cap,
+                fill_pct=_fill_pct(info.size, info.cap),
+                exists=info.exists,
+                read_only=info.read_only,
+                editable=True,
+                version=last.version if last else None,
+                updated_at=last.at if last else None,
+                author=last.author if last else None,
+            )
+        )
+    return rows
+
+
+def _extra_rows(access: AgentWorkspace) -> list[WorkspaceFileRow]:
+    rows = []
+    for folder, kind in EXTRA_FOLDERS.items():
+        try:
+            entries = access.extras.list(folder)
+        except FileAccessError:
+            continue
+        for entry in entries:
+            if entry.is_dir:
+                continue
+            rows.append(
+                WorkspaceFileRow(
+                    name=entry.path,
+                    kind=kind,
+                    size=entry.size,
+                    cap=None,
+                    fill_pct=None,
+                    exists=True,
+                    read_only=True,
+                    editable=False,
+                )
+            )
+    return rows
+
+
+def list_files(access: AgentWorkspace) -> WorkspaceListing:
+    rows = _identity_rows(access.workspace) + _extra_rows(access)
+    return WorkspaceListing(agent=access.agent, files=rows, total_bytes=sum(r.size for r in rows))
+
+
+# ---------------------------------------------------------------------------------- reading
+
+
+def read_file(access: AgentWorkspace, name: str, version: int | None) -> WorkspaceFileContent:
+    canonical = canonical_identity(name)
+    if canonical is None:
+        return _read_extra(access, name, version)
+    ws = access.workspace
+    history = ws.history(canonical)
+    latest = history[-1].version if history else None
+    if version is None:
+        content = ws.read(canonical)
+    else:
+        try:
+            content = ws.read_version(canonical, version)
+        except UnknownVersion as missing:
+            raise ApiError(404, "unknown_version", str(missing)) from None
+    return WorkspaceFileContent(
+        agent=access.agent,
+        name=canonical,
+        version=version if version is not None else latest,
+        latest_version=latest,
+        size=len(content.encode("utf-8")),
+        cap=CAPS[canonical],
+        content=content,
+    )
+
+
+def _read_extra(access: AgentWorkspace, name: str, version: int | None) -> WorkspaceFileContent:
+    extra_kind(name)
+    if version is not None:
+        raise ApiError(400, "not_versioned", f"{name} is not versioned: omit ?version")
+    try:
+        content = access.extras.read(name, limit=MAX_EXTRA_READ)
+    except (PathEscape, SymlinkRefused) as refused:
+        raise ApiError(400, "path_escape", str(refused)) from None
+    except FileAccessError as missing:
+        raise ApiError(404, "unknown_file", str(missing)) from None
+    return WorkspaceFileContent(
+        agent=access.agent,
+        name=name,
+        version=None,
+        latest_version=None,
+        size=len(content.encode("utf-8")),
+        cap=None,
+        content=content,
+    )
+
+
+def _require_identity(name: str) -> str:
+    canonical = canonical_identity(name)
+    if canonical is None:
+        extra_kind(name)
+        raise ApiError(400, "not_versioned", f"{name} is managed by the agent runtime and is not versioned")
+    return canonical
+
+
+def history(access: AgentWorkspace, name: str) -> WorkspaceHistory:
+    canonical = _require_identity(name)
+    versions = [
+        WorkspaceVersionRow.model_validate(v.model_dump()) for v in access.workspace.history(canonical)
+    ]
+    return WorkspaceHistory(agent=access.agent, name=canonical, versions=versions)
+
+
+def diff(access: AgentWorkspace, name: str, a: int | None, b: int | None) -> WorkspaceDiff:
+    """Unified diff between two versions; by default the last two (or empty -> v1)."""
+    canonical = _require_identity(name)
+    ws = access.workspace
+    known = [v.version for v in ws.history(canonical)]
+    if not known:
+        raise ApiError(404, "unknown_version", f"{canonical} has no recorded versions yet")
+    newer = b if b is not None else known[-1]
+    older = a if a is not None else max(0, _previous(known, newer))
+    texts = [_version_text(ws, canonical, n) for n in (older, newer)]
+    lines = difflib.unified_diff(
+        texts[0].splitlines(keepends=True),
+        texts[1].splitlines(keepends=True),
+        fromfile=f"{canonical}@{older}",
+        tofile=f"{canonical}@{newer}",
+    )
+    return WorkspaceDiff(agent=access.agent, name=canonical, a=older, b=newer, diff=_joined(lines))
+
+
+def _previous(known: list[int], version: int) -> int:
+    earlier = [n for n in known if n < version]
+    return earlier[-1] if earlier else 0
+
+
+def _version_text(ws: Workspace, canonical: str, version: int) -> str:
+    if version == 0:
+        return ""
+    try:
+        return ws.read_version(canonical, version)
+    except UnknownVersion as missing:
+        raise ApiError(404, "unknown_version", str(missing)) from None
+
+
+def _joined(lines: Iterable[str]) -> str:
+    """Join diff lines, marking a line without newline the way `diff -u` does."""
+    return "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+    )
+
+
+# ---------------------------------------------------------------------------------- editing
+
+
+def write_file(
+    services: Services, access: AgentWorkspace, name: str, content: str, reason: str
+) -> WorkspaceWriteResult:
+    """An operator edit: same caps, validation and versioning as the agent's own writes."""
+    canonical = canonical_identity(name)
+    if canonical is None:
+        extra_kind(name)
+        raise ApiError(400, "not_editable", f"{name} is managed by the agent runtime; it cannot be edited")
+    try:
+        result = access.workspace.write(canonical, content, "operator", reason or "edited by the operator")
+    except CapExceeded as big:
+        raise ApiError(
+            413, "cap_exceeded", str(big), [f"cap: {big.cap} bytes", f"size: {big.size} bytes"]
+        ) from None
+    except InvalidContent as bad:
+        raise ApiError(422, "invalid_content", str(bad), [bad.reason]) from None
+    except ReadOnlyFile as locked:
+        raise ApiError(403, "read_only", str(locked)) from None
+    except WorkspaceError as other:
+        raise ApiError(400, "refused", str(other)) from None
+    services.events.publish(
+        EventType.WORKSPACE_CHANGED,
+        agent=access.agent,
+        file=result.name,
+        author="operator",
+        version=result.version,
+        size=result.size,
+        source="api",
+    )
+    return result
