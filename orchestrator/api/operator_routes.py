@@ -80,7 +80,7 @@ def _health(services: Services, agent: str, unit: UnitInfo | None) -> str:
     return "starting"
 
 
-def agent_status(services: Services, agent: str, unit: UnitInfo | None) -> AgentStatus:
+def agent_status(services: Services, agent: str, unit: UnitInfo | None, spent_today: float) -> AgentStatus:
     sighting = services.health.last(agent)
     checkin = sighting.checkin if sighting and unit and unit.state == "running" else None
     uptime = None
@@ -96,7 +96,7 @@ def agent_status(services: Services, agent: str, unit: UnitInfo | None) -> Agent
         restarts=services.supervisor.restarts(agent),
         uptime_s=uptime,
         memory_bytes=checkin.rss_bytes if checkin else None,
-        spend_today_usd=services.gateway.spent_today(agent),
+        spend_today_usd=spent_today,
         pending=services.inbox.pending(agent),
         hibernated=services.scheduler.is_hibernated(agent),
         unit_id=unit.id if unit else None,
@@ -110,11 +110,15 @@ def agent_status(services: Services, agent: str, unit: UnitInfo | None) -> Agent
 
 def fleet_status_of(services: Services) -> FleetStatus:
     units = services.manager.units_by_agent()
+    spent = {costs.agent: costs.today_usd for costs in services.gateway.costs().agents}
     return FleetStatus(
         fleet=services.fleet.name,
         runtime=services.backend.name,
         isolation=services.backend.isolation,
-        agents=[agent_status(services, name, units.get(name)) for name in services.fleet.config.agents],
+        agents=[
+            agent_status(services, name, units.get(name), spent.get(name, 0.0))
+            for name in services.fleet.config.agents
+        ],
     )
 
 

@@ -81,7 +81,7 @@ def _print_access(console: Console, listeners: Listeners, token: str) -> None:
 
 def run_foreground(fleet: LoadedFleet, backend: Backend, options: LaunchOptions) -> None:
     console = Console()
-    configure_logging(json_lines=options.log_json, level="WARNING")
+    configure_logging(json=options.log_json, level="WARNING")
     server, listeners = prepare(fleet, backend, options, console)
     _print_access(console, listeners, server.services.operator_token)
     stop_table = threading.Event()
@@ -98,7 +98,7 @@ def run_foreground(fleet: LoadedFleet, backend: Backend, options: LaunchOptions)
 
 def serve_detached_child(fleet: LoadedFleet, backend: Backend, options: LaunchOptions) -> None:
     """The body of the background process started by `up -d`: no table, logs to its log file."""
-    configure_logging(json_lines=options.log_json, level="INFO")
+    configure_logging(json=options.log_json, level="INFO")
     console = Console(force_terminal=False)
     server, _ = prepare(fleet, backend, options, console)
     asyncio.run(server.serve())

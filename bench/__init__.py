@@ -1,0 +1,1 @@
+"""Benchmarks: `python -m bench.run` runs them all and writes a markdown table."""
