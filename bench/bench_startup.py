@@ -43,7 +43,7 @@ def _flotilla(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def _mem_mib(text: str) -> float:
-    value = text.split("/")[0].strip()
+    value = text.split("/", maxsplit=1)[0].strip()
     for unit, factor in (("GiB", 1024.0), ("MiB", 1.0), ("KiB", 1 / 1024), ("B", 1 / 1024 / 1024)):
         if value.endswith(unit):
             return float(value[: -len(unit)]) * factor
