@@ -1,0 +1,1 @@
+"""Tools the agent's model can call."""
