@@ -35,14 +35,17 @@ class ProcessedLog:
         self.max_entries = max_entries
         self._lock = threading.Lock()
         self._results: dict[str, WorkResult] = {}
+        # After a torn write the file does not end with a newline; the next line starts a new one.
+        self._torn = False
         self._load()
 
     def _load(self) -> None:
         try:
-            lines = self.path.read_text(encoding="utf-8").splitlines()
+            text = self.path.read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
             return
-        for line in lines:
+        self._torn = bool(text) and not text.endswith("\n")
+        for line in text.splitlines():
             if not line.strip():
                 continue
             try:
@@ -64,7 +67,8 @@ class ProcessedLog:
             self._results[item_id] = result
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self.path.open("a", encoding="utf-8") as handle:
-                handle.write(line)
+                handle.write("\n" + line if self._torn else line)
+                self._torn = False
                 handle.flush()
                 os.fsync(handle.fileno())
             if len(self._results) > self.max_entries:
