@@ -1,0 +1,7 @@
+"""`python -m agent_runtime`: run this container's agent."""
+
+import sys
+
+from agent_runtime.main import main
+
+sys.exit(main())

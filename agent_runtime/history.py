@@ -1,0 +1,124 @@
+"""The append-only turn log: `<data>/history/YYYY-MM-DD.jsonl`, one JSON object per message.
+
+Each line holds at least `id`, `at`, `role` and `content`, plus `tool_calls`, `tool_call_id`,
+`name` (the tool's name on tool results) and `item_id` when they apply. Lines are only ever
+appended: compaction and pruning change what the model sees, never this log, which is what
+memory extraction and audits read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+def new_turn_id() -> str:
+    """Sortable by creation time, unique across restarts."""
+    return f"t{time.time_ns():x}{secrets.token_hex(3)}"
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class Turn:
+    role: Role
+    content: str
+    id: str = field(default_factory=new_turn_id)
+    at: str = field(default_factory=now_iso)
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+    item_id: str | None = None
+
+    def to_openai(self) -> dict[str, Any]:
+        """The message as the chat completions API takes it."""
+        message: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [dict(call) for call in self.tool_calls]
+        if self.tool_call_id is not None:
+            message["tool_call_id"] = self.tool_call_id
+        return message
+
+    def to_record(self) -> dict[str, Any]:
+        record: dict[str, Any] = {"id": self.id, "at": self.at, "role": self.role, "content": self.content}
+        if self.tool_calls:
+            record["tool_calls"] = [dict(call) for call in self.tool_calls]
+        if self.tool_call_id is not None:
+            record["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            record["name"] = self.name
+        if self.item_id is not None:
+            record["item_id"] = self.item_id
+        return record
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Turn:
+        return cls(
+            role=record["role"],
+            content=record.get("content") or "",
+            id=record["id"],
+            at=record["at"],
+            tool_calls=tuple(record.get("tool_calls") or ()),
+            tool_call_id=record.get("tool_call_id"),
+            name=record.get("name"),
+            item_id=record.get("item_id"),
+        )
+
+    def text_for_counting(self) -> str:
+        """What the model reads of this message, for token counting."""
+        if not self.tool_calls:
+            return self.content
+        calls = json.dumps([dict(call) for call in self.tool_calls], separators=(",", ":"), sort_keys=True)
+        return f"{self.content}\n{calls}"
+
+
+class HistoryLog:
+    """Appends turns to the day's file; each line is written with one `write` and fsynced."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.root = data_dir / "history"
+        self._lock = threading.Lock()
+
+    def path_for(self, at: str) -> Path:
+        return self.root / f"{at[:10]}.jsonl"
+
+    def append(self, turn: Turn) -> None:
+        line = (json.dumps(turn.to_record(), ensure_ascii=False) + "\n").encode("utf-8")
+        with self._lock:
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path_for(turn.at), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def append_all(self, turns: Iterable[Turn]) -> None:
+        for turn in turns:
+            self.append(turn)
+
+    def iter_turns(self) -> Iterator[Turn]:
+        """Every turn on disk, oldest day first; a torn last line is skipped."""
+        for path in sorted(self.root.glob("*.jsonl")):
+            with path.open(encoding="utf-8") as lines:
+                for line in lines:
+                    try:
+                        yield Turn.from_record(json.loads(line))
+                    except (json.JSONDecodeError, KeyError, TypeError):
+                        continue
+
+    def load(self, ids: Iterable[str]) -> list[Turn]:
+        wanted = set(ids)
+        return [turn for turn in self.iter_turns() if turn.id in wanted]

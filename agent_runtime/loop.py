@@ -1,0 +1,253 @@
+"""The tool-calling loop: model call, tool calls, results, until the model answers in text.
+
+Limits (from `AgentRuntimeConfig.limits`):
+- `max_iterations`: model calls per item; the last one is made without tools, so the model
+  has to answer.
+- `max_tool_rounds`: replies with tool calls that get executed; past it, calls come back
+  "not run" and the model is asked to answer.
+- `max_repeated_tool_calls`: the N-th call with the same name and the same arguments within
+  one item is not run; the model is told why and asked to answer, and the caller's result
+  says the loop was stopped.
+
+Every message goes through the context manager, which logs it to the append-only history and
+decides, before each call, whether to flush, compact, warn or prune.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+from openai import OpenAI
+
+from agent_runtime.condense import CompletionFailed
+from agent_runtime.context import ContextManager
+from agent_runtime.history import Turn
+from agent_runtime.prompt import StaticBlocks
+from agent_runtime.protocol import LoopLimits, RunOutcome
+from agent_runtime.tools.registry import ToolRegistry
+
+DeltaSink = Callable[[str], None]
+
+
+class LoopFailed(RuntimeError):
+    """The model could not be reached or refused the request (budget, model not allowed...)."""
+
+
+@dataclass
+class LoopResult:
+    text: str
+    outcome: RunOutcome
+    detail: str = ""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    iterations: int = 0
+    tool_rounds: int = 0
+    tools_used: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ModelReply:
+    content: str
+    tool_calls: list[dict[str, Any]]
+    tokens_in: int
+    tokens_out: int
+
+
+def api_error_text(error: openai.APIError) -> str:
+    """The gateway's clear JSON message when there is one, else the SDK's text."""
+    body = getattr(error, "body", None)
+    message = None
+    if isinstance(body, dict):
+        nested = body.get("error")
+        message = nested.get("message") if isinstance(nested, dict) else None
+        message = message or body.get("message")
+    if not message:
+        return str(error)
+    status = getattr(error, "status_code", None)
+    return f"HTTP {status}: {message}" if status else str(message)
+
+
+def call_key(name: str, arguments: str) -> tuple[str, str]:
+    """Identical calls compare equal whatever the key order or spacing of their JSON."""
+    try:
+        canonical = json.dumps(json.loads(arguments or "{}"), sort_keys=True, separators=(",", ":"))
+    except json.JSONDecodeError:
+        canonical = arguments.strip()
+    return name, canonical
+
+
+class ToolLoop:
+    def __init__(
+        self,
+        client: OpenAI,
+        registry: ToolRegistry,
+        context: ContextManager,
+        static_blocks: Callable[[], StaticBlocks],
+        limits: LoopLimits,
+    ) -> None:
+        self.client = client
+        self.registry = registry
+        self.context = context
+        self.static_blocks = static_blocks
+        self.limits = limits
+
+    def run(self, item_id: str, message: str, model: str, on_delta: DeltaSink) -> LoopResult:
+        """Work one item; the message (with its header) is the item's first turn."""
+        self.context.begin_item()
+        self.context.add(Turn(role="user", content=message, item_id=item_id))
+        try:
+            return self._iterate(item_id, model, on_delta)
+        finally:
+            self.context.end_item()
+
+    def _iterate(self, item_id: str, model: str, on_delta: DeltaSink) -> LoopResult:
+        result = LoopResult(text="", outcome=RunOutcome.OK)
+        seen: Counter[tuple[str, str]] = Counter()
+        stop_reason = ""
+        max_iterations = max(self.limits.max_iterations, 1)
+        for iteration in range(1, max_iterations + 1):
+            last_chance = bool(stop_reason) or iteration == max_iterations
+            prepared = self.context.prepare(self.static_blocks())
+            tools = None if last_chance or not len(self.registry) else self.registry.specs()
+            reply = self._call(model, prepared.messages, tools, on_delta)
+            result.iterations = iteration
+            result.tokens_in += reply.tokens_in
+            result.tokens_out += reply.tokens_out
+            self.context.add(
+                Turn(
+                    role="assistant",
+                    content=reply.content,
+                    tool_calls=tuple(reply.tool_calls),
+                    item_id=item_id,
+                )
+            )
+            if not reply.tool_calls:
+                return self._finish(result, reply.content, stop_reason)
+            if last_chance:
+                stop_reason = stop_reason or f"iteration limit reached ({max_iterations} model calls)"
+                self._refuse_calls(item_id, reply.tool_calls, stop_reason)
+                return self._finish(result, reply.content, stop_reason)
+            result.tool_rounds += 1
+            if result.tool_rounds > self.limits.max_tool_rounds:
+                stop_reason = f"tool round limit reached ({self.limits.max_tool_rounds} rounds of tool calls)"
+                self._refuse_calls(item_id, reply.tool_calls, stop_reason)
+                continue
+            stop_reason = self._run_calls(item_id, reply.tool_calls, seen, result)
+        raise AssertionError("unreachable: the last iteration always returns")
+
+    def _run_calls(
+        self, item_id: str, calls: list[dict[str, Any]], seen: Counter[tuple[str, str]], result: LoopResult
+    ) -> str:
+        stop_reason = ""
+        for call in calls:
+            name = call["function"]["name"]
+            arguments = call["function"]["arguments"]
+            key = call_key(name, arguments)
+            seen[key] += 1
+            if seen[key] >= self.limits.max_repeated_tool_calls:
+                stop_reason = f"repeated identical tool call: {name} was called {seen[key]} times with the same arguments"
+                output = f"STOPPED: {stop_reason}. It will not run again. Answer now with what you have."
+            else:
+                outcome = self.registry.dispatch(name, arguments)
+                output = outcome.output
+                result.tools_used.append(name)
+            self.context.add(
+                Turn(role="tool", content=output, tool_call_id=call["id"], name=name, item_id=item_id)
+            )
+        return stop_reason
+
+    def _refuse_calls(self, item_id: str, calls: list[dict[str, Any]], reason: str) -> None:
+        # Every tool call needs a result in the history, or the next request would be refused.
+        for call in calls:
+            self.context.add(
+                Turn(
+                    role="tool",
+                    content=f"NOT RUN: {reason}. Answer now with what you have.",
+                    tool_call_id=call["id"],
+                    name=call["function"]["name"],
+                    item_id=item_id,
+                )
+            )
+
+    @staticmethod
+    def _finish(result: LoopResult, text: str, stop_reason: str) -> LoopResult:
+        result.text = text
+        if stop_reason:
+            result.outcome = RunOutcome.LIMIT
+            result.detail = f"stopped: {stop_reason}"
+            result.text = f"{text}\n\n[{result.detail}]" if text else f"[{result.detail}]"
+        return result
+
+    def _call(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        on_delta: DeltaSink,
+    ) -> ModelReply:
+        try:
+            # Messages and tool specs are plain dicts in the wire format, not the SDK's TypedDicts.
+            completions: Any = self.client.chat.completions
+            stream = completions.create(
+                model=model,
+                messages=messages,
+                tools=tools if tools else openai.omit,
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+            return _collect(stream, on_delta)
+        except openai.APIError as failed:
+            raise LoopFailed(f"model call failed: {api_error_text(failed)}") from None
+
+
+def _collect(stream: Any, on_delta: DeltaSink) -> ModelReply:
+    content: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    tokens_in = tokens_out = 0
+    for chunk in stream:
+        if chunk.usage is not None:
+            tokens_in = chunk.usage.prompt_tokens
+            tokens_out = chunk.usage.completion_tokens
+        for choice in chunk.choices:
+            delta = choice.delta
+            if delta.content:
+                content.append(delta.content)
+                on_delta(delta.content)
+            for part in delta.tool_calls or []:
+                call = calls.setdefault(
+                    part.index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+                )
+                if part.id:
+                    call["id"] = part.id
+                if part.function is not None:
+                    call["function"]["name"] += part.function.name or ""
+                    call["function"]["arguments"] += part.function.arguments or ""
+    ordered = [calls[index] for index in sorted(calls)]
+    for number, call in enumerate(ordered):
+        call["id"] = call["id"] or f"call_{number}"
+    return ModelReply("".join(content), ordered, tokens_in, tokens_out)
+
+
+class OpenAICompleter:
+    """Single non-streaming completions, for flushes and summaries."""
+
+    def __init__(self, client: OpenAI, model: Callable[[], str]) -> None:
+        self.client = client
+        self.model = model
+
+    def complete(self, system: str, user: str) -> str:
+        try:
+            response = self.client.chat.completions.create(
+                model=self.model(),
+                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+            )
+        except openai.APIError as failed:
+            raise CompletionFailed(api_error_text(failed)) from None
+        if not response.choices:
+            raise CompletionFailed("the model returned no choice")
+        return response.choices[0].message.content or ""

@@ -1,0 +1,204 @@
+"""Prompt assembly, ordered from the most stable text to the most volatile.
+
+    1. system: runtime policy, then SYSTEM, PROJECT, SOUL, INSTRUCTIONS, USER, AGENTS, INTERFACE
+    2. system: MEMORY.md and the learnings
+    3. system: the summary of compacted history (when there is one)
+    4. the recent turns, as they were sent
+    5. the current message, which alone carries the clock ("[2025-05-01 09:30:00 UTC · ...]")
+
+The tool catalog is passed through `tools=` in the registry's fixed order. Nothing before the
+current message depends on the time or on a counter, so consecutive requests share their prefix
+up to the first turn that changed, and providers can reuse their cache of it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from agent_runtime.history import Turn
+from agent_runtime.learnings import Learnings
+from agent_runtime.protocol import AgentRuntimeConfig, InboxItem, ItemKind
+from agent_runtime.workspace import CAPS, INJECTION_TOTAL_CAP, Workspace
+
+IDENTITY_FILES = (
+    "SYSTEM.md",
+    "PROJECT.md",
+    "SOUL.md",
+    "INSTRUCTIONS.md",
+    "USER.md",
+    "AGENTS.md",
+    "INTERFACE.md",
+)
+MEMORY_FILE = "MEMORY.md"
+HEARTBEAT_OK = "HEARTBEAT_OK"
+
+POLICY = """\
+You are {agent}, an autonomous agent in the fleet "{fleet}".{role}
+You run in your own container and work through tools. Your workspace files follow: they define
+who you are (SOUL.md), how you work (INSTRUCTIONS.md), who you serve (USER.md), your peers
+(AGENTS.md), what you offer other agents (INTERFACE.md) and what you remember (MEMORY.md).
+- Change SOUL, INSTRUCTIONS, USER, MEMORY, INTERFACE or HEARTBEAT only with update_workspace;
+  each file has a size cap and every version is kept. SYSTEM, PROJECT and AGENTS are read-only.
+- Other files live under your workspace folder: use read_file, write_file and list_files.
+- When you are corrected, call record_correction with what was wrong and what is right.
+- Each incoming message starts with a header: [time · kind · from whom].
+- Keep durable facts in MEMORY.md; older conversation is summarized to save room."""
+
+
+@dataclass(frozen=True)
+class Injected:
+    name: str
+    text: str
+    cut: bool
+
+
+def _clip_bytes(text: str, limit: int) -> str:
+    return text.encode("utf-8")[: max(limit, 0)].decode("utf-8", errors="ignore")
+
+
+class Injector:
+    """Applies per-file caps and the total cap; every cut leaves a visible notice."""
+
+    def __init__(self, total_cap: int = INJECTION_TOTAL_CAP) -> None:
+        self.remaining = total_cap
+
+    def take(self, name: str, text: str, cap: int | None = None) -> Injected:
+        size = len(text.encode("utf-8"))
+        limit = min(cap if cap is not None else size, self.remaining)
+        if size <= limit:
+            self.remaining -= size
+            return Injected(name, text, cut=False)
+        kept = _clip_bytes(text, limit)
+        self.remaining -= len(kept.encode("utf-8"))
+        reason = (
+            "its cap" if cap is not None and limit == cap else "the 48 KiB prompt budget for workspace files"
+        )
+        notice = (
+            f"\n[NOTICE: {name} was cut to {len(kept.encode('utf-8'))} of {size} bytes by {reason}; "
+            f"read the rest with read_file]"
+        )
+        return Injected(name, kept + notice, cut=True)
+
+
+def _section(injected: Injected) -> str:
+    return f"## {injected.name}\n{injected.text.strip()}" if injected.text.strip() else ""
+
+
+def policy_text(config: AgentRuntimeConfig) -> str:
+    role = f" Your role: {config.role}." if config.role else ""
+    return POLICY.format(agent=config.agent, fleet=config.fleet, role=role)
+
+
+@dataclass(frozen=True)
+class StaticBlocks:
+    """The two system messages built from the workspace, plus what was cut while building them."""
+
+    identity: str
+    memory: str
+    cut: tuple[str, ...]
+    remaining_budget: int
+
+
+def build_static_blocks(
+    config: AgentRuntimeConfig, workspace: Workspace, learnings: Learnings
+) -> StaticBlocks:
+    injector = Injector()
+    identity = [policy_text(config)]
+    cut: list[str] = []
+    for name in IDENTITY_FILES:
+        injected = injector.take(name, workspace.read(name), CAPS[name])
+        identity.append(_section(injected))
+        if injected.cut:
+            cut.append(name)
+    memory_parts = []
+    memory_file = injector.take(MEMORY_FILE, workspace.read(MEMORY_FILE), CAPS[MEMORY_FILE])
+    memory_parts.append(_section(memory_file) or f"## {MEMORY_FILE}\n(empty)")
+    if memory_file.cut:
+        cut.append(MEMORY_FILE)
+    learned = injector.take("learnings", learnings.render())
+    if learned.text:
+        memory_parts.append(f"## Learnings\n{learned.text}")
+    if learned.cut:
+        cut.append("learnings")
+    return StaticBlocks(
+        identity="\n\n".join(part for part in identity if part),
+        memory="\n\n".join(memory_parts),
+        cut=tuple(cut),
+        remaining_budget=injector.remaining,
+    )
+
+
+def summary_message(summary: str) -> dict[str, Any]:
+    return {"role": "system", "content": f"Summary of the earlier conversation:\n{summary}"}
+
+
+def assemble(
+    static: StaticBlocks,
+    summary: str,
+    history: Sequence[Turn],
+    current: Sequence[Turn],
+    warning: str = "",
+) -> list[dict[str, Any]]:
+    """The messages of one request: `current` are the turns of the item being worked on.
+
+    A context warning goes just before the current item, so it never sits inside the part of
+    the prompt that the next request will share.
+    """
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": static.identity},
+        {"role": "system", "content": static.memory},
+    ]
+    if summary:
+        messages.append(summary_message(summary))
+    messages.extend(turn.to_openai() for turn in history)
+    if warning:
+        messages.append({"role": "system", "content": warning})
+    messages.extend(turn.to_openai() for turn in current)
+    return messages
+
+
+def _stamp(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def current_message(
+    item: InboxItem,
+    workspace: Workspace,
+    remaining_budget: int,
+    output_schema: dict[str, Any] | None = None,
+    now: datetime | None = None,
+) -> str:
+    """The text of the incoming message, with the only timestamp of the prompt in its header."""
+    stamp = _stamp(now or datetime.now(UTC))
+    if item.kind == ItemKind.HEARTBEAT:
+        return _heartbeat_message(item, workspace, remaining_budget, stamp)
+    if item.kind == ItemKind.PEER_ASK:
+        header = f"[{stamp} · request from agent {item.sender} · operation {item.operation}]"
+        body = f"Input:\n{json.dumps(item.input or {}, ensure_ascii=False, indent=1)}"
+        if output_schema is not None:
+            body += (
+                "\nAnswer with one JSON object matching this output schema, and nothing else:\n"
+                + json.dumps(output_schema, ensure_ascii=False)
+            )
+        if item.text:
+            body = f"{item.text}\n{body}"
+        return f"{header}\n{body}"
+    if item.kind == ItemKind.PEER_TELL:
+        return f"[{stamp} · message from agent {item.sender}]\n{item.text}"
+    return f"[{stamp} · message from {item.sender}]\n{item.text}"
+
+
+def _heartbeat_message(item: InboxItem, workspace: Workspace, remaining_budget: int, stamp: str) -> str:
+    reasons = "; ".join(f"{r.kind}: {r.detail}" if r.detail else r.kind for r in item.reasons) or "scheduled"
+    checklist = Injector(remaining_budget).take("HEARTBEAT.md", workspace.read("HEARTBEAT.md"))
+    lines = [f"[{stamp} · heartbeat]", f"Why now: {reasons}"]
+    if item.text:
+        lines.append(item.text)
+    if checklist.text.strip():
+        lines.append(f"Your heartbeat checklist (HEARTBEAT.md):\n{checklist.text.strip()}")
+    lines.append(f"If nothing needs doing, reply exactly {HEARTBEAT_OK}.")
+    return "\n".join(lines)

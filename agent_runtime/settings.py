@@ -1,0 +1,63 @@
+"""Process settings of an agent, from its environment and its data folder.
+
+The bearer token is never taken from the environment: the orchestrator writes it to
+`<data>/.runtime/token`, where it can be rotated without restarting the container.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_DATA_DIR = "/data"
+
+
+class SettingsError(ValueError):
+    """A required setting is missing or malformed; the message names it."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    orchestrator_url: str
+    agent: str
+    data_dir: Path
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        values = os.environ if env is None else env
+        url = values.get("FLOTILLA_URL", "").strip().rstrip("/")
+        agent = values.get("FLOTILLA_AGENT", "").strip()
+        if not url.startswith(("http://", "https://")):
+            raise SettingsError(
+                f"FLOTILLA_URL must be the orchestrator's http(s) URL, got {url or 'nothing'!r}"
+            )
+        if not agent:
+            raise SettingsError("FLOTILLA_AGENT must name this agent")
+        data = Path(values.get("FLOTILLA_DATA", "").strip() or DEFAULT_DATA_DIR)
+        return cls(orchestrator_url=url, agent=agent, data_dir=data)
+
+    @property
+    def runtime_dir(self) -> Path:
+        return self.data_dir / ".runtime"
+
+    @property
+    def token_file(self) -> Path:
+        return self.runtime_dir / "token"
+
+    @property
+    def alive_file(self) -> Path:
+        return self.runtime_dir / "alive"
+
+
+def read_token(path: Path) -> str:
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        raise SettingsError(
+            f"no token at {path}: the orchestrator writes it before starting the agent"
+        ) from None
+    if not token:
+        raise SettingsError(f"the token file {path} is empty")
+    return token

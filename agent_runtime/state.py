@@ -1,0 +1,68 @@
+"""What the agent process is doing right now, shared by the work loop and the check-in thread."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Literal
+
+from agent_runtime.protocol import CheckIn, ContextStatus
+
+ProcessState = Literal["starting", "idle", "busy", "stopping"]
+MemoryMode = Literal["hybrid", "keyword", "unknown"]
+
+
+def rss_bytes() -> int | None:
+    """Resident set size from /proc (Linux); None elsewhere."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            resident_pages = int(statm.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+    return resident_pages * os.sysconf("SC_PAGE_SIZE")
+
+
+class RuntimeState:
+    """Thread-safe snapshot source for check-ins; `changed` wakes the check-in thread early."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._started = time.monotonic()
+        self.changed = threading.Event()
+        self.state: ProcessState = "starting"
+        self.current_item: str | None = None
+        self.turns = 0
+        self.context: ContextStatus | None = None
+        self.memory_mode: MemoryMode = "unknown"
+
+    def set_state(self, state: ProcessState, current_item: str | None = None) -> None:
+        with self._lock:
+            self.state = state
+            self.current_item = current_item
+        self.changed.set()
+
+    def add_turns(self, count: int) -> None:
+        with self._lock:
+            self.turns += count
+
+    def set_context(self, status: ContextStatus) -> None:
+        with self._lock:
+            self.context = status
+
+    def set_memory_mode(self, mode: MemoryMode) -> None:
+        with self._lock:
+            self.memory_mode = mode
+
+    def snapshot(self) -> CheckIn:
+        with self._lock:
+            return CheckIn(
+                state=self.state,
+                pid=os.getpid(),
+                uptime_s=round(time.monotonic() - self._started, 3),
+                rss_bytes=rss_bytes(),
+                turns=self.turns,
+                current_item=self.current_item,
+                context=self.context,
+                memory_mode=self.memory_mode,
+            )
