@@ -11,7 +11,7 @@ import asyncio
 import json
 import threading
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +60,8 @@ class Inbox:
         self._results: dict[str, list[asyncio.Future[WorkResult]]] = {}
         self._progress: dict[str, list[asyncio.Queue[object]]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.on_put: list[Callable[[str, InboxItem], None]] = []
+        """Called with (agent, item) after a new item is queued, e.g. to wake a hibernated agent."""
 
     def bind_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -114,6 +116,8 @@ class Inbox:
         self._signal(agent)
         item = self.get(item_id)
         assert item is not None
+        for hook in list(self.on_put):
+            hook(agent, item)
         return item
 
     def _by_key(self, agent: str, key: str) -> InboxItem | None:
