@@ -69,11 +69,16 @@ _HEALTH: dict[str, Health] = {"starting": "starting", "healthy": "healthy", "unh
 
 def connect_docker(timeout_s: int = 60) -> docker.DockerClient:
     """A client for the local daemon, or BackendUnavailable in one line with a hint."""
+    where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    if where.startswith("unix://") and not Path(where.removeprefix("unix://")).exists():
+        raise BackendUnavailable(f"no Docker daemon: {where} does not exist; {UNAVAILABLE_HINT}")
+    client = None
     try:
         client = docker.from_env(timeout=timeout_s)
         client.ping()
     except (docker.errors.DockerException, OSError) as exc:
-        where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+        if client is not None:
+            client.close()
         reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
         raise BackendUnavailable(
             f"no Docker daemon answers at {where} ({reason}); {UNAVAILABLE_HINT}"
@@ -367,12 +372,21 @@ class DockerBackend(Backend):
         container = self._get(unit_id)
         if container is None:
             raise BackendError(f"no agent container {unit_id}")
+        stream = container.logs(stream=True, follow=follow, tail=tail, stdout=True, stderr=True)
         pending = b""
-        for chunk in container.logs(stream=True, follow=follow, tail=tail, stdout=True, stderr=True):
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                yield line.decode("utf-8", errors="replace")
+        try:
+            for chunk in stream:
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    yield line.decode("utf-8", errors="replace")
+        finally:
+            # A caller that stops reading a followed log must not leave the socket open; the
+            # stream's close() shuts the socket but leaves the HTTP response holding it.
+            stream.close()
+            response = getattr(stream, "_response", None)
+            if response is not None:
+                response.close()
         if pending:
             yield pending.decode("utf-8", errors="replace")
 
