@@ -4,7 +4,8 @@ A call reserves its estimate inside one BEGIN IMMEDIATE transaction that first s
 window's spend (reservations of calls still in flight included) and refuses the call if the
 estimate would pass any cap; two concurrent calls therefore cannot both slip under a limit.
 The reservation is settled with the real figures afterwards. A warning event is published
-once per window at 80% of a cap, and an exhausted event once per window at 100%.
+once per window at 80% of a cap, and an exhausted event once per window when the cap is
+reached or first refuses a call.
 """
 
 from __future__ import annotations
@@ -163,8 +164,7 @@ class Budgets:
                 )
         if refused is not None:
             window, needed = refused
-            if window.exhausted:
-                self._alert(agent, window, "exhausted")
+            self._alert(agent, window, "exhausted")
             raise BudgetExhausted(agent, window, needed)
         return Reservation(row_id, agent, estimate)
 

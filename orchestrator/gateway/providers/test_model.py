@@ -17,7 +17,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from agent_runtime.testing.embeddings import deterministic_embedding
-
 from orchestrator.config.models import TEST_MODEL
 from orchestrator.gateway.models import (
     ChatCompletion,

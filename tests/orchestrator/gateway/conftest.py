@@ -86,6 +86,6 @@ def launch(
 
     yield start
     fake.release()
-    stack.close()
     for orchestrator in started:
-        orchestrator.close()
+        orchestrator.close()  # clients first, so that servers have no open connection to wait for
+    stack.close()
