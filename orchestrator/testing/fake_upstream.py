@@ -97,6 +97,13 @@ class FakeUpstream:
         with self._lock:
             self._script.extend(replies)
 
+    def reset(self) -> None:
+        """Forget the script and the recorded requests, and let held requests go."""
+        with self._lock:
+            self._script.clear()
+            self.requests.clear()
+        self._gate.set()
+
     def hold(self) -> None:
         """Park chat requests (after recording them) until `release()`."""
         self._gate.clear()

@@ -34,12 +34,20 @@ from orchestrator.testing.fake_upstream import FakeUpstream
 from orchestrator.testing.server import serve_app
 
 
-@pytest.fixture
-def upstream() -> Iterator[tuple[FakeUpstream, str]]:
+@pytest.fixture(scope="session")
+def shared_upstream() -> Iterator[tuple[FakeUpstream, str]]:
     fake = FakeUpstream()
     with fake.serve() as url:
         yield fake, url
-    fake.release()
+        fake.release()
+
+
+@pytest.fixture
+def upstream(shared_upstream: tuple[FakeUpstream, str]) -> Iterator[tuple[FakeUpstream, str]]:
+    """The fake upstream, with an empty script and no recorded request."""
+    shared_upstream[0].reset()
+    yield shared_upstream
+    shared_upstream[0].reset()
 
 
 @pytest.fixture
