@@ -11,6 +11,7 @@ import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from types import GeneratorType
 from typing import Any
 
 import pytest
@@ -222,6 +223,7 @@ def test_inspect_list_logs_and_memory(backend: DockerBackend, running: tuple[Age
     assert backend.list({LABEL_FLEET: spec.fleet + "-other"}) == []
     lines = []
     followed = backend.logs(unit_id, follow=True)
+    assert isinstance(followed, GeneratorType)
     for line in followed:
         lines.append(line)
         if len(lines) == 2:
