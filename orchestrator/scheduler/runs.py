@@ -1,0 +1,208 @@
+"""Run records: one row per heartbeat tick (kind "tick") and per agent turn (kind "turn").
+
+Ticks are written by the scheduler: `idle` (nothing to do, zero tokens), `skipped` (busy,
+budget, missed) or `run` (a heartbeat item was queued, or queued work was woken). Turns are the
+RunRecords agents post after each model-driven run, with tokens, cost and files changed.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from agent_runtime.protocol import RunRecord
+from orchestrator.scheduler.store import iso
+from orchestrator.state.db import Database
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    agent TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    trigger TEXT NOT NULL,
+    item_id TEXT,
+    model TEXT,
+    scheduled_at TEXT,
+    started_at TEXT NOT NULL,
+    finished_at TEXT NOT NULL,
+    duration_s REAL NOT NULL,
+    tokens_in INTEGER NOT NULL DEFAULT 0,
+    tokens_out INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL NOT NULL DEFAULT 0,
+    outcome TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT '',
+    files_changed TEXT NOT NULL DEFAULT '[]'
+);
+CREATE INDEX IF NOT EXISTS runs_agent ON runs(agent, seq);
+"""
+
+RunKind = Literal["tick", "turn"]
+TickOutcome = Literal["idle", "skipped", "run"]
+
+
+class RunView(BaseModel):
+    """A run record as the API and CLI show it."""
+
+    seq: int
+    id: str
+    agent: str
+    kind: RunKind
+    trigger: str
+    item_id: str | None = None
+    model: str | None = None
+    scheduled_at: datetime | None = None
+    started_at: datetime
+    finished_at: datetime
+    duration_s: float
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    outcome: str
+    detail: str = ""
+    files_changed: list[str] = Field(default_factory=list)
+
+
+class AgentTurn(BaseModel):
+    """The part of an agent's turn records the pre-checks need: what it wrote, and when."""
+
+    seq: int
+    started_at: datetime
+    finished_at: datetime
+    files_changed: list[str]
+
+
+class RunStore:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        db.ensure_schema(SCHEMA)
+
+    def add_tick(
+        self,
+        *,
+        run_id: str,
+        agent: str,
+        trigger: str,
+        outcome: TickOutcome,
+        detail: str,
+        scheduled_at: datetime,
+        started_at: datetime,
+        finished_at: datetime,
+        model: str | None = None,
+        item_id: str | None = None,
+        files_changed: list[str] | None = None,
+    ) -> None:
+        self._insert(
+            {
+                "id": run_id,
+                "agent": agent,
+                "kind": "tick",
+                "trigger": trigger,
+                "item_id": item_id,
+                "model": model,
+                "scheduled_at": iso(scheduled_at),
+                "started_at": iso(started_at),
+                "finished_at": iso(finished_at),
+                "duration_s": max(0.0, (finished_at - started_at).total_seconds()),
+                "outcome": outcome,
+                "detail": detail,
+                "files_changed": json.dumps(files_changed or []),
+            }
+        )
+
+    def add_turn(self, record: RunRecord) -> bool:
+        """Store an agent's RunRecord. Returns False when this id was stored already (a retry)."""
+        return self._insert(
+            {
+                "id": record.id,
+                "agent": record.agent,
+                "kind": "turn",
+                "trigger": record.trigger,
+                "item_id": record.item_id,
+                "model": record.model,
+                "scheduled_at": None,
+                "started_at": iso(record.started_at),
+                "finished_at": iso(record.finished_at),
+                "duration_s": max(0.0, (record.finished_at - record.started_at).total_seconds()),
+                "tokens_in": record.tokens_in,
+                "tokens_out": record.tokens_out,
+                "cost_usd": record.cost_usd,
+                "outcome": record.outcome.value,
+                "detail": record.detail,
+                "files_changed": json.dumps(record.files_changed),
+            }
+        )
+
+    def _insert(self, values: dict[str, Any]) -> bool:
+        columns = ", ".join(values)
+        marks = ", ".join("?" for _ in values)
+        cursor = self._db.execute(
+            f"INSERT INTO runs({columns}) VALUES ({marks}) ON CONFLICT(id) DO NOTHING", list(values.values())
+        )
+        return cursor.rowcount == 1
+
+    def recent(self, agent: str | None = None, limit: int = 50, kind: RunKind | None = None) -> list[RunView]:
+        """Newest first."""
+        where, params = [], []
+        if agent is not None:
+            where.append("agent = ?")
+            params.append(agent)
+        if kind is not None:
+            where.append("kind = ?")
+            params.append(kind)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        rows = self._db.query(f"SELECT * FROM runs{clause} ORDER BY seq DESC LIMIT ?", [*params, limit])
+        return [_to_view(row) for row in rows]
+
+    def count(self, agent: str | None = None) -> int:
+        row = (
+            self._db.query_one("SELECT COUNT(*) AS n FROM runs WHERE agent = ?", (agent,))
+            if agent
+            else self._db.query_one("SELECT COUNT(*) AS n FROM runs")
+        )
+        return int(row["n"]) if row else 0
+
+    def turns_since(self, agent: str, seq: int) -> list[AgentTurn]:
+        rows = self._db.query(
+            "SELECT seq, started_at, finished_at, files_changed FROM runs"
+            " WHERE agent = ? AND kind = 'turn' AND seq > ? ORDER BY seq",
+            (agent, seq),
+        )
+        return [
+            AgentTurn(
+                seq=row["seq"],
+                started_at=row["started_at"],
+                finished_at=row["finished_at"],
+                files_changed=json.loads(row["files_changed"]),
+            )
+            for row in rows
+        ]
+
+    def last_seq(self) -> int:
+        row = self._db.query_one("SELECT MAX(seq) AS n FROM runs")
+        return int(row["n"] or 0) if row else 0
+
+
+def _to_view(row: Any) -> RunView:
+    return RunView(
+        seq=row["seq"],
+        id=row["id"],
+        agent=row["agent"],
+        kind=row["kind"],
+        trigger=row["trigger"],
+        item_id=row["item_id"],
+        model=row["model"],
+        scheduled_at=row["scheduled_at"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        duration_s=row["duration_s"],
+        tokens_in=row["tokens_in"],
+        tokens_out=row["tokens_out"],
+        cost_usd=row["cost_usd"],
+        outcome=row["outcome"],
+        detail=row["detail"],
+        files_changed=json.loads(row["files_changed"]),
+    )

@@ -1,0 +1,395 @@
+"""The heartbeat scheduler: one asyncio task in the orchestrator's server loop.
+
+For each agent with a `heartbeat`, the next-run time lives in SQLite, so restarts neither lose
+nor repeat ticks. When a slot comes due the tick runs the deterministic pre-checks; only if they
+find work does the agent get a HEARTBEAT inbox item (and so a model call). After downtime the
+missed slots are either coalesced into ONE tick (`missed: coalesce`, the default) or skipped
+(`missed: skip`): never one tick per missed slot.
+
+Time comes from an injectable Clock, so tests simulate a day in milliseconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import sqlite3
+import threading
+import uuid
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Protocol
+
+from agent_runtime.protocol import InboxItem, ItemKind, RunRecord
+from orchestrator.backends.base import BackendError
+from orchestrator.config.models import HeartbeatConfig
+from orchestrator.events import EventType
+from orchestrator.scheduler.cadence import Cadence
+from orchestrator.scheduler.clock import Clock, SystemClock
+from orchestrator.scheduler.hibernation import Hibernation
+from orchestrator.scheduler.models import HeartbeatStatus, RuleProblem, RuleStatus, SkipReason, TickResult
+from orchestrator.scheduler.prechecks import PrecheckResult, Prechecks, inbox_counts, load_rules
+from orchestrator.scheduler.runs import RunStore, TickOutcome
+from orchestrator.scheduler.store import SchedulerStore
+
+if TYPE_CHECKING:
+    from orchestrator.broker.inbox import Inbox
+    from orchestrator.services import Services
+
+log = logging.getLogger(__name__)
+
+SCHEDULER_SENDER = "scheduler"
+RULES_INVALID_EVENT = "heartbeat.rules_invalid"
+DEFAULT_MAX_SLEEP_S = 30.0
+MIN_SLEEP_S = 0.001
+TickTrigger = str
+
+
+class SpendGuard(Protocol):
+    """What the scheduler needs from the LLM gateway's budgets."""
+
+    def can_spend(self, agent: str) -> bool: ...
+
+
+class Scheduler:
+    def __init__(
+        self,
+        services: Services,
+        clock: Clock | None = None,
+        budget: SpendGuard | None = None,
+        max_sleep_s: float = DEFAULT_MAX_SLEEP_S,
+    ) -> None:
+        self._services = services
+        self.clock: Clock = clock or SystemClock()
+        self._budget = budget
+        self._max_sleep_s = max_sleep_s
+        self.store = SchedulerStore(services.db)
+        self.runs = RunStore(services.db)
+        self._prechecks = Prechecks(services.db, services.paths, self.store, self.runs)
+        self._hibernation = Hibernation(services, self.store, self.clock)
+        self._tick_lock = threading.Lock()
+        self._task: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Future[bool]] = set()
+        self._next_wakeup: datetime | None = None
+        hooks = getattr(self._inbox, "on_put", None)
+        if hooks is not None:
+            hooks.append(self._on_inbox_put)
+
+    @property
+    def _inbox(self) -> Inbox:
+        inbox: Inbox = self._services.inbox
+        return inbox
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> asyncio.Task[None]:
+        """Run the scheduling loop as a task of the running event loop."""
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self.run(), name="flotilla-scheduler")
+        return self._task
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        for pending in list(self._background):
+            with contextlib.suppress(BackendError):
+                await pending
+
+    async def run(self, until: datetime | None = None) -> None:
+        """Tick agents as their slots come due; return at `until` (never, when None)."""
+        while True:
+            now = self.clock.now()
+            if until is not None and now >= until:
+                return
+            try:
+                await asyncio.to_thread(self.run_due, now)
+            except (sqlite3.Error, OSError, BackendError) as exc:
+                log.error("scheduler pass failed: %s", exc)
+            await self.clock.sleep(self._delay(until))
+
+    def _delay(self, until: datetime | None) -> float:
+        now = self.clock.now()
+        target = self._next_wakeup or now + timedelta(seconds=self._max_sleep_s)
+        delay = min(self._max_sleep_s, (target - now).total_seconds())
+        if until is not None:
+            delay = min(delay, (until - now).total_seconds())
+        return max(MIN_SLEEP_S, delay)
+
+    # --- scheduled ticks -------------------------------------------------------------------
+
+    def run_due(self, now: datetime | None = None) -> list[TickResult]:
+        """One pass: tick every agent whose slot is due, hibernate idle agents."""
+        now = now or self.clock.now()
+        config = self._services.fleet.config
+        results, upcoming = [], []
+        for agent in config.agents:
+            heartbeat = config.heartbeat_of(agent)
+            if heartbeat is None:
+                self.store.set_next_run(agent, None, None)
+                continue
+            try:
+                result, next_run = self._run_agent(agent, heartbeat, now)
+            except (sqlite3.Error, OSError, BackendError) as exc:
+                log.error("heartbeat of %s failed: %s", agent, exc)
+                continue
+            upcoming.append(next_run)
+            if result is not None:
+                results.append(result)
+        _, hibernate_at = self._hibernation.sweep(now)
+        upcoming += [hibernate_at] if hibernate_at else []
+        self._next_wakeup = min(upcoming, default=None)
+        return results
+
+    def _run_agent(
+        self, agent: str, heartbeat: HeartbeatConfig, now: datetime
+    ) -> tuple[TickResult | None, datetime]:
+        cadence = Cadence.of(heartbeat, self._services.fleet.name, agent)
+        state = self.store.state(agent, now)
+        next_run = state.next_run if state.cadence == cadence.key else None
+        if next_run is None:
+            next_run = cadence.first_slot(now)
+            self.store.set_next_run(agent, cadence.key, next_run)
+        if next_run > now:
+            return None, next_run
+        catch_up = cadence.catch_up(next_run, now)
+        # Advance first: a tick that fails must not be retried in a tight loop.
+        self.store.set_next_run(agent, cadence.key, catch_up.next_slot)
+        late_s = (now - catch_up.latest).total_seconds()
+        missed = catch_up.count > 1 or late_s > Cadence.grace_s(catch_up)
+        if not missed:
+            return self.tick(agent, catch_up.latest), catch_up.next_slot
+        runs = f"{catch_up.count} missed run{'s' if catch_up.count != 1 else ''}"
+        if heartbeat.missed == "skip":
+            started = self.clock.now()
+            result = self._finish(
+                agent,
+                "schedule",
+                catch_up.latest,
+                started,
+                "skipped",
+                skipped="missed",
+                detail=f"{runs} skipped",
+            )
+            return result, catch_up.next_slot
+        return self.tick(agent, now, detail=f"coalesced {runs}"), catch_up.next_slot
+
+    # --- one tick --------------------------------------------------------------------------
+
+    def tick_now(self, agent: str) -> TickResult:
+        """Run one tick for this agent now, outside its schedule (its next slot does not move)."""
+        return self.tick(agent, self.clock.now(), trigger="manual")
+
+    def tick(
+        self, agent: str, at: datetime, trigger: TickTrigger = "schedule", detail: str = ""
+    ) -> TickResult:
+        with self._tick_lock:
+            return self._tick(agent, at, trigger, detail)
+
+    def _tick(self, agent: str, at: datetime, trigger: TickTrigger, detail: str) -> TickResult:
+        started = self.clock.now()
+        if not self._can_spend(agent):
+            return self._finish(
+                agent,
+                trigger,
+                at,
+                started,
+                "skipped",
+                skipped="budget",
+                detail="over budget: no work until its budget window resets",
+            )
+        counts = inbox_counts(self._services.db, agent)
+        if counts.busy:
+            why = "working on an item" if counts.claimed else "a heartbeat is still queued"
+            return self._finish(agent, trigger, at, started, "skipped", skipped="busy", detail=why)
+        checks = self._prechecks.evaluate(self._services.fleet.config, agent, at, counts)
+        self._report_rule_problems(agent, checks)
+        if not checks.actionable:
+            self._prechecks.commit(checks, fired=False)
+            return self._finish(agent, trigger, at, started, "idle", detail=detail)
+        woke = self._hibernation.is_hibernated(agent) and self._hibernation.wake(
+            agent, "heartbeat found work"
+        )
+        item: InboxItem | None = None
+        if checks.needs_heartbeat_item:
+            item = self._inbox.put(
+                agent,
+                ItemKind.HEARTBEAT,
+                SCHEDULER_SENDER,
+                checks.describe(),
+                reasons=checks.reasons,
+                idempotency_key=f"heartbeat:{at.isoformat()}" if trigger == "schedule" else None,
+            )
+        self._prechecks.commit(checks, fired=item is not None)
+        self.store.note_activity(agent, self.clock.now())
+        return self._finish(
+            agent, trigger, at, started, "run", item=item, checks=checks, woke=woke, detail=detail
+        )
+
+    def _can_spend(self, agent: str) -> bool:
+        guard: SpendGuard | None = self._budget or getattr(self._services, "gateway", None)
+        return True if guard is None else guard.can_spend(agent)
+
+    def _finish(
+        self,
+        agent: str,
+        trigger: TickTrigger,
+        at: datetime,
+        started: datetime,
+        outcome: TickOutcome,
+        *,
+        skipped: SkipReason | None = None,
+        item: InboxItem | None = None,
+        checks: PrecheckResult | None = None,
+        woke: bool = False,
+        detail: str = "",
+    ) -> TickResult:
+        reasons = checks.reasons if checks else []
+        result = TickResult(
+            agent=agent,
+            run_id=uuid.uuid4().hex,
+            outcome=outcome,
+            trigger="manual" if trigger == "manual" else "schedule",
+            scheduled_at=at,
+            skipped=skipped,
+            item_id=item.id if item else None,
+            reasons=reasons,
+            woke=woke,
+            detail="; ".join([detail] * bool(detail) + [f"{r.kind}: {r.detail}" for r in reasons]),
+        )
+        config = self._services.fleet.config
+        model = (config.heartbeat_model_of(agent) or config.model_of(agent)) if item else None
+        self.runs.add_tick(
+            run_id=result.run_id,
+            agent=agent,
+            trigger=result.trigger,
+            outcome=outcome,
+            detail=f"{skipped}: {result.detail}" if skipped else result.detail,
+            scheduled_at=at,
+            started_at=started,
+            finished_at=self.clock.now(),
+            model=model,
+            item_id=result.item_id,
+            files_changed=[c.path for c in checks.changes] if checks else None,
+        )
+        self.store.mark_tick(agent, at)
+        self._publish(result)
+        return result
+
+    def _publish(self, result: TickResult) -> None:
+        events = self._services.events
+        common = {"run_id": result.run_id, "trigger": result.trigger, "detail": result.detail}
+        if result.outcome == "idle":
+            events.publish(EventType.HEARTBEAT_IDLE, agent=result.agent, **common)
+        elif result.outcome == "skipped":
+            events.publish(EventType.HEARTBEAT_SKIPPED, agent=result.agent, reason=result.skipped, **common)
+        else:
+            events.publish(
+                EventType.HEARTBEAT_RUN,
+                agent=result.agent,
+                item_id=result.item_id,
+                reasons=[r.model_dump() for r in result.reasons],
+                woke=result.woke,
+                **common,
+            )
+
+    def _report_rule_problems(self, agent: str, checks: PrecheckResult) -> None:
+        """One event when the set of bad rules changes, not one per tick."""
+        errors = [str(error) for error in checks.parsed.errors]
+        digest = hashlib.sha256("\n".join(errors).encode()).hexdigest()[:16] if errors else ""
+        if digest == self.store.state(agent, checks.at).rules_digest:
+            return
+        self.store.set_rules_digest(agent, digest)
+        if errors:
+            self._services.events.publish(
+                RULES_INVALID_EVENT, agent=agent, source=checks.rules_source, errors=errors
+            )
+
+    # --- agent turns -----------------------------------------------------------------------
+
+    def record_turn(self, record: RunRecord) -> bool:
+        """Store a RunRecord posted by an agent; False if this id was recorded before."""
+        stored = self.runs.add_turn(record)
+        if stored:
+            self.store.note_activity(record.agent, self.clock.now())
+            self._services.events.publish(
+                EventType.RUN_FINISHED,
+                agent=record.agent,
+                run_id=record.id,
+                trigger=record.trigger,
+                item_id=record.item_id,
+                model=record.model,
+                outcome=record.outcome.value,
+                tokens_in=record.tokens_in,
+                tokens_out=record.tokens_out,
+                cost_usd=record.cost_usd,
+                files_changed=record.files_changed,
+            )
+        return stored
+
+    # --- hibernation -----------------------------------------------------------------------
+
+    def is_hibernated(self, agent: str) -> bool:
+        return self._hibernation.is_hibernated(agent)
+
+    def wake(self, agent: str, reason: str = "operator") -> bool:
+        """Start a hibernated agent (blocking backend call). False if it was not hibernated."""
+        return self._hibernation.wake(agent, reason)
+
+    def hibernate_idle(self, now: datetime | None = None) -> list[str]:
+        hibernated, _ = self._hibernation.sweep(now or self.clock.now())
+        return hibernated
+
+    def _on_inbox_put(self, agent: str, item: InboxItem) -> None:
+        """Inbox hook: a message counts as activity, and wakes a hibernated agent."""
+        self.store.note_activity(agent, self.clock.now())
+        if item.sender == SCHEDULER_SENDER or not self.store.is_hibernated(agent):
+            return
+        reason = f"{item.kind.value} from {item.sender}"
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.wake(agent, reason)  # called from a worker thread: blocking here is fine
+            return
+        # Called on the event loop (an async route): start the unit off the loop.
+        future = loop.run_in_executor(None, self.wake, agent, reason)
+        self._background.add(future)
+        future.add_done_callback(self._background.discard)
+
+    # --- status ----------------------------------------------------------------------------
+
+    def status(self, agent: str) -> HeartbeatStatus:
+        config = self._services.fleet.config
+        now = self.clock.now()
+        heartbeat = config.heartbeat_of(agent)
+        state = self.store.state(agent, now)
+        parsed, source = load_rules(self._services.paths, config, agent)
+        marks = self.store.rule_marks(agent, [rule.key for rule in parsed.rules], now)
+        rules = [
+            RuleStatus(
+                line=rule.line,
+                when=rule.when,
+                task=rule.task,
+                last_done=marks[rule.key].last_done,
+                next_due=rule.next_due(now, marks[rule.key].last_done, marks[rule.key].first_seen),
+                due=rule.is_due(now, marks[rule.key].last_done, marks[rule.key].first_seen),
+            )
+            for rule in parsed.rules
+        ]
+        cadence = Cadence.of(heartbeat, self._services.fleet.name, agent) if heartbeat else None
+        return HeartbeatStatus(
+            agent=agent,
+            schedule=cadence.describe() if cadence else None,
+            missed=heartbeat.missed if heartbeat else None,
+            next_run=state.next_run if cadence and state.cadence == cadence.key else None,
+            last_tick=state.last_tick,
+            hibernated=state.hibernated,
+            hibernate_after_s=config.hibernate_after_of(agent),
+            heartbeat_model=config.heartbeat_model_of(agent),
+            rules_source=source,
+            rules=rules,
+            errors=[RuleProblem(line=e.line, text=e.text, message=e.message) for e in parsed.errors],
+        )

@@ -1,0 +1,147 @@
+"""Shared pieces of the scheduler tests: fleet files, wiring, a simulated agent, a fake budget."""
+
+from __future__ import annotations
+
+import textwrap
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from agent_runtime.protocol import InboxItem, ItemKind, RunOutcome, RunRecord, WorkResult
+from agent_runtime.workspace import scaffold
+from orchestrator.auth import OPERATOR, TokenStore
+from orchestrator.broker.inbox import Inbox
+from orchestrator.config.loader import load_fleet
+from orchestrator.events import EventBus
+from orchestrator.scheduler.clock import ManualClock
+from orchestrator.scheduler.service import Scheduler
+from orchestrator.services import Services
+from orchestrator.state.db import Database
+from orchestrator.state.paths import StatePaths
+from orchestrator.testing.fake_backend import FakeBackend, fake_spec
+
+# A Monday, so weekday rules and cron schedules have a known calendar.
+START = datetime(2025, 1, 6, 0, 0, tzinfo=UTC)
+DAY = timedelta(days=1)
+
+
+def fleet_yaml(heartbeat: str, extra: str = "", agent: str = "worker") -> str:
+    """A one-agent fleet; `heartbeat` and `extra` are YAML lines for the agent (2-space indent)."""
+    body = textwrap.indent(textwrap.dedent(heartbeat).strip(), "    ")
+    more = textwrap.indent(textwrap.dedent(extra).strip(), "    ") if extra.strip() else ""
+    return f"version: 1\nfleet: hbtest\nagents:\n  {agent}:\n    role: tests heartbeats\n{body}\n{more}\n"
+
+
+def write_fleet(root: Path, text: str) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / "fleet.yaml"
+    path.write_text(text)
+    return path
+
+
+def build_services(fleet_file: Path) -> Services:
+    fleet = load_fleet(fleet_file)
+    paths = StatePaths.for_fleet_file(fleet_file)
+    paths.ensure()
+    db = Database(paths.db)
+    services = Services(
+        fleet=fleet,
+        paths=paths,
+        db=db,
+        events=EventBus(db),
+        tokens=TokenStore(db),
+        backend=FakeBackend(),
+    )
+    services.operator_token = services.tokens.mint(OPERATOR)
+    services.inbox = Inbox(services)
+    return services
+
+
+def scaffold_agent(services: Services, agent: str, heartbeat_md: str | None = None) -> None:
+    """Create the agent's workspace as the orchestrator does on first start."""
+    seeds = {"HEARTBEAT.md": heartbeat_md} if heartbeat_md is not None else {}
+    scaffold(services.paths.agent_dir(agent), seeds, {"SYSTEM.md": "system policy\n"})
+
+
+def start_unit(services: Services, agent: str) -> str:
+    backend = services.backend
+    assert isinstance(backend, FakeBackend)
+    unit = backend.create(fake_spec(services.fleet.name, agent, str(services.paths.agent_dir(agent))))
+    backend.start(unit.id)
+    return unit.id
+
+
+class DrivingClock(ManualClock):
+    """A manual clock that lets simulated agents work before each jump in time."""
+
+    def __init__(self, start: datetime = START) -> None:
+        super().__init__(start)
+        self.before_sleep: list[Callable[[], Awaitable[None]]] = []
+
+    async def sleep(self, seconds: float) -> None:
+        for work in self.before_sleep:
+            await work()
+        await super().sleep(seconds)
+
+
+class SimulatedAgent:
+    """Claims and completes its inbox items at once, posting a turn record for each."""
+
+    def __init__(self, services: Services, scheduler: Scheduler, agent: str) -> None:
+        self.services = services
+        self.scheduler = scheduler
+        self.agent = agent
+        self.handled: list[InboxItem] = []
+        self.fail_next = False
+
+    async def work(self) -> None:
+        inbox = self.services.inbox
+        while (item := await inbox.next(self.agent, 0)) is not None:
+            now = datetime.now(UTC)
+            ok = not self.fail_next
+            self.fail_next = False
+            inbox.complete(self.agent, item.id, WorkResult(ok=ok, error=None if ok else "tool crashed"))
+            trigger = "heartbeat" if item.kind == ItemKind.HEARTBEAT else "operator"
+            self.scheduler.record_turn(
+                RunRecord(
+                    id=uuid.uuid4().hex,
+                    agent=self.agent,
+                    trigger=trigger,
+                    item_id=item.id,
+                    model="test",
+                    started_at=now,
+                    finished_at=now,
+                    tokens_in=100,
+                    tokens_out=20,
+                    outcome=RunOutcome.OK if ok else RunOutcome.ERROR,
+                )
+            )
+            self.handled.append(item)
+
+
+class FakeBudget:
+    """A spend guard that refuses until a given time (the start of the next budget window)."""
+
+    def __init__(self, clock: ManualClock, exhausted_until: datetime) -> None:
+        self.clock = clock
+        self.exhausted_until = exhausted_until
+        self.asked = 0
+
+    def can_spend(self, agent: str) -> bool:
+        self.asked += 1
+        return self.clock.now() >= self.exhausted_until
+
+
+def heartbeat_items(services: Services, agent: str) -> list[InboxItem]:
+    return [
+        item
+        for item in services.inbox.list(agent, limit=10_000, include_done=True)
+        if item.kind == ItemKind.HEARTBEAT
+    ]
+
+
+def ticks(scheduler: Scheduler, agent: str) -> list[tuple[str, str]]:
+    """(outcome, detail) of every tick record, oldest first."""
+    views = scheduler.runs.recent(agent, limit=100_000, kind="tick")
+    return [(view.outcome, view.detail) for view in reversed(views)]
