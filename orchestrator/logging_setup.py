@@ -50,14 +50,18 @@ def _level_number(level: int | str) -> int:
 
 
 def configure_logging(json: bool = False, level: int | str = "info", stream: TextIO | None = None) -> None:
-    """Install one handler on the root logger (replacing earlier ones) and route uvicorn's logs to it."""
+    """Install one handler on the root logger (replacing earlier ones) and route uvicorn's logs to it.
+
+    uvicorn reconfigures logging when it starts unless it is given `log_config=None`.
+    """
+    number = _level_number(level)
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonFormatter() if json else logging.Formatter(HUMAN_FORMAT))
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
-    root.setLevel(_level_number(level))
+    root.setLevel(number)
     # uvicorn installs its own handlers; let its records reach ours so the format is uniform.
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logger = logging.getLogger(name)

@@ -13,7 +13,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, FastAPI, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
 from orchestrator.api.deps import OperatorDep, ServicesDep
@@ -26,6 +26,14 @@ REPLAY_PAGE = 500
 DEFAULT_HEARTBEAT_S = 15.0
 # How often a stream waiting for events checks whether its client went away.
 DISCONNECT_POLL_S = 1.0
+# uvicorn waits for open responses before it stops; an event stream never ends by itself, so the
+# server sets this flag (via `close_streams`) when it is asked to stop.
+CLOSING_FLAG = "flotilla_streams_closing"
+
+
+def close_streams(app: FastAPI) -> None:
+    """End every open event stream of `app` within DISCONNECT_POLL_S (call before stopping uvicorn)."""
+    setattr(app.state, CLOSING_FLAG, True)
 
 
 def stored_events(db: Database, after: int, agent: str | None, limit: int) -> list[Event]:
@@ -64,26 +72,23 @@ class EventStream:
         try:
             # Tell the browser how long to wait before reconnecting, and open the stream at once.
             yield "retry: 3000\n: connected\n\n"
-            for chunk in self._replay():
-                yield chunk
+            while page := await asyncio.to_thread(self._replay_page):
+                yield page
             async for chunk in self._follow(queue, request):
                 yield chunk
         finally:
             self._bus.unsubscribe(queue)
 
-    def _replay(self) -> list[str]:
-        chunks: list[str] = []
-        while True:
-            page = stored_events(self._db, self._last, self._agent, REPLAY_PAGE)
-            for event in page:
-                chunks.append(format_sse(event))
-                self._last = event.seq
-            if len(page) < REPLAY_PAGE:
-                return chunks
+    def _replay_page(self) -> str:
+        """The next stored events past the last one sent, as SSE text ("" when caught up)."""
+        page = stored_events(self._db, self._last, self._agent, REPLAY_PAGE)
+        if page:
+            self._last = page[-1].seq
+        return "".join(format_sse(event) for event in page)
 
     async def _follow(self, queue: asyncio.Queue[Event], request: Request) -> AsyncIterator[str]:
         idle = 0.0
-        while True:
+        while not getattr(request.app.state, CLOSING_FLAG, False):
             wait = min(DISCONNECT_POLL_S, self._heartbeat_s)
             try:
                 event = await asyncio.wait_for(queue.get(), timeout=wait)

@@ -86,7 +86,7 @@ class FleetCollector(Collector):
         yield from self._usage(agents)
         yield from self._runs(agents)
         yield from self._queue(agents)
-        yield from self._event_counters(agents)
+        yield from self._restarts(agents)
 
     # -- fleet shape and check-ins ------------------------------------------------------------
 
@@ -151,33 +151,58 @@ class FleetCollector(Collector):
         yield cost
         yield calls
 
-    # -- scheduler runs ------------------------------------------------------------------------
+    # -- scheduler runs: agent turns and heartbeat ticks ---------------------------------------
 
     def _runs(self, agents: list[str]) -> Iterator[CounterMetricFamily]:
         runs = CounterMetricFamily(
             "flotilla_runs",
-            "Agent runs (turns) by trigger and outcome",
-            labels=["agent", "trigger", "outcome"],
+            "Run records by kind (turn, tick), trigger and outcome",
+            labels=["agent", "kind", "trigger", "outcome"],
         )
-        turns = CounterMetricFamily("flotilla_agent_turns", "Agent runs recorded", labels=["agent"])
+        turns = CounterMetricFamily(
+            "flotilla_agent_turns", "Agent turns (model-driven runs)", labels=["agent"]
+        )
+        heartbeats = CounterMetricFamily(
+            "flotilla_heartbeats",
+            "Heartbeat ticks by outcome (run, idle, skipped)",
+            labels=["agent", "outcome"],
+        )
         db = self._services.db
         cols = columns_of(db, "runs")
         per_agent: Counter[str] = Counter({a: 0 for a in agents})
+        ticks: Counter[tuple[str, str]] = Counter()
         if "agent" in cols:
-            trigger = "trigger" if "trigger" in cols else "''"
-            outcome = "outcome" if "outcome" in cols else "''"
+            select = {key: key if key in cols else "''" for key in ("kind", "trigger", "outcome")}
             for row in _safe_query(
                 db,
-                f"SELECT agent, {trigger} AS trig, {outcome} AS outc, COUNT(*) AS n "
-                "FROM runs GROUP BY agent, trig, outc",
+                f"SELECT agent, {select['kind']} AS k, {select['trigger']} AS t, {select['outcome']} AS o, "
+                "COUNT(*) AS n FROM runs GROUP BY agent, k, t, o",
             ):
-                agent = str(row["agent"])
-                runs.add_metric([agent, str(row["trig"] or ""), str(row["outc"] or "")], row["n"])
-                per_agent[agent] += int(row["n"])
+                agent, kind, outcome, n = (
+                    str(row["agent"]),
+                    str(row["k"] or ""),
+                    str(row["o"] or ""),
+                    int(row["n"]),
+                )
+                runs.add_metric([agent, kind, str(row["t"] or ""), outcome], n)
+                if kind == "tick":
+                    ticks[(agent, outcome)] += n
+                else:
+                    per_agent[agent] += n
+        if "kind" not in cols:
+            # Without the scheduler's tick records, count the heartbeat events instead.
+            counts = self._events.refresh(self._services.db)
+            for (agent, event_type), n in counts.items():
+                if event_type in HEARTBEAT_OUTCOMES:
+                    ticks[(agent, HEARTBEAT_OUTCOMES[event_type])] += n
         for agent, count in sorted(per_agent.items()):
             turns.add_metric([agent], count)
+        for agent in sorted(set(agents) | {agent for agent, _ in ticks}):
+            for outcome in HEARTBEAT_OUTCOMES.values():
+                heartbeats.add_metric([agent, outcome], ticks[(agent, outcome)])
         yield runs
         yield turns
+        yield heartbeats
 
     # -- inboxes -------------------------------------------------------------------------------
 
@@ -200,20 +225,14 @@ class FleetCollector(Collector):
 
     # -- events --------------------------------------------------------------------------------
 
-    def _event_counters(self, agents: list[str]) -> Iterator[CounterMetricFamily]:
+    def _restarts(self, agents: list[str]) -> Iterator[CounterMetricFamily]:
         counts = self._events.refresh(self._services.db)
-        heartbeats = CounterMetricFamily(
-            "flotilla_heartbeats", "Heartbeat ticks by outcome", labels=["agent", "outcome"]
-        )
         restarts = CounterMetricFamily(
             "flotilla_agent_restarts", "Restarts by the supervisor", labels=["agent"]
         )
-        known = sorted(set(agents) | {agent for agent, _ in counts})
-        for agent in known:
-            for event_type, outcome in HEARTBEAT_OUTCOMES.items():
-                heartbeats.add_metric([agent, outcome], counts[(agent, event_type)])
-            restarts.add_metric([agent], counts[(agent, EventType.AGENT_RESTARTED.value)])
-        yield heartbeats
+        restarted = EventType.AGENT_RESTARTED.value
+        for agent in sorted(set(agents) | {agent for agent, kind in counts if kind == restarted}):
+            restarts.add_metric([agent], counts[(agent, restarted)])
         yield restarts
 
 
