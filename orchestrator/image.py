@@ -152,19 +152,24 @@ def runtime_files(repo_root: Path) -> list[Path]:
 
 @dataclass(frozen=True)
 class ImageInputs:
-    repo_root: Path
+    """A snapshot of everything the image is made from, read once.
+
+    The hash, the image label and the build context all come from the same bytes, even when
+    files change while a build runs.
+    """
+
     base: str
     requirements: list[str]
-    files: list[Path]
-    """The Dockerfile and agent_runtime's files, in a stable order."""
+    files: dict[str, bytes]
+    """Repository-relative path -> content: the Dockerfile and agent_runtime's files."""
 
     def digest(self) -> str:
         sha = hashlib.sha256()
         for part in (f"recipe={RECIPE_VERSION}", f"base={self.base}", *self.requirements):
             sha.update(part.encode() + b"\0")
-        for path in self.files:
-            sha.update(path.relative_to(self.repo_root).as_posix().encode() + b"\0")
-            sha.update(hashlib.sha256(path.read_bytes()).digest())
+        for name in sorted(self.files):
+            sha.update(name.encode() + b"\0")
+            sha.update(hashlib.sha256(self.files[name]).digest())
         return sha.hexdigest()
 
 
@@ -172,11 +177,11 @@ def collect_inputs(repo_root: Path, base: str | None = None) -> ImageInputs:
     dockerfile = repo_root / DOCKERFILE
     if not dockerfile.is_file():
         raise ImageError(f"no {DOCKERFILE} under {repo_root}: image builds need the Flotilla source tree")
+    paths = [dockerfile, *runtime_files(repo_root)]
     return ImageInputs(
-        repo_root=repo_root,
         base=base or BASE_TAG,
         requirements=image_requirements(repo_root / "pyproject.toml"),
-        files=[dockerfile, *runtime_files(repo_root)],
+        files={path.relative_to(repo_root).as_posix(): path.read_bytes() for path in paths},
     )
 
 
@@ -336,9 +341,8 @@ def ensure_wheelhouse(repo_root: Path, requirements: list[str], progress: Progre
 # --- build context and build -----------------------------------------------------------------
 
 
-def _add_file(archive: tarfile.TarFile, path: Path, name: str) -> None:
+def _add_file(archive: tarfile.TarFile, name: str, data: bytes) -> None:
     info = tarfile.TarInfo(name)
-    data = path.read_bytes()
     info.size = len(data)
     info.mode = 0o644
     info.mtime = 0
@@ -353,14 +357,13 @@ def write_build_context(inputs: ImageInputs, wheelhouse: Path, out: IO[bytes]) -
     """
     names = []
     with tarfile.open(fileobj=out, mode="w") as archive:
-        for path in inputs.files:
-            name = path.relative_to(inputs.repo_root).as_posix()
-            _add_file(archive, path, name)
+        for name in sorted(inputs.files):
+            _add_file(archive, name, inputs.files[name])
             names.append(name)
         for path in sorted(wheelhouse.iterdir()):
             if path.is_file() and (path.suffix == ".whl" or path.name == REQUIREMENTS_FILE):
                 name = f"{WHEELHOUSE.as_posix()}/{path.name}"
-                _add_file(archive, path, name)
+                _add_file(archive, name, path.read_bytes())
                 names.append(name)
     return names
 

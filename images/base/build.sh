@@ -59,11 +59,11 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/flotilla-base.XXXXXX")"
 trap 'rm -rf --one-file-system "$WORK"' EXIT
 ROOTFS="$WORK/rootfs"
 
-echo "base image: debootstrap $SUITE from $MIRROR"
+echo "==> debootstrap $SUITE from $MIRROR"
 debootstrap --variant=minbase --include=python3,ca-certificates "$SUITE" "$ROOTFS" "$MIRROR" \
     || fail "debootstrap failed (is $MIRROR reachable from this host?)"
 
-echo "base image: trimming the root filesystem"
+echo "==> trimming the root filesystem"
 # The image is never updated in place (it is rebuilt), so package indexes and caches go;
 # documentation and translations are dead weight in a container nobody logs into.
 rm -rf "$ROOTFS"/var/cache/apt/* "$ROOTFS"/var/lib/apt/lists/* \
@@ -75,7 +75,7 @@ rm -rf "$ROOTFS"/var/cache/apt/* "$ROOTFS"/var/lib/apt/lists/* \
 : >"$ROOTFS/etc/hostname"
 : >"$ROOTFS/etc/resolv.conf"
 
-echo "base image: importing as $TAG"
+echo "==> importing as $TAG"
 tar --numeric-owner -C "$ROOTFS" -c . | docker import \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     --change 'ENV LANG=C.UTF-8' \
@@ -83,4 +83,4 @@ tar --numeric-owner -C "$ROOTFS" -c . | docker import \
     --change "LABEL io.flotilla.debian-mirror=$MIRROR" \
     --change 'CMD ["python3"]' \
     - "$TAG" >/dev/null || fail "docker import failed"
-echo "base image: $TAG ready ($(docker image inspect --format '{{.Size}}' "$TAG") bytes)"
+echo "==> $TAG ready ($(docker image inspect --format '{{.Size}}' "$TAG") bytes)"

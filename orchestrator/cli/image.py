@@ -37,7 +37,7 @@ _source_option = click.option(
 
 def _is_milestone(line: str) -> bool:
     """Lines worth keeping on screen without --verbose."""
-    return line.startswith(("Step ", "Successfully", "base image:", "downloading", "wheelhouse"))
+    return line.startswith(("Step ", "Successfully", "==> ", "downloading", "wheelhouse"))
 
 
 @click.group("image")
