@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
@@ -95,7 +96,7 @@ def test_agents_own_logs_and_writes_never_trigger(make_services: MakeServices) -
             log.write(f"- {clock.now():%H:%M} checked in, nothing to do ({n})\n")
         (data / "history").mkdir(exist_ok=True)
         with (data / "history" / "turns.jsonl").open("a") as history:
-            history.write('{"turn": %d}\n' % n)
+            history.write(json.dumps({"turn": n}) + "\n")
         (workspace.root / "learnings").mkdir(exist_ok=True)
         (workspace.root / "learnings" / "tools.md").write_text(f"learned {n}\n")
         workspace.write("MEMORY.md", f"fact number {n}\n", "agent", "flush")
