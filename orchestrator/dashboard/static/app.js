@@ -56,20 +56,21 @@
     if (["running", "healthy", "ok", "idle", "done", "live", "agent"].includes(v)) return "ok";
     if (["starting", "busy", "queued", "claimed", "created", "operator"].includes(v)) return "info";
     if (["unhealthy", "error", "dead", "failed", "crashed", "limit", "refused"].includes(v)) return "bad";
-    if (["warning", "restarting", "backoff", "external"].includes(v)) return "warn";
+    if (["warning", "restarting", "backoff", "external", "down", "exited"].includes(v)) return "warn";
     return "muted";
   }
 
   function table(columns, rows, empty) {
     if (!rows.length) return h("p", { class: "muted" }, empty || "Nothing yet.");
+    const cls = (c) => [c.num ? "num" : "", c.nowrap ? "nowrap" : "", c.wide ? "wide" : ""].join(" ").trim();
     return h(
-      "table",
-      { class: "grid-table" },
-      h("thead", {}, h("tr", {}, columns.map((c) => h("th", { class: c.num ? "num" : "" }, c.title)))),
+      "div",
+      { class: "table-wrap" },
       h(
-        "tbody",
-        {},
-        rows.map((row) => h("tr", {}, columns.map((c) => h("td", { class: c.num ? "num" : "" }, c.cell(row)))))
+        "table",
+        { class: "grid-table" },
+        h("thead", {}, h("tr", {}, columns.map((c) => h("th", { class: cls(c) }, c.title)))),
+        h("tbody", {}, rows.map((row) => h("tr", {}, columns.map((c) => h("td", { class: cls(c) }, c.cell(row))))))
       )
     );
   }
@@ -100,8 +101,9 @@
   function when(iso) {
     if (!iso) return "–";
     const date = new Date(iso);
-    const sameDay = date.toDateString() === new Date().toDateString();
-    return sameDay ? date.toLocaleTimeString() : date.toLocaleString();
+    const time = date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
+    if (date.toDateString() === new Date().toDateString()) return time;
+    return `${date.toLocaleDateString([], { month: "short", day: "numeric" })} ${time.slice(0, 5)}`;
   }
 
   function short(value, max) {
@@ -288,7 +290,7 @@
       return;
     }
     const series = { bucket: range.bucket, since, ...result.data };
-    box.replaceChildren(window.FlotillaChart.spendChart(series));
+    box.replaceChildren(window.FlotillaChart.spendChart(series, box.clientWidth));
   }
 
   // ------------------------------------------------------------------ agent page
@@ -306,11 +308,13 @@
     view.append(
       head,
       stats,
+      card("Workspace", h("div", {}, workspaceBox, filePanel)),
+      card("Recent runs", runsBox),
       h(
         "div",
         { class: "columns" },
-        h("div", {}, card("Workspace", h("div", {}, workspaceBox, filePanel)), card("Learnings", learningsBox)),
-        h("div", {}, card("Recent runs", runsBox), card("Inbox", inboxBox), card("Memory search", memorySearch(name)))
+        h("div", {}, card("Inbox", inboxBox)),
+        h("div", {}, card("Learnings", learningsBox), card("Memory search", memorySearch(name)))
       ),
       card("Spend over time", chartBox, rangePicker(() => loadSpend(chartBox, name)))
     );
@@ -374,7 +378,7 @@
     box.replaceChildren(
       table(
         [
-          { title: "File", cell: (f) => h("button", { class: "link", onclick: () => openFile(agent, f, panel) }, f.name) },
+          { title: "File", nowrap: true, cell: (f) => h("button", { class: "link", onclick: () => openFile(agent, f, panel) }, f.name) },
           { title: "Size", num: true, cell: (f) => (f.exists ? bytes(f.size) : h("span", { class: "muted" }, "absent")) },
           { title: "Cap", num: true, cell: (f) => (f.cap ? bytes(f.cap) : "–") },
           { title: "Fill", cell: (f) => fillBar(f.fill_pct) },
@@ -461,7 +465,7 @@
               [
                 { title: "Version", num: true, cell: (v) => `v${v.version}` },
                 { title: "Author", cell: (v) => badge(v.author) },
-                { title: "When", cell: (v) => when(v.at) },
+                { title: "When", nowrap: true, cell: (v) => when(v.at) },
                 { title: "Size", num: true, cell: (v) => bytes(v.size) },
                 { title: "Reason", cell: (v) => v.reason || "" },
               ],
@@ -528,12 +532,12 @@
     box.replaceChildren(
       table(
         [
-          { title: "Started", cell: (r) => when(r.started_at || r.at) },
+          { title: "Started", nowrap: true, cell: (r) => when(r.started_at || r.at) },
           { title: "Trigger", cell: (r) => r.trigger || "–" },
           { title: "Outcome", cell: (r) => badge(r.outcome || r.status) },
-          { title: "Tokens", num: true, cell: (r) => (r.tokens_in !== undefined ? `${r.tokens_in} / ${r.tokens_out ?? 0}` : "–") },
+          { title: "Tokens in/out", num: true, cell: (r) => (r.tokens_in !== undefined ? `${r.tokens_in} / ${r.tokens_out ?? 0}` : "–") },
           { title: "Cost", num: true, cell: (r) => money(r.cost_usd) },
-          { title: "Detail", cell: (r) => h("span", { class: "muted" }, short(r.detail || "", 60)) },
+          { title: "Detail", wide: true, cell: (r) => h("span", { class: "muted", title: r.detail || "" }, short(r.detail || "", 60)) },
         ],
         rows,
         "No runs yet."
@@ -545,19 +549,14 @@
     const result = await attempt(`/api/v1/agents/${enc(agent)}/inbox`);
     if (result.error) return box.replaceChildren(unavailable("Inbox", result.error));
     const rows = listOf(result.data, "items");
-    box.replaceChildren(
-      table(
-        [
-          { title: "Received", cell: (r) => when(r.created_at) },
-          { title: "Kind", cell: (r) => r.kind || "–" },
-          { title: "From", cell: (r) => r.sender || "–" },
-          { title: "State", cell: (r) => (r.state ? badge(r.state) : "–") },
-          { title: "Message", cell: (r) => short(r.text || r.operation || "", 70) },
-        ],
-        rows,
-        "Inbox is empty."
-      )
-    );
+    const columns = [
+      { title: "Received", nowrap: true, cell: (r) => when(r.created_at) },
+      { title: "Kind", cell: (r) => String(r.kind || "–").replace(/_/g, " ") },
+      { title: "From", cell: (r) => r.sender || "–" },
+      { title: "State", cell: (r) => badge(r.state) },
+      { title: "Message", wide: true, cell: (r) => short(r.text || r.operation || "", 70) },
+    ].filter((c) => c.title !== "State" || rows.some((r) => r.state));
+    box.replaceChildren(table(columns, rows, "Inbox is empty."));
   }
 
   function memorySearch(agent) {
@@ -594,6 +593,7 @@
 
   function eventSummary(data) {
     return Object.entries(data || {})
+      .filter(([, value]) => value !== null && value !== undefined && value !== "")
       .slice(0, 4)
       .map(([key, value]) => `${key}=${short(value, 48)}`)
       .join("  ");

@@ -5,7 +5,7 @@
   const SVG_NS = "http://www.w3.org/2000/svg";
   const PALETTE = ["#2563eb", "#16a34a", "#d97706", "#9333ea", "#dc2626", "#0891b2", "#4b5563", "#db2777"];
   const BUCKET_SECONDS = { hour: 3600, day: 86400 };
-  const WIDTH = 640;
+  const DEFAULT_WIDTH = 640;
   const HEIGHT = 220;
   const MARGIN = { top: 12, right: 12, bottom: 28, left: 56 };
 
@@ -77,10 +77,10 @@
     }
   }
 
-  function drawBars(root, data, series, top, plotW, plotH) {
+  function drawBars(root, data, series, top, plotW, plotH, height) {
     const slot = plotW / Math.max(data.times.length, 1);
-    const barW = Math.max(2, slot * 0.7);
-    const every = Math.ceil(data.times.length / 8);
+    const barW = Math.max(2, Math.min(28, slot * 0.7));
+    const every = Math.ceil(data.times.length / Math.max(2, Math.floor(plotW / 80)));
     data.times.forEach((t, index) => {
       const x = MARGIN.left + index * slot + (slot - barW) / 2;
       let y = MARGIN.top + plotH;
@@ -97,7 +97,7 @@
       if (index % every === 0) {
         const text = label(new Date(t), series.bucket);
         root.appendChild(
-          svg("text", { x: x + barW / 2, y: HEIGHT - 8, "text-anchor": "middle", class: "tick" }, text)
+          svg("text", { x: x + barW / 2, y: height - 8, "text-anchor": "middle", class: "tick" }, text)
         );
       }
     });
@@ -117,8 +117,10 @@
     return list;
   }
 
-  // Returns a <figure> holding the chart and its legend.
-  function spendChart(series) {
+  // Returns a <figure> holding the chart and its legend. `width` is the pixel width it will
+  // occupy, so that text is drawn at its natural size.
+  function spendChart(series, width) {
+    const WIDTH = Math.max(320, Math.floor(width || DEFAULT_WIDTH));
     const data = stack(series);
     const totals = data.times.map((t) => [...data.cost.get(t).values()].reduce((a, b) => a + b, 0));
     const top = niceMax(Math.max(0, ...totals));
@@ -131,7 +133,7 @@
       "aria-label": "Spend over time in US dollars",
     });
     drawAxes(root, top, plotW, plotH);
-    drawBars(root, data, series, top, plotW, plotH);
+    drawBars(root, data, series, top, plotW, plotH, HEIGHT);
     const figure = document.createElement("figure");
     figure.className = "chart-figure";
     figure.appendChild(root);

@@ -24,7 +24,9 @@ def restore_root_logger() -> Iterator[None]:
 def test_json_lines_carry_level_logger_message_and_extras() -> None:
     stream = io.StringIO()
     configure_logging(json=True, level="debug", stream=stream)
-    logging.getLogger("flotilla.test").info("agent %s restarted", "alpha", extra={"agent": "alpha", "attempt": 2})
+    logging.getLogger("flotilla.test").info(
+        "agent %s restarted", "alpha", extra={"agent": "alpha", "attempt": 2}
+    )
     record = json.loads(stream.getvalue().strip())
     assert record["level"] == "info"
     assert record["logger"] == "flotilla.test"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from fastapi.testclient import TestClient
 
 from agent_runtime.workspace import CAPS, Workspace
@@ -22,9 +24,11 @@ def test_listing_shows_size_cap_and_fill(operator: TestClient, services: Service
     rows = {row["name"]: row for row in body["files"]}
     soul = rows["SOUL.md"]
     expected_size = len(b"# alpha\n\nYou are alpha.\n")
+    cap = CAPS["SOUL.md"]
+    assert cap is not None
     assert soul["size"] == expected_size
-    assert soul["cap"] == CAPS["SOUL.md"]
-    assert soul["fill_pct"] == round(expected_size * 100 / CAPS["SOUL.md"], 1)
+    assert soul["cap"] == cap
+    assert soul["fill_pct"] == round(expected_size * 100 / cap, 1)
     assert soul["kind"] == "identity"
     assert soul["version"] == 1
     assert soul["author"] == "system"
@@ -176,7 +180,7 @@ def test_path_escape_is_400(operator: TestClient, services: Services) -> None:
     assert put.status_code == 400
 
 
-def test_symlinked_learning_is_refused(operator: TestClient, services: Services, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_symlinked_learning_is_refused(operator: TestClient, services: Services, tmp_path: Path) -> None:
     outside = tmp_path / "outside.md"
     outside.write_text("outside the workspace")
     (services.paths.workspace("alpha") / "learnings" / "link.md").symlink_to(outside)
@@ -205,9 +209,9 @@ def test_routes_need_the_operator_token(
         ("PUT", f"{BASE}/SOUL.md"),
     ]
     for method, path in routes:
-        kwargs = {"json": {"content": "hijacked"}} if method == "PUT" else {}
-        assert anonymous.request(method, path, **kwargs).status_code == 401, path
-        assert agent_client.request(method, path, **kwargs).status_code == 403, path
+        body = {"content": "hijacked"} if method == "PUT" else None
+        assert anonymous.request(method, path, json=body).status_code == 401, path
+        assert agent_client.request(method, path, json=body).status_code == 403, path
     assert "hijacked" not in workspace(services).read("SOUL.md")
 
 
