@@ -24,7 +24,7 @@ You maintain the long-term memory of an agent. From the conversation below, extr
 facts worth keeping after the conversation is gone: decisions, preferences, names, numbers,
 commitments, results of work, corrections. Skip chit-chat and anything only true for a moment.
 Answer with one fact per line, each line starting with "- ", each fact understandable on its own.
-Copy every fact the conversation marks with "FACT:" verbatim, without the marker.
+Keep verbatim every line the conversation marks with "remember:" (without that marker).
 If there is nothing worth keeping, answer exactly: NONE"""
 
 SUMMARY_SYSTEM = f"""{SUMMARIZE_MARKER}
@@ -47,7 +47,7 @@ def render_turn(turn: Turn) -> str:
         output = turn.content
         if len(output) > MAX_TOOL_OUTPUT_CHARS:
             output = output[:MAX_TOOL_OUTPUT_CHARS] + " [...]"
-        return f"[{turn.at}] tool {turn.name or ''} result: {output}"
+        return f"tool {turn.name or ''} result: {output}"
     text = turn.content
     if turn.tool_calls:
         calls = ", ".join(
@@ -55,7 +55,7 @@ def render_turn(turn: Turn) -> str:
             for call in turn.tool_calls
         )
         text = f"{text}\n(called {calls})" if text else f"(called {calls})"
-    return f"[{turn.at}] {turn.role}: {text}"
+    return f"{turn.role}: {text}"
 
 
 def chunks(turns: Sequence[Turn], max_tokens: int) -> Iterator[tuple[list[Turn], str]]:
@@ -81,8 +81,24 @@ def chunks(turns: Sequence[Turn], max_tokens: int) -> Iterator[tuple[list[Turn],
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.*\S)\s*$")
 
 
+def _json_fact(line: str) -> str | None:
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    fact = data.get("fact") if isinstance(data, dict) else None
+    return str(fact).strip() if fact else None
+
+
+def _unmark(fact: str) -> str:
+    for marker in ("remember:", "fact:"):
+        if fact.lower().startswith(marker):
+            return fact[len(marker) :].strip()
+    return fact
+
+
 def parse_facts(answer: str) -> list[str]:
-    """Facts from the model's answer: bullet lines, or a JSON {"facts": [...]} object."""
+    """Facts from the model's answer: bullet lines, JSON lines {"fact": ...} or {"facts": [...]}."""
     text = answer.strip()
     if not text or text.upper().rstrip(".") == "NONE":
         return []
@@ -95,10 +111,14 @@ def parse_facts(answer: str) -> list[str]:
             return [str(fact).strip() for fact in data["facts"] if str(fact).strip()]
     facts = []
     for line in text.splitlines():
-        match = _BULLET.match(line)
-        if match:
-            fact = match[1].strip()
-            facts.append(fact.removeprefix("FACT:").strip())
+        stripped = line.strip()
+        if stripped.startswith("{"):
+            fact = _json_fact(stripped)
+        else:
+            match = _BULLET.match(line)
+            fact = match[1].strip() if match else None
+        if fact:
+            facts.append(_unmark(fact))
     return [fact for fact in facts if fact]
 
 

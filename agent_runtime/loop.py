@@ -60,16 +60,18 @@ class ModelReply:
 
 def api_error_text(error: openai.APIError) -> str:
     """The gateway's clear JSON message when there is one, else the SDK's text."""
-    body = getattr(error, "body", None)
+    if not isinstance(error, openai.APIStatusError):
+        return str(error)
+    try:
+        body = error.response.json()
+    except ValueError:
+        return str(error)
     message = None
     if isinstance(body, dict):
         nested = body.get("error")
         message = nested.get("message") if isinstance(nested, dict) else None
         message = message or body.get("message")
-    if not message:
-        return str(error)
-    status = getattr(error, "status_code", None)
-    return f"HTTP {status}: {message}" if status else str(message)
+    return f"HTTP {error.status_code}: {message}" if message else str(error)
 
 
 def call_key(name: str, arguments: str) -> tuple[str, str]:
@@ -111,6 +113,9 @@ class ToolLoop:
         stop_reason = ""
         max_iterations = max(self.limits.max_iterations, 1)
         for iteration in range(1, max_iterations + 1):
+            if iteration == max_iterations > 1 and not stop_reason:
+                # Still calling tools with one call left: this one must answer without them.
+                stop_reason = f"iteration limit reached ({max_iterations} model calls)"
             last_chance = bool(stop_reason) or iteration == max_iterations
             prepared = self.context.prepare(self.static_blocks())
             tools = None if last_chance or not len(self.registry) else self.registry.specs()

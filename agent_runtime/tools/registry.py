@@ -19,7 +19,7 @@ import jsonschema.exceptions
 import jsonschema.validators
 
 Handler = Callable[[dict[str, Any]], str]
-FailureHook = Callable[[str, Any, str], None]
+FailureHook = Callable[[str, Any, str], object]
 DEFAULT_MAX_OUTPUT_CHARS = 16_000
 
 

@@ -1,0 +1,32 @@
+"""The tool catalog of an agent, in a fixed order (the catalog is part of the cached prefix).
+
+Order: workspace files, identity files, corrections, then memory tools, then peer tools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from agent_runtime.files import WorkspaceFiles
+from agent_runtime.learnings import Learnings
+from agent_runtime.tools.builtin import correction_tool, file_tools, workspace_tool
+from agent_runtime.tools.registry import FailureHook, Tool, ToolRegistry
+from agent_runtime.workspace import Workspace
+
+
+def build_tools(
+    *,
+    workspace: Workspace,
+    files: WorkspaceFiles,
+    learnings: Learnings,
+    memory_tools: Iterable[Tool] = (),
+    peer_tools: Iterable[Tool] = (),
+    on_failure: FailureHook | None = None,
+) -> ToolRegistry:
+    registry = ToolRegistry(on_failure=on_failure)
+    registry.extend(file_tools(files))
+    registry.add(workspace_tool(workspace))
+    registry.add(correction_tool(learnings))
+    registry.extend(memory_tools)
+    registry.extend(peer_tools)
+    return registry

@@ -1,0 +1,308 @@
+"""Works one inbox item at a time: prompt, tool loop, reply stream, result, run record, logs.
+
+Imported on the first item, not at start-up: this is where the model client, the tools and the
+memory store come in, and an idle agent never pays for them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from openai import OpenAI
+
+from agent_runtime.client import OrchestratorClient, OrchestratorError
+from agent_runtime.context import ContextManager
+from agent_runtime.dailylog import append_daily
+from agent_runtime.dedupe import ProcessedLog
+from agent_runtime.facts import MemoryFileFacts
+from agent_runtime.files import WorkspaceFiles
+from agent_runtime.history import HistoryLog
+from agent_runtime.learnings import Learnings
+from agent_runtime.loop import LoopFailed, LoopResult, OpenAICompleter, ToolLoop
+from agent_runtime.memory_bridge import MemoryBridge
+from agent_runtime.prompt import HEARTBEAT_OK, StaticBlocks, build_static_blocks, current_message
+from agent_runtime.protocol import (
+    AgentEvent,
+    AgentRuntimeConfig,
+    InboxItem,
+    ItemKind,
+    RunOutcome,
+    RunRecord,
+    WorkResult,
+)
+from agent_runtime.settings import Settings, SettingsError, read_token
+from agent_runtime.state import RuntimeState
+from agent_runtime.tokens import CachingCounter
+from agent_runtime.tools.build import build_tools
+from agent_runtime.tools.registry import Tool
+from agent_runtime.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+PROGRESS_MIN_CHARS = 512
+PROGRESS_MAX_DELAY_S = 0.2
+MODEL_RETRIES = 2
+Trigger = Literal["operator", "heartbeat", "peer", "maintenance"]
+TRIGGERS: dict[ItemKind, Trigger] = {
+    ItemKind.OPERATOR_MESSAGE: "operator",
+    ItemKind.HEARTBEAT: "heartbeat",
+    ItemKind.PEER_ASK: "peer",
+    ItemKind.PEER_TELL: "peer",
+}
+
+
+class ProgressStream:
+    """Batches reply deltas into few POSTs; a failed post never fails the item."""
+
+    def __init__(self, client: OrchestratorClient, item_id: str) -> None:
+        self.client = client
+        self.item_id = item_id
+        self._buffer: list[str] = []
+        self._size = 0
+        self._last = 0.0  # the first delta goes out at once
+        self._broken = False
+
+    def add(self, delta: str) -> None:
+        self._buffer.append(delta)
+        self._size += len(delta)
+        if self._size >= PROGRESS_MIN_CHARS or time.monotonic() - self._last >= PROGRESS_MAX_DELAY_S:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._buffer:
+            return
+        text = "".join(self._buffer)
+        self._buffer, self._size, self._last = [], 0, time.monotonic()
+        if self._broken:
+            return
+        try:
+            self.client.progress(self.item_id, text)
+        except OrchestratorError as failed:
+            self._broken = True
+            log.warning("reply streaming for %s stopped: %s", self.item_id, failed)
+
+
+def extract_json_object(text: str) -> dict[str, Any] | None:
+    """The first JSON object in a reply (bare, or inside a code fence)."""
+    decoder = json.JSONDecoder()
+    position = text.find("{")
+    while position != -1:
+        try:
+            value, _end = decoder.raw_decode(text, position)
+        except json.JSONDecodeError:
+            position = text.find("{", position + 1)
+            continue
+        if isinstance(value, dict):
+            return value
+        position = text.find("{", position + 1)
+    return None
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    state = {}
+    for folder, _dirs, names in os.walk(root):
+        for name in names:
+            path = Path(folder) / name
+            try:
+                info = path.lstat()
+            except FileNotFoundError:
+                continue
+            state[path.relative_to(root).as_posix()] = (info.st_mtime_ns, info.st_size)
+    return state
+
+
+def _changed(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> list[str]:
+    return sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
+
+
+class Worker:
+    def __init__(
+        self,
+        settings: Settings,
+        config: AgentRuntimeConfig,
+        client: OrchestratorClient,
+        state: RuntimeState,
+        *,
+        model_retries: int = MODEL_RETRIES,
+    ) -> None:
+        self.settings = settings
+        self.config = config
+        self.client = client
+        self.state = state
+        data = settings.data_dir
+        self.workspace_root = data / "workspace"
+        for folder in (self.workspace_root / "memory", self.workspace_root / "learnings", data / "history"):
+            folder.mkdir(parents=True, exist_ok=True)
+        self.workspace = Workspace(data)
+        self.learnings = Learnings(self.workspace_root)
+        self.files = WorkspaceFiles(self.workspace_root, config.workspace_quota_bytes)
+        self.processed = ProcessedLog(data)
+        self.llm = OpenAI(
+            base_url=f"{settings.orchestrator_url}/v1", api_key=client.token, max_retries=model_retries
+        )
+        self.memory = MemoryBridge.open(settings, config, client)
+        state.set_memory_mode(self.memory.mode)
+        self._current_item: str | None = None
+        self.registry = build_tools(
+            workspace=self.workspace,
+            files=self.files,
+            learnings=self.learnings,
+            memory_tools=self.memory.tools,
+            peer_tools=self._peer_tools(),
+            on_failure=self.learnings.record_error,
+        )
+        counter = CachingCounter(
+            lambda texts: client.count_tokens(self.config.model, texts), (OrchestratorError,)
+        )
+        self.context = ContextManager(
+            window=config.context_window,
+            thresholds=config.thresholds,
+            counter=counter,
+            completer=OpenAICompleter(self.llm, lambda: self.config.model),
+            memory_file=MemoryFileFacts(self.workspace),
+            store=self.memory.store,
+            history_log=HistoryLog(data),
+            state_path=settings.runtime_dir / "context.json",
+            tools_text=json.dumps(self.registry.specs(), sort_keys=True),
+            emit=self.emit,
+        )
+        self.context.load()
+        self.loop = ToolLoop(self.llm, self.registry, self.context, self.static_blocks, config.limits)
+
+    def _peer_tools(self) -> list[Tool]:
+        try:
+            from agent_runtime.tools.peers import PeerClient, peer_tools
+        except ModuleNotFoundError as missing:
+            if missing.name != "agent_runtime.tools.peers":
+                raise
+            return []
+        peers = PeerClient(self.settings.orchestrator_url, lambda: self.client.token)
+        return peer_tools(peers, lambda: self._current_item)
+
+    def reconfigure(self, config: AgentRuntimeConfig) -> None:
+        """Apply a new config from the next item on (window, thresholds, limits, models)."""
+        self.config = config
+        self.context.window = config.context_window
+        self.context.thresholds = config.thresholds
+        self.loop.limits = config.limits
+        self.files.quota_bytes = config.workspace_quota_bytes
+
+    def static_blocks(self) -> StaticBlocks:
+        return build_static_blocks(self.config, self.workspace, self.learnings)
+
+    def emit(self, event_type: str, data: dict[str, Any]) -> None:
+        try:
+            self.client.event(AgentEvent(type=event_type, data=data))
+        except OrchestratorError as failed:
+            log.warning("event %s not reported: %s", event_type, failed)
+
+    def _refresh_token(self) -> None:
+        try:
+            self.llm.api_key = read_token(self.settings.token_file)
+        except SettingsError as failed:
+            log.warning("token not refreshed: %s", failed)
+
+    def process(self, item: InboxItem) -> None:
+        known = self.processed.seen(item.id)
+        if known is not None:
+            log.info("item %s was already processed: acknowledging it again", item.id)
+            self._acknowledge(item, known)
+            return
+        self._refresh_token()
+        self._current_item = item.id
+        started = datetime.now(UTC)
+        before = _snapshot(self.workspace_root)
+        model = self._model_for(item)
+        stream = ProgressStream(self.client, item.id)
+        message = current_message(
+            item, self.workspace, self.static_blocks().remaining_budget, self._schema(item)
+        )
+        try:
+            result = self.loop.run(item.id, message, model, stream.add)
+        except LoopFailed as failed:
+            result = LoopResult(text="", outcome=RunOutcome.ERROR, detail=str(failed))
+        finally:
+            self._current_item = None
+        stream.flush()
+        run_id = f"run-{secrets.token_hex(8)}"
+        work = self._work_result(item, result, run_id)
+        self.processed.record(item.id, work)
+        self._acknowledge(item, work)
+        changed = _changed(before, _snapshot(self.workspace_root))
+        self._record_run(run_id, item, model, started, result, changed)
+        outcome = work.error or result.detail or work.text
+        append_daily(self.workspace_root, TRIGGERS[item.kind], f"{result.outcome.value}: {outcome}")
+        self.state.add_turns(1)
+        self.state.set_context(self.context.status())
+
+    def _model_for(self, item: InboxItem) -> str:
+        if item.kind == ItemKind.HEARTBEAT and self.config.heartbeat_model:
+            return self.config.heartbeat_model
+        return self.config.model
+
+    def _schema(self, item: InboxItem) -> dict[str, Any] | None:
+        if item.kind != ItemKind.PEER_ASK or not item.operation:
+            return None
+        from agent_runtime.contracts import ContractError, parse_interface
+
+        try:
+            operation = parse_interface(self.workspace.read("INTERFACE.md")).operation(item.operation)
+        except ContractError:
+            return None
+        return operation.output_schema if operation is not None else None
+
+    def _work_result(self, item: InboxItem, result: LoopResult, run_id: str) -> WorkResult:
+        if result.outcome == RunOutcome.ERROR:
+            return WorkResult(ok=False, text=result.text, error=result.detail, run_id=run_id)
+        if item.kind == ItemKind.HEARTBEAT and result.text.strip().startswith(HEARTBEAT_OK):
+            result.outcome = RunOutcome.IDLE
+        if item.kind == ItemKind.PEER_ASK:
+            output = extract_json_object(result.text)
+            if output is None:
+                return WorkResult(
+                    ok=False, text=result.text, error="the reply did not contain a JSON object", run_id=run_id
+                )
+            return WorkResult(ok=True, text=result.text, output=output, run_id=run_id)
+        return WorkResult(ok=True, text=result.text, run_id=run_id)
+
+    def _acknowledge(self, item: InboxItem, work: WorkResult) -> None:
+        try:
+            self.client.done(item.id, work)
+        except OrchestratorError as failed:
+            # Unacknowledged items come back; the processed log answers them without new work.
+            log.warning("item %s not acknowledged (it will be redelivered): %s", item.id, failed)
+
+    def _record_run(
+        self,
+        run_id: str,
+        item: InboxItem,
+        model: str,
+        started: datetime,
+        result: LoopResult,
+        files: list[str],
+    ) -> None:
+        run = RunRecord(
+            id=run_id,
+            agent=self.config.agent,
+            trigger=TRIGGERS[item.kind],
+            item_id=item.id,
+            model=model,
+            started_at=started,
+            finished_at=datetime.now(UTC),
+            tokens_in=result.tokens_in,
+            tokens_out=result.tokens_out,
+            outcome=result.outcome,
+            detail=result.detail,
+            files_changed=files,
+        )
+        try:
+            self.client.record_run(run)
+        except OrchestratorError as failed:
+            log.warning("run record for %s not posted: %s", item.id, failed)
