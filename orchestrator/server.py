@@ -10,8 +10,10 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import socket
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import uvicorn
@@ -22,6 +24,8 @@ from orchestrator.reconcile import ApplyResult
 from orchestrator.services import Services
 
 log = logging.getLogger(__name__)
+
+GRACEFUL_SHUTDOWN_S = 3
 
 
 class PortTaken(Exception):
@@ -64,6 +68,13 @@ def bind_listeners(agent_host: str, port: int) -> Listeners:
     return Listeners(sockets, f"http://127.0.0.1:{port}", f"http://{agent_host}:{port}")
 
 
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        # OrchestratorServer handles SIGINT/SIGTERM itself so that its clean-up runs before exit.
+        yield
+
+
 class OrchestratorServer:
     def __init__(
         self,
@@ -76,8 +87,15 @@ class OrchestratorServer:
         self._on_apply = on_apply
         services.agent_url = listeners.agent_url
         self.app = create_app(services)
-        config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="on")
-        self.server = uvicorn.Server(config)
+        config = uvicorn.Config(
+            self.app,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            # Agents hold long-polls open; do not let them hold up a shutdown.
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+        )
+        self.server = _Server(config)
         self.ready = asyncio.Event()
 
     async def _background(self) -> list[asyncio.Task[None]]:
@@ -91,7 +109,15 @@ class OrchestratorServer:
         self.ready.set()
         return tasks
 
+    def _install_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.stop)
+
     async def serve(self) -> None:
+        self._install_signal_handlers()
         write_endpoint(
             self.services.paths,
             Endpoint(url=self.listeners.operator_url, token=self.services.operator_token, pid=os.getpid()),
@@ -113,4 +139,8 @@ class OrchestratorServer:
             self.services.paths.endpoint_file.unlink(missing_ok=True)
 
     def stop(self) -> None:
+        """First call: graceful shutdown. A second call (a second Ctrl-C) stops at once."""
+        if self.server.should_exit:
+            self.server.force_exit = True
         self.server.should_exit = True
+        self.services.inbox.close()

@@ -60,11 +60,20 @@ class Inbox:
         self._results: dict[str, list[asyncio.Future[WorkResult]]] = {}
         self._progress: dict[str, list[asyncio.Queue[object]]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
         self.on_put: list[Callable[[str, InboxItem], None]] = []
         """Called with (agent, item) after a new item is queued, e.g. to wake a hibernated agent."""
 
     def bind_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
+
+    def close(self) -> None:
+        """Release every waiting long-poll at once (the orchestrator is shutting down)."""
+        self._closed = True
+        with self._lock:
+            events = list(self._arrivals.values())
+        for event in events:
+            self._call_in_loop(event.set)
 
     # --- producing -------------------------------------------------------------------------
 
@@ -136,7 +145,7 @@ class Inbox:
             if item is not None:
                 return item
             remaining = deadline - asyncio.get_running_loop().time()
-            if remaining <= 0:
+            if remaining <= 0 or self._closed:
                 return None
             try:
                 await asyncio.wait_for(arrival.wait(), timeout=remaining)

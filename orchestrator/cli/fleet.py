@@ -131,6 +131,8 @@ def ps(fleet_file: Path, as_json: bool) -> None:
     from rich.console import Console
 
     console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)
     console.print(fleet_table(status))
     if status["runtime"] != "docker":
         console.print(f"[yellow]isolation {status['isolation']}[/yellow]")

@@ -41,7 +41,7 @@ def _ensure_image(image: str, console: Console) -> None:
         console.print(f"[dim]image {stage}:[/dim] {line.rstrip()}", highlight=False)
 
     try:
-        result = ensure_image(tag=image, progress=progress)
+        result = ensure_image(tag=image, rebuild_stale=True, progress=progress)
     except ImageError as exc:
         raise CliError(f"cannot get the agent image {image}: {exc}") from None
     if result.built:

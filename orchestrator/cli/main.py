@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
 
-from orchestrator.cli import fleet, messages
+from orchestrator.cli import costs, fleet, image, messages, operator, scheduler
 from orchestrator.cli.client import CliError
 
 
@@ -34,12 +35,21 @@ COMMANDS: list[click.Command] = [
     fleet.serve,
     messages.send,
     messages.chat,
+    scheduler.heartbeat,
+    scheduler.runs,
+    operator.events,
+    operator.workspace,
+    costs.costs,
+    image.image,
 ]
 for command in COMMANDS:
     cli.add_command(command)
 
 
 def main() -> None:
+    if not sys.stdout.isatty():
+        # Tables piped to a file or another program keep their columns instead of 80-column wrapping.
+        os.environ.setdefault("COLUMNS", "160")
     try:
         cli.main(standalone_mode=False)
     except CliError as exc:
