@@ -1,13 +1,111 @@
-"""Helpers shared by the broker tests: serve one inbox item, ask and wait, read deliveries."""
+"""Helpers shared by the broker tests: a small fleet with contracts, its services, ask and serve."""
 
 from __future__ import annotations
 
 import asyncio
+import textwrap
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from agent_runtime.protocol import AskRequest, AskResult, InboxItem, WorkResult
+from orchestrator.auth import OPERATOR, TokenStore
+from orchestrator.backends.process import ProcessBackend
+from orchestrator.broker.broker import Broker
+from orchestrator.broker.inbox import Inbox
+from orchestrator.config.loader import load_fleet
+from orchestrator.events import EventBus
 from orchestrator.services import Services
+from orchestrator.state.db import Database
+from orchestrator.state.paths import StatePaths
+
+SUMMARIZE = """\
+---
+operations:
+  - name: summarize
+    description: Summarize a text.
+    input:
+      type: object
+      properties: {text: {type: string, minLength: 1}}
+      required: [text]
+      additionalProperties: false
+    output:
+      type: object
+      properties: {summary: {type: string}}
+      required: [summary]
+---
+I summarize texts.
+"""
+
+RELAY = """\
+---
+operations:
+  - name: relay
+    description: Pass a question on.
+    input:
+      type: object
+      properties: {to: {type: string}}
+"""
+RELAY += "---\nI relay questions.\n"
+
+FLEET_YAML = """\
+version: 1
+fleet: brokertest
+agents:
+  alpha:
+    role: asks things
+    talks_to: [beta, gamma]
+    interface: relay.md
+  beta:
+    role: summarizer
+    talks_to: [alpha, gamma]
+    interface: summarize.md
+  gamma:
+    role: relay
+    talks_to: [alpha, delta]
+    interface: relay.md
+  delta:
+    role: relay
+    talks_to: [echo]
+    interface: relay.md
+  echo:
+    role: relay
+    talks_to: [alpha]
+    interface: relay.md
+  loner:
+    role: talks to nobody
+"""
+
+
+def write_fleet(root: Path, fleet_yaml: str = FLEET_YAML) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "summarize.md").write_text(SUMMARIZE)
+    (root / "relay.md").write_text(RELAY)
+    path = root / "fleet.yaml"
+    path.write_text(textwrap.dedent(fleet_yaml))
+    return path
+
+
+def build_services(fleet_file: Path) -> Services:
+    fleet = load_fleet(fleet_file)
+    paths = StatePaths.for_fleet_file(fleet_file)
+    paths.ensure()
+    db = Database(paths.db)
+    events = EventBus(db)
+    tokens = TokenStore(db)
+    services = Services(
+        fleet=fleet,
+        paths=paths,
+        db=db,
+        events=events,
+        tokens=tokens,
+        backend=ProcessBackend(paths.root),
+    )
+    services.operator_token = tokens.mint(OPERATOR)
+    services.inbox = Inbox(services)
+    services.broker = Broker(services)
+    return services
+
 
 Responder = Callable[[InboxItem], WorkResult]
 SUMMARIZE_INPUT = {"text": "hello world"}

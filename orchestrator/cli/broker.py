@@ -1,0 +1,161 @@
+"""`flotilla contracts check`, `flotilla inbox AGENT` and `flotilla trace MESSAGE_ID`."""
+
+from __future__ import annotations
+
+import json
+from contextlib import closing
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import click
+
+from orchestrator.broker.contracts_check import ContractsReport, check_fleet_file
+from orchestrator.cli.common import client_for, fleet_file_option, load_or_exit
+
+EXIT_CONTRACT_ERRORS = 1
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> None:
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+    click.echo("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
+    for row in rows:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+def _clock(value: str | None) -> str:
+    if not value:
+        return "-"
+    return datetime.fromisoformat(value).strftime("%H:%M:%S.%f")[:-3]
+
+
+def _short(value: Any, limit: int = 48) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --------------------------------------------------------------------------------- contracts
+
+
+@click.group()
+def contracts() -> None:
+    """Check the INTERFACE.md contracts of the fleet."""
+
+
+@contracts.command("check")
+@fleet_file_option
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def contracts_check(fleet_file: Path, as_json: bool) -> None:
+    """Every contract parses, schemas are valid, talks_to and referenced operations agree.
+
+    Works offline from fleet.yaml and the workspaces next to it; exits 1 when an error is found.
+    """
+    load_or_exit(fleet_file)
+    report = check_fleet_file(fleet_file)
+    if as_json:
+        click.echo(report.model_dump_json(indent=2))
+    else:
+        _print_report(report)
+    if not report.ok:
+        raise SystemExit(EXIT_CONTRACT_ERRORS)
+
+
+def _print_report(report: ContractsReport) -> None:
+    _table(
+        ["AGENT", "OPERATIONS", "TALKS TO", "CONTRACT FROM"],
+        [
+            [
+                agent.agent,
+                ", ".join(agent.operations) or "-",
+                ", ".join(agent.talks_to) or "-",
+                agent.source,
+            ]
+            for agent in report.agents
+        ],
+    )
+    if report.issues:
+        click.echo()
+    for issue in report.issues:
+        click.echo(f"{issue.level}: {issue.agent}: {issue.message}")
+    errors = sum(issue.level == "error" for issue in report.issues)
+    warnings = len(report.issues) - errors
+    verdict = "contracts OK" if report.ok else "contracts BROKEN"
+    click.echo(f"\n{verdict}: {errors} error(s), {warnings} warning(s)")
+
+
+# ------------------------------------------------------------------------------------- inbox
+
+
+@click.command()
+@fleet_file_option
+@click.option("-a", "--all", "show_all", is_flag=True, help="Include finished items.")
+@click.option("-n", "--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@click.argument("agent")
+def inbox(fleet_file: Path, show_all: bool, limit: int, as_json: bool, agent: str) -> None:
+    """List AGENT's inbox: what waits for it (with --all, what it already handled)."""
+    with closing(client_for(fleet_file)) as client:
+        items = client.get(f"/api/v1/agents/{quote(agent, safe='')}/inbox", all=show_all, limit=limit)
+    if as_json:
+        for item in items:
+            click.echo(json.dumps(item))
+        return
+    if not items:
+        click.echo(f"{agent}'s inbox is empty" + ("" if show_all else " (--all shows finished items)"))
+        return
+    rows = [
+        [
+            item["id"][:12],
+            _clock(item["created_at"]),
+            item["kind"],
+            item["sender"],
+            item.get("operation") or "-",
+            str(item["attempt"]),
+            " -> ".join([*item["trace"], agent]) if item["trace"] else "-",
+            _short(item.get("input") if item.get("operation") else item.get("text", "")),
+        ]
+        for item in items
+    ]
+    _table(["ID", "CREATED", "KIND", "FROM", "OPERATION", "TRY", "CHAIN", "CONTENT"], rows)
+
+
+# ------------------------------------------------------------------------------------- trace
+
+
+@click.command()
+@fleet_file_option
+@click.option("--json", "as_json", is_flag=True, help="Print the trace as JSON.")
+@click.argument("message_id")
+def trace(fleet_file: Path, as_json: bool, message_id: str) -> None:
+    """Show the path of a request through agents (give a message id or an inbox item id)."""
+    with closing(client_for(fleet_file)) as client:
+        found = client.get(f"/api/v1/trace/{quote(message_id, safe='')}")
+    if as_json:
+        click.echo(json.dumps(found, indent=2))
+        return
+    click.echo("path: " + " -> ".join(found["path"]))
+    for message in found["messages"]:
+        click.echo(_trace_line(message, found["message_id"]))
+
+
+def _trace_line(message: dict[str, Any], asked: str) -> str:
+    indent = "  " * message["depth"]
+    what = f"ask {message['operation']}" if message["kind"] == "ask" else "tell"
+    state = message["state"]
+    if message.get("error_code"):
+        state += f" ({message['error_code']}: {message.get('error_message') or ''})"
+    elif message.get("item_state") and message["kind"] == "tell":
+        state += f", {message['item_state']}"
+    took = ""
+    if message.get("finished_at"):
+        seconds = (
+            datetime.fromisoformat(message["finished_at"]) - datetime.fromisoformat(message["created_at"])
+        ).total_seconds()
+        took = f" in {seconds * 1000:.0f} ms"
+    marker = "*" if message["id"] == asked else "-"
+    return (
+        f"{indent}{marker} {_clock(message['created_at'])} {message['sender']} -> {message['recipient']}"
+        f" {what}: {state}{took}  [{message['id'][:12]}]"
+    )
