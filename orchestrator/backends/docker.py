@@ -91,13 +91,17 @@ def network_name(fleet: str) -> str:
 
 
 def chown_for_agent(path: Path) -> None:
-    """Give path (recursively) to the container user. Needs root; see DockerBackend for others."""
-    os.lchown(path, AGENT_UID, AGENT_GID)
+    """Give path (recursively) to the container user. Needs root; see DockerBackend for others.
+
+    Symbolic links are never followed, and the walk goes by directory descriptors, so an agent
+    that plants links in its folder cannot turn this into a chown of host files.
+    """
+    os.chown(path, AGENT_UID, AGENT_GID, follow_symlinks=False)
     if path.is_symlink() or not path.is_dir():
         return
-    for parent, dirs, files in os.walk(path):
+    for _, dirs, files, dir_fd in os.fwalk(path, follow_symlinks=False):
         for name in (*dirs, *files):
-            os.lchown(os.path.join(parent, name), AGENT_UID, AGENT_GID)
+            os.chown(name, AGENT_UID, AGENT_GID, dir_fd=dir_fd, follow_symlinks=False)
 
 
 def _is_ours(labels: dict[str, str] | None) -> bool:
@@ -286,10 +290,10 @@ class DockerBackend(Backend):
 
     def create(self, spec: AgentSpec) -> UnitInfo:
         env = self._environment(spec)
-        self._replace_own_stale(spec)
         network = network_name(spec.fleet)
         if self._find_network(network) is None:
             raise BackendError(f"network {network} does not exist: prepare the fleet first")
+        self._replace_own_stale(spec)
         self._own_data_dir(spec.data_dir, spec.image)
         try:
             container = self._client.containers.create(

@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import docker.errors
@@ -13,7 +15,16 @@ import pytest
 
 from orchestrator.backends.base import BackendUnavailable
 from orchestrator.backends.docker import connect_docker, network_name
-from orchestrator.image import DEFAULT_TAG, ImageBuildResult, build_image
+from orchestrator.image import (
+    BASE_SCRIPT,
+    DEFAULT_TAG,
+    DOCKERFILE,
+    RUNTIME_PACKAGE,
+    WHEELHOUSE,
+    ImageBuildResult,
+    build_image,
+    default_repo_root,
+)
 
 # testcontainers reads this when it first starts a container; its reaper image is not available here.
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
@@ -35,9 +46,25 @@ def docker_client() -> Any:
 
 
 @pytest.fixture(scope="session")
-def agent_image(docker_client: Any) -> ImageBuildResult:
+def source_snapshot(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the image's sources taken at session start, so edits made while the tests run
+    cannot make the session's image stale. The wheelhouse is shared with the checkout."""
+    root = default_repo_root()
+    snapshot = tmp_path_factory.mktemp("source")
+    shutil.copy(root / "pyproject.toml", snapshot / "pyproject.toml")
+    shutil.copytree(root / DOCKERFILE.parent, snapshot / DOCKERFILE.parent)
+    shutil.copytree(root / BASE_SCRIPT.parent, snapshot / BASE_SCRIPT.parent)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(root / RUNTIME_PACKAGE, snapshot / RUNTIME_PACKAGE, ignore=ignore)
+    (root / WHEELHOUSE).mkdir(parents=True, exist_ok=True)
+    (snapshot / WHEELHOUSE).symlink_to(root / WHEELHOUSE, target_is_directory=True)
+    return snapshot
+
+
+@pytest.fixture(scope="session")
+def agent_image(docker_client: Any, source_snapshot: Path) -> ImageBuildResult:
     """The agent image, built once per session (a no-op when it is up to date)."""
-    return build_image(tag=DEFAULT_TAG, client=docker_client)
+    return build_image(source_snapshot, tag=DEFAULT_TAG, client=docker_client)
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ the container; no test sends traffic anywhere.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import stat
 from collections.abc import Iterator
@@ -29,11 +30,12 @@ from orchestrator.backends.docker import (
     AGENT_UID,
     ICC_OPTION,
     DockerBackend,
+    chown_for_agent,
     memory_without_cache,
     network_name,
     unit_info,
 )
-from orchestrator.image import LABEL_INPUTS_HASH, ImageBuildResult, default_repo_root
+from orchestrator.image import LABEL_INPUTS_HASH, ImageBuildResult
 
 SLEEP = ["python3", "-c", "print('agent up'); print('second line'); import time; time.sleep(120)"]
 SECRET_LOOKING = re.compile(r"KEY|SECRET|TOKEN|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
@@ -123,6 +125,28 @@ def test_unit_info_from_inspect_data() -> None:
     )
     assert info.exit_code == 3 and info.restart_count == 2
     assert info.started_at is not None and info.started_at.year == 2025
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
+def test_chown_for_agent_never_follows_links(tmp_path: Path) -> None:
+    outside = tmp_path / "host-file"
+    outside.write_text("host")
+    data = tmp_path / "data"
+    (data / "workspace" / "memory").mkdir(parents=True)
+    (data / "workspace" / "memory" / "note.md").write_text("n")
+    (data / "workspace" / "escape").symlink_to(outside)
+    (data / "up").symlink_to(tmp_path, target_is_directory=True)
+    chown_for_agent(data)
+    for path in (
+        data,
+        data / "workspace",
+        data / "workspace" / "memory",
+        data / "workspace" / "memory" / "note.md",
+    ):
+        assert path.stat().st_uid == AGENT_UID, path
+    assert (data / "workspace" / "escape").lstat().st_uid == AGENT_UID
+    assert outside.stat().st_uid == os.geteuid()
+    assert tmp_path.stat().st_uid == os.geteuid()
 
 
 # --- hardening -------------------------------------------------------------------------------
@@ -392,8 +416,8 @@ def test_image_config(docker_client: Any, agent_image: ImageBuildResult) -> None
 
 
 @pytest.mark.docker
-def test_image_ships_the_checkout_runtime(image_shell: Any) -> None:
-    source = default_repo_root() / "agent_runtime" / "__init__.py"
+def test_image_ships_the_checkout_runtime(image_shell: Any, source_snapshot: Path) -> None:
+    source = source_snapshot / "agent_runtime" / "__init__.py"
     code, output = exec_python(
         image_shell,
         "import hashlib, agent_runtime; print(hashlib.sha256(open(agent_runtime.__file__, 'rb').read()).hexdigest())",

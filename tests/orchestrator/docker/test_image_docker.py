@@ -19,7 +19,6 @@ from orchestrator.image import (
     DOCKERFILE,
     RUNTIME_PACKAGE,
     ImageBuildResult,
-    default_repo_root,
     ensure_image,
     image_status,
 )
@@ -34,9 +33,9 @@ def spare_tag(docker_client: Any) -> Iterator[str]:
 
 
 @pytest.fixture
-def changed_source(tmp_path: Path) -> Path:
+def changed_source(source_snapshot: Path, tmp_path: Path) -> Path:
     """A copy of the source tree whose agent_runtime differs from the built image's."""
-    root = default_repo_root()
+    root = source_snapshot
     copy = tmp_path / "source"
     (copy / DOCKERFILE).parent.mkdir(parents=True)
     shutil.copy(root / DOCKERFILE, copy / DOCKERFILE)
@@ -49,8 +48,10 @@ def changed_source(tmp_path: Path) -> Path:
 
 
 @pytest.mark.docker
-def test_status_of_the_built_image(docker_client: Any, agent_image: ImageBuildResult) -> None:
-    status = image_status(tag=agent_image.tag, client=docker_client)
+def test_status_of_the_built_image(
+    docker_client: Any, agent_image: ImageBuildResult, source_snapshot: Path
+) -> None:
+    status = image_status(source_snapshot, tag=agent_image.tag, client=docker_client)
     assert status.exists and status.image_id == agent_image.image_id
     assert status.image_hash == agent_image.inputs_hash
     assert status.size_bytes == agent_image.size_bytes
@@ -58,9 +59,9 @@ def test_status_of_the_built_image(docker_client: Any, agent_image: ImageBuildRe
 
 @pytest.mark.docker
 def test_ensure_image_tags_an_existing_build_instead_of_building(
-    docker_client: Any, agent_image: ImageBuildResult, spare_tag: str
+    docker_client: Any, agent_image: ImageBuildResult, spare_tag: str, source_snapshot: Path
 ) -> None:
-    result = ensure_image(tag=spare_tag, client=docker_client)
+    result = ensure_image(source_snapshot, tag=spare_tag, client=docker_client)
     assert result.built is False and result.up_to_date
     assert docker_client.images.get(spare_tag).id == agent_image.image_id
 
@@ -77,12 +78,13 @@ def test_ensure_image_uses_a_stale_image_and_says_so(
 
 
 @pytest.mark.docker
-def test_image_commands(agent_image: ImageBuildResult, changed_source: Path) -> None:
+def test_image_commands(agent_image: ImageBuildResult, changed_source: Path, source_snapshot: Path) -> None:
     runner = CliRunner()
-    built = runner.invoke(image, ["build", "--tag", agent_image.tag])
+    source = ["--source", str(source_snapshot)]
+    built = runner.invoke(image, ["build", "--tag", agent_image.tag, *source])
     assert built.exit_code == 0, built.output
     assert "up to date:" in built.output and agent_image.inputs_hash[:12] in built.output
-    current = runner.invoke(image, ["status", "--tag", agent_image.tag, "--check"])
+    current = runner.invoke(image, ["status", "--tag", agent_image.tag, "--check", *source])
     assert current.exit_code == 0, current.output
     assert "up to date" in current.output
     stale = runner.invoke(
