@@ -103,11 +103,14 @@ class Budgets:
         config = self._config()
         now = self._clock()
         source: sqlite3.Connection | Database = conn if conn is not None else self._db
-        windows: list[BudgetWindow] = []
         own = config.budget_of(agent) if agent in config.agents else BudgetConfig()
-        for scope, caps, subject in (("agent", own, agent), ("fleet", config.budget, None)):
-            windows += self._windows(scope, caps, subject, source, now)  # type: ignore[arg-type]
+        windows = self._windows("agent", own, agent, source, now)
+        windows += self._windows("fleet", config.budget, None, source, now)
         return BudgetStatus(agent=agent, windows=windows)
+
+    def fleet_windows(self) -> list[BudgetWindow]:
+        """The fleet-wide caps and their use."""
+        return self._windows("fleet", self._config().budget, None, self._db, self._clock())
 
     def _windows(
         self,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal, TypeVar
@@ -246,7 +246,7 @@ class Gateway:
 
     async def open_stream(
         self, agent: str, request: ChatCompletionRequest
-    ) -> tuple[Route, AsyncIterator[bytes]]:
+    ) -> tuple[Route, AsyncGenerator[bytes, None]]:
         """Start a streamed completion. Errors before the first chunk raise GatewayError (a plain
         HTTP error); later ones end the stream with an error event."""
         primary = self._route(agent, request.model)
@@ -288,23 +288,33 @@ class Gateway:
         chunks: AsyncIterator[ChatCompletionChunk],
         chunk: ChatCompletionChunk | None,
         wants_usage: bool,
-    ) -> AsyncIterator[bytes]:
+    ) -> AsyncGenerator[bytes, None]:
         tracker = StreamTracker()
-        status: CallStatus = "interrupted"
-        error: str | None = None
-        try:
-            while chunk is not None:
-                tracker.see(chunk)
-                if wants_usage or not tracker.usage_only(chunk):
-                    yield chunk.sse()
-                chunk = await anext(chunks, None)
-            status = "ok"
-            yield DONE_EVENT
-        except UpstreamError as exc:
-            status, error = "error", exc.message
-            yield error_event("upstream_error", f"model '{route.model}': {exc.message}")
-        finally:
+        settled = False
+
+        def settle(status: CallStatus, error: str | None = None) -> None:
+            nonlocal settled
+            settled = True
             self._settle(ctx, route, usage=tracker.usage, written=tracker.written, status=status, error=error)
+
+        # The ledger is settled before the last event leaves, so that an agent that has read the
+        # whole stream finds its call already accounted for.
+        try:
+            try:
+                while chunk is not None:
+                    tracker.see(chunk)
+                    if wants_usage or not tracker.usage_only(chunk):
+                        yield chunk.sse()
+                    chunk = await anext(chunks, None)
+            except UpstreamError as exc:
+                settle("error", exc.message)
+                yield error_event("upstream_error", f"model '{route.model}': {exc.message}")
+                return
+            settle("ok")
+            yield DONE_EVENT
+        finally:
+            if not settled:
+                settle("interrupted")
             await _close(chunks)
 
     async def embeddings(self, agent: str, request: EmbeddingRequest) -> tuple[Route, EmbeddingResponse]:
@@ -356,8 +366,9 @@ class Gateway:
             agents.append(
                 AgentCosts(agent=name, can_spend=status.can_spend, budget=own, **figures.model_dump())
             )
-        fleet_windows = self.budgets.status("").windows
-        return CostsReport(at=now, agents=agents, fleet=self._figures(None, now), fleet_budget=fleet_windows)
+        return CostsReport(
+            at=now, agents=agents, fleet=self._figures(None, now), fleet_budget=self.budgets.fleet_windows()
+        )
 
     def usage(
         self, since: datetime | None = None, bucket: Literal["hour", "day"] = "hour", agent: str | None = None

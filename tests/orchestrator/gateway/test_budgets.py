@@ -276,3 +276,17 @@ def test_scheduler_facing_status(launch: Launch) -> None:
     assert status.can_spend and orch.gateway.can_spend("bob")
     assert status.windows[0].resets_at == datetime(2030, 5, 18, tzinfo=UTC)
     assert status.windows[2].resets_at == datetime(2030, 6, 1, tzinfo=UTC)
+
+
+def test_a_streamed_request_over_budget_is_refused_before_streaming(launch: Launch) -> None:
+    orch = launch("""\
+    agents:
+      alice:
+        budget: {daily_tokens: 10}
+    """)
+    body = {"model": "test", "messages": HI, "stream": True}
+    response = orch.http(orch.tokens["alice"]).post("/v1/chat/completions", json=body)
+    assert response.status_code == 429
+    assert response.headers["content-type"] == "application/json"
+    assert response.json()["error"] == "budget_exhausted"
+    assert orch.gateway.ledger.rows("alice") == []
