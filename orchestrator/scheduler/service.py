@@ -72,6 +72,8 @@ class Scheduler:
         self._task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Future[bool]] = set()
         self._next_wakeup: datetime | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._replan: asyncio.Event | None = None
         hooks = getattr(self._inbox, "on_put", None)
         if hooks is not None:
             hooks.append(self._on_inbox_put)
@@ -101,15 +103,50 @@ class Scheduler:
 
     async def run(self, until: datetime | None = None) -> None:
         """Tick agents as their slots come due; return at `until` (never, when None)."""
+        # Bound to this loop: a scheduler may be run again later in another loop (tests do).
+        self._loop, self._replan = asyncio.get_running_loop(), asyncio.Event()
         while True:
             now = self.clock.now()
             if until is not None and now >= until:
                 return
+            self._replan.clear()
             try:
                 await asyncio.to_thread(self.run_due, now)
             except (sqlite3.Error, OSError, BackendError) as exc:
                 log.error("scheduler pass failed: %s", exc)
-            await self.clock.sleep(self._delay(until))
+            await self._sleep(self._replan, self._delay(until))
+
+    async def _sleep(self, replan_event: asyncio.Event, seconds: float) -> None:
+        """Sleep until the next planned pass, or until `_request_replan` cuts the sleep short."""
+        sleeper = asyncio.ensure_future(self.clock.sleep(seconds))
+        replan = asyncio.ensure_future(replan_event.wait())
+        _, pending = await asyncio.wait({sleeper, replan}, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def _request_replan(self, agent: str) -> None:
+        """Activity of an agent that may hibernate moves its deadline: plan the next pass again.
+        Safe from any thread."""
+        loop, event = self._loop, self._replan
+        if (
+            loop is None
+            or event is None
+            or loop.is_closed()
+            or agent not in self._services.fleet.config.agents
+        ):
+            return
+        if self._services.fleet.config.hibernate_after_of(agent) is None:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            event.set()
+        else:
+            loop.call_soon_threadsafe(event.set)
 
     def _delay(self, until: datetime | None) -> float:
         now = self.clock.now()
@@ -315,6 +352,7 @@ class Scheduler:
         stored = self.runs.add_turn(record)
         if stored:
             self.store.note_activity(record.agent, self.clock.now())
+            self._request_replan(record.agent)
             self._services.events.publish(
                 EventType.RUN_FINISHED,
                 agent=record.agent,
@@ -337,7 +375,10 @@ class Scheduler:
 
     def wake(self, agent: str, reason: str = "operator") -> bool:
         """Start a hibernated agent (blocking backend call). False if it was not hibernated."""
-        return self._hibernation.wake(agent, reason)
+        woke = self._hibernation.wake(agent, reason)
+        if woke:
+            self._request_replan(agent)
+        return woke
 
     def hibernate_idle(self, now: datetime | None = None) -> list[str]:
         hibernated, _ = self._hibernation.sweep(now or self.clock.now())

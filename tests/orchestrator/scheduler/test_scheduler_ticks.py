@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
@@ -19,6 +20,7 @@ from scheduler_helpers import (
 
 from agent_runtime.protocol import ItemKind, WorkResult
 from orchestrator.scheduler.clock import ManualClock
+from orchestrator.scheduler.models import TickResult
 from orchestrator.scheduler.service import Scheduler
 from orchestrator.services import Services
 from orchestrator.testing.fake_backend import FakeBackend
@@ -237,3 +239,46 @@ def test_busy_agent_is_not_hibernated_and_failed_stop_keeps_it_awake(
     assert scheduler.hibernate_idle(at(241)) == []
     assert scheduler.hibernate_idle(at(270)) == ["worker"]
     assert backend.inspect(unit_id).state == "exited"
+
+
+class StalledClock(ManualClock):
+    """Time that never moves on its own: the loop only runs again when something replans it."""
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.Event().wait()
+
+
+class CountingScheduler(Scheduler):
+    passes = 0
+
+    def run_due(self, now: datetime | None = None) -> list[TickResult]:
+        self.passes += 1
+        return super().run_due(now)
+
+
+async def _wait_for(condition: Callable[[], bool]) -> None:
+    for _ in range(1000):
+        if condition():
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("condition never became true")
+
+
+def test_activity_of_a_hibernating_agent_replans_the_loop(make_services: MakeServices) -> None:
+    services = make_services(fleet_yaml("heartbeat: {every: 1h}", "hibernate_after: 30m"))
+    scaffold_agent(services, "worker")
+    scheduler = CountingScheduler(services, clock=StalledClock(START))
+    agent = SimulatedAgent(services, scheduler, "worker")
+
+    async def scenario() -> None:
+        task = asyncio.ensure_future(scheduler.run())
+        await _wait_for(lambda: scheduler.passes == 1)
+        services.inbox.put("worker", ItemKind.OPERATOR_MESSAGE, "operator", "hello")
+        await agent.work()  # posts a turn record: the hibernation deadline moved
+        await _wait_for(lambda: scheduler.passes == 2)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    asyncio.run(scenario())
+    assert scheduler.passes == 2
