@@ -96,7 +96,7 @@ def status(tag: str, base: str | None, check: bool, source: Path | None) -> None
         table.add_row("size", format_bytes(found.size_bytes or 0))
         table.add_row("created", found.created or "")
         table.add_row("built from", (found.image_hash or "unknown")[:12])
-    table.add_row("source", (found.source_hash or "not available")[:21])
+    table.add_row("source", found.source_hash[:12] if found.source_hash else "not available")
     if found.up_to_date:
         table.add_row("state", "[green]up to date[/green]")
     elif found.exists:
