@@ -2,37 +2,122 @@
 
 The runtime needs three things from it: a `FactStore` for flushed facts and compaction
 episodes, the memory tools for the model, and the mode it runs in (hybrid or keyword) for
-check-ins. Without a usable store the agent keeps working with MEMORY.md alone.
+check-ins. Without a usable store (no sqlite-vec driver, an unreadable database) the agent
+keeps working with MEMORY.md alone, and says so in its log.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from agent_runtime.client import OrchestratorClient
-from agent_runtime.facts import FactStore
+from agent_runtime.facts import FactStoreError
 from agent_runtime.protocol import AgentRuntimeConfig
 from agent_runtime.settings import Settings
 from agent_runtime.state import MemoryMode
-from agent_runtime.tools.registry import Tool
+from agent_runtime.tools.registry import Handler, Tool, ToolError
+
+if TYPE_CHECKING:
+    from agent_runtime.memory.store import MemoryStore
+    from agent_runtime.memory.tools import MemoryTools
 
 log = logging.getLogger(__name__)
+
+MEMORY_DB = "memory.db"
+TokenSource = Callable[[], str]
+
+
+class StoreFacts:
+    """Adapts the memory store to the context manager's `FactStore`."""
+
+    def __init__(self, store: MemoryStore, tools: MemoryTools) -> None:
+        from agent_runtime.memory import sqlite
+
+        self.store = store
+        self.tools = tools
+        self._failures: tuple[type[BaseException], ...] = (sqlite.Error, ValueError, OSError)
+
+    def save_facts(self, facts: Sequence[str], turn_ids: Sequence[str]) -> None:
+        for fact in facts:
+            try:
+                self.tools.memory_save(fact, source="extracted", turn_ids=list(turn_ids))
+            except self._failures as failed:
+                raise FactStoreError(f"fact not stored ({fact[:60]!r}): {failed}") from None
+
+    def add_episode(self, start: str, end: str, turn_ids: Sequence[str], summary: str) -> None:
+        try:
+            self.store.add_episode(start, end, turn_ids, summary)
+        except self._failures as failed:
+            raise FactStoreError(f"episode not stored: {failed}") from None
 
 
 @dataclass
 class MemoryBridge:
-    store: FactStore | None = None
+    store: StoreFacts | None = None
     tools: list[Tool] = field(default_factory=list)
-    mode: MemoryMode = "unknown"
+    memory_store: Any = None
+
+    @property
+    def mode(self) -> MemoryMode:
+        if self.memory_store is None:
+            return "unknown"
+        value = str(self.memory_store.embeddings.mode.value)
+        return "hybrid" if value == "hybrid" else "keyword"
 
     @classmethod
-    def open(cls, settings: Settings, config: AgentRuntimeConfig, client: OrchestratorClient) -> MemoryBridge:
+    def open(cls, settings: Settings, config: AgentRuntimeConfig, token: TokenSource) -> MemoryBridge:
         try:
-            import agent_runtime.memory  # noqa: F401
-        except ModuleNotFoundError as missing:
-            if missing.name != "agent_runtime.memory":
-                raise
-            log.info("no memory store in this runtime: facts go to MEMORY.md only")
+            from agent_runtime.memory import sqlite
+            from agent_runtime.memory.bm25 import WorkspaceIndex
+            from agent_runtime.memory.embeddings import GatewayEmbedder
+            from agent_runtime.memory.factlog import FactLog
+            from agent_runtime.memory.models import MemoryConfig
+            from agent_runtime.memory.store import MemoryStore
+            from agent_runtime.memory.tools import MemoryTools
+        except ImportError as missing:
+            log.warning("memory store unavailable (%s): facts go to MEMORY.md only", missing)
             return cls()
-        return cls()
+        workspace_root = settings.data_dir / "workspace"
+        embedder = None
+        if config.embedding_model:
+            embedder = GatewayEmbedder(
+                settings.orchestrator_url, token, config.embedding_model, config.embedding_dimensions
+            )
+        try:
+            store = MemoryStore(
+                settings.data_dir / MEMORY_DB,
+                embedder=embedder,
+                config=MemoryConfig(
+                    dimensions=config.embedding_dimensions, embedding_model=config.embedding_model
+                ),
+                fact_log=FactLog(workspace_root),
+            )
+        except (sqlite.Error, sqlite.SqliteVecUnavailable, OSError, ValueError) as failed:
+            log.warning("memory store did not open (%s): facts go to MEMORY.md only", failed)
+            return cls()
+        memory_tools = MemoryTools(store, WorkspaceIndex(workspace_root))
+        handlers = memory_tools.handlers()
+        tools = [
+            Tool(
+                spec["function"]["name"],
+                spec["function"].get("description", ""),
+                spec["function"].get("parameters", {"type": "object"}),
+                _database_errors_as_tool_errors(handlers[spec["function"]["name"]], sqlite.Error),
+            )
+            for spec in memory_tools.tool_specs()
+        ]
+        return cls(store=StoreFacts(store, memory_tools), tools=tools, memory_store=store)
+
+
+def _database_errors_as_tool_errors(handler: Handler, error: type[Exception]) -> Handler:
+    """The SQLite driver's errors are not OSErrors: report them to the model like other failures."""
+
+    def run(arguments: dict[str, Any]) -> str:
+        try:
+            return handler(arguments)
+        except error as failed:
+            raise ToolError(f"memory database error: {failed}") from None
+
+    return run

@@ -147,7 +147,7 @@ class Worker:
         self.llm = OpenAI(
             base_url=f"{settings.orchestrator_url}/v1", api_key=client.token, max_retries=model_retries
         )
-        self.memory = MemoryBridge.open(settings, config, client)
+        self.memory = MemoryBridge.open(settings, config, lambda: self.client.token)
         state.set_memory_mode(self.memory.mode)
         self._current_item: str | None = None
         self.registry = build_tools(

@@ -76,11 +76,20 @@ def request_tokens(body: dict[str, Any]) -> int:
 
 
 def retrievable(h: Harness, store: MemoryStoreFake | None) -> set[str]:
+    """Facts found in MEMORY.md, in the given fake store, or in the agent's real memory store."""
     memory = (h.data_dir / "workspace" / "MEMORY.md").read_text(encoding="utf-8")
     known = {normalize_fact(line.lstrip("- ")) for line in memory.splitlines()}
     if store is not None:
         known |= {normalize_fact(fact) for fact in store.facts}
+    real = h.worker.memory.memory_store
+    if real is not None:
+        known |= {normalize_fact(fact.text) for fact in real.list_facts(limit=100_000)}
     return known
+
+
+def in_memory_md(h: Harness) -> set[str]:
+    memory = (h.data_dir / "workspace" / "MEMORY.md").read_text(encoding="utf-8")
+    return {normalize_fact(line.lstrip("- ")) for line in memory.splitlines()}
 
 
 def drive(
@@ -121,24 +130,32 @@ def drive(
 def test_hundreds_of_turns_never_exceed_the_window_and_keep_every_fact(harness: HarnessFactory) -> None:
     model = ScriptedModel(reply_chars=300)
     h = harness(model, context_window=4096)
-    seeded = drive(h, model, turns=150, store=None, filler_chars=1000)
+    seeded = drive(h, model, turns=120, store=None, filler_chars=1000)
     compactions = [e for e in h.fake.events if e.type == "compaction.done"]
     assert len(compactions) >= 10
     assert max(model.request_sizes) <= 4096
     assert h.worker.context.flush()
-    assert {normalize_fact(f) for f in seeded} <= retrievable(h, None)
+    wanted = {normalize_fact(f) for f in seeded}
+    assert wanted <= in_memory_md(h)
+    # The real memory store got each one too, as an extracted fact tied to its turns.
+    store = h.worker.memory.memory_store
+    assert store is not None
+    stored = store.list_facts(limit=100_000)
+    assert wanted <= {normalize_fact(f.text) for f in stored}
+    assert all(f.source.value == "extracted" and f.turn_ids for f in stored)
+    assert len(store.recent_episodes(limit=1000)) == len(compactions)
     status = h.worker.context.status()
     assert status.compactions == len(compactions) and status.flushes >= len(compactions)
     assert status.tokenizer == "cl100k"
 
 
-def test_memory_store_takes_facts_episodes_and_memory_md_overflow(harness: HarnessFactory) -> None:
+def test_memory_md_overflow_goes_to_the_store_only(harness: HarnessFactory) -> None:
     model = ScriptedModel(reply_chars=200)
     h = harness(model, context_window=12_000)
     store = MemoryStoreFake()
     h.worker.context.store = store
     # Long facts fill MEMORY.md past its 16 KiB cap: the oldest move out, into the store only.
-    seeded = drive(h, model, turns=120, store=store, filler_chars=900, fact_every=1, fact_chars=180)
+    seeded = drive(h, model, turns=100, store=store, filler_chars=900, fact_every=1, fact_chars=180)
     assert h.worker.context.flush()
     memory_size = len((h.data_dir / "workspace" / "MEMORY.md").read_bytes())
     assert memory_size <= 16 * 1024
