@@ -1,0 +1,73 @@
+"""The agent's long-term memory: facts and episodes in one SQLite file, searched by vector and
+keyword; the workspace's markdown searched with BM25; tools for the model; maintenance jobs.
+
+    store = MemoryStore(data / "memory.db", embedder=GatewayEmbedder(url, token, model, dims),
+                        config=MemoryConfig(dimensions=dims, embedding_model=model),
+                        fact_log=FactLog(data / "workspace"))
+    tools = MemoryTools(store, WorkspaceIndex(data / "workspace", skip_line=is_fact_line))
+    runner = MaintenanceRunner(store, data, complete=model_call, model=name)
+"""
+
+from agent_runtime.memory.bm25 import FileHit, WorkspaceIndex
+from agent_runtime.memory.embeddings import (
+    DeterministicEmbedder,
+    Embedder,
+    EmbeddingError,
+    EmbeddingService,
+    GatewayEmbedder,
+)
+from agent_runtime.memory.factlog import FactLog, is_fact_line
+from agent_runtime.memory.maintenance import JobRun, JobSchedule, MaintenanceRunner, Outcome, list_runs
+from agent_runtime.memory.models import (
+    Contradiction,
+    ContradictionStatus,
+    Episode,
+    EpisodeHit,
+    Fact,
+    FactHit,
+    FactSource,
+    FactStatus,
+    MemoryConfig,
+    MemoryMode,
+    MemoryStatus,
+    SaveOutcome,
+    SaveResult,
+)
+from agent_runtime.memory.store import ContradictionNotFound, FactNotFound, MemoryInputError, MemoryStore
+from agent_runtime.memory.tools import MemoryTools, ToolInputError
+
+__all__ = [
+    "Contradiction",
+    "ContradictionNotFound",
+    "ContradictionStatus",
+    "DeterministicEmbedder",
+    "Embedder",
+    "EmbeddingError",
+    "EmbeddingService",
+    "Episode",
+    "EpisodeHit",
+    "Fact",
+    "FactHit",
+    "FactLog",
+    "FactNotFound",
+    "FactSource",
+    "FactStatus",
+    "FileHit",
+    "GatewayEmbedder",
+    "JobRun",
+    "JobSchedule",
+    "MaintenanceRunner",
+    "MemoryConfig",
+    "MemoryInputError",
+    "MemoryMode",
+    "MemoryStatus",
+    "MemoryStore",
+    "MemoryTools",
+    "Outcome",
+    "SaveOutcome",
+    "SaveResult",
+    "ToolInputError",
+    "WorkspaceIndex",
+    "is_fact_line",
+    "list_runs",
+]

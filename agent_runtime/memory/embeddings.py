@@ -1,0 +1,222 @@
+"""Embeddings for the memory store: the gateway client, a deterministic local one, and the
+guard that switches the store to keyword-only search when embeddings fail.
+
+An `Embedder` is any callable turning a batch of texts into one vector per text. It raises
+`EmbeddingError` when it cannot; the guard counts consecutive failures and, after
+`failure_limit` of them, stops calling for a while (exponential backoff), so a dead embedding
+service costs nothing per message and comes back on its own.
+"""
+
+from __future__ import annotations
+
+import base64
+import struct
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from agent_runtime.memory.models import MemoryMode
+from agent_runtime.memory.vectors import VectorError, to_blob
+from agent_runtime.testing.embeddings import deterministic_embedding
+
+EMBEDDINGS_PATH = "/v1/embeddings"
+MAX_BATCH = 128
+QUERY_CACHE_SIZE = 256
+
+
+class EmbeddingError(RuntimeError):
+    """The embedder gave no usable vectors for this batch."""
+
+
+class Embedder(Protocol):
+    def __call__(self, texts: list[str]) -> list[list[float]]: ...
+
+
+class DeterministicEmbedder:
+    """The `test` model's embeddings, computed locally: the same vectors the gateway returns."""
+
+    def __init__(self, dims: int) -> None:
+        self.dims = dims
+
+    def __call__(self, texts: list[str]) -> list[list[float]]:
+        return [deterministic_embedding(text, self.dims) for text in texts]
+
+
+class _EmbeddingItem(BaseModel):
+    index: int
+    embedding: list[float] | str
+
+
+class _EmbeddingReply(BaseModel):
+    data: list[_EmbeddingItem]
+
+
+TokenSource = str | Callable[[], str]
+
+
+class GatewayEmbedder:
+    """Posts to the orchestrator's OpenAI-compatible `POST /v1/embeddings` with a bearer token.
+
+    `token` may be a callable so a rotated token is picked up without rebuilding the embedder.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: TokenSource,
+        model: str,
+        dims: int,
+        *,
+        timeout_s: float = 30.0,
+        client: httpx.Client | None = None,
+    ) -> None:
+        self.url = base_url.rstrip("/") + EMBEDDINGS_PATH
+        self.model = model
+        self.dims = dims
+        self._token = token
+        self._client = client or httpx.Client(timeout=timeout_s)
+        self._owns_client = client is None
+
+    def _bearer(self) -> str:
+        return self._token() if callable(self._token) else self._token
+
+    def __call__(self, texts: list[str]) -> list[list[float]]:
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), MAX_BATCH):
+            vectors += self._post(texts[start : start + MAX_BATCH])
+        return vectors
+
+    def _post(self, texts: list[str]) -> list[list[float]]:
+        body = {"model": self.model, "input": texts, "dimensions": self.dims, "encoding_format": "base64"}
+        try:
+            response = self._client.post(
+                self.url, json=body, headers={"authorization": f"Bearer {self._bearer()}"}
+            )
+        except httpx.HTTPError as failed:
+            raise EmbeddingError(f"embedding request to {self.url} failed: {failed}") from None
+        if response.status_code != 200:
+            raise EmbeddingError(
+                f"embedding request to {self.url} answered HTTP {response.status_code}: {response.text[:200]}"
+            )
+        try:
+            reply = _EmbeddingReply.model_validate_json(response.content)
+        except ValidationError as bad:
+            raise EmbeddingError(
+                f"embedding reply from {self.url} is malformed: {bad.errors()[0]['msg']}"
+            ) from None
+        if len(reply.data) != len(texts):
+            raise EmbeddingError(f"asked for {len(texts)} embeddings, got {len(reply.data)}")
+        return [self._decode(item.embedding) for item in sorted(reply.data, key=lambda item: item.index)]
+
+    def _decode(self, embedding: list[float] | str) -> list[float]:
+        if isinstance(embedding, list):
+            return embedding
+        raw = base64.b64decode(embedding)
+        if len(raw) % 4:
+            raise EmbeddingError("base64 embedding is not a whole number of float32 values")
+        return list(struct.unpack(f"<{len(raw) // 4}f", raw))
+
+    def close(self) -> None:
+        if self._owns_client:
+            self._client.close()
+
+
+class EmbeddingService:
+    """Calls the embedder unless it is resting after repeated failures; tracks the store's mode.
+
+    `embed` returns None instead of raising: the caller then works without vectors and the
+    store backfills them once embeddings are back.
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder | None,
+        dims: int,
+        *,
+        failure_limit: int = 3,
+        retry_base_s: float = 30.0,
+        retry_max_s: float = 3600.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.embedder = embedder
+        self.dims = dims
+        self.failure_limit = failure_limit
+        self.retry_base_s = retry_base_s
+        self.retry_max_s = retry_max_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self.consecutive_failures = 0
+        self.last_error: str | None = None
+        self._resting_until: float | None = None
+        self._cache: OrderedDict[str, bytes] = OrderedDict()
+
+    @property
+    def mode(self) -> MemoryMode:
+        with self._lock:
+            if self.embedder is None or self._resting_until is not None:
+                return MemoryMode.KEYWORD
+            return MemoryMode.HYBRID
+
+    def retry_in(self) -> float | None:
+        with self._lock:
+            if self._resting_until is None:
+                return None
+            return max(0.0, self._resting_until - self._clock())
+
+    def available(self) -> bool:
+        """Whether a call would be attempted now (configured, and not resting)."""
+        with self._lock:
+            if self.embedder is None:
+                return False
+            return self._resting_until is None or self._clock() >= self._resting_until
+
+    def embed(self, texts: Sequence[str]) -> list[bytes] | None:
+        """float32 blobs, one per text, or None when embeddings are unavailable right now."""
+        if not texts or not self.available() or self.embedder is None:
+            return None
+        try:
+            vectors = self.embedder(list(texts))
+            if len(vectors) != len(texts):
+                raise EmbeddingError(f"asked for {len(texts)} embeddings, got {len(vectors)}")
+            blobs = [to_blob(vector, self.dims) for vector in vectors]
+        except (EmbeddingError, VectorError) as failed:
+            self._failed(str(failed))
+            return None
+        self._succeeded()
+        return blobs
+
+    def embed_query(self, text: str) -> bytes | None:
+        """Like `embed` for one search query, with a small cache of recent queries."""
+        with self._lock:
+            cached = self._cache.get(text)
+            if cached is not None:
+                self._cache.move_to_end(text)
+        if cached is not None and self.mode is MemoryMode.HYBRID:
+            return cached
+        found = self.embed([text])
+        if found is None:
+            return None
+        with self._lock:
+            self._cache[text] = found[0]
+            while len(self._cache) > QUERY_CACHE_SIZE:
+                self._cache.popitem(last=False)
+        return found[0]
+
+    def _failed(self, error: str) -> None:
+        with self._lock:
+            self.consecutive_failures += 1
+            self.last_error = error
+            over = self.consecutive_failures - self.failure_limit
+            if over >= 0:
+                delay = min(self.retry_max_s, self.retry_base_s * (2 ** min(over, 30)))
+                self._resting_until = self._clock() + delay
+
+    def _succeeded(self) -> None:
+        with self._lock:
+            self.consecutive_failures = 0
+            self._resting_until = None

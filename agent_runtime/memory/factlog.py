@@ -1,0 +1,81 @@
+"""Saved facts in the daily log `workspace/memory/YYYY-MM-DD.md`, one line each, appended.
+
+The line format matches the rest of the daily log (`- HH:MM:SS · <kind> · <text>`):
+
+    - 14:02:11 · memory · [fact 42] The user's locker code is 4512 (user_stated, personal)
+
+The `[fact N]` marker lets a forget redact the line in place (the only rewrite the log ever
+sees) and lets the workspace index skip fact lines, which the store already answers for.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from agent_runtime.memory.models import Fact
+from agent_runtime.memory.text import one_line
+from agent_runtime.workspace import atomic_write_bytes
+
+FACT_LINE = re.compile(r"^- (?P<time>[^·]*)· memory · \[fact (?P<id>\d+)\]")
+MAX_LINE_CHARS = 400
+REDACT_ATTEMPTS = 3
+
+
+def is_fact_line(line: str) -> bool:
+    return FACT_LINE.match(line) is not None
+
+
+class FactLog:
+    def __init__(self, workspace_root: Path, clock: Callable[[], datetime] | None = None) -> None:
+        self.folder = workspace_root / "memory"
+        self._now = clock or (lambda: datetime.now(UTC))
+
+    def append(self, fact: Fact) -> Path:
+        when = self._now()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / f"{when:%Y-%m-%d}.md"
+        text = one_line(fact.text, MAX_LINE_CHARS)
+        header = f"# {when:%Y-%m-%d}\n\n" if not path.exists() else ""
+        line = f"{header}- {when:%H:%M:%S} · memory · [fact {fact.id}] {text} ({fact.source.value}, {fact.category})\n"
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode("utf-8"))
+        finally:
+            os.close(fd)
+        return path
+
+    def redact(self, fact_ids: Iterable[int]) -> int:
+        """Replace the text of these facts' lines with "(forgotten)"; returns lines changed."""
+        wanted = {str(fact_id) for fact_id in fact_ids}
+        if not wanted or not self.folder.is_dir():
+            return 0
+        changed = 0
+        for path in sorted(self.folder.glob("*.md")):
+            changed += self._redact_file(path, wanted)
+        return changed
+
+    def _redact_file(self, path: Path, wanted: set[str]) -> int:
+        for _ in range(REDACT_ATTEMPTS):
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                return 0
+            lines = data.decode("utf-8", errors="replace").splitlines(keepends=True)
+            changed = 0
+            for number, line in enumerate(lines):
+                match = FACT_LINE.match(line)
+                if match and match["id"] in wanted and not line.rstrip().endswith("(forgotten)"):
+                    lines[number] = f"- {match['time']}· memory · [fact {match['id']}] (forgotten)\n"
+                    changed += 1
+            if not changed:
+                return 0
+            # An append racing this rewrite would be lost by the rename: retry if the file grew.
+            if path.stat().st_size != len(data):
+                continue
+            atomic_write_bytes(path, "".join(lines).encode("utf-8"))
+            return changed
+        return 0

@@ -1,0 +1,157 @@
+"""The search structures of the fact store: exact embeddings, the binary vec0 index, FTS5
+keywords and per-category centroids.
+
+Every method runs on the caller's connection inside the caller's lock or transaction: a fact
+enters or leaves all structures in the same transaction as its row changes.
+
+Vector search is two-stage: a KNN over 1-bit quantized vectors (Hamming distance in sqlite-vec)
+proposes candidates, and the exact cosine similarity of their float32 embeddings orders them.
+Category centroids are running sums kept with sqlite-vec's `vec_add`/`vec_sub`, so adding a
+fact costs one vector addition, never a pass over the category.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from agent_runtime.memory.schema import vector_index
+from agent_runtime.memory.sqlite import Connection
+from agent_runtime.memory.text import fts_query
+
+DEFAULT_CATEGORY = "general"
+MAX_CATEGORY_CHARS = 64
+
+
+def normalize_category(name: str | None) -> str:
+    cleaned = " ".join((name or "").lower().split())[:MAX_CATEGORY_CHARS]
+    return cleaned or DEFAULT_CATEGORY
+
+
+class FactIndex:
+    def __init__(self, conn: Connection, dims: int) -> None:
+        self.conn = conn
+        self.dims = dims
+
+    # Categories
+
+    def category_id(self, name: str | None) -> int:
+        category = normalize_category(name)
+        row = self.conn.execute("SELECT id FROM categories WHERE name = ?", (category,)).fetchone()
+        if row is not None:
+            return int(row[0])
+        cursor = self.conn.execute("INSERT INTO categories(name) VALUES (?)", (category,))
+        return int(cursor.lastrowid or 0)
+
+    def rank_categories(self, query: bytes, top: int) -> list[tuple[int, float]]:
+        rows = self.conn.execute(
+            "SELECT id, vec_distance_cosine(vec_sum, ?) AS d FROM categories "
+            "WHERE n > 0 AND vec_sum IS NOT NULL AND d IS NOT NULL ORDER BY d LIMIT ?",
+            (query, top),
+        ).fetchall()
+        return [(int(row[0]), 1.0 - float(row[1])) for row in rows]
+
+    # Entering and leaving the index
+
+    def add(self, fact_id: int, text: str, category_id: int, vector: bytes | None) -> None:
+        self.conn.execute("INSERT INTO fact_fts(rowid, text) VALUES (?, ?)", (fact_id, text))
+        if vector is not None:
+            self.attach_vector(fact_id, category_id, vector)
+
+    def attach_vector(self, fact_id: int, category_id: int, vector: bytes) -> None:
+        """Put an active fact's vector into the KNN index and its category's centroid."""
+        self.conn.execute(
+            "INSERT OR REPLACE INTO fact_embeddings(fact_id, embedding) VALUES (?, ?)", (fact_id, vector)
+        )
+        self.conn.execute(
+            "INSERT INTO fact_index(rowid, embedding, category_id) VALUES (?, vec_quantize_binary(?), ?)",
+            (fact_id, vector, category_id),
+        )
+        self.conn.execute(
+            "UPDATE categories SET n = n + 1, "
+            "vec_sum = CASE WHEN vec_sum IS NULL THEN ? ELSE vec_add(vec_sum, ?) END WHERE id = ?",
+            (vector, vector, category_id),
+        )
+        self.conn.execute("UPDATE facts SET has_vector = 1 WHERE id = ?", (fact_id,))
+
+    def remove(self, fact_id: int, category_id: int, *, keep_embedding: bool) -> None:
+        """Take a fact out of search; keep its exact embedding only for history."""
+        self.conn.execute("DELETE FROM fact_fts WHERE rowid = ?", (fact_id,))
+        row = self.conn.execute(
+            "SELECT embedding FROM fact_embeddings WHERE fact_id = ?", (fact_id,)
+        ).fetchone()
+        indexed = self.conn.execute("SELECT 1 FROM fact_index WHERE rowid = ?", (fact_id,)).fetchone()
+        if indexed is not None:
+            self.conn.execute("DELETE FROM fact_index WHERE rowid = ?", (fact_id,))
+            if row is not None:
+                self.conn.execute(
+                    "UPDATE categories SET n = n - 1, "
+                    "vec_sum = CASE WHEN n <= 1 THEN NULL ELSE vec_sub(vec_sum, ?) END WHERE id = ?",
+                    (row[0], category_id),
+                )
+        if not keep_embedding:
+            self.conn.execute("DELETE FROM fact_embeddings WHERE fact_id = ?", (fact_id,))
+
+    def embedding(self, fact_id: int) -> bytes | None:
+        row = self.conn.execute(
+            "SELECT embedding FROM fact_embeddings WHERE fact_id = ?", (fact_id,)
+        ).fetchone()
+        return bytes(row[0]) if row is not None else None
+
+    # Queries
+
+    def knn(self, query: bytes, k: int, category_id: int | None = None) -> list[int]:
+        """Candidate fact ids by Hamming distance of the quantized vectors (bookworm needs `k = ?`)."""
+        if category_id is None:
+            rows = self.conn.execute(
+                "SELECT rowid FROM fact_index WHERE embedding MATCH vec_quantize_binary(?) AND k = ?",
+                (query, k),
+            ).fetchall()
+        else:
+            rows = self.conn.execute(
+                "SELECT rowid FROM fact_index WHERE embedding MATCH vec_quantize_binary(?) AND k = ? "
+                "AND category_id = ?",
+                (query, k, category_id),
+            ).fetchall()
+        return [int(row[0]) for row in rows]
+
+    def similarities(self, query: bytes, fact_ids: Iterable[int]) -> dict[int, float]:
+        """Exact cosine similarity of each fact's float32 embedding to the query."""
+        ids = list(fact_ids)
+        if not ids:
+            return {}
+        rows = self.conn.execute(
+            "SELECT fact_id, vec_distance_cosine(embedding, ?) FROM fact_embeddings "
+            "WHERE fact_id IN (SELECT value FROM json_each(?))",
+            (query, json.dumps(ids)),
+        ).fetchall()
+        return {int(row[0]): 1.0 - float(row[1]) for row in rows if row[1] is not None}
+
+    def nearest(self, query: bytes, k: int, category_id: int | None = None) -> list[tuple[int, float]]:
+        """The k nearest active facts, exactly rescored, best first."""
+        sims = self.similarities(query, self.knn(query, max(k, 1), category_id))
+        return sorted(sims.items(), key=lambda item: item[1], reverse=True)[:k]
+
+    def keyword(self, query: str, limit: int) -> dict[int, float]:
+        """Active facts matching any query word, with their BM25 score (higher is better)."""
+        expression = fts_query(query)
+        if expression is None:
+            return {}
+        rows = self.conn.execute(
+            "SELECT rowid, -bm25(fact_fts) FROM fact_fts WHERE fact_fts MATCH ? ORDER BY rank LIMIT ?",
+            (expression, limit),
+        ).fetchall()
+        return {int(row[0]): max(float(row[1]), 0.0) for row in rows}
+
+    # Rebuilding
+
+    def reset_vectors(self) -> None:
+        """Forget every vector (the embedding model changed); facts stay and get re-embedded."""
+        self.conn.execute("DROP TABLE IF EXISTS fact_index")
+        self.conn.execute(vector_index(self.dims))
+        self.conn.execute("DELETE FROM fact_embeddings")
+        self.conn.execute("UPDATE facts SET has_vector = 0 WHERE has_vector != 0")
+        self.conn.execute("UPDATE categories SET n = 0, vec_sum = NULL")
+        self.conn.execute("UPDATE episodes SET embedding = NULL")
+        self.conn.execute("UPDATE contradictions SET embedding = NULL")
+        self.conn.execute("UPDATE barriers SET embedding = NULL")

@@ -1,0 +1,701 @@
+"""The agent's long-term memory: one SQLite file (`/data/memory.db`) of facts and episodes.
+
+`MemoryStore` is safe to share between threads (the agent loop and the maintenance jobs): one
+connection behind a lock, explicit transactions, and no network call while a transaction is
+open (embeddings are computed first). WAL mode keeps readers on the host (the operator API)
+out of the agent's way, and a committed fact survives a container restart.
+
+See `truth` for how a new fact repeats, replaces or disputes a stored one, and `search` for
+how facts are ranked.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from agent_runtime.memory import episodes, truth
+from agent_runtime.memory.embeddings import Embedder, EmbeddingService
+from agent_runtime.memory.factlog import FactLog
+from agent_runtime.memory.index import FactIndex
+from agent_runtime.memory.models import (
+    BARRED_SOURCES,
+    INITIAL_SALIENCE,
+    PRECEDENCE,
+    Contradiction,
+    ContradictionStatus,
+    Episode,
+    EpisodeHit,
+    Fact,
+    FactHit,
+    FactSource,
+    FactStatus,
+    MemoryConfig,
+    MemoryStatus,
+    SaveOutcome,
+    SaveResult,
+)
+from agent_runtime.memory.records import (
+    CONTRADICTION_COLUMNS,
+    CONTRADICTION_FROM,
+    FACT_COLUMNS,
+    FACT_FROM,
+    Row,
+    contradiction_from_row,
+    dump_ids,
+    fact_from_row,
+    iso,
+    load_ids,
+)
+from agent_runtime.memory.schema import SCHEMA_VERSION, TABLES, vector_index
+from agent_runtime.memory.search import gather, rank
+from agent_runtime.memory.sqlite import Connection, connect
+from agent_runtime.memory.text import content_key, has_word
+from agent_runtime.memory.vectors import Vector, to_blob
+
+REINFORCE = 0.1
+BACKFILL_BATCH = 32
+
+
+class MemoryInputError(ValueError):
+    """A fact, query or id given to the store is unusable; the message says which and why."""
+
+
+class FactNotFound(LookupError):
+    def __init__(self, fact_id: int, wanted: str = "") -> None:
+        self.fact_id = fact_id
+        super().__init__(f"no {wanted + ' ' if wanted else ''}fact with id {fact_id}")
+
+
+class ContradictionNotFound(LookupError):
+    def __init__(self, contradiction_id: int) -> None:
+        super().__init__(f"no pending contradiction with id {contradiction_id}")
+
+
+class MemoryStore:
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        embedder: Embedder | None = None,
+        config: MemoryConfig | None = None,
+        fact_log: FactLog | None = None,
+        clock: Callable[[], datetime] | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.path = Path(path)
+        self.config = config or MemoryConfig()
+        self.fact_log = fact_log
+        self._now = clock or (lambda: datetime.now(UTC))
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._conn: Connection = connect(self.path, cache_mb=self.config.cache_mb)
+        self.embeddings = EmbeddingService(
+            embedder,
+            self.config.dimensions,
+            failure_limit=self.config.failure_limit,
+            retry_base_s=self.config.retry_base_s,
+            retry_max_s=self.config.retry_max_s,
+            clock=monotonic,
+        )
+        self.vector_note: str | None = None
+        self.index = FactIndex(self._conn, self.config.dimensions)
+        self._prepare()
+
+    # Lifecycle
+
+    def _meta(self, key: str) -> str | None:
+        row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return str(row[0]) if row is not None else None
+
+    def _set_meta(self, key: str, value: str | None) -> None:
+        self._conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value if value is not None else ""),
+        )
+
+    def _prepare(self) -> None:
+        """Create the tables; rebuild or set aside vectors made by another embedding model."""
+        wanted_dims, wanted_model = self.config.dimensions, self.config.embedding_model or ""
+        with self.transaction() as conn:
+            for statement in TABLES.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            stored_dims, stored_model = self._meta("dimensions"), self._meta("embedding_model")
+            if stored_dims is None:
+                self._set_meta("schema_version", SCHEMA_VERSION)
+                self._set_meta("dimensions", str(wanted_dims))
+                self._set_meta("embedding_model", wanted_model)
+                conn.execute(vector_index(wanted_dims))
+                return
+            same = int(stored_dims) == wanted_dims and stored_model == wanted_model
+            if same or self.embeddings.embedder is None:
+                if not same:
+                    self.index = FactIndex(self._conn, int(stored_dims))
+                return
+            if self.config.reindex_on_model_change:
+                self.index.reset_vectors()
+                self._set_meta("dimensions", str(wanted_dims))
+                self._set_meta("embedding_model", wanted_model)
+                return
+        # Vectors of another model stay untouched; this process searches by keyword only.
+        self.vector_note = (
+            f"memory.db holds {stored_model or 'unnamed'} vectors of {stored_dims} dimensions, "
+            f"not {wanted_model or 'unnamed'} of {wanted_dims}: keyword-only search"
+        )
+        self.index = FactIndex(self._conn, int(stored_dims))
+        self.embeddings.embedder = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """BEGIN IMMEDIATE ... COMMIT; nested calls become savepoints of the outer one."""
+        with self._lock:
+            depth = self._depth
+            self._conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT sp{depth}")
+            self._depth += 1
+            try:
+                yield self._conn
+            except BaseException:
+                self._depth -= 1
+                if depth == 0:
+                    self._conn.execute("ROLLBACK")
+                else:
+                    self._conn.execute(f"ROLLBACK TO sp{depth}")
+                    self._conn.execute(f"RELEASE sp{depth}")
+                raise
+            self._depth -= 1
+            self._conn.execute("COMMIT" if depth == 0 else f"RELEASE sp{depth}")
+
+    def now(self) -> datetime:
+        return self._now()
+
+    # Saving
+
+    def _clean(self, text: str) -> str:
+        cleaned = " ".join(str(text).split())
+        if not has_word(cleaned):
+            raise MemoryInputError("fact text is empty: give at least one word")
+        if len(cleaned) > self.config.max_text_chars:
+            raise MemoryInputError(
+                f"fact text is {len(cleaned)} characters, over the limit of {self.config.max_text_chars}: "
+                "save one fact at a time"
+            )
+        return cleaned
+
+    def prepare(
+        self,
+        text: str,
+        *,
+        category: str | None = None,
+        source: FactSource | str = FactSource.AGENT,
+        turn_ids: Sequence[str] = (),
+        subject: str | None = None,
+        salience: float | None = None,
+        vector: Vector | None = None,
+        supersedes: int | None = None,
+        embed: bool = True,
+    ) -> truth.Candidate:
+        """Validate a fact and compute its embedding (outside any transaction)."""
+        cleaned = self._clean(text)
+        try:
+            origin = FactSource(source)
+        except ValueError:
+            choices = ", ".join(s.value for s in FactSource)
+            raise MemoryInputError(f"unknown fact source {source!r}: use one of {choices}") from None
+        if vector is not None:
+            blob: bytes | None = to_blob(vector, self.index.dims)
+        elif embed:
+            found = self.embeddings.embed([cleaned])
+            blob = found[0] if found else None
+        else:
+            blob = None
+        return truth.Candidate(
+            text=cleaned,
+            key=content_key(cleaned),
+            category=category or "",
+            source=origin,
+            subject=truth.normalize_subject(subject),
+            turn_ids=[str(t) for t in turn_ids],
+            salience=salience,
+            vector=blob,
+            supersedes=supersedes,
+        )
+
+    def save(
+        self,
+        text: str,
+        *,
+        category: str | None = None,
+        source: FactSource | str = FactSource.AGENT,
+        turn_ids: Sequence[str] = (),
+        subject: str | None = None,
+        salience: float | None = None,
+        vector: Vector | None = None,
+        supersedes: int | None = None,
+    ) -> SaveResult:
+        """Save one fact. `vector` skips the embedder (a precomputed embedding); `supersedes`
+        names the fact this one corrects. See `truth` for what can happen."""
+        candidate = self.prepare(
+            text,
+            category=category,
+            source=source,
+            turn_ids=turn_ids,
+            subject=subject,
+            salience=salience,
+            vector=vector,
+            supersedes=supersedes,
+        )
+        return self.save_prepared(candidate)
+
+    def save_prepared(self, candidate: truth.Candidate) -> SaveResult:
+        now = iso(self._now())
+        with self.transaction() as conn:
+            barrier = truth.find_barrier(conn, candidate.key, candidate.vector, self.config)
+            if barrier is not None:
+                if candidate.source in BARRED_SOURCES:
+                    return SaveResult(
+                        outcome=SaveOutcome.BLOCKED,
+                        detail=f"this fact was forgotten on purpose (barrier {barrier})",
+                    )
+                truth.lift_barriers(conn, candidate.key, candidate.vector, self.config)
+            category_id = self.index.category_id(candidate.category)
+            neighbors: list[tuple[int, float]] = []
+            if candidate.vector is not None:
+                neighbors = self.index.nearest(candidate.vector, self.config.neighbor_k, category_id)
+            if candidate.supersedes is None:
+                duplicate = truth.duplicate_of(conn, candidate, neighbors, self.config)
+                if duplicate is not None:
+                    self._reinforce(duplicate, candidate, now)
+                    return SaveResult(
+                        outcome=SaveOutcome.MERGED, fact_id=duplicate["id"], replaced_id=duplicate["id"]
+                    )
+            target = truth.same_subject(conn, candidate, neighbors, self.config)
+            if candidate.supersedes is not None and target is None:
+                raise FactNotFound(candidate.supersedes, "active")
+            if target is None:
+                return SaveResult(
+                    outcome=SaveOutcome.SAVED, fact_id=self._insert(candidate, category_id, now)
+                )
+            if PRECEDENCE[candidate.source] >= PRECEDENCE[FactSource(target["source"])]:
+                new_id = self._insert(candidate, category_id, now, supersedes=target["id"])
+                self._retire(target, FactStatus.SUPERSEDED, now, superseded_by=new_id)
+                return SaveResult(outcome=SaveOutcome.SUPERSEDED, fact_id=new_id, replaced_id=target["id"])
+            candidate.category = self._category_name(category_id)
+            contradiction = truth.record_contradiction(conn, target, candidate, now)
+            return SaveResult(
+                outcome=SaveOutcome.CONTRADICTION,
+                fact_id=target["id"],
+                contradiction_id=contradiction,
+                detail=f"disputes fact {target['id']} ({target['source']}), which outranks {candidate.source.value}",
+            )
+
+    def _category_name(self, category_id: int) -> str:
+        row = self._conn.execute("SELECT name FROM categories WHERE id = ?", (category_id,)).fetchone()
+        return str(row[0])
+
+    def _insert(
+        self, candidate: truth.Candidate, category_id: int, now: str, supersedes: int | None = None
+    ) -> int:
+        salience = (
+            candidate.salience if candidate.salience is not None else INITIAL_SALIENCE[candidate.source]
+        )
+        cursor = self._conn.execute(
+            "INSERT INTO facts(text, content_key, category_id, subject, source, status, created_at, updated_at, "
+            "salience, turn_ids, supersedes) VALUES (?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?)",
+            (
+                candidate.text,
+                candidate.key,
+                category_id,
+                candidate.subject,
+                candidate.source.value,
+                now,
+                now,
+                max(0.0, min(1.0, salience)),
+                dump_ids(candidate.turn_ids),
+                supersedes,
+            ),
+        )
+        fact_id = int(cursor.lastrowid or 0)
+        self.index.add(fact_id, candidate.text, category_id, candidate.vector)
+        return fact_id
+
+    def _reinforce(self, row: Row, candidate: truth.Candidate, now: str) -> None:
+        """A repeated fact: fresher, more salient, with the new turns and the higher source."""
+        source = FactSource(row["source"])
+        if PRECEDENCE[candidate.source] > PRECEDENCE[source]:
+            source = candidate.source
+        turn_ids = load_ids(row["turn_ids"]) + candidate.turn_ids
+        self._conn.execute(
+            "UPDATE facts SET updated_at = ?, salience = MIN(1.0, salience + ?), turn_ids = ?, source = ?, "
+            "subject = COALESCE(subject, ?) WHERE id = ?",
+            (now, REINFORCE, dump_ids(turn_ids), source.value, candidate.subject, row["id"]),
+        )
+
+    def _retire(self, row: Row, status: FactStatus, now: str, superseded_by: int | None = None) -> None:
+        """Take a fact out of search; what disputed it is moot once a newer fact replaced it."""
+        self.index.remove(row["id"], row["category_id"], keep_embedding=status is FactStatus.SUPERSEDED)
+        truth.dismiss_contradictions(self._conn, row["id"], now)
+        self._conn.execute(
+            "UPDATE facts SET status = ?, superseded_by = ?, updated_at = ? WHERE id = ?",
+            (status.value, superseded_by, now, row["id"]),
+        )
+
+    # Reading
+
+    def _row(self, fact_id: int) -> Row | None:
+        row: Row | None = self._conn.execute(
+            f"SELECT {FACT_COLUMNS} FROM {FACT_FROM} WHERE f.id = ?", (fact_id,)
+        ).fetchone()
+        return row
+
+    def get(self, fact_id: int) -> Fact | None:
+        with self._lock:
+            row = self._row(fact_id)
+        return fact_from_row(row) if row is not None else None
+
+    def list_facts(
+        self,
+        *,
+        status: FactStatus | None = FactStatus.ACTIVE,
+        category: str | None = None,
+        source: FactSource | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Fact]:
+        clauses, params = [], []
+        if status is not None:
+            clauses.append("f.status = ?")
+            params.append(status.value)
+        if category is not None:
+            clauses.append("c.name = ?")
+            params.append(" ".join(category.lower().split()))
+        if source is not None:
+            clauses.append("f.source = ?")
+            params.append(source.value)
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {FACT_COLUMNS} FROM {FACT_FROM} {where} ORDER BY f.id DESC LIMIT ? OFFSET ?",
+                (*params, limit, offset),
+            ).fetchall()
+        return [fact_from_row(row) for row in rows]
+
+    def history(self, fact_id: int) -> list[Fact]:
+        """Every version of this fact's subject, oldest first, following the supersession links."""
+        with self._lock:
+            row = self._row(fact_id)
+            if row is None:
+                raise FactNotFound(fact_id)
+            chain = [row]
+            while chain[0]["supersedes"] is not None and (older := self._row(chain[0]["supersedes"])):
+                chain.insert(0, older)
+            while chain[-1]["superseded_by"] is not None and (newer := self._row(chain[-1]["superseded_by"])):
+                chain.append(newer)
+        return [fact_from_row(r) for r in chain]
+
+    def search(
+        self,
+        query: str,
+        k: int = 8,
+        *,
+        category: str | None = None,
+        record_access: bool = True,
+        min_similarity: float = 0.0,
+    ) -> list[FactHit]:
+        """Active facts ranked by the hybrid score (see `search`). Never calls the network twice
+        for one query: the query embedding is cached."""
+        if not query.strip():
+            raise MemoryInputError("search query is empty")
+        if k < 1:
+            raise MemoryInputError(f"k must be at least 1, got {k}")
+        vector = self.embeddings.embed_query(query)
+        with self._lock:
+            category_id = None
+            if category is not None:
+                row = self._conn.execute(
+                    "SELECT id FROM categories WHERE name = ?", (" ".join(category.lower().split()),)
+                ).fetchone()
+                if row is None:
+                    return []
+                category_id = int(row[0])
+            candidates = gather(self.index, query, vector, k, self.config, category_id)
+            hits = rank(
+                self.index, candidates, vector is not None, k, self.config, category_id, min_similarity
+            )
+        if record_access and hits:
+            self.record_access([hit.fact.id for hit in hits])
+        return hits
+
+    def record_access(self, fact_ids: Sequence[int]) -> None:
+        with self.transaction() as conn:
+            conn.executemany(
+                "UPDATE facts SET access_count = access_count + 1, last_accessed_at = ? WHERE id = ?",
+                [(iso(self._now()), fact_id) for fact_id in fact_ids],
+            )
+
+    # Changing and forgetting
+
+    def edit(self, fact_id: int, text: str, category: str | None = None) -> SaveResult:
+        """The operator's correction: a new version (source operator) replacing the fact."""
+        with self._lock:
+            row = truth.active_fact(self._conn, fact_id)
+        if row is None:
+            raise FactNotFound(fact_id, "active")
+        cleaned = self._clean(text)
+        if content_key(cleaned) == row["content_key"] and category in (None, row["category"]):
+            with self.transaction() as conn:
+                conn.execute(
+                    "UPDATE facts SET text = ?, updated_at = ? WHERE id = ?",
+                    (cleaned, iso(self._now()), fact_id),
+                )
+                conn.execute("UPDATE fact_fts SET text = ? WHERE rowid = ?", (cleaned, fact_id))
+            return SaveResult(
+                outcome=SaveOutcome.MERGED, fact_id=fact_id, replaced_id=fact_id, detail="wording fixed"
+            )
+        candidate = self.prepare(
+            cleaned,
+            category=category or row["category"],
+            source=FactSource.OPERATOR,
+            subject=row["subject"],
+            supersedes=fact_id,
+        )
+        return self.save_prepared(candidate)
+
+    def forget(self, fact_id: int, reason: str = "forgotten on request") -> list[int]:
+        """Forget a fact and its older versions: text erased, out of every index, barrier left.
+
+        Returns the ids forgotten (empty when it was already forgotten).
+        """
+        now = iso(self._now())
+        forgotten: list[int] = []
+        with self.transaction() as conn:
+            row = self._row(fact_id)
+            if row is None:
+                raise FactNotFound(fact_id)
+            while row is not None and row["status"] != FactStatus.FORGOTTEN.value:
+                vector = self.index.embedding(row["id"])
+                truth.add_barrier(conn, row["content_key"], vector, row["id"], reason, now)
+                self.index.remove(row["id"], row["category_id"], keep_embedding=False)
+                conn.execute(
+                    "UPDATE facts SET status = 'forgotten', text = '', subject = NULL, turn_ids = '[]', "
+                    "has_vector = 0, updated_at = ? WHERE id = ?",
+                    (now, row["id"]),
+                )
+                truth.dismiss_contradictions(conn, row["id"], now)
+                forgotten.append(int(row["id"]))
+                row = self._row(row["supersedes"]) if row["supersedes"] is not None else None
+        if forgotten and self.fact_log is not None:
+            self.fact_log.redact(forgotten)
+        return forgotten
+
+    # Contradictions
+
+    def contradictions(
+        self, status: ContradictionStatus | None = ContradictionStatus.PENDING
+    ) -> list[Contradiction]:
+        where, params = ("WHERE k.status = ?", (status.value,)) if status is not None else ("", ())
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {CONTRADICTION_COLUMNS} FROM {CONTRADICTION_FROM} {where} ORDER BY k.id", params
+            ).fetchall()
+        return [contradiction_from_row(row) for row in rows]
+
+    def _contradiction_row(self, contradiction_id: int) -> Row:
+        row: Row | None = self._conn.execute(
+            "SELECT * FROM contradictions WHERE id = ? AND status = 'pending'", (contradiction_id,)
+        ).fetchone()
+        if row is None:
+            raise ContradictionNotFound(contradiction_id)
+        return row
+
+    def resolve(self, contradiction_id: int, keep: Literal["old", "new"]) -> Contradiction:
+        """The operator's decision: keep the stored fact, or let the disputing one replace it."""
+        if keep not in ("old", "new"):
+            raise MemoryInputError(f"keep must be 'old' or 'new', got {keep!r}")
+        with self._lock:
+            pending = self._contradiction_row(contradiction_id)
+        vector = pending["embedding"]
+        if keep == "new" and vector is None:
+            found = self.embeddings.embed([pending["text"]])
+            vector = found[0] if found else None
+        now = iso(self._now())
+        with self.transaction() as conn:
+            pending = self._contradiction_row(contradiction_id)
+            if keep == "old":
+                truth.add_barrier(
+                    conn,
+                    pending["content_key"],
+                    vector,
+                    None,
+                    f"contradiction {contradiction_id} rejected",
+                    now,
+                )
+                conn.execute(
+                    "UPDATE contradictions SET status = 'resolved', resolution = 'kept_old', resolved_at = ? WHERE id = ?",
+                    (now, contradiction_id),
+                )
+            else:
+                new_id = self._accept(pending, vector, now)
+                conn.execute(
+                    "UPDATE contradictions SET status = 'resolved', resolution = 'kept_new', resolved_at = ?, "
+                    "new_fact_id = ? WHERE id = ?",
+                    (now, new_id, contradiction_id),
+                )
+            row = conn.execute(
+                f"SELECT {CONTRADICTION_COLUMNS} FROM {CONTRADICTION_FROM} WHERE k.id = ?",
+                (contradiction_id,),
+            ).fetchone()
+        return contradiction_from_row(row)
+
+    def _accept(self, pending: Row, vector: bytes | None, now: str) -> int:
+        candidate = truth.Candidate(
+            text=pending["text"],
+            key=pending["content_key"],
+            category=pending["category"],
+            source=FactSource(pending["source"]),
+            subject=pending["subject"],
+            turn_ids=load_ids(pending["turn_ids"]),
+            vector=vector,
+        )
+        target = truth.active_fact(self._conn, pending["fact_id"])
+        category_id = self.index.category_id(candidate.category)
+        new_id = self._insert(candidate, category_id, now, supersedes=target["id"] if target else None)
+        if target is not None:
+            self._retire(target, FactStatus.SUPERSEDED, now, superseded_by=new_id)
+        return new_id
+
+    # Episodes
+
+    def add_episode(
+        self, start: str | datetime, end: str | datetime, turn_ids: Sequence[str], summary: str
+    ) -> Episode:
+        """Store the summary of a compacted stretch of history (called after each compaction)."""
+        text = summary.strip()
+        if not text:
+            raise MemoryInputError("episode summary is empty")
+        start_text = iso(start) if isinstance(start, datetime) else str(start)
+        end_text = iso(end) if isinstance(end, datetime) else str(end)
+        found = self.embeddings.embed([text])
+        with self.transaction() as conn:
+            episode_id = episodes.insert(
+                conn,
+                start_text,
+                end_text,
+                list(turn_ids),
+                text,
+                found[0] if found else None,
+                iso(self._now()),
+            )
+            episode = episodes.get(conn, episode_id)
+        assert episode is not None
+        return episode
+
+    def search_episodes(self, query: str, k: int = 3) -> list[EpisodeHit]:
+        vector = self.embeddings.embed_query(query) if query.strip() else None
+        with self._lock:
+            return episodes.search(
+                self._conn, query, vector, k, self.config.vector_weight, self.config.keyword_weight
+            )
+
+    def recent_episodes(self, limit: int = 10) -> list[Episode]:
+        with self._lock:
+            return episodes.recent(self._conn, limit)
+
+    # Maintenance
+
+    def decay(self) -> int:
+        """One maintenance pass of salience decay; returns the facts touched."""
+        with self.transaction() as conn:
+            cursor = conn.execute(
+                "UPDATE facts SET salience = MAX(?, salience * ?) WHERE status = 'active' AND salience > ?",
+                (self.config.salience_floor, self.config.decay_factor, self.config.salience_floor),
+            )
+        return int(cursor.rowcount)
+
+    def missing_vectors(self) -> int:
+        with self._lock:
+            facts = self._conn.execute(
+                "SELECT COUNT(*) FROM facts WHERE status = 'active' AND has_vector = 0"
+            ).fetchone()[0]
+            episodes_missing = self._conn.execute(
+                "SELECT COUNT(*) FROM episodes WHERE embedding IS NULL"
+            ).fetchone()[0]
+        return int(facts) + int(episodes_missing)
+
+    def backfill_vectors(self, batch: int = BACKFILL_BATCH, max_batches: int | None = None) -> int:
+        """Embed facts and episodes saved while embeddings were down; returns how many got vectors."""
+        done, batches = 0, 0
+        while max_batches is None or batches < max_batches:
+            batches += 1
+            with self._lock:
+                rows = self._conn.execute(
+                    "SELECT id, text, category_id FROM facts WHERE status = 'active' AND has_vector = 0 "
+                    "ORDER BY id LIMIT ?",
+                    (batch,),
+                ).fetchall()
+                pending_episodes = episodes.missing_vectors(self._conn, batch)
+            if not rows and not pending_episodes:
+                break
+            texts = [row["text"] for row in rows] + [summary for _, summary in pending_episodes]
+            vectors = self.embeddings.embed(texts)
+            if vectors is None:
+                break
+            with self.transaction() as conn:
+                for row, vector in zip(rows, vectors, strict=False):
+                    still = conn.execute(
+                        "SELECT 1 FROM facts WHERE id = ? AND status = 'active' AND has_vector = 0",
+                        (row["id"],),
+                    ).fetchone()
+                    if still is not None:
+                        self.index.attach_vector(row["id"], row["category_id"], vector)
+                        done += 1
+                for (episode_id, _), vector in zip(pending_episodes, vectors[len(rows) :], strict=True):
+                    episodes.set_vector(conn, episode_id, vector)
+                    done += 1
+        return done
+
+    def status(self) -> MemoryStatus:
+        with self._lock:
+            counts = dict(self._conn.execute("SELECT status, COUNT(*) FROM facts GROUP BY status").fetchall())
+            episode_count = self._count("SELECT COUNT(*) FROM episodes")
+            pending = self._count("SELECT COUNT(*) FROM contradictions WHERE status = 'pending'")
+            barriers = self._count("SELECT COUNT(*) FROM barriers")
+            model = self._meta("embedding_model") or None
+        return MemoryStatus(
+            mode=self.embeddings.mode,
+            embedding_model=model,
+            dimensions=self.index.dims,
+            facts_active=int(counts.get("active", 0)),
+            facts_superseded=int(counts.get("superseded", 0)),
+            facts_forgotten=int(counts.get("forgotten", 0)),
+            missing_vectors=self.missing_vectors(),
+            episodes=episode_count,
+            pending_contradictions=pending,
+            barriers=barriers,
+            consecutive_failures=self.embeddings.consecutive_failures,
+            next_retry_in_s=self.embeddings.retry_in(),
+            last_error=self.vector_note or self.embeddings.last_error,
+        )
+
+    def _count(self, sql: str) -> int:
+        return int(self._conn.execute(sql).fetchone()[0])
+
+    def query(self, sql: str, params: Sequence[object] = ()) -> list[Row]:
+        """A read for the maintenance jobs and the operator API (writes go through `transaction`)."""
+        with self._lock:
+            return list(self._conn.execute(sql, params).fetchall())

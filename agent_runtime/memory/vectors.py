@@ -1,0 +1,46 @@
+"""Embedding vectors as float32 blobs, the form sqlite-vec reads and stores."""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Sequence
+
+Vector = Sequence[float] | bytes
+
+FLOAT_BYTES = 4
+
+
+class VectorError(ValueError):
+    """A vector has the wrong size or no direction."""
+
+
+def to_blob(vector: Vector, dims: int) -> bytes:
+    """A float32 blob of exactly `dims` values; refuses zero and non-finite vectors."""
+    if isinstance(vector, bytes | bytearray | memoryview):
+        blob = bytes(vector)
+        if len(blob) != dims * FLOAT_BYTES:
+            raise VectorError(f"vector blob has {len(blob) // FLOAT_BYTES} floats, expected {dims}")
+        values = array("f")
+        values.frombytes(blob)
+    else:
+        if len(vector) != dims:
+            raise VectorError(f"vector has {len(vector)} values, expected {dims}")
+        values = array("f", vector)
+        blob = values.tobytes()
+    norm = math.fsum(v * v for v in values)
+    if not math.isfinite(norm) or norm == 0.0:
+        raise VectorError("vector is zero or not finite: it has no direction to compare")
+    return blob
+
+
+def from_blob(blob: bytes) -> list[float]:
+    values = array("f")
+    values.frombytes(blob)
+    return values.tolist()
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = math.fsum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
+    return dot / norm if norm else 0.0
