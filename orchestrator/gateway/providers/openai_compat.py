@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
@@ -78,7 +79,21 @@ class OpenAICompatProvider(Provider):
     async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
         return await self._post("embeddings", request.wire(), EmbeddingResponse)
 
+    def _redacted(self, exc: UpstreamError) -> UpstreamError:
+        """The error with the key blanked out, should the provider have echoed it back."""
+        key = os.environ.get(self.config.api_key_env) if self.config.api_key_env else None
+        if key and key in exc.message:
+            exc.message = exc.message.replace(key, "[redacted]")
+            exc.args = (exc.message,)
+        return exc
+
     async def _post(self, path: str, body: dict[str, Any], model: type[ModelT]) -> ModelT:
+        try:
+            return await self._post_unredacted(path, body, model)
+        except UpstreamError as exc:
+            raise self._redacted(exc) from None
+
+    async def _post_unredacted(self, path: str, body: dict[str, Any], model: type[ModelT]) -> ModelT:
         try:
             response = await self._client().post(path, json=body, headers=self._headers())
         except httpx.TimeoutException as exc:
@@ -95,6 +110,14 @@ class OpenAICompatProvider(Provider):
             ) from None
 
     async def stream(self, request: ChatCompletionRequest) -> AsyncIterator[ChatCompletionChunk]:
+        try:
+            async with aclosing(self._events(request)) as events:
+                async for chunk in events:
+                    yield chunk
+        except UpstreamError as exc:
+            raise self._redacted(exc) from None
+
+    async def _events(self, request: ChatCompletionRequest) -> AsyncGenerator[ChatCompletionChunk, None]:
         body = request.wire() | {"stream": True}
         headers = self._headers() | {"accept": "text/event-stream"}
         try:

@@ -264,3 +264,20 @@ def test_embeddings_are_forwarded(launch: Launch) -> None:
     assert request.authorization == f"Bearer {SECRET_KEY}"
     [row] = orch.gateway.ledger.rows("alice")
     assert (row.kind, row.tokens_in, row.tokens_out) == ("embeddings", 6, 0)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_key_echoed_by_the_provider_never_reaches_the_agent(launch: Launch, stream: bool) -> None:
+    orch = launch(AGENTS)
+    orch.upstream.script(Reply.error(401, f"Incorrect API key provided: {SECRET_KEY}"))
+    with pytest.raises(openai.APIStatusError) as caught:
+        orch.client("alice").chat.completions.create(
+            model="fake:fake-model", messages=[{"role": "user", "content": "hi"}], stream=stream
+        )
+    assert caught.value.status_code == 502
+    body = caught.value.response.json()
+    assert body["error"] == "upstream_auth"
+    assert SECRET_KEY not in caught.value.response.text and "[redacted]" in body["message"]
+    [row] = orch.gateway.ledger.rows("alice")
+    assert row.error is not None and SECRET_KEY not in row.error
+    assert len(orch.upstream.requests) == 1  # a refused key is not retried
