@@ -3,22 +3,41 @@
 Opening `/?token=<operator token>` once sets an HttpOnly cookie and redirects to `/`, so the
 token leaves the address bar; the page's own API calls and its EventSource then carry the
 cookie. Everything is served from the package: no CDN, no build step, works offline.
+
+The orchestrator also listens on the agents' network; the dashboard's pages are refused to
+peers that are not on this machine unless the app sets `state.dashboard_remote = True`.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel
 
 from orchestrator.api.deps import OperatorDep, ServicesDep
 from orchestrator.services import Services
 
-router = APIRouter(tags=["dashboard"], include_in_schema=False)
+REMOTE_FLAG = "dashboard_remote"
+
+
+def local_peers_only(request: Request) -> None:
+    """Refuse network peers that are not loopback (agents reach this app on their network)."""
+    if getattr(request.app.state, REMOTE_FLAG, False) or request.client is None:
+        return
+    try:
+        peer = ipaddress.ip_address(request.client.host.split("%", 1)[0])
+    except ValueError:
+        return  # not an IP peer (a Unix socket, an in-process test client)
+    if not peer.is_loopback:
+        raise HTTPException(status_code=403, detail="the dashboard is served to this machine only")
+
+
+router = APIRouter(tags=["dashboard"], include_in_schema=False, dependencies=[Depends(local_peers_only)])
 
 COOKIE = "flotilla_token"
 STATIC_TYPES = {

@@ -1,94 +1,57 @@
 """Prometheus metrics, computed at scrape time from the orchestrator's SQLite state.
 
 The tables belong to other subsystems (the gateway's usage ledger, the scheduler's runs, the
-inboxes, the event log). A table or column that does not exist (yet) is skipped, so a scrape
-never fails because one subsystem is absent. Event-derived counters are kept incrementally:
-each scrape reads only the events stored since the previous one.
+inboxes, the event log); `metrics_sources` reads them defensively and incrementally. Check-in
+figures (memory, whether an agent is checking in) come from the health board.
 """
 
 from __future__ import annotations
 
-import sqlite3
-import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from orchestrator.events import EventType
+from orchestrator.operator.metrics_sources import (
+    EventReader,
+    LedgerReader,
+    RunKey,
+    RunReader,
+    queue_depths,
+)
 from orchestrator.services import Services
-from orchestrator.state.db import Database
 
 HEARTBEAT_OUTCOMES = {
     EventType.HEARTBEAT_RUN.value: "run",
     EventType.HEARTBEAT_IDLE.value: "idle",
     EventType.HEARTBEAT_SKIPPED.value: "skipped",
 }
-COUNTED_EVENTS = frozenset({*HEARTBEAT_OUTCOMES, EventType.AGENT_RESTARTED.value})
+RESTARTED = EventType.AGENT_RESTARTED.value
+Family = CounterMetricFamily | GaugeMetricFamily
 
 __all__ = ["CONTENT_TYPE_LATEST", "FleetCollector", "build_registry", "render"]
 
 
-def columns_of(db: Database, table: str) -> set[str]:
-    """The table's column names; empty when it does not exist."""
-    try:
-        rows = db.query(f"PRAGMA table_info({table})")
-    except sqlite3.Error:
-        return set()
-    return {str(row["name"]) for row in rows}
-
-
-def _safe_query(db: Database, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
-    try:
-        return db.query(sql, list(params))
-    except sqlite3.OperationalError:
-        return []
-
-
-class _EventCounts:
-    """Per-(agent, type) counts of selected events, advanced from the last sequence number seen."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._last_seq = 0
-        self._counts: Counter[tuple[str, str]] = Counter()
-
-    def refresh(self, db: Database) -> Counter[tuple[str, str]]:
-        with self._lock:
-            marks = ", ".join("?" for _ in COUNTED_EVENTS)
-            rows = _safe_query(
-                db,
-                f"SELECT agent, type, COUNT(*) AS n, MAX(seq) AS last FROM events "
-                f"WHERE seq > ? AND type IN ({marks}) AND agent IS NOT NULL GROUP BY agent, type",
-                [self._last_seq, *sorted(COUNTED_EVENTS)],
-            )
-            top = _safe_query(db, "SELECT COALESCE(MAX(seq), 0) AS seq FROM events")
-            for row in rows:
-                self._counts[(str(row["agent"]), str(row["type"]))] += int(row["n"])
-            if top:
-                self._last_seq = max(self._last_seq, int(top[0]["seq"]))
-            return Counter(self._counts)
-
-
 class FleetCollector(Collector):
-    """Yields the fleet's metrics on every scrape; holds no state but the event counters."""
+    """Yields the fleet's metrics on every scrape."""
 
     def __init__(self, services: Services) -> None:
         self._services = services
-        self._events = _EventCounts()
+        self._ledger = LedgerReader()
+        self._runs = RunReader()
+        self._events = EventReader([*HEARTBEAT_OUTCOMES, RESTARTED])
 
-    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+    def collect(self) -> Iterator[Family]:
         agents = sorted(self._services.fleet.config.agents)
         yield from self._agent_info(agents)
         yield from self._usage(agents)
-        yield from self._runs(agents)
+        events = self._events.read(self._services.db)
+        yield from self._runs_and_heartbeats(agents, events)
         yield from self._queue(agents)
-        yield from self._restarts(agents)
-
-    # -- fleet shape and check-ins ------------------------------------------------------------
+        yield self._restarts(agents, events)
 
     def _agent_info(self, agents: list[str]) -> Iterator[GaugeMetricFamily]:
         config = self._services.fleet.config
@@ -107,53 +70,30 @@ class FleetCollector(Collector):
             sighting = self._services.health.last(agent)
             if sighting is not None and sighting.checkin.rss_bytes is not None:
                 memory.add_metric([agent], sighting.checkin.rss_bytes)
-        yield info
-        yield up
-        yield memory
-
-    # -- gateway usage ledger -----------------------------------------------------------------
+        yield from (info, up, memory)
 
     def _usage(self, agents: list[str]) -> Iterator[CounterMetricFamily]:
+        totals = self._ledger.read(self._services.db)
         tokens = CounterMetricFamily(
             "flotilla_llm_tokens", "Tokens through the LLM gateway", labels=["agent", "direction"]
         )
         cost = CounterMetricFamily("flotilla_llm_cost_usd", "Spend through the LLM gateway", labels=["agent"])
         calls = CounterMetricFamily(
-            "flotilla_llm_calls", "Calls through the LLM gateway", labels=["agent", "status"]
+            "flotilla_llm_calls", "Calls through the LLM gateway by status", labels=["agent", "status"]
         )
-        db = self._services.db
-        cols = columns_of(db, "gateway_usage")
-        totals: dict[str, dict[str, float]] = {a: {} for a in agents}
-        if {"agent", "tokens_in", "tokens_out", "cost_usd"} <= cols:
-            cached = "SUM(cached_tokens)" if "cached_tokens" in cols else "0"
-            settled = "WHERE status != 'reserved'" if "status" in cols else ""
-            for row in _safe_query(
-                db,
-                f"SELECT agent, SUM(tokens_in) AS t_in, SUM(tokens_out) AS t_out, {cached} AS t_cached, "
-                f"SUM(cost_usd) AS cost FROM gateway_usage {settled} GROUP BY agent",
-            ):
-                totals[str(row["agent"])] = {
-                    "in": row["t_in"] or 0,
-                    "out": row["t_out"] or 0,
-                    "cached": row["t_cached"] or 0,
-                    "cost": row["cost"] or 0.0,
-                }
-        if {"agent", "status"} <= cols:
-            for row in _safe_query(
-                db, "SELECT agent, status, COUNT(*) AS n FROM gateway_usage GROUP BY agent, status"
-            ):
-                calls.add_metric([str(row["agent"]), str(row["status"])], row["n"])
-        for agent, figures in sorted(totals.items()):
+        for agent in sorted(set(agents) | set(totals.tokens)):
+            counted = totals.tokens.get(agent, Counter())
             for direction in ("in", "out", "cached"):
-                tokens.add_metric([agent, direction], figures.get(direction, 0))
-            cost.add_metric([agent], figures.get("cost", 0.0))
-        yield tokens
-        yield cost
-        yield calls
+                tokens.add_metric([agent, direction], counted[direction])
+            cost.add_metric([agent], totals.cost.get(agent, 0.0))
+        for (agent, status), n in sorted(totals.calls.items()):
+            calls.add_metric([agent, status], n)
+        yield from (tokens, cost, calls)
 
-    # -- scheduler runs: agent turns and heartbeat ticks ---------------------------------------
-
-    def _runs(self, agents: list[str]) -> Iterator[CounterMetricFamily]:
+    def _runs_and_heartbeats(
+        self, agents: list[str], events: Counter[tuple[str, str]]
+    ) -> Iterator[CounterMetricFamily]:
+        counts, has_kind = self._runs.read(self._services.db)
         runs = CounterMetricFamily(
             "flotilla_runs",
             "Run records by kind (turn, tick), trigger and outcome",
@@ -167,73 +107,49 @@ class FleetCollector(Collector):
             "Heartbeat ticks by outcome (run, idle, skipped)",
             labels=["agent", "outcome"],
         )
-        db = self._services.db
-        cols = columns_of(db, "runs")
-        per_agent: Counter[str] = Counter({a: 0 for a in agents})
+        per_agent: Counter[str] = Counter()
         ticks: Counter[tuple[str, str]] = Counter()
-        if "agent" in cols:
-            select = {key: key if key in cols else "''" for key in ("kind", "trigger", "outcome")}
-            for row in _safe_query(
-                db,
-                f"SELECT agent, {select['kind']} AS k, {select['trigger']} AS t, {select['outcome']} AS o, "
-                "COUNT(*) AS n FROM runs GROUP BY agent, k, t, o",
-            ):
-                agent, kind, outcome, n = (
-                    str(row["agent"]),
-                    str(row["k"] or ""),
-                    str(row["o"] or ""),
-                    int(row["n"]),
-                )
-                runs.add_metric([agent, kind, str(row["t"] or ""), outcome], n)
-                if kind == "tick":
-                    ticks[(agent, outcome)] += n
-                else:
-                    per_agent[agent] += n
-        if "kind" not in cols:
-            # Without the scheduler's tick records, count the heartbeat events instead.
-            counts = self._events.refresh(self._services.db)
-            for (agent, event_type), n in counts.items():
+        for key, n in sorted(counts.items()):
+            runs.add_metric(list(key), n)
+            _tally(key, n, per_agent, ticks)
+        if not has_kind:
+            # Without the scheduler's tick records, count its heartbeat events instead.
+            for (agent, event_type), n in events.items():
                 if event_type in HEARTBEAT_OUTCOMES:
                     ticks[(agent, HEARTBEAT_OUTCOMES[event_type])] += n
-        for agent, count in sorted(per_agent.items()):
-            turns.add_metric([agent], count)
+        for agent in sorted(set(agents) | set(per_agent)):
+            turns.add_metric([agent], per_agent[agent])
         for agent in sorted(set(agents) | {agent for agent, _ in ticks}):
             for outcome in HEARTBEAT_OUTCOMES.values():
                 heartbeats.add_metric([agent, outcome], ticks[(agent, outcome)])
-        yield runs
-        yield turns
-        yield heartbeats
-
-    # -- inboxes -------------------------------------------------------------------------------
+        yield from (runs, turns, heartbeats)
 
     def _queue(self, agents: list[str]) -> Iterator[GaugeMetricFamily]:
+        depths = queue_depths(self._services.db)
         depth = GaugeMetricFamily(
             "flotilla_inbox_depth", "Inbox items waiting or being worked on", labels=["agent", "state"]
         )
-        db = self._services.db
-        counts: dict[tuple[str, str], int] = {(a, s): 0 for a in agents for s in ("queued", "claimed")}
-        if {"agent", "state"} <= columns_of(db, "inbox"):
-            for row in _safe_query(
-                db,
-                "SELECT agent, state, COUNT(*) AS n FROM inbox "
-                "WHERE state IN ('queued', 'claimed') GROUP BY agent, state",
-            ):
-                counts[(str(row["agent"]), str(row["state"]))] = int(row["n"])
-        for (agent, state), n in sorted(counts.items()):
-            depth.add_metric([agent, state], n)
+        for agent in sorted(set(agents) | {agent for agent, _ in depths}):
+            for state in ("queued", "claimed"):
+                depth.add_metric([agent, state], depths[(agent, state)])
         yield depth
 
-    # -- events --------------------------------------------------------------------------------
-
-    def _restarts(self, agents: list[str]) -> Iterator[CounterMetricFamily]:
-        counts = self._events.refresh(self._services.db)
+    def _restarts(self, agents: list[str], events: Counter[tuple[str, str]]) -> CounterMetricFamily:
         restarts = CounterMetricFamily(
             "flotilla_agent_restarts", "Restarts by the supervisor", labels=["agent"]
         )
-        restarted = EventType.AGENT_RESTARTED.value
-        for agent in sorted(set(agents) | {agent for agent, kind in counts if kind == restarted}):
-            restarts.add_metric([agent], counts[(agent, restarted)])
-        yield restarts
+        restarted = {agent for agent, kind in events if kind == RESTARTED}
+        for agent in sorted(set(agents) | restarted):
+            restarts.add_metric([agent], events[(agent, RESTARTED)])
+        return restarts
+
+
+def _tally(key: RunKey, n: int, turns: Counter[str], ticks: Counter[tuple[str, str]]) -> None:
+    agent, kind, _, outcome = key
+    if kind == "tick":
+        ticks[(agent, outcome)] += n
+    else:
+        turns[agent] += n
 
 
 def build_registry(services: Services) -> CollectorRegistry:

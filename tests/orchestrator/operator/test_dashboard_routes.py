@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import httpx
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
@@ -75,3 +78,21 @@ def test_dashboard_alias_redirects(anonymous: TestClient) -> None:
     response = anonymous.get("/dashboard", follow_redirects=False)
     assert response.status_code == 307
     assert response.headers["location"] == "/"
+
+
+def test_dashboard_is_refused_to_peers_off_this_machine(app: FastAPI, services: Services) -> None:
+    token = {"token": services.operator_token}
+
+    async def status(peer: str, path: str) -> httpx.Response:
+        transport = httpx.ASGITransport(app=app, client=(peer, 40000))
+        async with httpx.AsyncClient(transport=transport, base_url="http://orchestrator") as client:
+            return await client.get(path, params=token)
+
+    refused = asyncio.run(status("172.30.0.5", "/"))
+    assert refused.status_code == 403
+    assert "this machine only" in refused.json()["message"]
+    assert asyncio.run(status("172.30.0.5", "/dashboard/static/app.js")).status_code == 403
+    assert asyncio.run(status("127.0.0.1", "/")).status_code == 303
+    assert asyncio.run(status("::1", "/")).status_code == 303
+    app.state.dashboard_remote = True
+    assert asyncio.run(status("172.30.0.5", "/")).status_code == 303

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
@@ -116,7 +117,7 @@ def test_metrics_reflect_usage_runs_queue_and_restarts(operator: TestClient, ser
     assert value(samples, "flotilla_llm_tokens_total", agent="alpha", direction="in") == 150
     assert value(samples, "flotilla_llm_tokens_total", agent="alpha", direction="out") == 25
     assert value(samples, "flotilla_llm_tokens_total", agent="alpha", direction="cached") == 14
-    assert value(samples, "flotilla_llm_cost_usd_total", agent="alpha") == 0.75
+    assert value(samples, "flotilla_llm_cost_usd_total", agent="alpha") == pytest.approx(0.75)
     assert value(samples, "flotilla_llm_cost_usd_total", agent="beta") == 0.01
     assert value(samples, "flotilla_llm_calls_total", agent="alpha", status="ok") == 2
     assert value(samples, "flotilla_llm_calls_total", agent="alpha", status="reserved") == 1
@@ -147,3 +148,38 @@ def test_metrics_can_be_made_public(app: FastAPI, anonymous: TestClient) -> None
     response = anonymous.get("/metrics")
     assert response.status_code == 200
     assert "flotilla_agent_info" in response.text
+
+
+def test_calls_settled_between_scrapes_are_counted_once(operator: TestClient, services: Services) -> None:
+    ledger = Ledger(services.db)
+    with services.db.transaction() as conn:
+        open_row = Ledger.reserve(
+            conn,
+            at=datetime.now(UTC),
+            agent="alpha",
+            kind="chat",
+            model="test",
+            provider="test",
+            estimate=Charge(tokens_in=500, tokens_out=500, cost_usd=1.0),
+        )
+    charge(services, "alpha", 10, 1, 0.1, settle=True)  # after the open one
+    first = scrape(operator)
+    assert value(first, "flotilla_llm_tokens_total", agent="alpha", direction="in") == 10
+    assert value(first, "flotilla_llm_calls_total", agent="alpha", status="reserved") == 1
+    ledger.settle(
+        open_row,
+        model="test",
+        provider="test",
+        charge=Charge(tokens_in=300, tokens_out=40, cost_usd=0.5),
+        status="ok",
+        latency_ms=5,
+    )
+    charge(services, "alpha", 1, 1, 0.01, settle=True)
+    for _ in range(2):  # the second scrape must not count anything twice
+        samples = scrape(operator)
+        assert value(samples, "flotilla_llm_tokens_total", agent="alpha", direction="in") == 311
+        assert value(samples, "flotilla_llm_cost_usd_total", agent="alpha") == pytest.approx(0.61)
+        assert value(samples, "flotilla_llm_calls_total", agent="alpha", status="ok") == 3
+        assert (
+            ("flotilla_llm_calls_total", frozenset({("agent", "alpha"), ("status", "reserved")}))
+        ) not in samples
