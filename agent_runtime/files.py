@@ -91,14 +91,15 @@ class WorkspaceFiles:
     def read(self, relative: str, limit: int = DEFAULT_READ_LIMIT) -> str:
         path = self.resolve(relative)
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except FileNotFoundError:
             raise FileAccessError(f"{relative!r} does not exist") from None
         except IsADirectoryError:
             raise FileAccessError(f"{relative!r} is a folder: use list_files") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise FileAccessError(f"{relative!r} is a folder or a special file: use list_files")
         with os.fdopen(fd, "rb") as handle:
-            if stat.S_ISDIR(os.fstat(handle.fileno()).st_mode):
-                raise FileAccessError(f"{relative!r} is a folder: use list_files")
             data = handle.read(limit + 1)
         text = data[:limit].decode("utf-8", errors="replace")
         if len(data) > limit:

@@ -152,6 +152,8 @@ class FakeOrchestrator(FakeModel):
         self.runs: list[RunRecord] = []
         self.events: list[AgentEvent] = []
         self.checkins: list[CheckIn] = []
+        self.config_failures = 0
+        self.config_calls = 0
         self._lock = threading.Lock()
         app = self.app
         app.get("/agent/v1/config")(self._config)
@@ -170,6 +172,9 @@ class FakeOrchestrator(FakeModel):
         return request.headers.get("authorization") == f"Bearer {self.token}"
 
     async def _config(self, request: Request) -> Response:
+        self.config_calls += 1
+        if self.config_calls <= self.config_failures:
+            return JSONResponse({"error": "starting", "message": "not ready", "details": []}, status_code=503)
         if not self._authorized(request):
             return JSONResponse(
                 {"error": "unauthorized", "message": "bad token", "details": []}, status_code=401
