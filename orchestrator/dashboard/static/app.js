@@ -559,6 +559,27 @@
     box.replaceChildren(table(columns, rows, "Inbox is empty."));
   }
 
+  // Search answers may be one list, or lists per kind (facts, episodes, files); take them all.
+  function memoryHits(data) {
+    if (Array.isArray(data)) return data;
+    const hits = [];
+    for (const [kind, value] of Object.entries(data || {})) {
+      if (Array.isArray(value)) hits.push(...value.map((hit) => (typeof hit === "object" ? { kind, ...hit } : { kind, text: hit })));
+    }
+    return hits.sort((a, b) => (Number(b.score) || 0) - (Number(a.score) || 0));
+  }
+
+  function hitText(hit) {
+    return hit.text || hit.content || hit.snippet || (hit.fact && hit.fact.text) || (hit.episode && hit.episode.summary) || hit;
+  }
+
+  function hitSource(hit) {
+    if (hit.path) return hit.start_line ? `${hit.path}:${hit.start_line}` : hit.path;
+    if (hit.fact) return `fact · ${hit.fact.category || ""}`.replace(/ · $/, "");
+    if (hit.episode) return "episode";
+    return hit.source || hit.kind || "";
+  }
+
   function memorySearch(agent) {
     const input = h("input", { type: "search", placeholder: "Search this agent's memory", "aria-label": "Memory search" });
     const results = h("div", { class: "memory-results" });
@@ -568,7 +589,7 @@
       results.replaceChildren(h("p", { class: "muted" }, "Searching…"));
       const result = await attempt(`/api/v1/agents/${enc(agent)}/memory/search?q=${enc(input.value.trim())}`);
       if (result.error) return results.replaceChildren(unavailable("Memory search", result.error));
-      const hits = listOf(result.data, "results", "hits", "items");
+      const hits = memoryHits(result.data);
       results.replaceChildren(
         hits.length
           ? h(
@@ -578,8 +599,8 @@
                 h(
                   "li",
                   {},
-                  h("div", {}, short(hit.text || hit.content || hit.snippet || hit, 400)),
-                  h("div", { class: "muted small" }, [hit.source || hit.path || "", hit.score !== undefined ? `score ${Number(hit.score).toFixed(3)}` : ""].filter(Boolean).join(" · "))
+                  h("div", {}, short(hitText(hit), 400)),
+                  h("div", { class: "muted small" }, [hitSource(hit), hit.score !== undefined ? `score ${Number(hit.score).toFixed(3)}` : ""].filter(Boolean).join(" · "))
                 )
               )
             )

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -109,11 +112,16 @@ def fleet_services(fleet_file: Path) -> Iterator[Services]:
     services.db.close()
 
 
-def test_dashboard_lists_the_fleet_and_updates_live(fleet_services: Services) -> None:
-    services = fleet_services
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    app = create_app(services)
-    page_errors: list[str] = []
+@dataclass
+class Session:
+    page: Page
+    url: str
+    page_errors: list[str]
+
+
+@contextmanager
+def dashboard(services: Services) -> Iterator[Session]:
+    """Chromium on the served dashboard; every request leaving loopback is refused and recorded."""
     foreign: list[str] = []
 
     def only_loopback(route: Route) -> None:
@@ -124,26 +132,49 @@ def test_dashboard_lists_the_fleet_and_updates_live(fleet_services: Services) ->
             foreign.append(route.request.url)
             route.abort()
 
-    with serve_app(app) as url, sync_playwright() as playwright:
+    with serve_app(create_app(services)) as url, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
             page = browser.new_page(viewport={"width": 1440, "height": 1000})
-            page.on("pageerror", lambda error: page_errors.append(str(error)))
+            session = Session(page, url, [])
+            page.on("pageerror", lambda error: session.page_errors.append(str(error)))
             page.route("**/*", only_loopback)
             page.goto(f"{url}/?token={services.operator_token}")
-
-            # The token was swapped for a cookie and removed from the address bar.
-            assert page.url == f"{url}/"
-            check_fleet_overview(page, services)
-            check_live_update(page, services)
-            page.screenshot(path=str(ARTIFACTS / "dashboard.png"), full_page=True)
-
-            check_agent_page(page, services)
-            page.screenshot(path=str(ARTIFACTS / "dashboard-agent.png"), full_page=True)
+            yield session
         finally:
             browser.close()
-    assert page_errors == []
     assert foreign == []
+
+
+def test_dashboard_lists_the_fleet_and_updates_live(fleet_services: Services) -> None:
+    services = fleet_services
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with dashboard(services) as session:
+        page = session.page
+        # The token was swapped for a cookie and removed from the address bar.
+        assert page.url == f"{session.url}/"
+        check_fleet_overview(page, services)
+        check_live_update(page, services)
+        page.screenshot(path=str(ARTIFACTS / "dashboard.png"), full_page=True)
+
+        check_agent_page(page, services)
+        page.screenshot(path=str(ARTIFACTS / "dashboard-agent.png"), full_page=True)
+    assert session.page_errors == []
+
+
+def test_missing_data_sources_show_unavailable(services: Services) -> None:
+    """Only the event bus, tokens and workspaces: no gateway, scheduler or fleet manager."""
+    with dashboard(services) as session:
+        page = session.page
+        page.get_by_text("Fleet status unavailable").wait_for(timeout=WAIT_MS)
+        assert page.locator("#fleet-table .agent-link").all_inner_texts() == ["alpha", "beta"]
+        page.get_by_text("Usage data unavailable").wait_for(timeout=WAIT_MS)
+        event = services.events.publish(EventType.AGENT_REPORTED, agent="beta", note="still alive")
+        page.locator(f'#feed li[data-seq="{event.seq}"]').wait_for(timeout=WAIT_MS)
+        page.locator("#fleet-table .agent-link", has_text="beta").click()
+        page.get_by_text("Runs unavailable").wait_for(timeout=WAIT_MS)
+        page.locator("button.link", has_text="SOUL.md").wait_for(timeout=WAIT_MS)
+    assert session.page_errors == []
 
 
 def check_fleet_overview(page: Page, services: Services) -> None:
@@ -186,6 +217,13 @@ def check_agent_page(page: Page, services: Services) -> None:
     page.locator("text=Draft the release notes").wait_for(timeout=WAIT_MS)
     page.locator("button", has_text="2026-01-01.md").click()
     page.locator("text=Cite the source of every figure.").wait_for(timeout=WAIT_MS)
+
+    # Memory search answers with hits, no match, or "unavailable" when that service is absent.
+    page.locator(".search input").fill("release")
+    page.locator(".search button").click()
+    page.locator(".memory-results").get_by_text(re.compile("unavailable|No matches|score")).wait_for(
+        timeout=WAIT_MS
+    )
 
     # A direct look at one file, then an edit refused for its size, from the page itself.
     page.locator("button.link", has_text="MEMORY.md").click()
