@@ -121,15 +121,15 @@ class Budgets:
         now: datetime,
     ) -> list[BudgetWindow]:
         found: list[BudgetWindow] = []
-        spends: dict[datetime, Spend] = {}
+        spends: dict[tuple[datetime, datetime], Spend] = {}
         for kind in BUDGET_KINDS:
             limit = getattr(caps, kind)
             if limit is None:
                 continue
             start, end = day_window(now) if kind.startswith("daily") else month_window(now)
-            if start not in spends:
-                spends[start] = Ledger.spend(source, subject, start)
-            spend = spends[start]
+            if (start, end) not in spends:
+                spends[(start, end)] = Ledger.spend(source, subject, start, end)
+            spend = spends[(start, end)]
             spent = spend.usd if kind.endswith("_usd") else float(spend.tokens)
             found.append(
                 BudgetWindow(

@@ -4,6 +4,11 @@ A call is first written as a `reserved` row carrying its estimated tokens and co
 concurrent calls see each other), then settled with the provider's figures. Spend in a
 window is the sum over the rows of that window, reserved ones included; restarting the
 orchestrator therefore loses nothing.
+
+Budget checks read a per-day rollup (`gateway_spend_daily`, one row per agent and day plus
+one for the whole fleet under the empty name) kept in step with every ledger write in the
+same transaction, so a check costs the same with a month of history as with none. The
+rollup is derived data: it is rebuilt from the ledger when the gateway starts.
 """
 
 from __future__ import annotations
@@ -36,6 +41,24 @@ CREATE TABLE IF NOT EXISTS gateway_usage (
 );
 CREATE INDEX IF NOT EXISTS gateway_usage_agent_at ON gateway_usage(agent, at);
 CREATE INDEX IF NOT EXISTS gateway_usage_at ON gateway_usage(at);
+CREATE TABLE IF NOT EXISTS gateway_spend_daily (
+    subject TEXT NOT NULL,
+    day TEXT NOT NULL,
+    usd REAL NOT NULL DEFAULT 0,
+    tokens INTEGER NOT NULL DEFAULT 0,
+    calls INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (subject, day)
+);
+"""
+FLEET_SUBJECT = ""  # agent names are DNS labels, never empty
+_REBUILD_ROLLUP = """
+DELETE FROM gateway_spend_daily;
+INSERT INTO gateway_spend_daily(subject, day, usd, tokens, calls)
+    SELECT agent, substr(at, 1, 10), SUM(cost_usd), SUM(tokens_in + tokens_out), COUNT(*)
+    FROM gateway_usage GROUP BY agent, substr(at, 1, 10);
+INSERT INTO gateway_spend_daily(subject, day, usd, tokens, calls)
+    SELECT '', substr(at, 1, 10), SUM(cost_usd), SUM(tokens_in + tokens_out), COUNT(*)
+    FROM gateway_usage GROUP BY substr(at, 1, 10);
 """
 
 CallKind = Literal["chat", "embeddings"]
@@ -111,31 +134,51 @@ class LedgerRow:
         )
 
 
+def _day(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%d")
+
+
+def _add_spend(conn: sqlite3.Connection, agent: str, day: str, usd: float, tokens: int, calls: int) -> None:
+    for subject in (agent, FLEET_SUBJECT):
+        conn.execute(
+            "INSERT INTO gateway_spend_daily(subject, day, usd, tokens, calls) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT(subject, day) DO UPDATE SET usd = usd + excluded.usd, "
+            "tokens = tokens + excluded.tokens, calls = calls + excluded.calls",
+            (subject, day, usd, tokens, calls),
+        )
+
+
 class Ledger:
     def __init__(self, db: Database) -> None:
         self._db = db
         db.ensure_schema(SCHEMA)
 
-    def close_interrupted(self) -> int:
-        """Reservations left by a previous process keep their estimate as their charge."""
-        cursor = self._db.execute(
-            "UPDATE gateway_usage SET status = 'interrupted', estimated = 1 WHERE status = 'reserved'"
-        )
+    def recover(self) -> int:
+        """At start-up: reservations left by a previous process keep their estimate as their
+        charge (status `interrupted`), and the daily rollup is rebuilt from the ledger."""
+        with self._db.transaction() as conn:
+            cursor = conn.execute(
+                "UPDATE gateway_usage SET status = 'interrupted', estimated = 1 WHERE status = 'reserved'"
+            )
+            for statement in filter(str.strip, _REBUILD_ROLLUP.split(";")):
+                conn.execute(statement)
         return cursor.rowcount
 
     @staticmethod
-    def spend(conn: sqlite3.Connection | Database, agent: str | None, since: datetime) -> Spend:
-        """Spend since a moment, for one agent or (agent=None) the whole fleet."""
-        sql = "SELECT COALESCE(SUM(cost_usd), 0), COALESCE(SUM(tokens_in + tokens_out), 0), COUNT(*) "
-        sql += "FROM gateway_usage WHERE at >= ?"
-        params: list[str] = [timestamp(since)]
-        if agent is not None:
-            sql += " AND agent = ?"
-            params.append(agent)
-        if isinstance(conn, Database):
-            row = conn.query_one(sql, params)
+    def spend(
+        source: sqlite3.Connection | Database, agent: str | None, start: datetime, end: datetime
+    ) -> Spend:
+        """Spend of the UTC days from `start` up to `end` (exclusive), for one agent or
+        (agent=None) the whole fleet."""
+        sql = (
+            "SELECT COALESCE(SUM(usd), 0), COALESCE(SUM(tokens), 0), COALESCE(SUM(calls), 0) "
+            "FROM gateway_spend_daily WHERE subject = ? AND day >= ? AND day < ?"
+        )
+        params = (FLEET_SUBJECT if agent is None else agent, _day(start), _day(end))
+        if isinstance(source, Database):
+            row = source.query_one(sql, params)
         else:
-            row = conn.execute(sql, params).fetchone()
+            row = source.execute(sql, params).fetchone()
         assert row is not None  # an aggregate always yields one row
         return Spend(usd=float(row[0]), tokens=int(row[1]), calls=int(row[2]))
 
@@ -166,6 +209,7 @@ class Ledger:
                 estimate.cost_usd,
             ),
         )
+        _add_spend(conn, agent, _day(at), estimate.cost_usd, estimate.tokens, 1)
         return int(cursor.lastrowid or 0)
 
     def settle(
@@ -180,24 +224,36 @@ class Ledger:
         estimated: bool = False,
         error: str | None = None,
     ) -> None:
-        self._db.execute(
-            "UPDATE gateway_usage SET model = ?, provider = ?, tokens_in = ?, tokens_out = ?, "
-            "cached_tokens = ?, cost_usd = ?, status = ?, latency_ms = ?, estimated = ?, error = ? "
-            "WHERE id = ?",
-            (
-                model,
-                provider,
-                charge.tokens_in,
-                charge.tokens_out,
-                charge.cached_tokens,
-                charge.cost_usd,
-                status,
-                latency_ms,
-                int(estimated),
-                error,
-                row_id,
-            ),
-        )
+        """Replace a reservation's estimate with the call's real figures."""
+        with self._db.transaction() as conn:
+            before = conn.execute(
+                "SELECT at, agent, tokens_in + tokens_out AS tokens, cost_usd FROM gateway_usage WHERE id = ?",
+                (row_id,),
+            ).fetchone()
+            if before is None:
+                return
+            conn.execute(
+                "UPDATE gateway_usage SET model = ?, provider = ?, tokens_in = ?, tokens_out = ?, "
+                "cached_tokens = ?, cost_usd = ?, status = ?, latency_ms = ?, estimated = ?, error = ? "
+                "WHERE id = ?",
+                (
+                    model,
+                    provider,
+                    charge.tokens_in,
+                    charge.tokens_out,
+                    charge.cached_tokens,
+                    charge.cost_usd,
+                    status,
+                    latency_ms,
+                    int(estimated),
+                    error,
+                    row_id,
+                ),
+            )
+            usd_delta = charge.cost_usd - before["cost_usd"]
+            _add_spend(
+                conn, before["agent"], before["at"][:10], usd_delta, charge.tokens - before["tokens"], 0
+            )
 
     def rows(self, agent: str | None = None, limit: int = 100) -> list[LedgerRow]:
         """The most recent calls, newest first."""

@@ -83,7 +83,7 @@ class Gateway:
         self._sleep = sleep
         self.counter = counter or token_counter()
         self.ledger = Ledger(services.db)
-        self.ledger.close_interrupted()
+        self.ledger.recover()
         self.budgets = Budgets(services.db, self.ledger, services.events, lambda: self._config, clock)
         self._test = TestModelProvider(self.counter)
         self._upstreams: dict[str, OpenAICompatProvider] = {}
@@ -343,8 +343,8 @@ class Gateway:
     # ------------------------------------------------------------------ operator reports
 
     def _figures(self, agent: str | None, now: datetime) -> SpendFigures:
-        today = Ledger.spend(self._services.db, agent, day_window(now)[0])
-        month = Ledger.spend(self._services.db, agent, month_window(now)[0])
+        today = Ledger.spend(self._services.db, agent, *day_window(now))
+        month = Ledger.spend(self._services.db, agent, *month_window(now))
         return SpendFigures(
             today_usd=today.usd,
             month_usd=month.usd,

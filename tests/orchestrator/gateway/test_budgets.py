@@ -252,7 +252,12 @@ def test_budget_state_survives_a_restart(launch: Launch) -> None:
     assert spent > 0
     # A call in flight when the process died leaves its reservation behind.
     orch.gateway.budgets.reserve("bob", kind="chat", model="test", provider="test", estimate=Charge(7, 0))
+    rollup_query = "SELECT subject, day, usd, tokens, calls FROM gateway_spend_daily ORDER BY subject, day"
+    kept_in_step = [tuple(r) for r in orch.services.db.query(rollup_query)]
     restarted = Gateway(orch.services, clock=orch.clock)
+    rebuilt = [tuple(r) for r in orch.services.db.query(rollup_query)]
+    assert [r[:2] + r[3:] for r in rebuilt] == [r[:2] + r[3:] for r in kept_in_step]
+    assert [r[2] for r in rebuilt] == pytest.approx([r[2] for r in kept_in_step])
     assert restarted.budget_status("alice").windows[0].spent == spent
     assert restarted.budget_status("bob").windows[0].spent == 7  # charged at its estimate
     [interrupted] = restarted.ledger.rows("bob")

@@ -6,6 +6,7 @@ import json
 import os
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from click.testing import CliRunner
 from gateway_harness import Launch
 
@@ -39,11 +40,11 @@ def test_costs_report_per_agent_and_fleet(launch: Launch) -> None:
     alice_rows = [r for r in rows if r.agent == "alice"]
     assert by_agent["alice"].calls_today == 3 == by_agent["alice"].calls_month
     assert by_agent["alice"].today_tokens == sum(r.tokens_in + r.tokens_out for r in alice_rows)
-    assert by_agent["alice"].today_usd == sum(r.cost_usd for r in alice_rows)
+    assert by_agent["alice"].today_usd == pytest.approx(sum(r.cost_usd for r in alice_rows))
     assert [w.kind for w in by_agent["alice"].budget] == ["daily_tokens"]
     assert by_agent["carol"].calls_today == 0 and by_agent["carol"].can_spend
     assert report.fleet.calls_today == 4
-    assert report.fleet.month_usd == sum(r.cost_usd for r in rows)
+    assert report.fleet.month_usd == pytest.approx(sum(r.cost_usd for r in rows))
     assert [(w.scope, w.kind) for w in report.fleet_budget] == [("fleet", "monthly_usd")]
     assert orch.http(orch.tokens["alice"]).get("/api/v1/costs").status_code == 403
 
