@@ -8,6 +8,7 @@ The scheduler asks `can_spend(agent)` before a tick; the HTTP routes call `chat`
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -43,6 +44,8 @@ from orchestrator.gateway.retry import RetryPolicy
 from orchestrator.gateway.streaming import DONE_EVENT, StreamTracker, error_event
 from orchestrator.gateway.tokens import TokenCounter, token_counter
 from orchestrator.services import Services
+
+log = logging.getLogger(__name__)
 
 # Reserved for a reply when the request sets no max_tokens; settled to the real figure after.
 DEFAULT_OUTPUT_ESTIMATE = 256
@@ -211,7 +214,9 @@ class Gateway:
                         raise upstream_error(exc, route.model) from None
                     delay = self._retry.delay_after(number, exc)
                     if delay is None:
+                        log.warning("model %s failed (%s); giving up on it", route.model, exc.message)
                         break
+                    log.warning("model %s failed (%s); retry in %.2fs", route.model, exc.message, delay)
                     await self._sleep(delay)
         assert failure is not None  # routes is never empty
         raise upstream_error(failure[1], failure[0].model)
