@@ -236,8 +236,7 @@ class ConsolidationJob(Job):
         source, model, detail = current, None, ""
         dated_by: Callable[[str], date] = _VersionDates(workspace, self._mtime_date(workspace, today))
         if ctx.complete is not None:
-            flagged_keys = {str(row[1]) for row in flags}
-            answer = _strip_fences(ctx.ask_model(self._prompt(current, today, flagged_keys, cap)))
+            answer = _strip_fences(ctx.ask_model(self._prompt(current, today, drop_keys, cap)))
             if answer and len(answer.encode("utf-8")) <= cap:
                 # The model was told today's date: whatever relative dates it left are today's.
                 source, model, dated_by = answer, ctx.model, _Fixed(today)
