@@ -175,6 +175,8 @@ def main() -> int:
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    # One line per long-poll would drown the log; failures are logged by the runtime itself.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
         settings = Settings.from_env()
         process = AgentProcess(settings)
