@@ -20,6 +20,7 @@ import fcntl
 import hashlib
 import os
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -278,7 +279,7 @@ class Workspace:
         """
         canonical = self.check(name, content, author)
         data = content.encode("utf-8")
-        with self._locked(canonical):
+        with self.locked(canonical):
             known = self.history(canonical)
             live = self._live_bytes(canonical)
             if live is not None and (not known or known[-1].sha256 != _sha256(live)):
@@ -340,16 +341,30 @@ class Workspace:
         return record
 
     @contextlib.contextmanager
-    def _locked(self, canonical: str) -> Iterator[None]:
-        """Serialize writers of one file across processes (host and container share the folder)."""
-        directory = self._version_dir(canonical)
-        directory.mkdir(parents=True, exist_ok=True)
-        with (directory / ".lock").open("a") as lock:
+    def locked(self, name: str) -> Iterator[None]:
+        """Hold the file's write lock, across processes (host and container share the folder).
+
+        Reentrant within a thread, so a holder may call `write`. A reader that compares the live
+        file with its versions (a direct-edit watcher) takes it to never see a write half done.
+        """
+        lock_path = self._version_dir(normalize_name(name)) / ".lock"
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        held: set[str] = _HELD.__dict__.setdefault("paths", set())
+        key = str(lock_path.resolve())
+        if key in held:
+            yield
+            return
+        with lock_path.open("a") as lock:
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            held.add(key)
             try:
                 yield
             finally:
+                held.discard(key)
                 fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+
+_HELD = threading.local()
 
 
 def scaffold(data_dir: Path | str, seeds: Mapping[str, str], readonly: Mapping[str, str]) -> Workspace:

@@ -136,3 +136,20 @@ def test_files_lists_sizes_caps_and_read_only(ws: Workspace) -> None:
     assert infos["SOUL.md"].cap == 4096
     assert infos["SYSTEM.md"].read_only and not infos["SOUL.md"].read_only
     assert infos["HEARTBEAT.md"].cap is None
+
+
+def test_lock_is_reentrant_for_its_holder_and_excludes_others(ws: Workspace) -> None:
+    import threading
+
+    order: list[str] = []
+    with ws.locked("SOUL"):
+        ws.write("SOUL.md", "inside the lock", "operator")  # same thread: no deadlock
+        other = threading.Thread(
+            target=lambda: (ws.write("SOUL.md", "other", "agent"), order.append("other"))
+        )
+        other.start()
+        other.join(0.3)
+        order.append("holder")
+    other.join()
+    assert order == ["holder", "other"]
+    assert ws.read("SOUL.md") == "other"
