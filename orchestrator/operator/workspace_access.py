@@ -284,6 +284,11 @@ def write_file(
         raise ApiError(403, "read_only", str(locked)) from None
     except WorkspaceError as other:
         raise ApiError(400, "refused", str(other)) from None
+    except OSError as failed:
+        # The agent's folder on the host may belong to the container's user.
+        raise ApiError(
+            500, "write_failed", f"{canonical} could not be written on the host: {failed.strerror or failed}"
+        ) from None
     services.events.publish(
         EventType.WORKSPACE_CHANGED,
         agent=access.agent,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from fastapi.testclient import TestClient
@@ -218,3 +219,14 @@ def test_routes_need_the_operator_token(
 def test_unknown_body_fields_are_refused(operator: TestClient) -> None:
     response = operator.put(f"{BASE}/SOUL.md", json={"content": "x", "author": "agent"})
     assert response.status_code == 422
+
+
+def test_host_write_failure_is_a_clear_error(operator: TestClient, services: Services) -> None:
+    versions = services.paths.agent_dir("alpha") / "versions" / "USER"
+    shutil.rmtree(versions)
+    versions.write_text("not a folder")  # the version store cannot be opened
+    response = operator.put(f"{BASE}/USER.md", json={"content": "new text\n"})
+    assert response.status_code == 500
+    body = response.json()
+    assert body["error"] == "write_failed"
+    assert "USER.md could not be written on the host" in body["message"]
