@@ -9,6 +9,7 @@ orchestrator restart keeps a sleeping agent asleep.
 from __future__ import annotations
 
 import logging
+import threading
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,12 @@ class Hibernation:
         self._services = services
         self._store = store
         self._clock = clock
+        # A wake that arrives while the unit is still being stopped must wait for the stop,
+        # or it would find the unit "running", start nothing, and leave it stopped.
+        self._locks: dict[str, threading.RLock] = {}
+
+    def _lock(self, agent: str) -> threading.RLock:
+        return self._locks.setdefault(agent, threading.RLock())  # setdefault is atomic
 
     def _units(self, agent: str) -> list[UnitInfo]:
         labels = {LABEL_FLEET: self._services.fleet.name, LABEL_AGENT: agent}
@@ -62,6 +69,10 @@ class Hibernation:
         return hibernated, min(upcoming, default=None)
 
     def hibernate(self, agent: str, now: datetime) -> bool:
+        with self._lock(agent):
+            return self._hibernate(agent, now)
+
+    def _hibernate(self, agent: str, now: datetime) -> bool:
         if inbox_counts(self._services.db, agent).unfinished:
             return False
         units = self._units(agent)
@@ -89,6 +100,10 @@ class Hibernation:
 
     def wake(self, agent: str, reason: str) -> bool:
         """Start a hibernated agent's unit. False when it was not hibernated (nothing to do)."""
+        with self._lock(agent):
+            return self._wake(agent, reason)
+
+    def _wake(self, agent: str, reason: str) -> bool:
         now = self._clock.now()
         if not self._store.set_hibernated(agent, False, now):
             return False

@@ -72,6 +72,9 @@ class Scheduler:
         self._task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Future[bool]] = set()
         self._next_wakeup: datetime | None = None
+        # Mirrors of persisted state, so an idle pass over many agents touches no table.
+        self._plans: dict[str, tuple[str | None, datetime | None]] = {}
+        self._cadences: dict[str, tuple[HeartbeatConfig, Cadence]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._replan: asyncio.Event | None = None
         hooks = getattr(self._inbox, "on_put", None)
@@ -165,42 +168,62 @@ class Scheduler:
         results, upcoming = [], []
         for agent in config.agents:
             heartbeat = config.heartbeat_of(agent)
-            if heartbeat is None:
-                self.store.set_next_run(agent, None, None)
-                continue
             try:
-                result, next_run = self._run_agent(agent, heartbeat, now)
+                cadence = self._cadence(agent, heartbeat)
+                next_run = self._planned(agent, cadence, now)
+                if cadence is None or next_run is None:
+                    continue
+                if next_run <= now:
+                    result, next_run = self._run_slot(agent, cadence, next_run, now)
+                    results.append(result)
             except (sqlite3.Error, OSError, BackendError) as exc:
                 log.error("heartbeat of %s failed: %s", agent, exc)
                 continue
             upcoming.append(next_run)
-            if result is not None:
-                results.append(result)
         _, hibernate_at = self._hibernation.sweep(now)
         upcoming += [hibernate_at] if hibernate_at else []
         self._next_wakeup = min(upcoming, default=None)
         return results
 
-    def _run_agent(
-        self, agent: str, heartbeat: HeartbeatConfig, now: datetime
-    ) -> tuple[TickResult | None, datetime]:
+    def _cadence(self, agent: str, heartbeat: HeartbeatConfig | None) -> Cadence | None:
+        if heartbeat is None:
+            return None
+        cached = self._cadences.get(agent)
+        if cached is not None and (cached[0] is heartbeat or cached[0] == heartbeat):
+            return cached[1]
         cadence = Cadence.of(heartbeat, self._services.fleet.name, agent)
+        self._cadences[agent] = (heartbeat, cadence)
+        return cadence
+
+    def _planned(self, agent: str, cadence: Cadence | None, now: datetime) -> datetime | None:
+        """The agent's next slot: from memory, else from SQLite, else planned from now."""
+        key = cadence.key if cadence else None
+        cached = self._plans.get(agent)
+        if cached is not None and cached[0] == key:
+            return cached[1]
         state = self.store.state(agent, now)
-        next_run = state.next_run if state.cadence == cadence.key else None
-        if next_run is None:
+        next_run = state.next_run if cadence is not None and state.cadence == key else None
+        if cadence is not None and next_run is None:
             next_run = cadence.first_slot(now)
-            self.store.set_next_run(agent, cadence.key, next_run)
-        if next_run > now:
-            return None, next_run
+        if (state.cadence, state.next_run) != (key, next_run):
+            self.store.set_next_run(agent, key, next_run)
+        self._plans[agent] = (key, next_run)
+        return next_run
+
+    def _run_slot(
+        self, agent: str, cadence: Cadence, next_run: datetime, now: datetime
+    ) -> tuple[TickResult, datetime]:
         catch_up = cadence.catch_up(next_run, now)
         # Advance first: a tick that fails must not be retried in a tight loop.
         self.store.set_next_run(agent, cadence.key, catch_up.next_slot)
+        self._plans[agent] = (cadence.key, catch_up.next_slot)
         late_s = (now - catch_up.latest).total_seconds()
         missed = catch_up.count > 1 or late_s > Cadence.grace_s(catch_up)
         if not missed:
             return self.tick(agent, catch_up.latest), catch_up.next_slot
         runs = f"{catch_up.count} missed run{'s' if catch_up.count != 1 else ''}"
-        if heartbeat.missed == "skip":
+        heartbeat = self._services.fleet.config.heartbeat_of(agent)
+        if heartbeat is not None and heartbeat.missed == "skip":
             started = self.clock.now()
             result = self._finish(
                 agent,

@@ -165,6 +165,8 @@ class SchedulerStore:
 
     def rule_marks(self, agent: str, keys: list[str], at: datetime) -> dict[str, RuleMark]:
         """Last-done times of these rules; a rule seen for the first time is recorded as such."""
+        if not keys:
+            return {}
         with self._db.transaction() as conn:
             for key in keys:
                 conn.execute(
@@ -180,6 +182,8 @@ class SchedulerStore:
         return {key: marks[key] for key in keys}
 
     def mark_rules_done(self, agent: str, keys: list[str], at: datetime) -> None:
+        if not keys:
+            return
         with self._db.transaction() as conn:
             conn.executemany(
                 "UPDATE heartbeat_rules SET last_done = ? WHERE agent = ? AND rule = ?",
@@ -218,6 +222,8 @@ class SchedulerStore:
         return {row["item_id"] for row in rows}
 
     def mark_retry_seen(self, agent: str, item_ids: list[str]) -> None:
+        if not item_ids:
+            return
         with self._db.transaction() as conn:
             conn.executemany(
                 "INSERT INTO heartbeat_retry_seen(agent, item_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
