@@ -172,6 +172,9 @@ class MemoryConfig(BaseModel):
     barrier_similarity: float = Field(default=0.95, description="A forgotten fact matches above this")
     category_similarity: float = Field(default=0.35, description="A category is relevant above this")
     good_similarity: float = Field(default=0.5, description="Category results this good skip the flat pass")
+    min_similarity: float = Field(
+        default=0.2, description="Search leaves out facts below this similarity unless a keyword matched"
+    )
     neighbor_k: int = Field(default=5, ge=1, description="Neighbors checked for duplicates and subjects")
     candidate_factor: int = Field(default=4, ge=1)
     min_candidates: int = Field(default=32, ge=1)

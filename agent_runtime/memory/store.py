@@ -415,10 +415,11 @@ class MemoryStore:
         *,
         category: str | None = None,
         record_access: bool = True,
-        min_similarity: float = 0.0,
+        min_similarity: float | None = None,
     ) -> list[FactHit]:
-        """Active facts ranked by the hybrid score (see `search`). Never calls the network twice
-        for one query: the query embedding is cached."""
+        """Active facts ranked by the hybrid score (see `search`). Facts matching no query word
+        and less similar than `min_similarity` (default: the config's) are left out. The query
+        embedding is cached, so a repeated query costs no embedding call."""
         if not query.strip():
             raise MemoryInputError("search query is empty")
         if k < 1:
@@ -434,9 +435,8 @@ class MemoryStore:
                     return []
                 category_id = int(row[0])
             candidates = gather(self.index, query, vector, k, self.config, category_id)
-            hits = rank(
-                self.index, candidates, vector is not None, k, self.config, category_id, min_similarity
-            )
+            floor = self.config.min_similarity if min_similarity is None else min_similarity
+            hits = rank(self.index, candidates, vector is not None, k, self.config, category_id, floor)
         if record_access and hits:
             self.record_access([hit.fact.id for hit in hits])
         return hits

@@ -27,7 +27,6 @@ from agent_runtime.memory.text import content_key, one_line
 
 RRF_K = 60
 FORGET_SIMILARITY = 0.8
-MIN_VECTOR_SIMILARITY = 0.2
 SOURCE_ORDER = {"fact": 0, "episode": 1, "file": 2}
 SNIPPET_CHARS = 500
 
@@ -215,7 +214,7 @@ class MemoryTools:
     def memory_search(self, query: str, k: int = 8) -> dict[str, Any]:
         if not query.strip():
             raise ToolInputError("query: give at least one word to search for")
-        facts = self.store.search(query, k, min_similarity=MIN_VECTOR_SIMILARITY)
+        facts = self.store.search(query, k)
         found_episodes = self.store.search_episodes(query, k)
         files = self._file_hits(query, k)
         ranked: list[tuple[float, int, dict[str, Any]]] = []

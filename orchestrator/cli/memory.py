@@ -1,0 +1,239 @@
+"""`flotilla memory ...`: inspect and correct an agent's long-term memory.
+
+flotilla memory list AGENT [--status active|superseded|forgotten|all] [--category C]
+flotilla memory search AGENT "query" [-k N]
+flotilla memory show AGENT ID
+flotilla memory add AGENT "text" [--category C] [--subject KEY]
+flotilla memory edit AGENT ID "text" [--category C]
+flotilla memory forget AGENT ID
+flotilla memory contradictions AGENT [--all] [--resolve ID --keep old|new]
+flotilla memory status AGENT
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from orchestrator.cli.client import CliError
+from orchestrator.cli.common import client_for, fleet_file_option
+
+
+def _request(fleet_file: Path, method: str, path: str, body: Any = None, **params: Any) -> Any:
+    """One call to the running orchestrator; the connection is closed right after."""
+    client = client_for(fleet_file)
+    try:
+        if method == "GET":
+            return client.get(path, **params)
+        if method == "POST":
+            return client.post(path, body)
+        if method == "PUT":
+            return client.put(path, body)
+        return client.delete(path)
+    finally:
+        client.close()
+
+
+def _base(agent: str) -> str:
+    return f"/api/v1/agents/{agent}/memory"
+
+
+def _fact_line(fact: dict[str, Any], score: float | None = None) -> str:
+    scored = f"{score:.3f}  " if score is not None else ""
+    status = "" if fact["status"] == "active" else f" [{fact['status']}]"
+    text = fact["text"] or "(forgotten)"
+    return f"{scored}#{fact['id']}{status}  {text}  ({fact['source']}, {fact['category']}, {fact['updated_at'][:10]})"
+
+
+def _print_save(result: dict[str, Any]) -> None:
+    outcome = result["outcome"]
+    if outcome == "superseded":
+        click.echo(f"saved as #{result['fact_id']}, replacing #{result['replaced_id']}")
+    elif outcome == "saved":
+        click.echo(f"saved as #{result['fact_id']}")
+    elif outcome == "merged":
+        click.echo(
+            f"already known as #{result['fact_id']}{': ' + result['detail'] if result['detail'] else ''}"
+        )
+    elif outcome == "contradiction":
+        click.echo(
+            f"not saved: contradicts #{result['fact_id']} (contradiction {result['contradiction_id']})"
+        )
+    else:
+        click.echo(f"not saved: {result['detail'] or outcome}")
+
+
+@click.group()
+def memory() -> None:
+    """Inspect and correct an agent's long-term memory (facts, contradictions)."""
+
+
+@memory.command("list")
+@fleet_file_option
+@click.option(
+    "--status",
+    type=click.Choice(["active", "superseded", "forgotten", "all"]),
+    default="active",
+    show_default=True,
+)
+@click.option("--category", default=None, help="Only this category.")
+@click.option("--limit", type=click.IntRange(1, 1000), default=100, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@click.argument("agent")
+def list_facts(
+    fleet_file: Path, status: str, category: str | None, limit: int, as_json: bool, agent: str
+) -> None:
+    """List AGENT's facts, newest first."""
+    found = _request(
+        fleet_file, "GET", f"{_base(agent)}/facts", status=status, category=category, limit=limit
+    )
+    if as_json:
+        click.echo(json.dumps(found, indent=2))
+        return
+    if not found["facts"]:
+        click.echo("no facts")
+    for fact in found["facts"]:
+        click.echo(_fact_line(fact))
+
+
+@memory.command()
+@fleet_file_option
+@click.option("-k", "k", type=click.IntRange(1, 100), default=10, show_default=True, help="How many results.")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@click.argument("agent")
+@click.argument("query")
+def search(fleet_file: Path, k: int, as_json: bool, agent: str, query: str) -> None:
+    """Search AGENT's facts and episodes for QUERY."""
+    found = _request(fleet_file, "GET", f"{_base(agent)}/search", q=query, k=k)
+    if as_json:
+        click.echo(json.dumps(found, indent=2))
+        return
+    click.echo(f"mode: {found['mode']}")
+    for hit in found["facts"]:
+        click.echo(_fact_line(hit["fact"], hit["score"]))
+    for hit in found["episodes"]:
+        episode = hit["episode"]
+        click.echo(
+            f"{hit['score']:.3f}  episode {episode['id']} ({episode['start']} .. {episode['end']})  {episode['summary']}"
+        )
+    if not found["facts"] and not found["episodes"]:
+        click.echo("nothing found")
+
+
+@memory.command()
+@fleet_file_option
+@click.argument("agent")
+@click.argument("fact_id", type=int)
+def show(fleet_file: Path, agent: str, fact_id: int) -> None:
+    """Show a fact with every version of its subject."""
+    found = _request(fleet_file, "GET", f"{_base(agent)}/facts/{fact_id}")
+    fact = found["fact"]
+    click.echo(_fact_line(fact))
+    click.echo(
+        f"  subject: {fact['subject'] or '-'}  salience: {fact['salience']:.2f}  accesses: {fact['access_count']}"
+    )
+    click.echo(f"  turns: {', '.join(fact['turn_ids']) or '-'}")
+    if len(found["history"]) > 1:
+        click.echo("  versions:")
+        for version in found["history"]:
+            click.echo(f"    {_fact_line(version)}")
+
+
+@memory.command()
+@fleet_file_option
+@click.option("--category", default=None)
+@click.option("--subject", default=None, help="A stable key such as user.home_city.")
+@click.argument("agent")
+@click.argument("text")
+def add(fleet_file: Path, category: str | None, subject: str | None, agent: str, text: str) -> None:
+    """Teach AGENT a fact as the operator."""
+    body = {"text": text, "category": category, "subject": subject}
+    _print_save(_request(fleet_file, "POST", f"{_base(agent)}/facts", body))
+
+
+@memory.command()
+@fleet_file_option
+@click.option("--category", default=None, help="Move the fact to this category.")
+@click.argument("agent")
+@click.argument("fact_id", type=int)
+@click.argument("text")
+def edit(fleet_file: Path, category: str | None, agent: str, fact_id: int, text: str) -> None:
+    """Correct fact FACT_ID of AGENT (the old wording stays as history)."""
+    _print_save(
+        _request(fleet_file, "PUT", f"{_base(agent)}/facts/{fact_id}", {"text": text, "category": category})
+    )
+
+
+@memory.command()
+@fleet_file_option
+@click.argument("agent")
+@click.argument("fact_id", type=int)
+def forget(fleet_file: Path, agent: str, fact_id: int) -> None:
+    """Forget fact FACT_ID of AGENT for good (it will not be learned again)."""
+    found = _request(fleet_file, "DELETE", f"{_base(agent)}/facts/{fact_id}")
+    ids = found["forgotten"]
+    if not ids:
+        click.echo(f"#{fact_id} was already forgotten")
+    else:
+        click.echo(f"forgot {', '.join(f'#{i}' for i in ids)}")
+
+
+@memory.command()
+@fleet_file_option
+@click.option("--all", "show_all", is_flag=True, help="Include resolved and dismissed ones.")
+@click.option("--resolve", "resolve_id", type=int, default=None, help="Settle this contradiction.")
+@click.option(
+    "--keep", type=click.Choice(["old", "new"]), default=None, help="With --resolve: which fact stays."
+)
+@click.argument("agent")
+def contradictions(
+    fleet_file: Path, show_all: bool, resolve_id: int | None, keep: str | None, agent: str
+) -> None:
+    """List AGENT's pending contradictions, or settle one with --resolve ID --keep old|new."""
+    if resolve_id is not None:
+        if keep is None:
+            raise CliError(
+                "--resolve needs --keep old (the stored fact stays) or --keep new (the claim replaces it)"
+            )
+        done = _request(
+            fleet_file, "POST", f"{_base(agent)}/contradictions/{resolve_id}/resolve", {"keep": keep}
+        )
+        if done["resolution"] == "kept_new":
+            click.echo(f"contradiction {resolve_id}: kept the new fact as #{done['new_fact_id']}")
+        else:
+            click.echo(f"contradiction {resolve_id}: kept #{done['fact_id']}")
+        return
+    if keep is not None:
+        raise CliError("--keep is only used with --resolve ID")
+    found = _request(
+        fleet_file, "GET", f"{_base(agent)}/contradictions", status="all" if show_all else "pending"
+    )
+    if not found["contradictions"]:
+        click.echo("no contradictions")
+    for item in found["contradictions"]:
+        state = "" if item["status"] == "pending" else f" [{item['status']}]"
+        click.echo(
+            f"{item['id']}{state}  #{item['fact_id']} ({item['fact_source']}): {item['fact_text'] or '(forgotten)'}"
+        )
+        click.echo(f"    disputed by ({item['source']}): {item['text']}")
+
+
+@memory.command()
+@fleet_file_option
+@click.argument("agent")
+def status(fleet_file: Path, agent: str) -> None:
+    """Search mode, embedding model and counts of AGENT's memory."""
+    found = _request(fleet_file, "GET", f"{_base(agent)}/status")
+    click.echo(
+        f"mode: {found['mode']} ({found['embedding_model'] or 'no embedding model'}, {found['dimensions']} dims)"
+    )
+    click.echo(
+        f"facts: {found['facts_active']} active, {found['facts_superseded']} superseded, "
+        f"{found['facts_forgotten']} forgotten; missing vectors: {found['missing_vectors']}"
+    )
+    click.echo(f"episodes: {found['episodes']}; pending contradictions: {found['pending_contradictions']}")
+    if found["last_error"]:
+        click.echo(f"last error: {found['last_error']}")

@@ -1,0 +1,51 @@
+"""Bodies of the operator's memory routes."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_runtime.memory.models import Contradiction, EpisodeHit, Fact, FactHit, MemoryMode
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class FactCreate(_Body):
+    text: str = Field(min_length=1)
+    category: str | None = None
+    subject: str | None = Field(default=None, description="A stable key, e.g. 'user.home_city'")
+
+
+class FactEdit(_Body):
+    text: str = Field(min_length=1)
+    category: str | None = None
+
+
+class ResolveContradiction(_Body):
+    keep: Literal["old", "new"]
+
+
+class FactList(BaseModel):
+    facts: list[Fact]
+
+
+class FactDetail(BaseModel):
+    fact: Fact
+    history: list[Fact] = Field(description="Every version of the fact's subject, oldest first")
+
+
+class MemorySearchResult(BaseModel):
+    mode: MemoryMode
+    facts: list[FactHit]
+    episodes: list[EpisodeHit]
+
+
+class ForgetResult(BaseModel):
+    forgotten: list[int] = Field(description="The fact and its older versions, now erased")
+
+
+class ContradictionList(BaseModel):
+    contradictions: list[Contradiction]
