@@ -246,11 +246,16 @@ class OpenAICompleter:
         self.model = model
 
     def complete(self, system: str, user: str) -> str:
+        return self._create([{"role": "system", "content": system}, {"role": "user", "content": user}])
+
+    def ask(self, prompt: str) -> str:
+        """One prompt, one answer (the memory maintenance jobs' model call)."""
+        return self._create([{"role": "user", "content": prompt}])
+
+    def _create(self, messages: list[dict[str, str]]) -> str:
         try:
-            response = self.client.chat.completions.create(
-                model=self.model(),
-                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-            )
+            completions: Any = self.client.chat.completions
+            response = completions.create(model=self.model(), messages=messages)
         except openai.APIError as failed:
             raise CompletionFailed(api_error_text(failed)) from None
         if not response.choices:

@@ -11,6 +11,7 @@ import logging
 import signal
 import sys
 import threading
+import time
 from types import FrameType
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,7 @@ LONG_POLL_S = 25.0
 BACKOFF_START_S = 0.5
 BACKOFF_MAX_S = 15.0
 STOP_GRACE_S = 8.0
+MAINTENANCE_EVERY_S = 60.0
 GONE = 410
 
 
@@ -58,6 +60,7 @@ class AgentProcess:
         self.config: AgentRuntimeConfig | None = None
         self._config_stale = threading.Event()
         self._worker: Worker | None = None
+        self.crashed = False
 
     def request_stop(self) -> None:
         self.stopping.set()
@@ -91,14 +94,25 @@ class AgentProcess:
         checkin = CheckInThread(self.client, self.state, self.settings.alive_file, self._on_config_hash)
         self.state.set_state("idle")
         checkin.start()
-        work = threading.Thread(target=self.work_loop, name="work", daemon=True)
+        work = threading.Thread(target=self._work_thread, name="work", daemon=True)
         work.start()
         self.stopping.wait()
         self._shutdown(work, checkin)
-        return 0
+        return 1 if self.crashed else 0
+
+    def _work_thread(self) -> None:
+        """Run the work loop; if it dies on an unexpected error, stop the process so the
+        supervisor restarts it (the traceback goes to the log, the item is redelivered)."""
+        try:
+            self.work_loop()
+        finally:
+            if not self.stopping.is_set():
+                self.crashed = True
+                log.error("the work loop stopped unexpectedly: exiting so the agent is restarted")
+                self.request_stop()
 
     def _shutdown(self, work: threading.Thread, checkin: CheckInThread) -> None:
-        busy = self.state.current_item is not None
+        busy = self.state.current_item is not None and not self.crashed
         if busy:
             log.info("stopping: giving the current item %.0fs to finish", STOP_GRACE_S)
             work.join(STOP_GRACE_S)
@@ -112,7 +126,12 @@ class AgentProcess:
 
     def work_loop(self) -> None:
         backoff = Backoff()
+        last_maintenance = time.monotonic()
         while not self.stopping.is_set():
+            if self._worker is not None and time.monotonic() - last_maintenance >= MAINTENANCE_EVERY_S:
+                # Only an agent that has worked has memory to maintain; an idle one stays small.
+                last_maintenance = time.monotonic()
+                self._worker.maintain()
             if self._config_stale.is_set():
                 self._reload_config()
             try:

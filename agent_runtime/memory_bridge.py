@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 
 MEMORY_DB = "memory.db"
 TokenSource = Callable[[], str]
+Complete = Callable[[str], str]
 
 
 class StoreFacts:
@@ -58,6 +59,19 @@ class MemoryBridge:
     store: StoreFacts | None = None
     tools: list[Tool] = field(default_factory=list)
     memory_store: Any = None
+    maintenance: Any = None
+    failures: tuple[type[BaseException], ...] = (OSError,)
+
+    def tick(self) -> list[str]:
+        """Start the memory maintenance jobs that are due, in the background; their names."""
+        if self.maintenance is None:
+            return []
+        try:
+            started: list[str] = self.maintenance.tick()
+        except self.failures as failed:
+            log.warning("memory maintenance not started: %s", failed)
+            return []
+        return started
 
     @property
     def mode(self) -> MemoryMode:
@@ -67,12 +81,15 @@ class MemoryBridge:
         return "hybrid" if value == "hybrid" else "keyword"
 
     @classmethod
-    def open(cls, settings: Settings, config: AgentRuntimeConfig, token: TokenSource) -> MemoryBridge:
+    def open(
+        cls, settings: Settings, config: AgentRuntimeConfig, token: TokenSource, complete: Complete
+    ) -> MemoryBridge:
         try:
             from agent_runtime.memory import sqlite
             from agent_runtime.memory.bm25 import WorkspaceIndex
             from agent_runtime.memory.embeddings import GatewayEmbedder
-            from agent_runtime.memory.factlog import FactLog
+            from agent_runtime.memory.factlog import FactLog, is_fact_line
+            from agent_runtime.memory.maintenance import MaintenanceRunner
             from agent_runtime.memory.models import MemoryConfig
             from agent_runtime.memory.store import MemoryStore
             from agent_runtime.memory.tools import MemoryTools
@@ -97,7 +114,7 @@ class MemoryBridge:
         except (sqlite.Error, sqlite.SqliteVecUnavailable, OSError, ValueError) as failed:
             log.warning("memory store did not open (%s): facts go to MEMORY.md only", failed)
             return cls()
-        memory_tools = MemoryTools(store, WorkspaceIndex(workspace_root))
+        memory_tools = MemoryTools(store, WorkspaceIndex(workspace_root, skip_line=is_fact_line))
         handlers = memory_tools.handlers()
         tools = [
             Tool(
@@ -108,7 +125,14 @@ class MemoryBridge:
             )
             for spec in memory_tools.tool_specs()
         ]
-        return cls(store=StoreFacts(store, memory_tools), tools=tools, memory_store=store)
+        runner = MaintenanceRunner(store, settings.data_dir, complete=complete, model=config.model)
+        return cls(
+            store=StoreFacts(store, memory_tools),
+            tools=tools,
+            memory_store=store,
+            maintenance=runner,
+            failures=(sqlite.Error, OSError, ValueError),
+        )
 
 
 def _database_errors_as_tool_errors(handler: Handler, error: type[Exception]) -> Handler:

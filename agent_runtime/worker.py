@@ -147,7 +147,8 @@ class Worker:
         self.llm = OpenAI(
             base_url=f"{settings.orchestrator_url}/v1", api_key=client.token, max_retries=model_retries
         )
-        self.memory = MemoryBridge.open(settings, config, lambda: self.client.token)
+        completer = OpenAICompleter(self.llm, lambda: self.config.model)
+        self.memory = MemoryBridge.open(settings, config, lambda: self.client.token, completer.ask)
         state.set_memory_mode(self.memory.mode)
         self._current_item: str | None = None
         self.registry = build_tools(
@@ -165,7 +166,7 @@ class Worker:
             window=config.context_window,
             thresholds=config.thresholds,
             counter=counter,
-            completer=OpenAICompleter(self.llm, lambda: self.config.model),
+            completer=completer,
             memory_file=MemoryFileFacts(self.workspace),
             store=self.memory.store,
             history_log=HistoryLog(data),
@@ -215,6 +216,14 @@ class Worker:
             log.info("item %s was already processed: acknowledging it again", item.id)
             self._acknowledge(item, known)
             return
+        if item.deadline is not None and item.deadline < datetime.now(UTC):
+            expired = WorkResult(
+                ok=False, error=f"expired at {item.deadline.isoformat()} before work started"
+            )
+            self.processed.record(item.id, expired)
+            self._acknowledge(item, expired)
+            append_daily(self.workspace_root, TRIGGERS[item.kind], "skipped: expired before work started")
+            return
         self._refresh_token()
         self._current_item = item.id
         started = datetime.now(UTC)
@@ -241,6 +250,13 @@ class Worker:
         append_daily(self.workspace_root, TRIGGERS[item.kind], f"{result.outcome.value}: {outcome}")
         self.state.add_turns(1)
         self.state.set_context(self.context.status())
+        self.maintain()
+
+    def maintain(self) -> None:
+        """Start due memory maintenance jobs (background threads); called after items and when idle."""
+        started = self.memory.tick()
+        if started:
+            self.emit("maintenance.run", {"jobs": started})
 
     def _model_for(self, item: InboxItem) -> str:
         if item.kind == ItemKind.HEARTBEAT and self.config.heartbeat_model:

@@ -82,7 +82,12 @@ def harness(tmp_path: Path) -> Iterator[HarnessFactory]:
     """Build a worker wired to a fake orchestrator + model served on 127.0.0.1."""
     with ExitStack() as stack:
 
-        def build(responder: Responder, seeds: dict[str, str] | None = None, **config: Any) -> Harness:
+        def build(
+            responder: Responder,
+            seeds: dict[str, str] | None = None,
+            maintenance: bool = False,
+            **config: Any,
+        ) -> Harness:
             data_dir = tmp_path / f"data-{secrets.token_hex(3)}"
             scaffold(data_dir, seeds or {}, {"SYSTEM.md": "Fleet policy.", "AGENTS.md": "No peers."})
             write_token(data_dir)
@@ -92,6 +97,10 @@ def harness(tmp_path: Path) -> Iterator[HarnessFactory]:
             client = OrchestratorClient(base_url, settings.token_file)
             stack.callback(client.close)
             worker = Worker(settings, fake.config, client, RuntimeState(), model_retries=0)
+            if not maintenance:
+                # Memory maintenance jobs make their own model calls on their own schedule; the
+                # scripted models here only answer the loop, flushes and summaries.
+                worker.memory.maintenance = None
             return Harness(fake, worker, settings, base_url)
 
         yield build

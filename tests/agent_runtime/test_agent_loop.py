@@ -203,3 +203,23 @@ def test_identical_calls_compare_equal_whatever_their_json_layout() -> None:
     assert call_key("f", '{"a": 1, "b": [1, 2]}') == call_key("f", '{"b":[1,2],"a":1}')
     assert call_key("f", '{"a": 1}') != call_key("g", '{"a": 1}')
     assert call_key("f", "not json") == call_key("f", " not json ")
+
+
+def test_memory_maintenance_is_started_after_items(harness: HarnessFactory) -> None:
+    h = harness(lambda body: Reply("[]"), maintenance=True)
+    for number in range(11):
+        h.send(f"message {number}")
+    started = [e for e in h.fake.events if e.type == "maintenance.run"]
+    assert started and "extraction" in started[0].data["jobs"]
+    runner = h.worker.memory.maintenance
+    for job in started[0].data["jobs"]:
+        assert runner.wait(job, timeout_s=30)
+
+
+def test_expired_item_is_not_worked(harness: HarnessFactory) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    h = harness(lambda body: Reply("should not be called"))
+    result = h.send("too late", deadline=datetime.now(UTC) - timedelta(seconds=1))
+    assert not result.ok and result.error is not None and "expired" in result.error
+    assert h.fake.requests == []

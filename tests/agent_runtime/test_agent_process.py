@@ -136,3 +136,37 @@ def test_health_check_needs_a_fresh_alive_file(tmp_path: Path) -> None:
     stale = time.time() - 31
     os.utime(alive, (stale, stale))
     assert subprocess.run(check, env=env, capture_output=True, check=False).returncode == 1
+
+
+def test_an_unexpected_failure_ends_the_process_for_a_restart(
+    orchestrator: tuple[FakeOrchestrator, str], tmp_path: Path
+) -> None:
+    fake, base_url = orchestrator
+    fake.config_failures = 0
+    data_dir = tmp_path / "data"
+    write_token(data_dir)
+    (data_dir / "history").write_text("not a folder", encoding="utf-8")  # the turn log cannot be written
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agent_runtime"],
+        env=agent_env(base_url, data_dir),
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        fake.put(
+            InboxItem(
+                id="item-x", kind=ItemKind.OPERATOR_MESSAGE, created_at=datetime.now(UTC), sender="operator"
+            )
+        )
+        assert process.wait(timeout=WAIT_S) == 1
+        assert process.stderr is not None
+        log = process.stderr.read()
+        assert "the work loop stopped unexpectedly" in log and "FileExistsError" in log
+        assert "item-x" not in fake.results  # not acknowledged: the orchestrator redelivers it
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        assert process.stderr is not None
+        process.stderr.close()
