@@ -66,6 +66,8 @@ class WorkspaceWatcher:
         self._observer: Observer | None = None  # type: ignore[valid-type]
         self._worker: threading.Thread | None = None
         self._in_flight = 0
+        # The start-up scan and the worker thread may look at the same file at once.
+        self._inspecting = threading.Lock()
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -114,14 +116,15 @@ class WorkspaceWatcher:
 
     def notice(self, path: str) -> None:
         """A file system event touched `path`; schedule the file for inspection once quiet."""
-        key = self._key(Path(path))
+        key = self.key_of(Path(path))
         if key is None:
             return
         with self._wake:
             self._pending[key] = time.monotonic() + self._debounce_s
             self._wake.notify_all()
 
-    def _key(self, path: Path) -> tuple[str, str] | None:
+    def key_of(self, path: Path) -> tuple[str, str] | None:
+        """(agent, file) when `path` is a capped workspace file of an agent of the fleet."""
         try:
             relative = path.relative_to(self._agents_root)
         except ValueError:
@@ -174,6 +177,10 @@ class WorkspaceWatcher:
 
     def inspect(self, agent: str, name: str) -> Outcome:
         """Compare the live file with its latest version and record, refuse or skip it."""
+        with self._inspecting:
+            return self._inspect(agent, name)
+
+    def _inspect(self, agent: str, name: str) -> Outcome:
         workspace = Workspace(self._services.paths.agent_dir(agent))
         path = workspace.path(name)
         versions = workspace.history(name)

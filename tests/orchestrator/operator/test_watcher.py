@@ -125,7 +125,7 @@ def test_start_scan_catches_edits_made_while_nobody_watched(services: Services) 
 def test_editor_temp_files_are_ignored(services: Services) -> None:
     watcher = WorkspaceWatcher(services)
     root = services.paths.workspace("alpha")
-    assert watcher._key(root / "SOUL.md") == ("alpha", "SOUL.md")
+    assert watcher.key_of(root / "SOUL.md") == ("alpha", "SOUL.md")
     for ignored in (
         root / ".SOUL.md.swp",
         root / "SOUL.md~",
@@ -134,4 +134,4 @@ def test_editor_temp_files_are_ignored(services: Services) -> None:
         services.paths.agent_dir("alpha") / "versions" / "SOUL" / "000001.md",
         services.paths.agents / "stranger" / "workspace" / "SOUL.md",
     ):
-        assert watcher._key(ignored) is None, ignored
+        assert watcher.key_of(ignored) is None, ignored
