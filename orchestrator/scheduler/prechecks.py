@@ -172,18 +172,21 @@ class PrecheckResult:
 
 
 def load_rules(paths: StatePaths, config: FleetConfig, agent: str) -> tuple[ParsedRules, str]:
-    """Rules from the agent's HEARTBEAT.md; fleet.yaml's `heartbeat.rules` until that file exists."""
+    """Rules from the agent's HEARTBEAT.md; fleet.yaml's `heartbeat.rules` while that file does not
+    exist or has no Rules section."""
     heartbeat = config.heartbeat_of(agent)
     tz = heartbeat.tz if heartbeat else "UTC"
+    from_config = parse_rule_lines(heartbeat.rules if heartbeat else [], tz), "fleet.yaml"
     path = paths.workspace(agent) / HEARTBEAT_FILE
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return parse_rule_lines(heartbeat.rules if heartbeat else [], tz), "fleet.yaml"
+        return from_config
     except (OSError, UnicodeDecodeError) as bad:
         unreadable = RuleError(line=0, text=HEARTBEAT_FILE, message=f"cannot be read: {bad}")
         return ParsedRules(errors=[unreadable]), HEARTBEAT_FILE
-    return parse_heartbeat_md(text, tz), HEARTBEAT_FILE
+    parsed = parse_heartbeat_md(text, tz)
+    return (parsed, HEARTBEAT_FILE) if parsed.has_section else from_config
 
 
 class Prechecks:

@@ -77,7 +77,7 @@ class Scheduler:
         self._cadences: dict[str, tuple[HeartbeatConfig, Cadence]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._replan: asyncio.Event | None = None
-        hooks = getattr(self._inbox, "on_put", None)
+        hooks = getattr(getattr(services, "inbox", None), "on_put", None)
         if hooks is not None:
             hooks.append(self._on_inbox_put)
 

@@ -149,6 +149,11 @@ def test_rules_come_from_fleet_yaml_until_heartbeat_md_exists(
     result = scheduler.run_due(at(0))[0]
     assert [r.detail for r in result.reasons] == ["every 1h: tidy up"]
     assert scheduler.status("worker").rules_source == "fleet.yaml"
+    scaffold_agent(services, "worker", "# Heartbeat\n\nNo rules section here.\n")
+    assert scheduler.status("worker").rules_source == "fleet.yaml"
+    (services.paths.workspace("worker") / "HEARTBEAT.md").write_text("## Rules\n\n(none for now)\n")
+    status = scheduler.status("worker")
+    assert (status.rules_source, status.rules) == ("HEARTBEAT.md", [])
 
 
 def test_manual_tick_runs_now_and_leaves_the_schedule(
