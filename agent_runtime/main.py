@@ -8,6 +8,7 @@ small.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import threading
@@ -60,6 +61,7 @@ class AgentProcess:
         self.config: AgentRuntimeConfig | None = None
         self._config_stale = threading.Event()
         self._worker: Worker | None = None
+        self._last_work = time.monotonic()
         self.crashed = False
 
     def request_stop(self) -> None:
@@ -132,6 +134,8 @@ class AgentProcess:
                 # Only an agent that has worked has memory to maintain; an idle one stays small.
                 last_maintenance = time.monotonic()
                 self._worker.maintain()
+            if self._should_release():
+                self.release()
             if self._config_stale.is_set():
                 self._reload_config()
             try:
@@ -153,6 +157,29 @@ class AgentProcess:
                 continue
             self._handle(item)
 
+    def _should_release(self) -> bool:
+        worker = self._worker
+        if worker is None or self.settings.idle_release_s <= 0 or self.stopping.is_set():
+            return False
+        idle_for = time.monotonic() - self._last_work
+        return idle_for >= self.settings.idle_release_s and not worker.busy_in_background()
+
+    def release(self) -> None:
+        """Give back the worker's memory by restarting in place: same pid, fresh interpreter.
+
+        Python cannot unload the model client, the memory store and the tools once imported;
+        exec brings the process back to its idle size. Context and processed items are on disk,
+        and nothing is claimed from the inbox at this point.
+        """
+        log.info(
+            "idle for %.0fs: restarting in place to release the worker's memory", self.settings.idle_release_s
+        )
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os.execve(sys.executable, sys.orig_argv, {**os.environ, **self.state.carry_over()})
+
     def _reload_config(self) -> None:
         try:
             config = self.client.get_config()
@@ -170,6 +197,7 @@ class AgentProcess:
         try:
             self.worker().process(item)
         finally:
+            self._last_work = time.monotonic()
             self.state.set_state("idle")
 
     def worker(self) -> Worker:

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_DATA_DIR = "/data"
+# After this long without work, an agent that loaded its worker restarts itself in place
+# (same pid) to give back the worker's memory; 0 keeps the worker loaded.
+DEFAULT_IDLE_RELEASE_S = 600.0
 
 
 class SettingsError(ValueError):
@@ -23,6 +26,7 @@ class Settings:
     orchestrator_url: str
     agent: str
     data_dir: Path
+    idle_release_s: float = DEFAULT_IDLE_RELEASE_S
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -36,7 +40,14 @@ class Settings:
         if not agent:
             raise SettingsError("FLOTILLA_AGENT must name this agent")
         data = Path(values.get("FLOTILLA_DATA", "").strip() or DEFAULT_DATA_DIR)
-        return cls(orchestrator_url=url, agent=agent, data_dir=data)
+        raw_release = values.get("FLOTILLA_IDLE_RELEASE_S", "").strip()
+        try:
+            release = float(raw_release) if raw_release else DEFAULT_IDLE_RELEASE_S
+        except ValueError:
+            raise SettingsError(
+                f"FLOTILLA_IDLE_RELEASE_S must be a number of seconds, got {raw_release!r}"
+            ) from None
+        return cls(orchestrator_url=url, agent=agent, data_dir=data, idle_release_s=max(release, 0.0))
 
     @property
     def runtime_dir(self) -> Path:

@@ -23,16 +23,24 @@ def rss_bytes() -> int | None:
     return resident_pages * os.sysconf("SC_PAGE_SIZE")
 
 
+STARTED_ENV = "FLOTILLA_RUNTIME_STARTED"
+TURNS_ENV = "FLOTILLA_RUNTIME_TURNS"
+
+
 class RuntimeState:
-    """Thread-safe snapshot source for check-ins; `changed` wakes the check-in thread early."""
+    """Thread-safe snapshot source for check-ins; `changed` wakes the check-in thread early.
+
+    Uptime and turns carry over an in-place restart (see `AgentProcess.release`) through two
+    environment variables; the monotonic clock is the same across exec.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._started = time.monotonic()
+        self._started = _float_env(STARTED_ENV, time.monotonic())
         self.changed = threading.Event()
         self.state: ProcessState = "starting"
         self.current_item: str | None = None
-        self.turns = 0
+        self.turns = int(_float_env(TURNS_ENV, 0))
         self.context: ContextStatus | None = None
         self.memory_mode: MemoryMode = "unknown"
 
@@ -54,6 +62,11 @@ class RuntimeState:
         with self._lock:
             self.memory_mode = mode
 
+    def carry_over(self) -> dict[str, str]:
+        """Environment for the next incarnation of this process."""
+        with self._lock:
+            return {STARTED_ENV: repr(self._started), TURNS_ENV: str(self.turns)}
+
     def snapshot(self) -> CheckIn:
         with self._lock:
             return CheckIn(
@@ -66,3 +79,10 @@ class RuntimeState:
                 context=self.context,
                 memory_mode=self.memory_mode,
             )
+
+
+def _float_env(name: str, default: float) -> float:
+    try:
+        return float(os.environ[name])
+    except (KeyError, ValueError):
+        return default

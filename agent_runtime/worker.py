@@ -252,6 +252,11 @@ class Worker:
         self.state.set_context(self.context.status())
         self.maintain()
 
+    def busy_in_background(self) -> bool:
+        """True while a memory maintenance job is still running."""
+        runner = self.memory.maintenance
+        return runner is not None and any(runner.running(name) for name in runner.jobs)
+
     def maintain(self) -> None:
         """Start due memory maintenance jobs (background threads); called after items and when idle."""
         started = self.memory.tick()

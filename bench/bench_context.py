@@ -12,8 +12,10 @@
    assembled). Two counters: the ~4 chars/token estimate, and a real cl100k table loaded in
    this process behind the same hash cache the agent uses for the gateway's count route (the
    HTTP round trip of that route is not included; it runs once per new message).
-3. Idle RSS of `python -m agent_runtime` on this host, against a stub of the orchestrator's
-   agent routes served by another process, after it has checked in and long-polled for a while.
+3. RSS of `python -m agent_runtime` on this host, against a stub of the orchestrator's routes
+   served by another process: idle after start-up (check-ins and long-polls only), right after
+   its first item (model client, tools and memory store loaded), and after it was idle long
+   enough to restart itself in place and give that memory back.
 """
 
 from __future__ import annotations
@@ -276,17 +278,21 @@ def _free_port() -> int:
 
 
 def serve_stub(port: int) -> None:
-    """The agent routes an idle agent calls, answering config, check-ins and empty long-polls."""
+    """The routes an agent calls, with one scripted operator message queued by POST /stub/put."""
     import asyncio
 
     import uvicorn
-    from fastapi import FastAPI, Response
+    from fastapi import FastAPI, Request, Response
+    from fastapi.responses import StreamingResponse
 
     app = FastAPI()
     config = _config(32_768).model_dump(mode="json")
+    inbox: list[dict[str, Any]] = []
+    stats = {"config": 0, "done": 0}
 
     @app.get("/agent/v1/config")
     def get_config() -> dict[str, Any]:
+        stats["config"] += 1
         return config
 
     @app.post("/agent/v1/checkin")
@@ -294,9 +300,54 @@ def serve_stub(port: int) -> None:
         return {"ok": True, "config_hash": "h"}
 
     @app.get("/agent/v1/inbox/next")
-    async def next_item(wait: float = 0) -> Response:
-        await asyncio.sleep(min(wait, 5.0))
+    async def next_item(wait: float = 0) -> Any:
+        for _ in range(int(min(wait, 5.0) * 10)):
+            if inbox:
+                return inbox.pop(0)
+            await asyncio.sleep(0.1)
         return Response(status_code=204)
+
+    @app.post("/stub/put")
+    def put() -> dict[str, Any]:
+        when = datetime.now(UTC).isoformat()
+        inbox.append(
+            {
+                "id": f"i{len(inbox)}",
+                "kind": "operator_message",
+                "created_at": when,
+                "sender": "operator",
+                "text": "remember: the stub works\n" + _text(3, 200),
+            }
+        )
+        return stats
+
+    @app.get("/stub/stats")
+    def get_stats() -> dict[str, Any]:
+        return stats
+
+    @app.post("/agent/v1/inbox/{item_id}/done")
+    def done(item_id: str) -> Response:
+        stats["done"] += 1
+        return Response(status_code=204)
+
+    @app.post("/agent/v1/inbox/{item_id}/progress")
+    @app.post("/agent/v1/runs")
+    @app.post("/agent/v1/events")
+    def accepted() -> Response:
+        return Response(status_code=204)
+
+    @app.post("/v1/tokens/count")
+    async def count(request: Request) -> dict[str, Any]:
+        texts = (await request.json())["texts"]
+        return {"counts": [len(t) // 4 + 1 for t in texts], "tokenizer": "estimate"}
+
+    @app.post("/v1/chat/completions")
+    def chat() -> StreamingResponse:
+        chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+        parts = [{**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Noted."}}]}]
+        parts.append({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        body = "".join(f"data: {json.dumps(part)}\n\n" for part in parts) + "data: [DONE]\n\n"
+        return StreamingResponse(iter([body]), media_type="text/event-stream")
 
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 
@@ -309,8 +360,25 @@ def _rss_kib(pid: int) -> int:
     raise RuntimeError("no VmRSS")
 
 
-def idle_rss(settle_s: float) -> float:
-    """MiB resident for an idle agent process after `settle_s` of check-ins and long-polls."""
+def _stub_call(port: int, method: str, path: str) -> dict[str, Any]:
+    import httpx
+
+    response = httpx.request(method, f"http://127.0.0.1:{port}{path}", timeout=10)
+    response.raise_for_status()
+    result: dict[str, Any] = response.json()
+    return result
+
+
+def _wait(condition: Callable[[], bool], timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise RuntimeError("the agent did not get there in time")
+        time.sleep(0.1)
+
+
+def idle_rss(settle_s: float, release_s: float) -> dict[str, float]:
+    """MiB resident for an agent process: idle from start, after one item, after its release."""
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLOTILLA_")}
     env["PYTHONPATH"] = str(REPO)
@@ -323,16 +391,26 @@ def idle_rss(settle_s: float) -> float:
         data = Path(folder)
         (data / ".runtime").mkdir()
         (data / ".runtime" / "token").write_text("bench-token", encoding="utf-8")
-        env.update(FLOTILLA_URL=f"http://127.0.0.1:{port}", FLOTILLA_AGENT="analyst", FLOTILLA_DATA=str(data))
+        env.update(
+            FLOTILLA_URL=f"http://127.0.0.1:{port}",
+            FLOTILLA_AGENT="analyst",
+            FLOTILLA_DATA=str(data),
+            FLOTILLA_IDLE_RELEASE_S=str(release_s),
+        )
         agent = subprocess.Popen(
             [sys.executable, "-m", "agent_runtime"], cwd=folder, env=env, stderr=subprocess.DEVNULL
         )
         try:
-            deadline = time.monotonic() + 30
-            while not (data / ".runtime" / "alive").exists() and time.monotonic() < deadline:
-                time.sleep(0.1)
+            _wait((data / ".runtime" / "alive").exists)
             time.sleep(settle_s)
-            return _rss_kib(agent.pid) / 1024
+            figures = {"idle": _rss_kib(agent.pid) / 1024}
+            _stub_call(port, "POST", "/stub/put")
+            _wait(lambda: _stub_call(port, "GET", "/stub/stats")["done"] == 1)
+            figures["worked"] = _rss_kib(agent.pid) / 1024
+            _wait(lambda: _stub_call(port, "GET", "/stub/stats")["config"] >= 2, timeout_s=release_s + 60)
+            time.sleep(settle_s)
+            figures["released"] = _rss_kib(agent.pid) / 1024
+            return figures
         finally:
             agent.terminate()
             agent.wait(timeout=15)
@@ -375,12 +453,15 @@ def run(quick: bool) -> list[Row]:
             rows.append(
                 _row("context", f"first request at {label} ({name}, all counted)", f"{cold:.1f} ms", "")
             )
+    memory = idle_rss(settle_s=3 if quick else 15, release_s=5 if quick else 30)
+    rss = "agent-idle"
+    rows.append(
+        _row(rss, "RSS of python -m agent_runtime, idle (host)", f"{memory['idle']:.1f} MiB", "< 40 MiB")
+    )
+    rows.append(_row(rss, "RSS right after its first item (worker loaded)", f"{memory['worked']:.1f} MiB"))
     rows.append(
         _row(
-            "agent-idle",
-            "idle RSS of python -m agent_runtime (host)",
-            f"{idle_rss(3 if quick else 15):.1f} MiB",
-            "< 40 MiB",
+            rss, "RSS after the idle release (restart in place)", f"{memory['released']:.1f} MiB", "< 40 MiB"
         )
     )
     return rows

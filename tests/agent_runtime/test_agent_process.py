@@ -170,3 +170,53 @@ def test_an_unexpected_failure_ends_the_process_for_a_restart(
             process.wait()
         assert process.stderr is not None
         process.stderr.close()
+
+
+def test_idle_agent_restarts_in_place_to_release_memory_and_keeps_its_context(
+    orchestrator: tuple[FakeOrchestrator, str], tmp_path: Path
+) -> None:
+    fake, base_url = orchestrator
+    fake.config_failures = 0
+    data_dir = tmp_path / "data"
+    write_token(data_dir)
+    env = {**agent_env(base_url, data_dir), "FLOTILLA_IDLE_RELEASE_S": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agent_runtime"], env=env, cwd=tmp_path, stderr=subprocess.DEVNULL
+    )
+    try:
+        fake.put(
+            InboxItem(
+                id="first",
+                kind=ItemKind.OPERATOR_MESSAGE,
+                created_at=datetime.now(UTC),
+                sender="operator",
+                text="I am Ada",
+            )
+        )
+        wait_for(lambda: "first" in fake.results, "the first reply")
+        calls_before = fake.config_calls
+        wait_for(lambda: fake.config_calls > calls_before, "the in-place restart")
+        wait_for(lambda: fake.checkins[-1].state == "idle", "a check-in of the new incarnation")
+        after = fake.checkins[-1]
+        assert after.pid == process.pid and process.poll() is None
+        assert after.turns == 1  # carried over
+        fake.put(
+            InboxItem(
+                id="second",
+                kind=ItemKind.OPERATOR_MESSAGE,
+                created_at=datetime.now(UTC),
+                sender="operator",
+                text="Who am I?",
+            )
+        )
+        wait_for(lambda: "second" in fake.results, "the second reply")
+        contents = [m["content"] for m in fake.requests[-1]["messages"]]
+        assert any("I am Ada" in c for c in contents)  # the context came back from disk
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=WAIT_S)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
