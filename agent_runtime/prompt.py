@@ -48,6 +48,9 @@ who you are (SOUL.md), how you work (INSTRUCTIONS.md), who you serve (USER.md), 
 - Each incoming message starts with a header: [time · kind · from whom].
 - Keep durable facts in MEMORY.md; older conversation is summarized to save room."""
 
+# Peers answer typed requests with JSON; the built-in test model recognises this phrase.
+OUTPUT_SCHEMA_MARKER = "Answer with one JSON object matching this output schema"
+
 
 @dataclass(frozen=True)
 class Injected:
@@ -180,9 +183,8 @@ def current_message(
         header = f"[{stamp} · request from agent {item.sender} · operation {item.operation}]"
         body = f"Input:\n{json.dumps(item.input or {}, ensure_ascii=False, indent=1)}"
         if output_schema is not None:
-            body += (
-                "\nAnswer with one JSON object matching this output schema, and nothing else:\n"
-                + json.dumps(output_schema, ensure_ascii=False)
+            body += f"\n{OUTPUT_SCHEMA_MARKER}, and nothing else:\n" + json.dumps(
+                output_schema, ensure_ascii=False
             )
         if item.text:
             body = f"{item.text}\n{body}"

@@ -11,9 +11,11 @@ match wins:
 4. The last message contains `call TOOL {json}` for a tool of the catalog: that tool call
    (several directives make parallel calls).
 5. The catalog has `ask_agent` and the last message contains `ask PEER OPERATION {json}`:
-   an `ask_agent` call with arguments `{"to", "operation", "input"}`.
-6. The last message mentions a heartbeat: a short status.
-7. Otherwise an echo of the last message.
+   an `ask_agent` call with arguments `{"agent", "operation", "input"}`.
+6. The last message asks for a JSON object matching an output schema (a typed request from a
+   peer): an object built from that schema whose strings mention the request's input.
+7. The last message mentions a heartbeat: a short status.
+8. Otherwise an echo of the last message.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from agent_runtime.prompt import OUTPUT_SCHEMA_MARKER
 from orchestrator.gateway.models import ChatCompletionRequest, ChatMessage
+from orchestrator.gateway.providers.test_schema import sample
 
 NAME = "[test model]"
 FLUSH_MARKER = "FLUSH_FACTS"
@@ -74,6 +78,8 @@ def reply_to(request: ChatCompletionRequest) -> ScriptedReply:
             return ScriptedReply(text=f"{NAME} cannot call {refused}: not in the tool catalog ({available})")
         if ASK_TOOL in request.tool_names and (asks := ask_directives(last.text)):
             return ScriptedReply(tool_calls=asks)
+    if (answer := schema_answer(last.text)) is not None:
+        return ScriptedReply(text=answer)
     if _HEARTBEAT.search(last.text):
         return ScriptedReply(text=heartbeat_status(last.text))
     return ScriptedReply(text=f"{NAME} received: {_clip(last.text, ECHO_LIMIT)}")
@@ -144,9 +150,26 @@ def ask_directives(text: str) -> list[PlannedCall]:
     for match in _ASK.finditer(text):
         payload = _json_object_at(text, match.end())
         if payload is not None:
-            arguments = {"to": match.group("peer"), "operation": match.group("operation"), "input": payload}
+            arguments = {
+                "agent": match.group("peer"),
+                "operation": match.group("operation"),
+                "input": payload,
+            }
             calls.append(PlannedCall(ASK_TOOL, json.dumps(arguments)))
     return calls
+
+
+def schema_answer(text: str) -> str | None:
+    """A JSON object for a typed peer request, built from the schema the request carries."""
+    at = text.find(OUTPUT_SCHEMA_MARKER)
+    if at < 0:
+        return None
+    schema = _json_object_at(text, text.find("{", at))
+    if schema is None:
+        return None
+    request = _json_object_at(text, text.find("{")) or {}
+    hint = " ".join(str(v) for v in request.values() if isinstance(v, str | int | float)) or "answer"
+    return json.dumps(sample(schema, hint))
 
 
 def heartbeat_status(text: str) -> str:

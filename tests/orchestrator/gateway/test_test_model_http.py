@@ -37,7 +37,7 @@ ASK_TOOL = {
         "parameters": {
             "type": "object",
             "properties": {
-                "to": {"type": "string"},
+                "agent": {"type": "string"},
                 "operation": {"type": "string"},
                 "input": {"type": "object"},
             },
@@ -196,7 +196,7 @@ def test_ask_directive_calls_ask_agent(launch: Launch) -> None:
     calls = reply.choices[0].message.tool_calls
     assert calls is not None and calls[0].function.name == "ask_agent"  # type: ignore[union-attr]
     assert json.loads(calls[0].function.arguments) == {  # type: ignore[union-attr]
-        "to": "bob",
+        "agent": "bob",
         "operation": "summarize",
         "input": {"text": "long story"},
     }

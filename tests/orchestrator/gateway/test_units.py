@@ -129,7 +129,7 @@ def test_no_tools_means_no_tool_calls() -> None:
 def test_ask_directive_needs_ask_agent_and_json() -> None:
     asked = reply_to(request(("user", 'ask summarizer summarize {"text": "hi"}'), tools=TOOLS))
     assert [json.loads(c.arguments) for c in asked.tool_calls] == [
-        {"to": "summarizer", "operation": "summarize", "input": {"text": "hi"}}
+        {"agent": "summarizer", "operation": "summarize", "input": {"text": "hi"}}
     ]
     without_tool = reply_to(request(("user", 'ask summarizer summarize {"text": "hi"}'), tools=TOOLS[:1]))
     assert without_tool.tool_calls == []
