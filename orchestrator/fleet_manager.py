@@ -22,6 +22,8 @@ class FleetManager:
     def __init__(self, services: Services, image: str = DEFAULT_IMAGE) -> None:
         self._services = services
         self.image = image
+        self.problems: list[str] = []
+        """What the last apply could not do, for `ps`, the dashboard and `up -d`."""
 
     @property
     def fleet(self) -> LoadedFleet:
@@ -83,6 +85,7 @@ class FleetManager:
                 and result.action.agent not in self.fleet.config.agents
             ):
                 self._services.tokens.revoke(result.action.agent)
+        self.problems = [f"{r.action.agent}: {r.error}" for r in results if not r.ok]
         events.publish(
             EventType.FLEET_APPLIED,
             changed=[str(r.action) for r in results if r.ok],

@@ -20,6 +20,8 @@ import uvicorn
 
 from orchestrator.api.app import create_app
 from orchestrator.cli.client import Endpoint, write_endpoint
+from orchestrator.operator.events_routes import close_streams
+from orchestrator.operator.watcher import WorkspaceWatcher
 from orchestrator.reconcile import ApplyResult
 from orchestrator.services import Services
 
@@ -92,16 +94,19 @@ class OrchestratorServer:
             log_level="warning",
             access_log=False,
             lifespan="on",
+            log_config=None,
             # Agents hold long-polls open; do not let them hold up a shutdown.
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
         )
         self.server = _Server(config)
         self.ready = asyncio.Event()
+        self.watcher = WorkspaceWatcher(services)
 
     async def _background(self) -> list[asyncio.Task[None]]:
         services = self.services
         services.inbox.bind_loop(asyncio.get_running_loop())
         await asyncio.to_thread(services.manager.apply, self._on_apply)
+        await asyncio.to_thread(self.watcher.start)
         tasks = [
             asyncio.create_task(services.supervisor.run(), name="supervisor"),
             asyncio.create_task(services.scheduler.run(), name="scheduler"),
@@ -131,6 +136,7 @@ class OrchestratorServer:
                 tasks = await self._background()
             await serving
         finally:
+            self.watcher.stop()
             for task in tasks:
                 task.cancel()
             for task in tasks:
@@ -144,3 +150,4 @@ class OrchestratorServer:
             self.server.force_exit = True
         self.server.should_exit = True
         self.services.inbox.close()
+        close_streams(self.app)

@@ -48,6 +48,7 @@ class FleetStatus(BaseModel):
     runtime: str
     isolation: str
     agents: list[AgentStatus]
+    problems: list[str] = Field(default_factory=list, description="What the last apply could not do")
 
 
 class MessageIn(BaseModel):
@@ -115,6 +116,7 @@ def fleet_status_of(services: Services) -> FleetStatus:
         fleet=services.fleet.name,
         runtime=services.backend.name,
         isolation=services.backend.isolation,
+        problems=services.manager.problems,
         agents=[
             agent_status(services, name, units.get(name), spent.get(name, 0.0))
             for name in services.fleet.config.agents

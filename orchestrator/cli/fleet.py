@@ -134,6 +134,8 @@ def ps(fleet_file: Path, as_json: bool) -> None:
     if not console.is_terminal:
         console = Console(width=160)
     console.print(fleet_table(status))
+    for problem in status["problems"]:
+        console.print(f"[red]problem: {problem}[/red]", highlight=False)
     if status["runtime"] != "docker":
         console.print(f"[yellow]isolation {status['isolation']}[/yellow]")
 

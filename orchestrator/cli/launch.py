@@ -142,6 +142,9 @@ def _wait_until_ready(paths: StatePaths, pid: int, console: Console) -> None:
             endpoint = read_endpoint(paths)
             if endpoint is not None:
                 status = ApiClient(endpoint).get("/api/v1/fleet")
+                if status["problems"]:
+                    problems = "\n  ".join(status["problems"])
+                    raise CliError(f"the orchestrator runs, but some agents could not start:\n  {problems}")
                 healthy = sum(1 for a in status["agents"] if a["health"] == "healthy")
                 total = len(status["agents"])
                 spinner.update(f"{healthy}/{total} agents healthy")
