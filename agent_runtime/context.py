@@ -152,7 +152,7 @@ class ContextManager:
         size = self.measure(static)
         if size >= self.thresholds.flush * self.window and not self._cycle_flushed:
             self._cycle_flushed = self.flush()
-        if size >= self.thresholds.compact * self.window and self.compact():
+        if size >= self.thresholds.compact * self.window and self.compact(size):
             size = self.measure(static)
         pruned = 0
         if size >= self.thresholds.prune * self.window:
@@ -225,8 +225,10 @@ class ContextManager:
 
     # Compaction
 
-    def compact(self) -> bool:
-        """Flush, summarize, then keep the summary and the last messages. False when not done."""
+    def compact(self, size: int = 0) -> bool:
+        """Flush, summarize, then keep the summary and the last messages. False when not done.
+
+        `size` is the request size that called for it (reported in the event)."""
         everything = self.history + self.current
         pinned = self.current[:1]
         start = _valid_start(everything, max(len(everything) - KEEP_LAST, 0))
@@ -243,7 +245,7 @@ class ContextManager:
         except CompletionFailed as failed:
             log.warning("compaction failed, history kept: %s", failed)
             return False
-        before = self.last_tokens
+        before = size or self.last_tokens
         self._store_episode(dropped, summary)
         kept = {turn.id for turn in pinned} | {turn.id for turn in everything[start:]}
         self.summary = summary

@@ -223,7 +223,8 @@ def main() -> int:
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     # One line per long-poll would drown the log; failures are logged by the runtime itself.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    for noisy in ("httpx", "httpx2"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         settings = Settings.from_env()
         process = AgentProcess(settings)
