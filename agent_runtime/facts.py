@@ -85,6 +85,11 @@ class MemoryFileFacts:
         Raises MemoryFileFull when they do not fit and `overflow` (the store) is missing or
         refuses the evicted facts; MEMORY.md is unchanged then.
         """
+        # Under the file's lock: a maintenance job rewriting MEMORY.md meanwhile must not be undone.
+        with self.workspace.locked(MEMORY_FILE):
+            return self._add(facts, overflow)
+
+    def _add(self, facts: Sequence[str], overflow: FactStore | None) -> list[str]:
         current = self.workspace.read(MEMORY_FILE)
         known = {normalize_fact(line) for line in current.splitlines() if line.strip()}
         known |= {normalize_fact(match[1]) for line in current.splitlines() if (match := _BULLET.match(line))}

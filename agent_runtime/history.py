@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,6 +25,19 @@ Role = Literal["system", "user", "assistant", "tool"]
 def new_turn_id() -> str:
     """Sortable by creation time, unique across restarts."""
     return f"t{time.time_ns():x}{secrets.token_hex(3)}"
+
+
+def _days_of(turn_id: str) -> set[str | None]:
+    """The log files that may hold a turn: the day its id was made, and the day after (a turn
+    stamped a hair before midnight can be filed after it). None when the id is not ours."""
+    if not turn_id.startswith("t"):
+        return {None}
+    try:
+        seconds = int(turn_id[1:17], 16) / 1e9
+    except ValueError:
+        return {None}
+    made = datetime.fromtimestamp(seconds, UTC)
+    return {f"{made:%Y-%m-%d}", f"{made + timedelta(days=1):%Y-%m-%d}"}
 
 
 def now_iso() -> str:
@@ -112,13 +125,32 @@ class HistoryLog:
     def iter_turns(self) -> Iterator[Turn]:
         """Every turn on disk, oldest day first; a torn last line is skipped."""
         for path in sorted(self.root.glob("*.jsonl")):
-            with path.open(encoding="utf-8") as lines:
-                for line in lines:
-                    try:
-                        yield Turn.from_record(json.loads(line))
-                    except (json.JSONDecodeError, KeyError, TypeError):
-                        continue
+            yield from self._read(path)
 
     def load(self, ids: Iterable[str]) -> list[Turn]:
+        """The turns with these ids, in log order; only the days their ids point to are read."""
         wanted = set(ids)
-        return [turn for turn in self.iter_turns() if turn.id in wanted]
+        days = {day for turn_id in wanted for day in _days_of(turn_id)}
+        if None in days:
+            paths = sorted(self.root.glob("*.jsonl"))
+        else:
+            paths = [self.root / f"{day}.jsonl" for day in sorted(d for d in days if d)]
+        found = []
+        for path in paths:
+            for turn in self._read(path):
+                if turn.id in wanted:
+                    found.append(turn)
+        return found
+
+    @staticmethod
+    def _read(path: Path) -> Iterator[Turn]:
+        try:
+            lines = path.open(encoding="utf-8")
+        except FileNotFoundError:
+            return
+        with lines:
+            for line in lines:
+                try:
+                    yield Turn.from_record(json.loads(line))
+                except (json.JSONDecodeError, KeyError, TypeError):
+                    continue

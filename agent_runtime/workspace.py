@@ -289,13 +289,12 @@ class Workspace:
             record = self._record(canonical, data, author, reason, known, live_too=True)
         return WorkspaceWriteResult(name=canonical, size=record.size, version=record.version)
 
-    def append_lines(
-        self, name: str, lines: list[str], author: Author, reason: str = ""
-    ) -> WorkspaceWriteResult:
-        """Append lines to a file through the same capped, versioned write path."""
-        current = self.read(name)
-        separator = "" if not current or current.endswith("\n") else "\n"
-        return self.write(name, current + separator + "".join(f"{line}\n" for line in lines), author, reason)
+    def append(self, name: str, text: str, author: Author, reason: str = "") -> WorkspaceWriteResult:
+        """Append text (on a new line) through the same capped, versioned write path."""
+        with self.locked(name):
+            current = self.read(name)
+            separator = "" if not current or current.endswith("\n") else "\n"
+            return self.write(name, current + separator + text, author, reason)
 
     # Internals
 

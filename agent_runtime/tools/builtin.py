@@ -72,12 +72,12 @@ def workspace_tool(workspace: Workspace) -> Tool:
     def update_workspace(args: dict[str, Any]) -> str:
         name = str(args["name"])
         content = str(args["content"])
-        if args.get("mode") == "append":
-            current = workspace.read(name)
-            separator = "" if not current or current.endswith("\n") else "\n"
-            content = current + separator + content
+        reason = str(args.get("reason", ""))
         try:
-            result = workspace.write(name, content, "agent", str(args.get("reason", "")))
+            if args.get("mode") == "append":
+                result = workspace.append(name, content, "agent", reason)
+            else:
+                result = workspace.write(name, content, "agent", reason)
         except WorkspaceError as refused:
             raise ToolError(str(refused)) from None
         return f"{result.name} saved as version {result.version} ({result.size} bytes)"

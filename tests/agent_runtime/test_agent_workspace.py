@@ -153,3 +153,30 @@ def test_lock_is_reentrant_for_its_holder_and_excludes_others(ws: Workspace) -> 
     other.join()
     assert order == ["holder", "other"]
     assert ws.read("SOUL.md") == "other"
+
+
+def test_update_workspace_tool_appends_and_reports_refusals(ws: Workspace) -> None:
+    from agent_runtime.tools.builtin import workspace_tool
+    from agent_runtime.tools.registry import ToolRegistry
+
+    registry = ToolRegistry([workspace_tool(ws)])
+    ws.write("MEMORY.md", "- first", "agent")
+    done = registry.dispatch(
+        "update_workspace", {"name": "MEMORY.md", "content": "- second", "mode": "append"}
+    )
+    assert done.ok and "version" in done.output
+    assert ws.read("MEMORY.md") == "- first\n- second"
+    refused = registry.dispatch("update_workspace", {"name": "SOUL.md", "content": "x" * 5000})
+    assert not refused.ok and "over its cap of 4096 bytes" in refused.output
+    not_allowed = registry.dispatch("update_workspace", {"name": "SYSTEM.md", "content": "mine now"})
+    assert not not_allowed.ok and "SYSTEM.md" in not_allowed.output
+    assert ws.read("SYSTEM.md") == "policy v1"
+
+
+def test_interface_is_validated_as_a_contract(ws: Workspace) -> None:
+    good = "---\noperations:\n  - name: summarize\n    input: {type: object}\n---\nI summarize.\n"
+    ws.write("INTERFACE.md", good, "agent")
+    with pytest.raises(InvalidContent, match="INTERFACE.md was not written") as refused:
+        ws.write("INTERFACE.md", "---\noperations: [\n---\n", "agent")
+    assert "YAML" in str(refused.value)
+    assert ws.read("INTERFACE.md") == good
