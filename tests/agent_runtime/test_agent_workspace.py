@@ -176,7 +176,7 @@ def test_update_workspace_tool_appends_and_reports_refusals(ws: Workspace) -> No
 def test_interface_is_validated_as_a_contract(ws: Workspace) -> None:
     good = "---\noperations:\n  - name: summarize\n    input: {type: object}\n---\nI summarize.\n"
     ws.write("INTERFACE.md", good, "agent")
-    with pytest.raises(InvalidContent, match="INTERFACE.md was not written") as refused:
+    with pytest.raises(InvalidContent, match=r"INTERFACE\.md was not written") as refused:
         ws.write("INTERFACE.md", "---\noperations: [\n---\n", "agent")
     assert "YAML" in str(refused.value)
     assert ws.read("INTERFACE.md") == good
