@@ -4,7 +4,7 @@ keyword; the workspace's markdown searched with BM25; tools for the model; maint
     store = MemoryStore(data / "memory.db", embedder=GatewayEmbedder(url, token, model, dims),
                         config=MemoryConfig(dimensions=dims, embedding_model=model),
                         fact_log=FactLog(data / "workspace"))
-    tools = MemoryTools(store, WorkspaceIndex(data / "workspace", skip_line=is_fact_line))
+    tools = MemoryTools(store, WorkspaceIndex(data / "workspace"))
     runner = MaintenanceRunner(store, data, complete=model_call, model=name)
 """
 

@@ -7,7 +7,9 @@ refresh stats every file; only a file whose size or mtime moved is read, and onl
 content hash changed is re-tokenized, its old postings removed and new ones added. A query
 reads the postings of its terms only.
 
-The index lives in memory: rebuilding it at start-up reads the workspace once.
+The index lives in memory: rebuilding it at start-up reads the workspace once. By default the
+daily log's fact lines (`factlog`) are not indexed: the fact store answers for them, with
+provenance, and a forgotten fact must not come back through its old log line.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from agent_runtime.memory.factlog import is_fact_line
 from agent_runtime.memory.text import tokens
 
 K1 = 1.5
@@ -95,7 +98,7 @@ class WorkspaceIndex:
         *,
         k1: float = K1,
         b: float = B,
-        skip_line: Callable[[str], bool] | None = None,
+        skip_line: Callable[[str], bool] | None = is_fact_line,
         refresh_interval_s: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:

@@ -416,15 +416,19 @@ class MemoryStore:
         category: str | None = None,
         record_access: bool = True,
         min_similarity: float | None = None,
+        vector: Vector | None = None,
     ) -> list[FactHit]:
         """Active facts ranked by the hybrid score (see `search`). Facts matching no query word
         and less similar than `min_similarity` (default: the config's) are left out. The query
-        embedding is cached, so a repeated query costs no embedding call."""
+        embedding is cached, so a repeated query costs no embedding call; `vector` gives the
+        query's embedding directly (computed elsewhere) and skips the embedder."""
         if not query.strip():
             raise MemoryInputError("search query is empty")
         if k < 1:
             raise MemoryInputError(f"k must be at least 1, got {k}")
-        vector = self.embeddings.embed_query(query)
+        query_vector = (
+            to_blob(vector, self.index.dims) if vector is not None else self.embeddings.embed_query(query)
+        )
         with self._lock:
             category_id = None
             if category is not None:
@@ -434,9 +438,9 @@ class MemoryStore:
                 if row is None:
                     return []
                 category_id = int(row[0])
-            candidates = gather(self.index, query, vector, k, self.config, category_id)
+            candidates = gather(self.index, query, query_vector, k, self.config, category_id)
             floor = self.config.min_similarity if min_similarity is None else min_similarity
-            hits = rank(self.index, candidates, vector is not None, k, self.config, category_id, floor)
+            hits = rank(self.index, candidates, query_vector is not None, k, self.config, category_id, floor)
         if record_access and hits:
             self.record_access([hit.fact.id for hit in hits])
         return hits

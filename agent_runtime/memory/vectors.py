@@ -28,8 +28,11 @@ def to_blob(vector: Vector, dims: int) -> bytes:
             raise VectorError(f"vector has {len(vector)} values, expected {dims}")
         values = array("f", vector)
         blob = values.tobytes()
-    norm = math.fsum(v * v for v in values)
-    if not math.isfinite(norm) or norm == 0.0:
+    try:
+        total = math.fsum(values)
+    except (OverflowError, ValueError):  # inf - inf, or an overflow: not a usable vector
+        total = math.nan
+    if not math.isfinite(total) or not any(values):
         raise VectorError("vector is zero or not finite: it has no direction to compare")
     return blob
 

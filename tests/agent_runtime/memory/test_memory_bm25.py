@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from agent_runtime.memory.bm25 import WorkspaceIndex, split_passages
-from agent_runtime.memory.factlog import is_fact_line
 
 
 def write(path: Path, text: str) -> None:
@@ -90,7 +89,7 @@ def test_fact_lines_of_the_daily_log_are_left_to_the_store(tmp_path: Path) -> No
         "# 2025-05-01\n\n- 09:00:00 · operator · replied about the quarterly budget\n"
         "- 09:01:00 · memory · [fact 3] The quarterly budget is 40k (user_stated, work)\n",
     )
-    index = WorkspaceIndex(tmp_path, skip_line=is_fact_line, refresh_interval_s=0)
+    index = WorkspaceIndex(tmp_path, refresh_interval_s=0)  # fact lines are skipped by default
     hit = index.search("quarterly budget")[0]
     assert "replied about the quarterly budget" in hit.text
     assert "40k" not in hit.text

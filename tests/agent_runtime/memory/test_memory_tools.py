@@ -10,14 +10,13 @@ import pytest
 from conftest import ManualClock
 
 from agent_runtime.memory.bm25 import WorkspaceIndex
-from agent_runtime.memory.factlog import is_fact_line
 from agent_runtime.memory.store import MemoryStore
 from agent_runtime.memory.tools import MemoryTools, ToolInputError
 
 
 @pytest.fixture
 def tools(store: MemoryStore, data_dir: Path) -> MemoryTools:
-    index = WorkspaceIndex(data_dir / "workspace", skip_line=is_fact_line, refresh_interval_s=0)
+    index = WorkspaceIndex(data_dir / "workspace", refresh_interval_s=0)
     return MemoryTools(store, index)
 
 
