@@ -155,7 +155,7 @@ def test_memory_md_overflow_goes_to_the_store_only(harness: HarnessFactory) -> N
     store = MemoryStoreFake()
     h.worker.context.store = store
     # Long facts fill MEMORY.md past its 16 KiB cap: the oldest move out, into the store only.
-    seeded = drive(h, model, turns=100, store=store, filler_chars=900, fact_every=1, fact_chars=180)
+    seeded = drive(h, model, turns=80, store=store, filler_chars=900, fact_every=1, fact_chars=240)
     assert h.worker.context.flush()
     memory_size = len((h.data_dir / "workspace" / "MEMORY.md").read_bytes())
     assert memory_size <= 16 * 1024
@@ -171,9 +171,9 @@ def test_failed_flush_is_retried_and_nothing_is_dropped(harness: HarnessFactory)
     h = harness(model, context_window=4096)
 
     def outage(turn: int) -> None:
-        model.flush_fails = 15 <= turn < 50
+        model.flush_fails = 12 <= turn < 42
 
-    seeded = drive(h, model, turns=90, store=None, filler_chars=1000, on_turn=outage)
+    seeded = drive(h, model, turns=70, store=None, filler_chars=1000, on_turn=outage)
     assert model.failed_flushes >= 5
     # While flushes failed, pruning kept requests inside the window...
     assert max(model.request_sizes) <= 4096

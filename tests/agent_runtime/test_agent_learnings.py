@@ -27,13 +27,13 @@ def test_corrections_are_deduplicated_case_and_space_insensitively(tmp_path: Pat
 
 def test_files_stay_under_their_caps_dropping_the_oldest(tmp_path: Path) -> None:
     learnings = Learnings(tmp_path)
-    for number in range(200):
+    for number in range(80):
         learnings.record_error("tool", {"n": number}, f"failure number {number}")
         learnings.record_correction(f"correction number {number}: do it the other way")
     assert len(learnings.errors_path.read_bytes()) <= ERRORS_CAP
     assert len(learnings.corrections_path.read_bytes()) <= CORRECTIONS_CAP
     errors = learnings.errors_path.read_text(encoding="utf-8")
-    assert "failure number 199" in errors and "failure number 0 " not in errors
+    assert "failure number 79" in errors and "failure number 0 " not in errors
 
 
 def test_rendering_is_stable_across_repeats(tmp_path: Path) -> None:
