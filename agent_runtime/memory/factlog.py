@@ -29,6 +29,17 @@ def is_fact_line(line: str) -> bool:
     return FACT_LINE.match(line) is not None
 
 
+def _owned_like_folder(path: Path) -> None:
+    """Give a file the owner of its folder when root wrote it (the orchestrator on the host), so
+    the agent, which runs as another user, can still append to it."""
+    if os.geteuid() != 0:
+        return
+    folder = path.parent.stat()
+    mine = path.stat()
+    if (mine.st_uid, mine.st_gid) != (folder.st_uid, folder.st_gid):
+        os.chown(path, folder.st_uid, folder.st_gid)
+
+
 class FactLog:
     def __init__(self, workspace_root: Path, clock: Callable[[], datetime] | None = None) -> None:
         self.folder = workspace_root / "memory"
@@ -46,6 +57,8 @@ class FactLog:
             os.write(fd, line.encode("utf-8"))
         finally:
             os.close(fd)
+        if header:
+            _owned_like_folder(path)
         return path
 
     def redact(self, fact_ids: Iterable[int]) -> int:
@@ -77,5 +90,6 @@ class FactLog:
             if path.stat().st_size != len(data):
                 continue
             atomic_write_bytes(path, "".join(lines).encode("utf-8"))
+            _owned_like_folder(path)
             return changed
         return 0

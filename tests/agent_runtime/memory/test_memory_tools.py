@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import jsonschema
@@ -10,6 +11,7 @@ import pytest
 from conftest import ManualClock
 
 from agent_runtime.memory.bm25 import WorkspaceIndex
+from agent_runtime.memory.factlog import FactLog
 from agent_runtime.memory.store import MemoryStore
 from agent_runtime.memory.tools import MemoryTools, ToolInputError
 
@@ -132,3 +134,19 @@ def test_handlers_return_json_text(tools: MemoryTools) -> None:
         json.loads(handlers["memory_search"]({"query": "standup"}))["results"][0]["text"]
         == "Standup is at 9:30"
     )
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give files away")
+def test_log_files_written_by_root_stay_the_agents(
+    store: MemoryStore, data_dir: Path, clock: ManualClock
+) -> None:
+    folder = data_dir / "workspace" / "memory"
+    os.chown(folder, 10001, 10001)
+    log = FactLog(data_dir / "workspace", clock=clock.now)
+    fact = store.get(store.save("The user's locker is B12", source="operator").fact_id)  # type: ignore[arg-type]
+    assert fact is not None
+    path = log.append(fact)
+    assert (path.stat().st_uid, path.stat().st_gid) == (10001, 10001)
+    log.redact([fact.id])
+    assert (path.stat().st_uid, path.stat().st_gid) == (10001, 10001)
+    assert "(forgotten)" in path.read_text()
