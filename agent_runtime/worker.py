@@ -105,6 +105,25 @@ def extract_json_object(text: str) -> dict[str, Any] | None:
     return None
 
 
+def peer_output(text: str, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The structured answer to a peer's request, checked by the broker against the contract.
+
+    The broker reads an answer without output as {"text": reply}. So: the reply's JSON object
+    when it fits the output schema; else nothing when {"text": reply} fits; else the object
+    (or nothing) for the broker to report as not matching.
+    """
+    candidate = extract_json_object(text)
+    if schema is None:
+        return candidate
+    from agent_runtime.contracts import validate_payload
+
+    if candidate is not None and not validate_payload(schema, candidate):
+        return candidate
+    if not validate_payload(schema, {"text": text}):
+        return None
+    return candidate
+
+
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
     state = {}
     for folder, _dirs, names in os.walk(root):
@@ -284,14 +303,8 @@ class Worker:
             return WorkResult(ok=False, text=result.text, error=result.detail, run_id=run_id)
         if item.kind == ItemKind.HEARTBEAT and result.text.strip().startswith(HEARTBEAT_OK):
             result.outcome = RunOutcome.IDLE
-        if item.kind == ItemKind.PEER_ASK:
-            output = extract_json_object(result.text)
-            if output is None:
-                return WorkResult(
-                    ok=False, text=result.text, error="the reply did not contain a JSON object", run_id=run_id
-                )
-            return WorkResult(ok=True, text=result.text, output=output, run_id=run_id)
-        return WorkResult(ok=True, text=result.text, run_id=run_id)
+        output = peer_output(result.text, self._schema(item)) if item.kind == ItemKind.PEER_ASK else None
+        return WorkResult(ok=True, text=result.text, output=output, run_id=run_id)
 
     def _acknowledge(self, item: InboxItem, work: WorkResult) -> None:
         try:

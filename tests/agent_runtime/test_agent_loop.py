@@ -153,15 +153,34 @@ def test_model_failure_is_reported_not_raised(harness: HarnessFactory) -> None:
     assert h.fake.runs[-1].outcome == RunOutcome.ERROR
 
 
-def test_peer_ask_output_is_the_json_object_of_the_reply(harness: HarnessFactory) -> None:
-    h = harness(lambda body: Reply('Here you go: {"summary": "short"}'))
+def test_peer_ask_output_follows_the_operation_contract(harness: HarnessFactory) -> None:
+    interface = (
+        "---\noperations:\n  - name: summarize\n    input: {type: object}\n"
+        "    output:\n      type: object\n      properties: {summary: {type: string}}\n      required: [summary]\n"
+        "---\nI summarize.\n"
+    )
+    h = harness(lambda body: Reply('Here you go: {"summary": "short"}'), seeds={"INTERFACE.md": interface})
     result = h.send("", kind=ItemKind.PEER_ASK, sender="beta", operation="summarize", input={"text": "long"})
     assert result.ok and result.output == {"summary": "short"}
-    assert "request from agent beta · operation summarize" in h.fake.requests[-1]["messages"][-1]["content"]
-    bad = harness(lambda body: Reply("no json here")).send(
+    request = h.fake.requests[-1]["messages"][-1]["content"]
+    assert "request from agent beta · operation summarize" in request
+    assert '"required": ["summary"]' in request  # the output schema is shown to the model
+    # A plain-text answer is left to the broker, which reads it as {"text": ...} and checks it.
+    plain = harness(lambda body: Reply("no json here"), seeds={"INTERFACE.md": interface}).send(
         "", kind=ItemKind.PEER_ASK, sender="beta", operation="summarize", input={}
     )
-    assert not bad.ok and bad.error == "the reply did not contain a JSON object"
+    assert plain.ok and plain.output is None and plain.text == "no json here"
+
+
+def test_peer_output_choice() -> None:
+    from agent_runtime.worker import peer_output
+
+    needs_summary = {"type": "object", "required": ["summary"]}
+    free_text = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+    assert peer_output('x {"summary": "s"} y', needs_summary) == {"summary": "s"}
+    assert peer_output('echo of the input {"text": 1}', free_text) is None
+    assert peer_output('{"other": 1}', needs_summary) == {"other": 1}
+    assert peer_output("nothing", None) is None
 
 
 def test_redelivered_item_is_not_worked_twice(harness: HarnessFactory) -> None:
