@@ -23,9 +23,7 @@ from agent_runtime.client import OrchestratorClient  # noqa: E402
 from agent_runtime.protocol import AgentRuntimeConfig, InboxItem, ItemKind, WorkResult  # noqa: E402
 from agent_runtime.settings import Settings  # noqa: E402
 from agent_runtime.state import RuntimeState  # noqa: E402
-from agent_runtime.worker import Worker  # noqa: E402
 from agent_runtime.workspace import scaffold  # noqa: E402
-from orchestrator.testing.server import serve_app  # noqa: E402
 from tests.agent_runtime.fakes import FakeOrchestrator, Responder  # noqa: E402
 
 TOKEN = "agent-token-for-tests"
@@ -47,7 +45,7 @@ def make_config(**overrides: Any) -> AgentRuntimeConfig:
 @dataclass
 class Harness:
     fake: FakeOrchestrator
-    worker: Worker
+    worker: Any
     settings: Settings
     base_url: str
 
@@ -88,6 +86,9 @@ def harness(tmp_path: Path) -> Iterator[HarnessFactory]:
             maintenance: bool = False,
             **config: Any,
         ) -> Harness:
+            from agent_runtime.worker import Worker
+            from orchestrator.testing.server import serve_app
+
             data_dir = tmp_path / f"data-{secrets.token_hex(3)}"
             scaffold(data_dir, seeds or {}, {"SYSTEM.md": "Fleet policy.", "AGENTS.md": "No peers."})
             write_token(data_dir)
