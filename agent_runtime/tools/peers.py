@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import socket
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -51,7 +52,9 @@ class PeerClient:
     ) -> None:
         self._token = token
         self._timeout_s = timeout_s
-        self._http = http or httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout_s)
+        self._http = http or httpx.Client(
+            base_url=base_url.rstrip("/"), timeout=timeout_s, transport=no_delay_transport()
+        )
 
     def close(self) -> None:
         self._http.close()
@@ -84,6 +87,15 @@ class PeerClient:
         if response.is_success:
             return response
         raise ToolError(f"the orchestrator refused {method} {path}: {_error_text(response)}")
+
+
+def no_delay_transport() -> httpx.HTTPTransport:
+    """A transport with Nagle's algorithm off.
+
+    httpx writes a POST's headers and body separately; with Nagle on, the body waits for the
+    server's (delayed) ACK of the headers, which adds up to 40 ms to a request on loopback.
+    """
+    return httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
 
 
 def _parse(response: httpx.Response, model: type[Model]) -> Model:

@@ -72,6 +72,7 @@ class Broker:
     def __init__(self, services: Services, max_hops: int = DEFAULT_MAX_HOPS) -> None:
         self._services = services
         self._inbox: Inbox = services.inbox
+        self._db = services.db
         self.max_hops = max_hops
         self.messages = MessageLog(services.db)
         self.interfaces = InterfaceStore(
@@ -141,42 +142,42 @@ class Broker:
             earlier := self.messages.by_key(sender, request.to, request.idempotency_key)
         ):
             return await self._await_answer(earlier, spec, timeout_s)
-        item = self._inbox.put(
-            request.to,
-            ItemKind.PEER_ASK,
-            sender,
-            operation=request.operation,
-            input=request.input,
-            correlation_id=message_id,
-            hop=lineage.hop,
-            trace=lineage.trace,
-            priority=priority,
-            ttl_s=timeout_s,
-            idempotency_key=_scoped_key(sender, request.idempotency_key),
-        )
-        self.messages.record(
-            message_id,
-            MessageKind.ASK,
-            sender,
-            request.to,
-            operation=request.operation,
-            parent_item=lineage.parent_item,
-            hop=lineage.hop,
-            trace=lineage.trace,
-            state=MessageState.PENDING,
-            item_id=item.id,
-            idempotency_key=request.idempotency_key,
-        )
-        self._publish(
-            EventType.MESSAGE_SENT,
-            sender,
-            message_id,
-            to=request.to,
-            operation=request.operation,
-            hop=lineage.hop,
-        )
-        record = self.messages.get(message_id)
-        assert record is not None
+        # One transaction for the delivery, its log line and its event: one commit, not three.
+        with self._db.transaction():
+            item = self._inbox.put(
+                request.to,
+                ItemKind.PEER_ASK,
+                sender,
+                operation=request.operation,
+                input=request.input,
+                correlation_id=message_id,
+                hop=lineage.hop,
+                trace=lineage.trace,
+                priority=priority,
+                ttl_s=timeout_s,
+                idempotency_key=_scoped_key(sender, request.idempotency_key),
+            )
+            record = self.messages.record(
+                message_id,
+                MessageKind.ASK,
+                sender,
+                request.to,
+                operation=request.operation,
+                parent_item=lineage.parent_item,
+                hop=lineage.hop,
+                trace=lineage.trace,
+                state=MessageState.PENDING,
+                item_id=item.id,
+                idempotency_key=request.idempotency_key,
+            )
+            self._publish(
+                EventType.MESSAGE_SENT,
+                sender,
+                message_id,
+                to=request.to,
+                operation=request.operation,
+                hop=lineage.hop,
+            )
         return await self._await_answer(record, spec, timeout_s)
 
     async def _await_answer(self, message: MessageRecord, spec: OperationSpec, timeout_s: float) -> AskResult:
@@ -186,28 +187,30 @@ class Broker:
             self._no_answer(message, timeout_s) if result is None else _answer_problem(message, spec, result)
         )
         if error is not None:
-            self.messages.finish(message.id, MessageState.FAILED, error)
+            with self._db.transaction():
+                self.messages.finish(message.id, MessageState.FAILED, error)
+                self._publish(
+                    EventType.MESSAGE_FAILED,
+                    message.sender,
+                    message.id,
+                    to=message.recipient,
+                    operation=message.operation,
+                    hop=message.hop,
+                    error=error.code,
+                )
+            return AskResult(message_id=message.id, ok=False, error=error)
+        assert result is not None
+        with self._db.transaction():
+            self.messages.finish(message.id, MessageState.ANSWERED)
             self._publish(
-                EventType.MESSAGE_FAILED,
-                message.sender,
+                EventType.MESSAGE_DELIVERED,
+                message.recipient,
                 message.id,
                 to=message.recipient,
                 operation=message.operation,
                 hop=message.hop,
-                error=error.code,
+                sender=message.sender,
             )
-            return AskResult(message_id=message.id, ok=False, error=error)
-        assert result is not None
-        self.messages.finish(message.id, MessageState.ANSWERED)
-        self._publish(
-            EventType.MESSAGE_DELIVERED,
-            message.recipient,
-            message.id,
-            to=message.recipient,
-            operation=message.operation,
-            hop=message.hop,
-            sender=message.sender,
-        )
         return AskResult(message_id=message.id, ok=True, output=_output_of(result))
 
     def _no_answer(self, message: MessageRecord, timeout_s: float) -> BrokerError:
@@ -243,43 +246,44 @@ class Broker:
             earlier := self.messages.by_key(sender, request.to, request.idempotency_key)
         ):
             return TellResult(message_id=earlier.id, ok=True)
-        item = self._inbox.put(
-            request.to,
-            ItemKind.PEER_TELL,
-            sender,
-            request.text,
-            correlation_id=message_id,
-            hop=lineage.hop,
-            trace=lineage.trace,
-            priority=priority,
-            idempotency_key=_scoped_key(sender, request.idempotency_key),
-        )
-        self.messages.record(
-            message_id,
-            MessageKind.TELL,
-            sender,
-            request.to,
-            operation=None,
-            parent_item=lineage.parent_item,
-            hop=lineage.hop,
-            trace=lineage.trace,
-            state=MessageState.SENT,
-            item_id=item.id,
-            idempotency_key=request.idempotency_key,
-        )
-        self._publish(
-            EventType.MESSAGE_SENT, sender, message_id, to=request.to, operation=None, hop=lineage.hop
-        )
-        # A tell is delivered once it sits in the recipient's durable inbox.
-        self._publish(
-            EventType.MESSAGE_DELIVERED,
-            request.to,
-            message_id,
-            to=request.to,
-            operation=None,
-            hop=lineage.hop,
-            sender=sender,
-        )
+        with self._db.transaction():
+            item = self._inbox.put(
+                request.to,
+                ItemKind.PEER_TELL,
+                sender,
+                request.text,
+                correlation_id=message_id,
+                hop=lineage.hop,
+                trace=lineage.trace,
+                priority=priority,
+                idempotency_key=_scoped_key(sender, request.idempotency_key),
+            )
+            self.messages.record(
+                message_id,
+                MessageKind.TELL,
+                sender,
+                request.to,
+                operation=None,
+                parent_item=lineage.parent_item,
+                hop=lineage.hop,
+                trace=lineage.trace,
+                state=MessageState.SENT,
+                item_id=item.id,
+                idempotency_key=request.idempotency_key,
+            )
+            self._publish(
+                EventType.MESSAGE_SENT, sender, message_id, to=request.to, operation=None, hop=lineage.hop
+            )
+            # A tell is delivered once it sits in the recipient's durable inbox.
+            self._publish(
+                EventType.MESSAGE_DELIVERED,
+                request.to,
+                message_id,
+                to=request.to,
+                operation=None,
+                hop=lineage.hop,
+                sender=sender,
+            )
         return TellResult(message_id=message_id, ok=True)
 
     # --- checks ------------------------------------------------------------------------------
@@ -358,27 +362,28 @@ class Broker:
         error: BrokerError,
     ) -> None:
         operation = request.operation if isinstance(request, AskRequest) else None
-        self.messages.record(
-            message_id,
-            kind,
-            sender,
-            request.to,
-            operation=operation,
-            parent_item=lineage.parent_item if lineage else request.parent_item,
-            hop=lineage.hop if lineage else 0,
-            trace=lineage.trace if lineage else [sender],
-            state=MessageState.REFUSED,
-            error=error,
-        )
-        self._publish(
-            EventType.MESSAGE_FAILED,
-            sender,
-            message_id,
-            to=request.to,
-            operation=operation,
-            hop=lineage.hop if lineage else 0,
-            error=error.code,
-        )
+        with self._db.transaction():
+            self.messages.record(
+                message_id,
+                kind,
+                sender,
+                request.to,
+                operation=operation,
+                parent_item=lineage.parent_item if lineage else request.parent_item,
+                hop=lineage.hop if lineage else 0,
+                trace=lineage.trace if lineage else [sender],
+                state=MessageState.REFUSED,
+                error=error,
+            )
+            self._publish(
+                EventType.MESSAGE_FAILED,
+                sender,
+                message_id,
+                to=request.to,
+                operation=operation,
+                hop=lineage.hop if lineage else 0,
+                error=error.code,
+            )
 
     def _publish(
         self,

@@ -45,12 +45,15 @@ class InterfaceStore:
         self._lock = threading.Lock()
         self._entries: dict[str, _Entry] = {}
         self._seeded_parsed: dict[tuple[str, str], ContractState] = {}
+        self._paths: dict[str, Path] = {}
 
     def current(self, agent: str) -> Interface:
         return self.state(agent).interface
 
     def state(self, agent: str) -> ContractState:
-        path = self._workspace_of(agent) / INTERFACE_FILE
+        path = self._paths.get(agent)
+        if path is None:
+            path = self._paths[agent] = self._workspace_of(agent) / INTERFACE_FILE
         stamp = _stamp(path)
         if stamp is None:
             return self.seeded(agent)

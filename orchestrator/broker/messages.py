@@ -109,8 +109,9 @@ class MessageLog:
         item_id: str | None = None,
         idempotency_key: str | None = None,
         error: BrokerError | None = None,
-    ) -> None:
-        now = utcnow().isoformat()
+    ) -> MessageRecord:
+        at = utcnow()
+        now = at.isoformat()
         parent_id = self._message_of_item(parent_item) if parent_item else None
         finished = now if state in (MessageState.REFUSED, MessageState.FAILED) else None
         self._db.execute(
@@ -135,6 +136,23 @@ class MessageLog:
                 now,
                 finished,
             ),
+        )
+        return MessageRecord(
+            id=message_id,
+            kind=kind,
+            sender=sender,
+            recipient=recipient,
+            operation=operation,
+            parent_item=parent_item,
+            parent_id=parent_id,
+            item_id=item_id,
+            hop=hop,
+            trace=trace,
+            state=state,
+            error_code=error.code if error else None,
+            error_message=error.message if error else None,
+            created_at=at,
+            finished_at=at if finished else None,
         )
 
     def finish(self, message_id: str, state: MessageState, error: BrokerError | None = None) -> None:

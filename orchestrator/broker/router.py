@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
+from pydantic import BaseModel
 
 from agent_runtime.protocol import (
     AGENT_API_PREFIX,
@@ -15,14 +16,46 @@ from agent_runtime.protocol import (
     TellRequest,
     TellResult,
 )
-from orchestrator.api.deps import AgentDep, OperatorDep, ServicesDep
+from orchestrator.api.deps import OperatorDep, ServicesDep
 from orchestrator.api.errors import ApiError
+from orchestrator.auth import Principal
 from orchestrator.broker.broker import MAX_TIMEOUT_S
 from orchestrator.broker.contracts_check import ContractsReport, check_services
 from orchestrator.broker.messages import MessageTrace
 from orchestrator.services import Services
 
 router = APIRouter()
+
+
+async def _calling_agent(request: Request) -> Principal:
+    """The agent behind the bearer token, resolved on the event loop.
+
+    The check is pure CPU work: as an async dependency it skips the worker-thread hop a plain
+    function dependency costs, which matters on the ask path where every request counts.
+    Agents always send the Authorization header.
+    """
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    services: Services = request.app.state.services
+    principal = services.tokens.identify(token.strip()) if scheme.lower() == "bearer" and token else None
+    if principal is None:
+        raise HTTPException(status_code=401, detail="missing or invalid bearer token")
+    if principal.is_operator:
+        raise HTTPException(status_code=403, detail="this route is for agents")
+    return principal
+
+
+async def _services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+AgentDep = Annotated[Principal, Depends(_calling_agent)]
+FastServicesDep = Annotated[Services, Depends(_services)]
+
+
+def _json(body: BaseModel) -> Response:
+    """Serialize once with pydantic, skipping the framework's response-model round trip."""
+    return Response(body.model_dump_json(), media_type="application/json")
 
 
 def _member(services: Services, agent: str) -> None:
@@ -34,25 +67,25 @@ def _member(services: Services, agent: str) -> None:
 
 
 @router.get(f"{AGENT_API_PREFIX}/peers", tags=["agent"])
-def list_peers(agent: AgentDep, services: ServicesDep) -> list[PeerInfo]:
+async def list_peers(agent: AgentDep, services: FastServicesDep) -> list[PeerInfo]:
     """The agents this agent may talk to, with the operations of the contract in force for each."""
     _member(services, agent.name)
     return services.broker.peers(agent.name)
 
 
-@router.post(f"{AGENT_API_PREFIX}/ask", tags=["agent"])
-async def ask(body: AskRequest, agent: AgentDep, services: ServicesDep) -> AskResult:
+@router.post(f"{AGENT_API_PREFIX}/ask", tags=["agent"], response_model=AskResult)
+async def ask(body: AskRequest, agent: AgentDep, services: FastServicesDep) -> Response:
     """Ask a peer an operation and wait for its answer; broker refusals come back as `error`."""
     if not 0 < body.timeout_s <= MAX_TIMEOUT_S:
         raise ApiError(
             422, "invalid_request", f"timeout_s must be more than 0 and at most {MAX_TIMEOUT_S:g} seconds"
         )
-    return await services.broker.ask(agent.name, body)
+    return _json(await services.broker.ask(agent.name, body))
 
 
-@router.post(f"{AGENT_API_PREFIX}/tell", tags=["agent"])
-async def tell(body: TellRequest, agent: AgentDep, services: ServicesDep) -> TellResult:
-    return await services.broker.tell(agent.name, body)
+@router.post(f"{AGENT_API_PREFIX}/tell", tags=["agent"], response_model=TellResult)
+async def tell(body: TellRequest, agent: AgentDep, services: FastServicesDep) -> Response:
+    return _json(await services.broker.tell(agent.name, body))
 
 
 # --- operator routes -------------------------------------------------------------------------
