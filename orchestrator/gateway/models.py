@@ -52,6 +52,12 @@ class ChatMessage(Passthrough):
             return self.content
         return "\n".join(str(p.get("text", "")) for p in self.content if p.get("type") == "text")
 
+    @property
+    def counted_text(self) -> str:
+        """What the message weighs in prompt tokens: its text and its tool calls."""
+        calls = "".join(c.function.name + c.function.arguments for c in self.tool_calls or [])
+        return self.text + calls
+
 
 class StreamOptions(Passthrough):
     include_usage: bool = False
@@ -75,6 +81,11 @@ class ChatCompletionRequest(Passthrough):
             if isinstance(function, dict) and isinstance(function.get("name"), str):
                 names.append(function["name"])
         return names
+
+    @property
+    def counted_messages(self) -> list[tuple[str, str]]:
+        """(role, text) pairs for the token counter."""
+        return [(m.role, m.counted_text) for m in self.messages]
 
     @property
     def output_limit(self) -> int | None:

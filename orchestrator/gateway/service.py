@@ -61,11 +61,11 @@ class Route:
     upstream_model: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class CallContext:
+    """A call admitted by the budget: its reservation, and when it started (for latency)."""
+
     agent: str
-    kind: CallKind
-    route: Route
     reservation: Reservation
     started: float
 
@@ -160,7 +160,7 @@ class Gateway:
             )
         except BudgetExhausted as exc:
             raise budget_error(exc, self._clock()) from None
-        return CallContext(agent, kind, route, reservation, time.monotonic())
+        return CallContext(agent, reservation, time.monotonic())
 
     def _settle(
         self,
@@ -193,11 +193,7 @@ class Gateway:
         self.budgets.after_settle(ctx.agent)
 
     def _prompt_tokens(self, request: ChatCompletionRequest) -> int:
-        pairs = [
-            (m.role, m.text + "".join(c.function.arguments for c in m.tool_calls or []))
-            for m in request.messages
-        ]
-        return self.counter.count_chat(pairs, request.tools)
+        return self.counter.count_chat(request.counted_messages, request.tools)
 
     # ------------------------------------------------------------------ calling
 

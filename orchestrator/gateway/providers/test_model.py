@@ -80,9 +80,7 @@ class TestModelProvider(Provider):
             )
 
     def _usage(self, request: ChatCompletionRequest, reply: ScriptedReply) -> dict[str, Any]:
-        prompt = self._counter.count_chat(
-            [(m.role, m.text + _calls_text(m.tool_calls)) for m in request.messages], request.tools
-        )
+        prompt = self._counter.count_chat(request.counted_messages, request.tools)
         written = (reply.text or "") + "".join(call.name + call.arguments for call in reply.tool_calls)
         completion = self._counter.count(written)
         return {
@@ -132,10 +130,6 @@ def _tool_calls(request: ChatCompletionRequest, reply: ScriptedReply) -> list[di
         }
         for i, c in enumerate(reply.tool_calls)
     ]
-
-
-def _calls_text(calls: list[Any] | None) -> str:
-    return "".join(call.function.name + call.function.arguments for call in calls or [])
 
 
 def _deltas(request: ChatCompletionRequest, reply: ScriptedReply) -> list[tuple[dict[str, Any], str | None]]:
