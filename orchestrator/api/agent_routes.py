@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from agent_runtime.protocol import (
     AGENT_API_PREFIX,
@@ -25,6 +26,8 @@ from orchestrator.services import Services
 router = APIRouter(prefix=AGENT_API_PREFIX, tags=["agent"])
 
 MAX_WAIT_S = 30.0
+# A claim this old, held while its agent reports being idle, was lost on the way to the agent.
+STALE_CLAIM_S = 20.0
 # Events an agent may report about itself; anything else is refused so agents cannot forge
 # orchestrator events (restarts, budgets) on the bus.
 AGENT_EVENT_TYPES = {
@@ -75,14 +78,32 @@ def get_config(agent: AgentDep, services: ServicesDep) -> AgentRuntimeConfig:
 def checkin(body: CheckIn, agent: AgentDep, services: ServicesDep) -> CheckInReply:
     _known(services, agent.name)
     services.health.record(agent.name, body)
+    if body.state == "idle" and body.current_item is None:
+        services.inbox.requeue_stale_claims(agent.name, STALE_CLAIM_S)
     return CheckInReply(config_hash=services.fleet.agent_hash(agent.name))
+
+
+async def _disconnected(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 @router.get("/inbox/next", response_model=None)
 async def next_item(
-    agent: AgentDep, services: ServicesDep, wait: Annotated[float, Query(ge=0)] = 25.0
+    request: Request, agent: AgentDep, services: ServicesDep, wait: Annotated[float, Query(ge=0)] = 25.0
 ) -> InboxItem | Response:
-    item = await services.inbox.next(agent.name, min(wait, MAX_WAIT_S))
+    """Long-poll for the next item. A poll whose client went away must not swallow an item."""
+    claim = asyncio.ensure_future(services.inbox.next(agent.name, min(wait, MAX_WAIT_S)))
+    gone = asyncio.ensure_future(_disconnected(request))
+    await asyncio.wait({claim, gone}, return_when=asyncio.FIRST_COMPLETED)
+    gone.cancel()
+    if not claim.done():
+        claim.cancel()
+        return Response(status_code=204)
+    item = claim.result()
+    if item is not None and await request.is_disconnected():
+        services.inbox.release(item.id)
+        return Response(status_code=204)
     return item if item is not None else Response(status_code=204)
 
 

@@ -182,6 +182,31 @@ class Inbox:
             self._signal(agent)
         return cursor.rowcount
 
+    def requeue_stale_claims(self, agent: str, older_than_s: float) -> int:
+        """Hand out again items claimed long ago by an agent that says it is idle.
+
+        A long-poll whose connection died can still claim an item on the server side; the agent
+        never sees it, and its next idle check-in releases it.
+        """
+        cutoff = (utcnow() - timedelta(seconds=older_than_s)).isoformat()
+        cursor = self._db.execute(
+            "UPDATE inbox SET state = 'queued' WHERE agent = ? AND state = 'claimed' AND claimed_at < ?",
+            (agent, cutoff),
+        )
+        if cursor.rowcount:
+            self._signal(agent)
+        return cursor.rowcount
+
+    def release(self, item_id: str) -> None:
+        """Put a claimed item back in the queue (its claimant went away before receiving it)."""
+        row = self._db.query_one("SELECT agent FROM inbox WHERE id = ?", (item_id,))
+        self._db.execute(
+            "UPDATE inbox SET state = 'queued', attempt = MAX(0, attempt - 1) WHERE id = ? AND state = 'claimed'",
+            (item_id,),
+        )
+        if row is not None:
+            self._signal(row["agent"])
+
     def complete(self, agent: str, item_id: str, result: WorkResult) -> bool:
         """Acknowledge an item. Returns False when it is unknown or not this agent's."""
         state = "done" if result.ok else "failed"
