@@ -104,7 +104,6 @@ class OrchestratorServer:
 
     async def _background(self) -> list[asyncio.Task[None]]:
         services = self.services
-        services.inbox.bind_loop(asyncio.get_running_loop())
         await asyncio.to_thread(services.manager.apply, self._on_apply)
         await asyncio.to_thread(self.watcher.start)
         tasks = [

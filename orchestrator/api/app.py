@@ -31,7 +31,11 @@ ROUTERS = [
 def create_app(services: Services) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        services.events.bind_loop(asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        services.events.bind_loop(loop)
+        inbox = getattr(services, "inbox", None)
+        if inbox is not None:
+            inbox.bind_loop(loop)
         yield
 
     app = FastAPI(title="Flotilla orchestrator", lifespan=lifespan)
