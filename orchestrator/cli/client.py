@@ -105,12 +105,12 @@ class ApiClient:
 
 
 def _parse_sse(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
-    event, data = "message", []
+    event, data = "message", list[str]()
     for line in lines:
         if not line:
             if data:
                 yield event, "\n".join(data)
-            event, data = "message", []
+            event, data = "message", list[str]()
         elif line.startswith(":"):
             continue
         elif line.startswith("event:"):

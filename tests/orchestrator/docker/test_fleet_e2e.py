@@ -96,7 +96,7 @@ def image(docker_client: Any) -> Iterator[str]:
     """An image tag of this module's own, so that other builds of the shared tag cannot disturb it."""
     tag = f"{unique('e2e-image')}:latest"
     yield tag
-    for found in docker_client.images.list(name=tag.split(":")[0]):
+    for found in docker_client.images.list(name=tag.partition(":")[0]):
         docker_client.images.remove(found.id, force=True)
 
 
