@@ -52,7 +52,10 @@ def search(
     k: int,
     vector_weight: float,
     keyword_weight: float,
+    min_similarity: float = 0.0,
 ) -> list[EpisodeHit]:
+    """Episodes by the hybrid score (no decay); those matching no word and less similar than
+    `min_similarity` are left out."""
     keyword: dict[int, float] = {}
     expression = fts_query(query)
     if expression is not None:
@@ -73,6 +76,8 @@ def search(
     scores: dict[int, float] = {}
     for episode_id in set(keyword) | set(similar):
         keyword_part = keyword.get(episode_id, 0.0) / best_keyword
+        if keyword_part == 0.0 and similar.get(episode_id, 0.0) < min_similarity:
+            continue
         if vector is None:
             scores[episode_id] = keyword_part
         else:

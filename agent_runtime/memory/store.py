@@ -613,7 +613,13 @@ class MemoryStore:
         vector = self.embeddings.embed_query(query) if query.strip() else None
         with self._lock:
             return episodes.search(
-                self._conn, query, vector, k, self.config.vector_weight, self.config.keyword_weight
+                self._conn,
+                query,
+                vector,
+                k,
+                self.config.vector_weight,
+                self.config.keyword_weight,
+                self.config.min_similarity,
             )
 
     def recent_episodes(self, limit: int = 10) -> list[Episode]:

@@ -316,6 +316,7 @@ def test_episodes_are_searchable_by_words_and_meaning(store: MemoryStore) -> Non
     assert hits[0].episode.summary == "Debugged the billing export with the user"
     assert hits[0].episode.start == "2025-05-01T09:00:00Z"
     assert [e.summary for e in store.recent_episodes(1)] == ["Wrote the onboarding guide"]
+    assert store.search_episodes("zebra migration") == []
     with pytest.raises(MemoryInputError):
         store.add_episode("a", "b", [], "   ")
 
