@@ -9,6 +9,7 @@ keyword; the workspace's markdown searched with BM25; tools for the model; maint
 """
 
 from agent_runtime.memory.bm25 import FileHit, WorkspaceIndex
+from agent_runtime.memory.contradictions import ContradictionNotFound
 from agent_runtime.memory.embeddings import (
     DeterministicEmbedder,
     Embedder,
@@ -33,7 +34,7 @@ from agent_runtime.memory.models import (
     SaveOutcome,
     SaveResult,
 )
-from agent_runtime.memory.store import ContradictionNotFound, FactNotFound, MemoryInputError, MemoryStore
+from agent_runtime.memory.store import FactNotFound, MemoryInputError, MemoryStore
 from agent_runtime.memory.tools import MemoryTools, ToolInputError
 
 __all__ = [

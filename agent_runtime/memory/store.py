@@ -19,13 +19,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from agent_runtime.memory import episodes, truth
+from agent_runtime.memory import contradictions, episodes, migrate, truth
 from agent_runtime.memory.embeddings import Embedder, EmbeddingService
 from agent_runtime.memory.factlog import FactLog
 from agent_runtime.memory.index import FactIndex
 from agent_runtime.memory.models import (
     BARRED_SOURCES,
-    INITIAL_SALIENCE,
     PRECEDENCE,
     Contradiction,
     ContradictionStatus,
@@ -40,25 +39,13 @@ from agent_runtime.memory.models import (
     SaveOutcome,
     SaveResult,
 )
-from agent_runtime.memory.records import (
-    CONTRADICTION_COLUMNS,
-    CONTRADICTION_FROM,
-    FACT_COLUMNS,
-    FACT_FROM,
-    Row,
-    contradiction_from_row,
-    dump_ids,
-    fact_from_row,
-    iso,
-    load_ids,
-)
-from agent_runtime.memory.schema import SCHEMA_VERSION, TABLES, vector_index
+from agent_runtime.memory.records import FACT_COLUMNS, FACT_FROM, Row, fact_from_row, iso
 from agent_runtime.memory.search import gather, rank
 from agent_runtime.memory.sqlite import Connection, connect
 from agent_runtime.memory.text import content_key, has_word
 from agent_runtime.memory.vectors import Vector, to_blob
+from agent_runtime.memory.writes import insert_fact, reinforce_fact, retire_fact
 
-REINFORCE = 0.1
 BACKFILL_BATCH = 32
 
 
@@ -70,11 +57,6 @@ class FactNotFound(LookupError):
     def __init__(self, fact_id: int, wanted: str = "") -> None:
         self.fact_id = fact_id
         super().__init__(f"no {wanted + ' ' if wanted else ''}fact with id {fact_id}")
-
-
-class ContradictionNotFound(LookupError):
-    def __init__(self, contradiction_id: int) -> None:
-        super().__init__(f"no pending contradiction with id {contradiction_id}")
 
 
 class MemoryStore:
@@ -105,51 +87,21 @@ class MemoryStore:
         )
         self.vector_note: str | None = None
         self.index = FactIndex(self._conn, self.config.dimensions)
-        self._prepare()
+        try:
+            self._prepare()
+        except BaseException:
+            self._conn.close()
+            raise
 
     # Lifecycle
 
-    def _meta(self, key: str) -> str | None:
-        row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return str(row[0]) if row is not None else None
-
-    def _set_meta(self, key: str, value: str | None) -> None:
-        self._conn.execute(
-            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (key, value if value is not None else ""),
-        )
-
     def _prepare(self) -> None:
-        """Create the tables; rebuild or set aside vectors made by another embedding model."""
-        wanted_dims, wanted_model = self.config.dimensions, self.config.embedding_model or ""
         with self.transaction() as conn:
-            for statement in TABLES.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            stored_dims, stored_model = self._meta("dimensions"), self._meta("embedding_model")
-            if stored_dims is None:
-                self._set_meta("schema_version", SCHEMA_VERSION)
-                self._set_meta("dimensions", str(wanted_dims))
-                self._set_meta("embedding_model", wanted_model)
-                conn.execute(vector_index(wanted_dims))
-                return
-            same = int(stored_dims) == wanted_dims and stored_model == wanted_model
-            if same or self.embeddings.embedder is None:
-                if not same:
-                    self.index = FactIndex(self._conn, int(stored_dims))
-                return
-            if self.config.reindex_on_model_change:
-                self.index.reset_vectors()
-                self._set_meta("dimensions", str(wanted_dims))
-                self._set_meta("embedding_model", wanted_model)
-                return
-        # Vectors of another model stay untouched; this process searches by keyword only.
-        self.vector_note = (
-            f"memory.db holds {stored_model or 'unnamed'} vectors of {stored_dims} dimensions, "
-            f"not {wanted_model or 'unnamed'} of {wanted_dims}: keyword-only search"
-        )
-        self.index = FactIndex(self._conn, int(stored_dims))
-        self.embeddings.embedder = None
+            prepared = migrate.prepare(conn, self.config, self.embeddings.embedder is not None)
+        self.index = FactIndex(self._conn, prepared.dims)
+        if not prepared.vectors_usable:
+            self.vector_note = prepared.note
+            self.embeddings.embedder = None
 
     def close(self) -> None:
         with self._lock:
@@ -280,7 +232,7 @@ class MemoryStore:
             if candidate.supersedes is None:
                 duplicate = truth.duplicate_of(conn, candidate, neighbors, self.config)
                 if duplicate is not None:
-                    self._reinforce(duplicate, candidate, now)
+                    reinforce_fact(self.index, duplicate, candidate, now)
                     return SaveResult(
                         outcome=SaveOutcome.MERGED, fact_id=duplicate["id"], replaced_id=duplicate["id"]
                     )
@@ -289,11 +241,11 @@ class MemoryStore:
                 raise FactNotFound(candidate.supersedes, "active")
             if target is None:
                 return SaveResult(
-                    outcome=SaveOutcome.SAVED, fact_id=self._insert(candidate, category_id, now)
+                    outcome=SaveOutcome.SAVED, fact_id=insert_fact(self.index, candidate, category_id, now)
                 )
             if PRECEDENCE[candidate.source] >= PRECEDENCE[FactSource(target["source"])]:
-                new_id = self._insert(candidate, category_id, now, supersedes=target["id"])
-                self._retire(target, FactStatus.SUPERSEDED, now, superseded_by=new_id)
+                new_id = insert_fact(self.index, candidate, category_id, now, supersedes=target["id"])
+                retire_fact(self.index, target, FactStatus.SUPERSEDED, now, superseded_by=new_id)
                 return SaveResult(outcome=SaveOutcome.SUPERSEDED, fact_id=new_id, replaced_id=target["id"])
             candidate.category = self._category_name(category_id)
             contradiction = truth.record_contradiction(conn, target, candidate, now)
@@ -307,53 +259,6 @@ class MemoryStore:
     def _category_name(self, category_id: int) -> str:
         row = self._conn.execute("SELECT name FROM categories WHERE id = ?", (category_id,)).fetchone()
         return str(row[0])
-
-    def _insert(
-        self, candidate: truth.Candidate, category_id: int, now: str, supersedes: int | None = None
-    ) -> int:
-        salience = (
-            candidate.salience if candidate.salience is not None else INITIAL_SALIENCE[candidate.source]
-        )
-        cursor = self._conn.execute(
-            "INSERT INTO facts(text, content_key, category_id, subject, source, status, created_at, updated_at, "
-            "salience, turn_ids, supersedes) VALUES (?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?)",
-            (
-                candidate.text,
-                candidate.key,
-                category_id,
-                candidate.subject,
-                candidate.source.value,
-                now,
-                now,
-                max(0.0, min(1.0, salience)),
-                dump_ids(candidate.turn_ids),
-                supersedes,
-            ),
-        )
-        fact_id = int(cursor.lastrowid or 0)
-        self.index.add(fact_id, candidate.text, category_id, candidate.vector)
-        return fact_id
-
-    def _reinforce(self, row: Row, candidate: truth.Candidate, now: str) -> None:
-        """A repeated fact: fresher, more salient, with the new turns and the higher source."""
-        source = FactSource(row["source"])
-        if PRECEDENCE[candidate.source] > PRECEDENCE[source]:
-            source = candidate.source
-        turn_ids = load_ids(row["turn_ids"]) + candidate.turn_ids
-        self._conn.execute(
-            "UPDATE facts SET updated_at = ?, salience = MIN(1.0, salience + ?), turn_ids = ?, source = ?, "
-            "subject = COALESCE(subject, ?) WHERE id = ?",
-            (now, REINFORCE, dump_ids(turn_ids), source.value, candidate.subject, row["id"]),
-        )
-
-    def _retire(self, row: Row, status: FactStatus, now: str, superseded_by: int | None = None) -> None:
-        """Take a fact out of search; what disputed it is moot once a newer fact replaced it."""
-        self.index.remove(row["id"], row["category_id"], keep_embedding=status is FactStatus.SUPERSEDED)
-        truth.dismiss_contradictions(self._conn, row["id"], now)
-        self._conn.execute(
-            "UPDATE facts SET status = ?, superseded_by = ?, updated_at = ? WHERE id = ?",
-            (status.value, superseded_by, now, row["id"]),
-        )
 
     # Reading
 
@@ -512,76 +417,27 @@ class MemoryStore:
     def contradictions(
         self, status: ContradictionStatus | None = ContradictionStatus.PENDING
     ) -> list[Contradiction]:
-        where, params = ("WHERE k.status = ?", (status.value,)) if status is not None else ("", ())
         with self._lock:
-            rows = self._conn.execute(
-                f"SELECT {CONTRADICTION_COLUMNS} FROM {CONTRADICTION_FROM} {where} ORDER BY k.id", params
-            ).fetchall()
-        return [contradiction_from_row(row) for row in rows]
-
-    def _contradiction_row(self, contradiction_id: int) -> Row:
-        row: Row | None = self._conn.execute(
-            "SELECT * FROM contradictions WHERE id = ? AND status = 'pending'", (contradiction_id,)
-        ).fetchone()
-        if row is None:
-            raise ContradictionNotFound(contradiction_id)
-        return row
+            return contradictions.listing(self._conn, status)
 
     def resolve(self, contradiction_id: int, keep: Literal["old", "new"]) -> Contradiction:
         """The operator's decision: keep the stored fact, or let the disputing one replace it."""
         if keep not in ("old", "new"):
             raise MemoryInputError(f"keep must be 'old' or 'new', got {keep!r}")
         with self._lock:
-            pending = self._contradiction_row(contradiction_id)
-        vector = pending["embedding"]
+            claim = contradictions.pending(self._conn, contradiction_id)
+        vector: bytes | None = claim["embedding"]
         if keep == "new" and vector is None:
-            found = self.embeddings.embed([pending["text"]])
+            found = self.embeddings.embed([claim["text"]])
             vector = found[0] if found else None
         now = iso(self._now())
         with self.transaction() as conn:
-            pending = self._contradiction_row(contradiction_id)
+            row = contradictions.pending(conn, contradiction_id)
             if keep == "old":
-                truth.add_barrier(
-                    conn,
-                    pending["content_key"],
-                    vector,
-                    None,
-                    f"contradiction {contradiction_id} rejected",
-                    now,
-                )
-                conn.execute(
-                    "UPDATE contradictions SET status = 'resolved', resolution = 'kept_old', resolved_at = ? WHERE id = ?",
-                    (now, contradiction_id),
-                )
+                contradictions.keep_old(conn, row, vector, now)
             else:
-                new_id = self._accept(pending, vector, now)
-                conn.execute(
-                    "UPDATE contradictions SET status = 'resolved', resolution = 'kept_new', resolved_at = ?, "
-                    "new_fact_id = ? WHERE id = ?",
-                    (now, new_id, contradiction_id),
-                )
-            row = conn.execute(
-                f"SELECT {CONTRADICTION_COLUMNS} FROM {CONTRADICTION_FROM} WHERE k.id = ?",
-                (contradiction_id,),
-            ).fetchone()
-        return contradiction_from_row(row)
-
-    def _accept(self, pending: Row, vector: bytes | None, now: str) -> int:
-        candidate = truth.Candidate(
-            text=pending["text"],
-            key=pending["content_key"],
-            category=pending["category"],
-            source=FactSource(pending["source"]),
-            subject=pending["subject"],
-            turn_ids=load_ids(pending["turn_ids"]),
-            vector=vector,
-        )
-        target = truth.active_fact(self._conn, pending["fact_id"])
-        category_id = self.index.category_id(candidate.category)
-        new_id = self._insert(candidate, category_id, now, supersedes=target["id"] if target else None)
-        if target is not None:
-            self._retire(target, FactStatus.SUPERSEDED, now, superseded_by=new_id)
-        return new_id
+                contradictions.keep_new(self.index, row, vector, now)
+            return contradictions.fetch(conn, contradiction_id)
 
     # Episodes
 
@@ -685,7 +541,7 @@ class MemoryStore:
             episode_count = self._count("SELECT COUNT(*) FROM episodes")
             pending = self._count("SELECT COUNT(*) FROM contradictions WHERE status = 'pending'")
             barriers = self._count("SELECT COUNT(*) FROM barriers")
-            model = self._meta("embedding_model") or None
+            model = migrate.stored_model(self._conn)
         return MemoryStatus(
             mode=self.embeddings.mode,
             embedding_model=model,

@@ -18,10 +18,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from agent_runtime.memory import sqlite
+from agent_runtime.memory.contradictions import ContradictionNotFound
 from agent_runtime.memory.embeddings import DeterministicEmbedder, Embedder
 from agent_runtime.memory.factlog import FactLog
 from agent_runtime.memory.models import MemoryConfig
-from agent_runtime.memory.store import ContradictionNotFound, FactNotFound, MemoryInputError, MemoryStore
+from agent_runtime.memory.store import FactNotFound, MemoryInputError, MemoryStore
 from agent_runtime.memory.vectors import VectorError
 from orchestrator.api.errors import ApiError
 from orchestrator.config.models import TEST_MODEL, EmbeddingConfig

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import DIMS, ManualClock, StoreFactory, SwitchableEmbedder
 
+from agent_runtime.memory.contradictions import ContradictionNotFound
 from agent_runtime.memory.embeddings import DeterministicEmbedder
 from agent_runtime.memory.models import (
     ContradictionStatus,
@@ -18,7 +19,7 @@ from agent_runtime.memory.models import (
     MemoryMode,
     SaveOutcome,
 )
-from agent_runtime.memory.store import ContradictionNotFound, FactNotFound, MemoryInputError, MemoryStore
+from agent_runtime.memory.store import FactNotFound, MemoryInputError, MemoryStore
 from agent_runtime.memory.vectors import VectorError
 
 
