@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ManualClock
+from conftest import ManualClock, SwitchableEmbedder
 
 from agent_runtime.memory.maintenance import (
     JobSchedule,
@@ -386,3 +386,19 @@ def test_run_records_keep_trigger_model_and_range(
     assert store.get(1).turn_ids == ["t1"]  # type: ignore[union-attr]
     assert store.get(1).status is FactStatus.ACTIVE  # type: ignore[union-attr]
     assert SaveOutcome.SAVED.value in run.changes[0]
+
+
+def test_tick_backfills_vectors_once_embeddings_are_back(
+    store: MemoryStore, data_dir: Path, clock: ManualClock, embedder: SwitchableEmbedder
+) -> None:
+    embedder.down = True
+    for text in ("The build server is Kestrel", "Backups run at 02:00", "The wiki lives on Notion"):
+        store.save(text)
+    runner = runner_for(store, data_dir, clock)
+    assert "backfill" not in runner.tick()  # resting after three failures: no call
+    embedder.down = False
+    clock.advance(31)
+    assert "backfill" in runner.tick()
+    assert runner.wait("backfill", 10)
+    assert store.status().missing_vectors == 0
+    assert store.status().mode.value == "hybrid"
