@@ -208,14 +208,6 @@ def _images_with_hash(client: docker.DockerClient, inputs_hash: str) -> list[Any
     return list(client.images.list(filters={"label": f"{LABEL_INPUTS_HASH}={inputs_hash}"}))
 
 
-def _prune_replaced_images(client: docker.DockerClient) -> None:
-    """Drop earlier agent images the new build untagged, unless a container still uses them."""
-    try:
-        client.images.prune(filters={"dangling": True, "label": f"{LABEL_COMPONENT}=agent"})
-    except docker.errors.APIError:
-        return
-
-
 def _result(
     image: Any, *, tag: str, inputs_hash: str, base: str, built: bool, started: float
 ) -> ImageBuildResult:
@@ -440,7 +432,6 @@ def build_image(
     image = _find_image(docker_client, tag)
     if image is None:
         raise ImageBuildError(f"docker build finished but {tag} is not there")
-    _prune_replaced_images(docker_client)
     return _result(image, tag=tag, inputs_hash=inputs_hash, base=inputs.base, built=True, started=started)
 
 
