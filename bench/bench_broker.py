@@ -6,12 +6,15 @@ run in their own processes, with no model:
 - the caller calls the `ask_agent` tool (agent_runtime.tools.peers) at a fixed rate.
 
 Latency is measured by the caller from each ask's scheduled start to its answer (so a backlog
-shows up as latency instead of silently lowering the rate). A second, closed-loop phase asks as
-fast as answers come back, with a few asks in flight, to find the throughput.
+shows up as latency instead of silently lowering the rate). A closed-loop phase asks as fast as
+answers come back, with a few asks in flight, to find the throughput; a light phase shows the
+latency of the path when the CPUs are not the bottleneck. CPU seconds per ask are reported for
+each process, and for the broker and inbox alone (no HTTP), which tells where the time goes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import multiprocessing
 import statistics
@@ -25,17 +28,20 @@ from pathlib import Path
 
 import httpx
 
-from agent_runtime.protocol import InboxItem, WorkResult
+from agent_runtime.protocol import AskRequest, InboxItem, WorkResult
 from agent_runtime.tools.peers import PeerClient, no_delay_transport, peer_tools
 from agent_runtime.tools.registry import ToolRegistry
 from orchestrator.api.app import create_app
 from orchestrator.config.loader import load_fleet
+from orchestrator.services import Services
 from orchestrator.testing.fake_backend import FakeBackend
 from orchestrator.testing.server import serve_app
 from orchestrator.wiring import build_services
 
 Row = dict[str, str]
 RATE_PER_S = 200
+# A light load too: the path's own latency when the CPUs are not the bottleneck.
+LIGHT_RATE_PER_S = 20
 TARGET_P99_MS = 25.0
 FLEET = """\
 version: 1
@@ -182,44 +188,79 @@ def _percentile(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def broker_cpu_per_round_trip(services: Services, count: int) -> float:
+    """The broker and inbox alone, without HTTP: CPU seconds per ask and answer, in one loop."""
+
+    async def scenario() -> None:
+        async def answer() -> None:
+            for _ in range(count):
+                item = await services.inbox.next("callee", 5)
+                assert item is not None
+                services.inbox.complete("callee", item.id, WorkResult(output={"value": "v"}))
+
+        answering = asyncio.ensure_future(answer())
+        for n in range(count):
+            request = AskRequest(to="callee", operation="lookup", input={"key": f"k{n}"})
+            result = await services.broker.ask("caller", request)
+            assert result.ok, result.error
+        await answering
+
+    started = time.process_time()
+    asyncio.run(scenario())
+    return (time.process_time() - started) / count
+
+
 def run(quick: bool) -> list[Row]:
     phases = [
         Phase("warmup", RATE_PER_S, 1.0, 32),
         Phase("fixed", RATE_PER_S, 5.0 if quick else 30.0, 32),
         Phase("closed", None, 3.0 if quick else 10.0, 4),
+        Phase("light", LIGHT_RATE_PER_S, 3.0 if quick else 10.0, 8),
     ]
-    ctx = multiprocessing.get_context("spawn")
     with tempfile.TemporaryDirectory(prefix="flt-bench-broker-") as tmp:
-        root = Path(tmp)
-        (root / "fleet.yaml").write_text(FLEET)
-        services = build_services(load_fleet(root / "fleet.yaml"), FakeBackend())
-        caller_token = services.tokens.mint("caller")
-        callee_token = services.tokens.mint("callee")
-        with serve_app(create_app(services)) as url:
-            stop_recv, stop_send = ctx.Pipe(duplex=False)
-            caller_recv, caller_send = ctx.Pipe(duplex=False)
-            callee_recv, callee_send = ctx.Pipe(duplex=False)
-            callee = ctx.Process(
-                target=callee_main, args=(url, callee_token, stop_recv, callee_send), daemon=True
-            )
-            caller = ctx.Process(
-                target=caller_main, args=(url, caller_token, phases, caller_send), daemon=True
-            )
-            callee.start()
-            caller.start()
-            server_cpu = time.process_time()
-            try:
-                report: CallerReport = caller_recv.recv()
-            finally:
-                server_cpu = time.process_time() - server_cpu
-                stop_send.send(True)
-                answered, callee_cpu = callee_recv.recv()
-                caller.join(30)
-                callee.join(30)
+        # Separate state for the in-process measurement: inbox wake-ups belong to one event loop.
+        alone = _services(Path(tmp) / "alone")
+        in_process_cpu = broker_cpu_per_round_trip(alone, 500 if quick else 3000)
+        alone.db.close()
+        services = _services(Path(tmp) / "served")
+        report, answered, cpu = _serve_and_ask(services, phases)
         services.db.close()
-    return _rows(
-        report, phases, answered, {"orchestrator": server_cpu, "caller": report.cpu_s, "callee": callee_cpu}
-    )
+    rows = _rows(report, phases, answered, cpu)
+    rows.append(_row("CPU per ask, broker + inbox alone (no HTTP)", f"{in_process_cpu * 1000:.2f} ms"))
+    return rows
+
+
+def _services(root: Path) -> Services:
+    root.mkdir(parents=True)
+    (root / "fleet.yaml").write_text(FLEET)
+    return build_services(load_fleet(root / "fleet.yaml"), FakeBackend())
+
+
+def _serve_and_ask(services: Services, phases: list[Phase]) -> tuple[CallerReport, int, dict[str, float]]:
+    """Serve the app, run both agents to the end of the phases; CPU seconds per process."""
+    ctx = multiprocessing.get_context("spawn")
+    caller_token = services.tokens.mint("caller")
+    callee_token = services.tokens.mint("callee")
+    with serve_app(create_app(services)) as url:
+        stop_recv, stop_send = ctx.Pipe(duplex=False)
+        caller_recv, caller_send = ctx.Pipe(duplex=False)
+        callee_recv, callee_send = ctx.Pipe(duplex=False)
+        callee = ctx.Process(
+            target=callee_main, args=(url, callee_token, stop_recv, callee_send), daemon=True
+        )
+        caller = ctx.Process(target=caller_main, args=(url, caller_token, phases, caller_send), daemon=True)
+        callee.start()
+        caller.start()
+        server_cpu = time.process_time()
+        try:
+            report: CallerReport = caller_recv.recv()
+        finally:
+            server_cpu = time.process_time() - server_cpu
+            stop_send.send(True)
+            answered, callee_cpu = callee_recv.recv()
+            caller.join(30)
+            callee.join(30)
+    return report, answered, {"orchestrator": server_cpu, "caller": report.cpu_s, "callee": callee_cpu}
 
 
 def _rows(report: CallerReport, phases: list[Phase], answered: int, cpu: dict[str, float]) -> list[Row]:
@@ -247,6 +288,13 @@ def _rows(report: CallerReport, phases: list[Phase], answered: int, cpu: dict[st
             f" (p50 {statistics.median(flat_out.latencies) * 1000:.1f} ms), {flat_out.failures} failed",
         ),
     ]
+    light = report.phases["light"]
+    rows.append(
+        _row(
+            f"ask round trip p50 / p99 @ {LIGHT_RATE_PER_S}/s",
+            f"{statistics.median(light.latencies) * 1000:.1f} ms / {_percentile(light.latencies, 0.99) * 1000:.1f} ms",
+        )
+    )
     for who, seconds in cpu.items():
         rows.append(_row(f"CPU per ask, {who} process", f"{seconds / max(answered, 1) * 1000:.2f} ms"))
     return rows
