@@ -61,7 +61,7 @@ class FleetManager:
         return frozenset(a for a in self.fleet.config.agents if scheduler.is_hibernated(a))
 
     def plan(self) -> list[reconcile.PlanAction]:
-        return reconcile.plan(self.fleet, self.units(), self.hibernated())
+        return reconcile.plan(self.fleet, self.units(), self.hibernated(), self._services.agent_url or None)
 
     def apply(
         self, on_done: Callable[[reconcile.ApplyResult], None] = lambda _: None

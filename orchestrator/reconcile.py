@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from orchestrator.backends.base import (
+    LABEL_ENDPOINT,
     LABEL_FLEET,
     LABEL_MANAGED,
     AgentSpec,
@@ -38,9 +39,15 @@ def fleet_labels(fleet: str) -> dict[str, str]:
 
 
 def plan(
-    fleet: LoadedFleet, units: list[UnitInfo], hibernated: frozenset[str] = frozenset()
+    fleet: LoadedFleet,
+    units: list[UnitInfo],
+    hibernated: frozenset[str] = frozenset(),
+    endpoint: str | None = None,
 ) -> list[PlanAction]:
-    """The actions that bring `units` in line with `fleet`. Pure: no backend call."""
+    """The actions that bring `units` in line with `fleet`. Pure: no backend call.
+
+    With `endpoint`, a unit made to dial another orchestrator address is recreated too.
+    """
     by_agent: dict[str, list[UnitInfo]] = {}
     for unit in units:
         by_agent.setdefault(unit.agent, []).append(unit)
@@ -54,6 +61,8 @@ def plan(
             actions.append(PlanAction("create", agent, "not running"))
         elif found[0].config_hash != wanted:
             actions.append(PlanAction("recreate", agent, "configuration changed", found[0].id))
+        elif endpoint and found[0].labels.get(LABEL_ENDPOINT, endpoint) != endpoint:
+            actions.append(PlanAction("recreate", agent, "the orchestrator's address changed", found[0].id))
         elif found[0].state != "running" and agent not in hibernated:
             actions.append(PlanAction("start", agent, f"unit is {found[0].state}", found[0].id))
         else:

@@ -19,6 +19,7 @@ LABEL_FLEET = f"{LABEL_PREFIX}.fleet"
 LABEL_AGENT = f"{LABEL_PREFIX}.agent"
 LABEL_CONFIG_HASH = f"{LABEL_PREFIX}.config-hash"
 LABEL_MANAGED = f"{LABEL_PREFIX}.managed"
+LABEL_ENDPOINT = f"{LABEL_PREFIX}.endpoint"
 
 UnitState = Literal["created", "running", "exited", "dead", "missing"]
 Health = Literal["starting", "healthy", "unhealthy", "none"]
@@ -62,6 +63,7 @@ class AgentSpec:
             LABEL_FLEET: self.fleet,
             LABEL_AGENT: self.agent,
             LABEL_CONFIG_HASH: self.config_hash,
+            LABEL_ENDPOINT: self.orchestrator_url,
         }
 
 

@@ -200,7 +200,7 @@ def _stop_orchestrator(paths: StatePaths) -> None:
     click.echo(f"stopped the orchestrator (pid {endpoint.pid})")
 
 
-def spawn_server(fleet_file: Path, options: LaunchOptions, log: Any) -> int:
+def spawn_server(fleet_file: Path, options: LaunchOptions, log: Any) -> subprocess.Popen[bytes]:
     args = [
         sys.executable,
         "-m",
@@ -220,7 +220,7 @@ def spawn_server(fleet_file: Path, options: LaunchOptions, log: Any) -> int:
     child = subprocess.Popen(
         args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
     )
-    return child.pid
+    return child
 
 
 @click.command(hidden=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import threading
 import time
 from dataclasses import dataclass
@@ -126,17 +127,17 @@ def launch_detached(fleet_file: Path, options: LaunchOptions, paths: StatePaths)
     if options.runtime == "docker":
         _ensure_image(options.image, console)
     with paths.log_file.open("ab") as log:
-        pid = spawn_server(fleet_file, options, log)
-    paths.pid_file.write_text(f"{pid}\n")
-    console.print(f"orchestrator started (pid {pid}, log {paths.log_file})")
-    _wait_until_ready(paths, pid, console)
+        child = spawn_server(fleet_file, options, log)
+    paths.pid_file.write_text(f"{child.pid}\n")
+    console.print(f"orchestrator started (pid {child.pid}, log {paths.log_file})")
+    _wait_until_ready(paths, child, console)
 
 
-def _wait_until_ready(paths: StatePaths, pid: int, console: Console) -> None:
+def _wait_until_ready(paths: StatePaths, child: subprocess.Popen[bytes], console: Console) -> None:
     deadline = time.monotonic() + READY_TIMEOUT_S
     with console.status("waiting for the agents to check in...") as spinner:
         while time.monotonic() < deadline:
-            if not Path(f"/proc/{pid}").exists():
+            if child.poll() is not None:
                 tail = paths.log_file.read_text(errors="replace").splitlines()[-5:]
                 raise CliError("the orchestrator exited during start-up:\n  " + "\n  ".join(tail))
             endpoint = read_endpoint(paths)

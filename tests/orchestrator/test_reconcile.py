@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrator.backends.base import UnitInfo
+from orchestrator.backends.base import LABEL_ENDPOINT, UnitInfo
 from orchestrator.config.loader import LoadedFleet, load_fleet
 from orchestrator.reconcile import plan
 
@@ -67,3 +67,35 @@ def test_hibernated_stopped_unit_is_not_started(tmp_path: Path) -> None:
     fleet = fleet_of(tmp_path, {"a": "x"})
     actions = plan(fleet, [unit("a", fleet.agent_hash("a"), state="exited")], frozenset({"a"}))
     assert [(a.kind, a.reason) for a in actions] == [("keep", "hibernated")]
+
+
+def test_units_dialing_another_orchestrator_address_are_recreated(tmp_path: Path) -> None:
+    fleet = fleet_of(tmp_path, {"a": "x", "b": "y"})
+    old = {LABEL_ENDPOINT: "http://172.18.0.1:8420"}
+    new = {LABEL_ENDPOINT: "http://172.18.0.1:9000"}
+    units = [
+        UnitInfo(
+            id="1",
+            name="n1",
+            agent="a",
+            fleet="demo",
+            config_hash=fleet.agent_hash("a"),
+            state="running",
+            labels=old,
+        ),
+        UnitInfo(
+            id="2",
+            name="n2",
+            agent="b",
+            fleet="demo",
+            config_hash=fleet.agent_hash("b"),
+            state="running",
+            labels=new,
+        ),
+    ]
+    actions = plan(fleet, units, endpoint="http://172.18.0.1:9000")
+    assert [(a.agent, a.kind, a.reason) for a in actions] == [
+        ("a", "recreate", "the orchestrator's address changed"),
+        ("b", "keep", "unchanged"),
+    ]
+    assert kinds(plan(fleet, units)) == {"a": "keep", "b": "keep"}

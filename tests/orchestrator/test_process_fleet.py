@@ -1,0 +1,122 @@
+"""A whole fleet on the process backend, driven through the `flotilla` command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from orchestrator.backends.process import ProcessBackend
+from orchestrator.state.paths import StatePaths
+
+FLEET = """\
+version: 1
+fleet: proc
+agents:
+  alpha:
+    role: first
+    talks_to: [beta]
+  beta:
+    role: second
+"""
+
+
+def flotilla(folder: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator.cli.main", *args, "--file", str(folder / "fleet.yaml")],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for(condition: Callable[[], bool], what: str, deadline_s: float = 60) -> None:
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"gave up waiting for {what}")
+
+
+@pytest.fixture(scope="module")
+def fleet_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    folder = tmp_path_factory.mktemp("proc-fleet")
+    (folder / "fleet.yaml").write_text(FLEET)
+    try:
+        started = flotilla(folder, "up", "-d", "--runtime", "process", "--port", str(free_port()))
+        assert started.returncode == 0, started.stdout + started.stderr
+        yield folder
+    finally:
+        flotilla(folder, "down", "-v")
+
+
+def status(folder: Path) -> dict[str, dict[str, object]]:
+    result = flotilla(folder, "ps", "--json")
+    assert result.returncode == 0, result.stderr
+    return {agent["name"]: agent for agent in json.loads(result.stdout)["agents"]}
+
+
+def test_up_starts_every_agent_and_ps_says_isolation_is_weak(fleet_dir: Path) -> None:
+    agents = status(fleet_dir)
+    assert sorted(agents) == ["alpha", "beta"]
+    assert all(a["health"] == "healthy" for a in agents.values())
+    table = flotilla(fleet_dir, "ps").stdout
+    assert "isolation weak" in table
+
+
+def test_send_gets_the_reply(fleet_dir: Path) -> None:
+    result = flotilla(fleet_dir, "send", "beta", "good morning")
+    assert result.returncode == 0, result.stderr
+    assert "[test model]" in result.stdout and "good morning" in result.stdout
+
+
+def test_a_killed_agent_process_is_restarted(fleet_dir: Path) -> None:
+    backend = ProcessBackend(StatePaths.for_fleet_file(fleet_dir / "fleet.yaml").root / "process")
+    (unit,) = [u for u in backend.list({}) if u.agent == "alpha"]
+    record = json.loads((backend._units / f"{unit.id}.json").read_text())
+    os.kill(record["pid"], signal.SIGKILL)
+    wait_for(lambda: status(fleet_dir)["alpha"]["restarts"] == 1, "alpha to be restarted")
+    wait_for(lambda: status(fleet_dir)["alpha"]["health"] == "healthy", "alpha to check in again")
+
+
+def test_a_second_orchestrator_on_a_taken_port_fails_clearly(fleet_dir: Path, tmp_path: Path) -> None:
+    endpoint = json.loads((fleet_dir / ".flotilla" / "endpoint.json").read_text())
+    port = endpoint["url"].rsplit(":", 1)[1]
+    (tmp_path / "fleet.yaml").write_text(FLEET.replace("fleet: proc", "fleet: other"))
+    result = flotilla(tmp_path, "up", "-d", "--runtime", "process", "--port", port)
+    assert result.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not list((tmp_path / ".flotilla" / "process" / "units").glob("*.json"))
+
+
+def test_an_invalid_fleet_starts_nothing(tmp_path: Path) -> None:
+    (tmp_path / "fleet.yaml").write_text(FLEET.replace("talks_to: [beta]", "talks_to: [gamma]"))
+    result = flotilla(tmp_path, "up", "-d", "--runtime", "process", "--port", str(free_port()))
+    assert result.returncode == 2
+    assert "unknown agent 'gamma' in talks_to" in result.stderr
+    assert not (tmp_path / ".flotilla").exists()
+
+
+def test_commands_without_a_running_orchestrator_say_how_to_start_it(tmp_path: Path) -> None:
+    (tmp_path / "fleet.yaml").write_text(FLEET)
+    result = flotilla(tmp_path, "ps")
+    assert result.returncode == 1
+    assert "no orchestrator is running" in result.stderr and "flotilla up" in result.stderr
