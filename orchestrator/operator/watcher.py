@@ -177,7 +177,9 @@ class WorkspaceWatcher:
 
     def inspect(self, agent: str, name: str) -> Outcome:
         """Compare the live file with its latest version and record, refuse or skip it."""
-        with self._inspecting:
+        workspace = Workspace(self._services.paths.agent_dir(agent))
+        # The file's write lock: an agent's write in progress is never mistaken for a direct edit.
+        with self._inspecting, workspace.locked(name):
             return self._inspect(agent, name)
 
     def _inspect(self, agent: str, name: str) -> Outcome:
