@@ -407,7 +407,8 @@ class MaintenanceRunner:
             self._plan_and_write(job, run)
         finally:
             if not run.ctx.cancelled.is_set():
-                # Reached only when the job raised something unexpected (logged by threading).
+                # A no-op once the run has its record; otherwise the job raised something
+                # unexpected (threading logs the traceback) and the record says so.
                 self._close(run, Outcome.FAILED, "the job crashed; see the agent's log")
 
     def _plan_and_write(self, job: Job, run: _Run) -> None:
