@@ -5,6 +5,7 @@ Part of the idle path: it imports only the standard library, httpx and the wire 
 
 from __future__ import annotations
 
+import socket
 import sys
 from pathlib import Path
 from typing import TypeVar
@@ -39,6 +40,15 @@ REQUEST_TIMEOUT_S = 30.0
 LONG_POLL_MARGIN_S = 15.0
 
 
+def no_delay_transport() -> httpx.HTTPTransport:
+    """A transport with Nagle's algorithm off.
+
+    httpx writes a POST's headers and body separately; with Nagle on, the body waits for the
+    server's (delayed) ACK of the headers, which adds up to 40 ms to a request on loopback.
+    """
+    return httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+
+
 class OrchestratorError(RuntimeError):
     """A call to the orchestrator failed."""
 
@@ -66,6 +76,7 @@ class OrchestratorClient:
         self._http = httpx.Client(
             base_url=self.base_url,
             timeout=httpx.Timeout(REQUEST_TIMEOUT_S, connect=CONNECT_TIMEOUT_S),
+            transport=no_delay_transport(),
         )
 
     @property

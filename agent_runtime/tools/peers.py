@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import socket
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -19,6 +18,7 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from agent_runtime.client import no_delay_transport
 from agent_runtime.protocol import (
     AGENT_API_PREFIX,
     AskRequest,
@@ -87,15 +87,6 @@ class PeerClient:
         if response.is_success:
             return response
         raise ToolError(f"the orchestrator refused {method} {path}: {_error_text(response)}")
-
-
-def no_delay_transport() -> httpx.HTTPTransport:
-    """A transport with Nagle's algorithm off.
-
-    httpx writes a POST's headers and body separately; with Nagle on, the body waits for the
-    server's (delayed) ACK of the headers, which adds up to 40 ms to a request on loopback.
-    """
-    return httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
 
 
 def _parse(response: httpx.Response, model: type[Model]) -> Model:

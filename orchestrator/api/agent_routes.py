@@ -75,7 +75,7 @@ def get_config(agent: AgentDep, services: ServicesDep) -> AgentRuntimeConfig:
 
 
 @router.post("/checkin")
-def checkin(body: CheckIn, agent: AgentDep, services: ServicesDep) -> CheckInReply:
+async def checkin(body: CheckIn, agent: AgentDep, services: ServicesDep) -> CheckInReply:
     _known(services, agent.name)
     services.health.record(agent.name, body)
     if body.state == "idle" and body.current_item is None:
@@ -113,19 +113,19 @@ def _own_item(services: Services, agent: str, item_id: str) -> None:
 
 
 @router.post("/inbox/{item_id}/progress", status_code=204)
-def progress(item_id: str, body: ReplyChunk, agent: AgentDep, services: ServicesDep) -> None:
+async def progress(item_id: str, body: ReplyChunk, agent: AgentDep, services: ServicesDep) -> None:
     _own_item(services, agent.name, item_id)
     services.inbox.add_progress(item_id, body.delta)
 
 
 @router.post("/inbox/{item_id}/done", status_code=204)
-def done(item_id: str, body: WorkResult, agent: AgentDep, services: ServicesDep) -> None:
+async def done(item_id: str, body: WorkResult, agent: AgentDep, services: ServicesDep) -> None:
     _own_item(services, agent.name, item_id)
     services.inbox.complete(agent.name, item_id, body)
 
 
 @router.post("/events", status_code=204)
-def report_event(body: AgentEvent, agent: AgentDep, services: ServicesDep) -> None:
+async def report_event(body: AgentEvent, agent: AgentDep, services: ServicesDep) -> None:
     if body.type not in AGENT_EVENT_TYPES:
         allowed = ", ".join(sorted(AGENT_EVENT_TYPES))
         raise ApiError(422, "invalid_event", f"agents may not report {body.type!r}; allowed: {allowed}")

@@ -1,4 +1,8 @@
-"""FastAPI dependencies: the wired Services and the authenticated principal."""
+"""FastAPI dependencies: the wired Services and the authenticated principal.
+
+They are async because they never block: a plain function would cost every request a hop to
+the worker thread pool.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from orchestrator.auth import Principal
 from orchestrator.services import Services
 
 
-def get_services(request: Request) -> Services:
+async def get_services(request: Request) -> Services:
     services: Services = request.app.state.services
     return services
 
@@ -24,7 +28,12 @@ def _bearer(request: Request) -> str | None:
     return request.query_params.get("token") or request.cookies.get("flotilla_token")
 
 
-def get_principal(request: Request, services: Annotated[Services, Depends(get_services)]) -> Principal:
+async def get_principal(request: Request, services: Annotated[Services, Depends(get_services)]) -> Principal:
+    return principal_of(request, services)
+
+
+def principal_of(request: Request, services: Services) -> Principal:
+    """The authenticated caller, or HTTP 401."""
     token = _bearer(request)
     principal = services.tokens.identify(token) if token else None
     if principal is None:
@@ -32,13 +41,13 @@ def get_principal(request: Request, services: Annotated[Services, Depends(get_se
     return principal
 
 
-def require_agent(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
+async def require_agent(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
     if principal.is_operator:
         raise HTTPException(status_code=403, detail="this route is for agents")
     return principal
 
 
-def require_operator(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
+async def require_operator(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
     if not principal.is_operator:
         raise HTTPException(status_code=403, detail="this route needs the operator token")
     return principal

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from orchestrator.cli import costs, fleet, image, messages, operator, scheduler
+from orchestrator.cli import broker, costs, fleet, image, memory, messages, operator, scheduler
 from orchestrator.cli.client import CliError
 
 
@@ -39,6 +39,10 @@ COMMANDS: list[click.Command] = [
     scheduler.runs,
     operator.events,
     operator.workspace,
+    broker.inbox,
+    broker.trace,
+    broker.contracts,
+    memory.memory,
     costs.costs,
     image.image,
 ]

@@ -11,7 +11,7 @@ import asyncio
 from fastapi import APIRouter, HTTPException, Request, Response
 from prometheus_client import CollectorRegistry
 
-from orchestrator.api.deps import ServicesDep, get_principal
+from orchestrator.api.deps import ServicesDep, principal_of
 from orchestrator.operator.metrics import CONTENT_TYPE_LATEST, build_registry, render
 from orchestrator.services import Services
 
@@ -24,7 +24,7 @@ _REGISTRY_ATTR = "flotilla_metrics_registry"
 def _authorize(request: Request, services: Services) -> None:
     if getattr(request.app.state, PUBLIC_FLAG, False):
         return
-    if not get_principal(request, services).is_operator:
+    if not principal_of(request, services).is_operator:
         raise HTTPException(status_code=403, detail="/metrics needs the operator token")
 
 
