@@ -19,7 +19,7 @@ from orchestrator.backends.base import (
 from orchestrator.config.loader import LoadedFleet
 
 ActionKind = Literal["create", "recreate", "remove", "start", "keep"]
-PARALLEL_STARTS = 8
+PARALLEL_STARTS = 16
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,8 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,9 +18,6 @@ from orchestrator.cli.render import fleet_table
 from orchestrator.config.models import FleetConfig
 from orchestrator.reconcile import fleet_labels, plan
 from orchestrator.state.paths import StatePaths
-
-if TYPE_CHECKING:
-    from orchestrator.cli.launch import LaunchOptions
 
 
 @click.command()
@@ -75,7 +69,7 @@ def up(
     fleet_file: Path, detach: bool, runtime: Runtime | None, port: int, image: str, log_json: bool
 ) -> None:
     """Start the orchestrator and reconcile the fleet: create, recreate or remove only what changed."""
-    from orchestrator.cli.launch import LaunchOptions, launch_detached, run_foreground
+    from orchestrator.cli.detach import LaunchOptions, launch_detached
 
     fleet = load_or_exit(fleet_file)
     paths = StatePaths.for_fleet_file(fleet.path)
@@ -89,6 +83,8 @@ def up(
     if detach:
         launch_detached(fleet.path, options, paths)
     else:
+        from orchestrator.cli.launch import run_foreground
+
         run_foreground(fleet, backend, options)
 
 
@@ -200,39 +196,21 @@ def _stop_orchestrator(paths: StatePaths) -> None:
     click.echo(f"stopped the orchestrator (pid {endpoint.pid})")
 
 
-def spawn_server(fleet_file: Path, options: LaunchOptions, log: Any) -> subprocess.Popen[bytes]:
-    args = [
-        sys.executable,
-        "-m",
-        "orchestrator.cli.main",
-        "serve",
-        "-f",
-        str(fleet_file),
-        "--runtime",
-        options.runtime,
-        "--port",
-        str(options.port),
-        "--image",
-        options.image,
-    ]
-    if options.log_json:
-        args.append("--log-json")
-    child = subprocess.Popen(
-        args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-    )
-    return child
-
-
 @click.command(hidden=True)
 @click.option("-f", "--file", "fleet_file", type=click.Path(path_type=Path), required=True)
 @click.option("--runtime", type=click.Choice(RUNTIMES), required=True)
 @click.option("--port", type=int, required=True)
 @click.option("--image", required=True)
 @click.option("--log-json", is_flag=True)
-def serve(fleet_file: Path, runtime: Runtime, port: int, image: str, log_json: bool) -> None:
+@click.option("--skip-image-check", is_flag=True, help="The caller has just checked the image.")
+def serve(
+    fleet_file: Path, runtime: Runtime, port: int, image: str, log_json: bool, skip_image_check: bool
+) -> None:
     """Run the orchestrator in this process without a status table (used by `up -d`)."""
-    from orchestrator.cli.launch import LaunchOptions, serve_detached_child
+    from orchestrator.cli.detach import LaunchOptions
+    from orchestrator.cli.launch import serve_detached_child
 
     fleet = load_or_exit(fleet_file)
     backend = _backend_or_exit(runtime, StatePaths.for_fleet_file(fleet.path))
-    serve_detached_child(fleet, backend, LaunchOptions(runtime, port, image, log_json))
+    options = LaunchOptions(runtime, port, image, log_json, check_image=not skip_image_check)
+    serve_detached_child(fleet, backend, options)

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import threading
 import time
-from dataclasses import dataclass
-from pathlib import Path
 
 from rich.console import Console
 from rich.live import Live
 
 from orchestrator.backends.base import Backend, BackendError
-from orchestrator.backends.select import Runtime, remember_runtime
-from orchestrator.cli.client import ApiClient, CliError, read_endpoint
+from orchestrator.backends.select import remember_runtime
+from orchestrator.cli.client import CliError
+from orchestrator.cli.detach import LaunchOptions, ensure_agent_image
 from orchestrator.cli.render import fleet_table
 from orchestrator.config.loader import LoadedFleet
 from orchestrator.logging_setup import configure_logging
@@ -23,32 +21,6 @@ from orchestrator.reconcile import ApplyResult
 from orchestrator.server import Listeners, OrchestratorServer, PortTaken, bind_listeners
 from orchestrator.state.paths import StatePaths
 from orchestrator.wiring import build_services
-
-READY_TIMEOUT_S = 180.0
-
-
-@dataclass(frozen=True)
-class LaunchOptions:
-    runtime: Runtime
-    port: int
-    image: str
-    log_json: bool = False
-
-
-def _ensure_image(image: str, console: Console) -> None:
-    from orchestrator.image import ImageError, ensure_image
-
-    def progress(stage: str, line: str) -> None:
-        console.print(f"[dim]image {stage}:[/dim] {line.rstrip()}", highlight=False)
-
-    try:
-        result = ensure_image(tag=image, rebuild_stale=True, progress=progress)
-    except ImageError as exc:
-        raise CliError(f"cannot get the agent image {image}: {exc}") from None
-    if result.built:
-        console.print(f"built {image} in {result.duration_s:.0f}s")
-    elif not result.up_to_date:
-        console.print(f"[yellow]{image} is older than the source; `flotilla image build` updates it[/yellow]")
 
 
 def prepare(
@@ -58,8 +30,8 @@ def prepare(
     os.umask(0o002)
     paths = StatePaths.for_fleet_file(fleet.path)
     paths.ensure()
-    if options.runtime == "docker":
-        _ensure_image(options.image, console)
+    if options.runtime == "docker" and options.check_image:
+        ensure_agent_image(options.image, console)
     try:
         agent_host = backend.prepare_fleet(fleet.name)
         listeners = bind_listeners(agent_host, options.port)
@@ -117,43 +89,3 @@ def _live_table(server: OrchestratorServer, console: Console, stop: threading.Ev
             except BackendError as exc:
                 live.update(f"[red]{exc}[/red]")
             stop.wait(1.0)
-
-
-def launch_detached(fleet_file: Path, options: LaunchOptions, paths: StatePaths) -> None:
-    from orchestrator.cli.fleet import spawn_server
-
-    console = Console()
-    paths.ensure()
-    if options.runtime == "docker":
-        _ensure_image(options.image, console)
-    with paths.log_file.open("ab") as log:
-        child = spawn_server(fleet_file, options, log)
-    paths.pid_file.write_text(f"{child.pid}\n")
-    console.print(f"orchestrator started (pid {child.pid}, log {paths.log_file})")
-    _wait_until_ready(paths, child, console)
-
-
-def _wait_until_ready(paths: StatePaths, child: subprocess.Popen[bytes], console: Console) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    with console.status("waiting for the agents to check in...") as spinner:
-        while time.monotonic() < deadline:
-            if child.poll() is not None:
-                tail = paths.log_file.read_text(errors="replace").splitlines()[-5:]
-                raise CliError("the orchestrator exited during start-up:\n  " + "\n  ".join(tail))
-            endpoint = read_endpoint(paths)
-            if endpoint is not None:
-                status = ApiClient(endpoint).get("/api/v1/fleet")
-                if status["problems"]:
-                    problems = "\n  ".join(status["problems"])
-                    raise CliError(f"the orchestrator runs, but some agents could not start:\n  {problems}")
-                healthy = sum(1 for a in status["agents"] if a["health"] == "healthy")
-                total = len(status["agents"])
-                spinner.update(f"{healthy}/{total} agents healthy")
-                if healthy == total:
-                    console.print(f"{total} agents healthy")
-                    console.print(
-                        f"API and dashboard: {endpoint.url}/?token={endpoint.token}", highlight=False
-                    )
-                    return
-            time.sleep(0.3)
-    raise CliError(f"the agents did not all become healthy within {READY_TIMEOUT_S:.0f}s; see `flotilla ps`")

@@ -2,16 +2,55 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
 import click
 
-from orchestrator.cli import broker, costs, fleet, image, memory, messages, operator, scheduler
 from orchestrator.cli.client import CliError
 
+# Command name -> (module, attribute). Modules load only when their command runs, so that a
+# quick command (ps, send) does not pay for importing the whole orchestrator.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "validate": ("orchestrator.cli.fleet", "validate"),
+    "schema": ("orchestrator.cli.fleet", "schema"),
+    "up": ("orchestrator.cli.fleet", "up"),
+    "apply": ("orchestrator.cli.fleet", "apply"),
+    "ps": ("orchestrator.cli.fleet", "ps"),
+    "logs": ("orchestrator.cli.fleet", "logs"),
+    "down": ("orchestrator.cli.fleet", "down"),
+    "serve": ("orchestrator.cli.fleet", "serve"),
+    "send": ("orchestrator.cli.messages", "send"),
+    "chat": ("orchestrator.cli.messages", "chat"),
+    "heartbeat": ("orchestrator.cli.scheduler", "heartbeat"),
+    "runs": ("orchestrator.cli.scheduler", "runs"),
+    "events": ("orchestrator.cli.operator", "events"),
+    "workspace": ("orchestrator.cli.operator", "workspace"),
+    "inbox": ("orchestrator.cli.broker", "inbox"),
+    "trace": ("orchestrator.cli.broker", "trace"),
+    "contracts": ("orchestrator.cli.broker", "contracts"),
+    "memory": ("orchestrator.cli.memory", "memory"),
+    "costs": ("orchestrator.cli.costs", "costs"),
+    "image": ("orchestrator.cli.image", "image"),
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module_name, attribute = COMMANDS[cmd_name]
+        command: click.Command = getattr(importlib.import_module(module_name), attribute)
+        return command
+
+
+@click.group(
+    cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
 @click.version_option(package_name="flotilla")
 def cli() -> None:
     """Flotilla runs a fleet of autonomous AI agents, one hardened container per agent.
@@ -22,32 +61,6 @@ def cli() -> None:
     Talk:     flotilla send AGENT "message" · flotilla chat AGENT
     Stop:     flotilla down [-v]
     """
-
-
-COMMANDS: list[click.Command] = [
-    fleet.validate,
-    fleet.schema,
-    fleet.up,
-    fleet.apply,
-    fleet.ps,
-    fleet.logs,
-    fleet.down,
-    fleet.serve,
-    messages.send,
-    messages.chat,
-    scheduler.heartbeat,
-    scheduler.runs,
-    operator.events,
-    operator.workspace,
-    broker.inbox,
-    broker.trace,
-    broker.contracts,
-    memory.memory,
-    costs.costs,
-    image.image,
-]
-for command in COMMANDS:
-    cli.add_command(command)
 
 
 def main() -> None:

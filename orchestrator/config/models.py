@@ -107,7 +107,7 @@ class HeartbeatConfig(Strict):
 
 class ResourcesConfig(Strict):
     memory: str | int = "128m"
-    cpus: float = 0.25
+    cpus: float = 0.5
     pids: int = 64
 
     @field_validator("memory")

@@ -172,7 +172,7 @@ def test_containers_are_hardened(running_fleet: RunningFleet, docker_client: Any
         assert host["CapDrop"] == ["ALL"]
         assert "no-new-privileges:true" in host["SecurityOpt"]
         assert host["Memory"] == 128 * 1024 * 1024
-        assert host["NanoCpus"] == 250_000_000
+        assert host["NanoCpus"] == 500_000_000
         assert host["PidsLimit"] == 64
         assert not host["PortBindings"]
         assert list(attrs["NetworkSettings"]["Networks"]) == [network.name]
