@@ -17,18 +17,25 @@ EXIT_INVALID_CONFIG = 2
 DEFAULT_PORT = 8420
 
 
-def fleet_file_option(fn: F) -> F:
-    decorated: F = click.option(
-        "-f",
-        "--file",
-        "fleet_file",
-        type=click.Path(path_type=Path, dir_okay=False),
-        default=Path("fleet.yaml"),
-        envvar="FLOTILLA_FILE",
-        show_default=True,
-        help="The fleet file (env FLOTILLA_FILE).",
-    )(fn)
-    return decorated
+def _fleet_file(*flags: str) -> Callable[[F], F]:
+    def decorate(fn: F) -> F:
+        decorated: F = click.option(
+            *flags,
+            "fleet_file",
+            type=click.Path(path_type=Path, dir_okay=False),
+            default=Path("fleet.yaml"),
+            envvar="FLOTILLA_FILE",
+            show_default=True,
+            help="The fleet file (env FLOTILLA_FILE).",
+        )(fn)
+        return decorated
+
+    return decorate
+
+
+fleet_file_option = _fleet_file("-f", "--file")
+# For commands where -f means --follow, as in `tail -f`.
+fleet_file_long_option = _fleet_file("--file")
 
 
 def client_for(fleet_file: Path, timeout_s: float = 30.0) -> ApiClient:

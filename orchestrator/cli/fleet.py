@@ -13,7 +13,13 @@ import click
 from orchestrator.backends.base import Backend, BackendError, BackendUnavailable
 from orchestrator.backends.select import RUNTIMES, Runtime, open_backend, remembered_runtime
 from orchestrator.cli.client import CliError, read_endpoint
-from orchestrator.cli.common import DEFAULT_PORT, client_for, fleet_file_option, load_or_exit
+from orchestrator.cli.common import (
+    DEFAULT_PORT,
+    client_for,
+    fleet_file_long_option,
+    fleet_file_option,
+    load_or_exit,
+)
 from orchestrator.cli.render import fleet_table
 from orchestrator.config.models import FleetConfig
 from orchestrator.reconcile import fleet_labels, plan
@@ -137,7 +143,7 @@ def ps(fleet_file: Path, as_json: bool) -> None:
 
 
 @click.command()
-@fleet_file_option
+@fleet_file_long_option
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new lines.")
 @click.option("--tail", type=int, default=200, show_default=True)
 @click.option("--runtime", type=click.Choice(RUNTIMES), default=None)

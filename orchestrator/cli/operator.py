@@ -5,34 +5,16 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable
 from contextlib import closing
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import quote
 
 import click
 
 from orchestrator.cli.client import ApiClient, CliError
-from orchestrator.cli.common import client_for, fleet_file_option
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _file_option_without_short_flag(fn: F) -> F:
-    """`events` uses -f for --follow (as `tail -f` does), so its fleet file is --file only."""
-    decorated: F = click.option(
-        "--file",
-        "fleet_file",
-        type=click.Path(path_type=Path, dir_okay=False),
-        default=Path("fleet.yaml"),
-        envvar="FLOTILLA_FILE",
-        show_default=True,
-        help="The fleet file (env FLOTILLA_FILE).",
-    )(fn)
-    return decorated
-
+from orchestrator.cli.common import client_for, fleet_file_long_option, fleet_file_option
 
 # ------------------------------------------------------------------------------------ events
 
@@ -59,7 +41,7 @@ def _echo_event(event: dict[str, Any], as_json: bool) -> None:
 
 
 @click.command()
-@_file_option_without_short_flag
+@fleet_file_long_option
 @click.option("-f", "--follow", is_flag=True, help="Keep printing events as they happen.")
 @click.option("--agent", help="Only events about this agent.")
 @click.option(
