@@ -41,7 +41,7 @@ def utcnow() -> datetime:
 class WireModel(BaseModel):
     """Base for wire models: unknown fields are refused so both sides stay in step."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = ConfigDict(extra="forbid")
 
 
 class ItemKind(StrEnum):
