@@ -17,6 +17,16 @@ from orchestrator.state.paths import StatePaths
 from orchestrator.supervisor import Supervisor, SupervisorPolicy
 
 
+def core_services(fleet: LoadedFleet, backend: Backend, paths: StatePaths | None = None) -> Services:
+    """State, events and tokens only; subsystems are attached by the caller (or by build_services)."""
+    paths = paths or StatePaths.for_fleet_file(fleet.path)
+    paths.ensure()
+    db = Database(paths.db)
+    return Services(
+        fleet=fleet, paths=paths, db=db, events=EventBus(db), tokens=TokenStore(db), backend=backend
+    )
+
+
 def build_services(
     fleet: LoadedFleet,
     backend: Backend,
@@ -24,13 +34,8 @@ def build_services(
     image: str = DEFAULT_IMAGE,
     policy: SupervisorPolicy | None = None,
 ) -> Services:
-    paths = paths or StatePaths.for_fleet_file(fleet.path)
-    paths.ensure()
-    db = Database(paths.db)
-    events = EventBus(db)
-    tokens = TokenStore(db)
-    services = Services(fleet=fleet, paths=paths, db=db, events=events, tokens=tokens, backend=backend)
-    services.operator_token = tokens.mint(OPERATOR)
+    services = core_services(fleet, backend, paths)
+    services.operator_token = services.tokens.mint(OPERATOR)
     services.inbox = Inbox(services)
     services.gateway = Gateway(services)
     services.broker = Broker(services)

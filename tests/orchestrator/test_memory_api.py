@@ -27,16 +27,15 @@ from agent_runtime.memory.models import FactSource, MemoryConfig, SaveOutcome  #
 from agent_runtime.memory.store import MemoryStore  # noqa: E402
 from agent_runtime.testing.embeddings import deterministic_embedding  # noqa: E402
 from orchestrator.api.app import create_app  # noqa: E402
-from orchestrator.auth import OPERATOR, TokenStore  # noqa: E402
+from orchestrator.auth import OPERATOR  # noqa: E402
 from orchestrator.cli.client import Endpoint, write_endpoint  # noqa: E402
 from orchestrator.cli.memory import memory  # noqa: E402
 from orchestrator.config.loader import load_fleet  # noqa: E402
-from orchestrator.events import EventBus  # noqa: E402
 from orchestrator.gateway.service import Gateway  # noqa: E402
 from orchestrator.services import Services  # noqa: E402
-from orchestrator.state.db import Database  # noqa: E402
-from orchestrator.state.paths import StatePaths  # noqa: E402
+from orchestrator.testing.fake_backend import FakeBackend  # noqa: E402
 from orchestrator.testing.server import serve_app  # noqa: E402
+from orchestrator.wiring import core_services  # noqa: E402
 
 DIMS = 64
 FLEET = """\
@@ -57,18 +56,7 @@ agents:
 def build(tmp_path: Path, model: str = "test") -> Services:
     fleet_file = tmp_path / "fleet.yaml"
     fleet_file.write_text(textwrap.dedent(FLEET.format(model=model)))
-    fleet = load_fleet(fleet_file)
-    paths = StatePaths.for_fleet_file(fleet_file)
-    paths.ensure()
-    db = Database(paths.db)
-    services = Services(
-        fleet=fleet,
-        paths=paths,
-        db=db,
-        events=EventBus(db),
-        tokens=TokenStore(db),
-        backend=None,  # type: ignore[arg-type]
-    )
+    services = core_services(load_fleet(fleet_file), FakeBackend())
     services.operator_token = services.tokens.mint(OPERATOR)
     return services
 

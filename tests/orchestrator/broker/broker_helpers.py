@@ -9,15 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from agent_runtime.protocol import AskRequest, AskResult, InboxItem, WorkResult
-from orchestrator.auth import OPERATOR, TokenStore
+from orchestrator.auth import OPERATOR
 from orchestrator.backends.process import ProcessBackend
 from orchestrator.broker.broker import Broker
 from orchestrator.broker.inbox import Inbox
 from orchestrator.config.loader import load_fleet
-from orchestrator.events import EventBus
 from orchestrator.services import Services
-from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths
+from orchestrator.wiring import core_services
 
 SUMMARIZE = """\
 ---
@@ -89,19 +88,8 @@ def write_fleet(root: Path, fleet_yaml: str = FLEET_YAML) -> Path:
 def build_services(fleet_file: Path) -> Services:
     fleet = load_fleet(fleet_file)
     paths = StatePaths.for_fleet_file(fleet_file)
-    paths.ensure()
-    db = Database(paths.db)
-    events = EventBus(db)
-    tokens = TokenStore(db)
-    services = Services(
-        fleet=fleet,
-        paths=paths,
-        db=db,
-        events=events,
-        tokens=tokens,
-        backend=ProcessBackend(paths.root),
-    )
-    services.operator_token = tokens.mint(OPERATOR)
+    services = core_services(fleet, ProcessBackend(paths.root), paths)
+    services.operator_token = services.tokens.mint(OPERATOR)
     services.inbox = Inbox(services)
     services.broker = Broker(services)
     return services

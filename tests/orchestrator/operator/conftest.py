@@ -18,14 +18,13 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from agent_runtime.workspace import scaffold  # noqa: E402
 from orchestrator.api.app import create_app  # noqa: E402
-from orchestrator.auth import OPERATOR, TokenStore  # noqa: E402
+from orchestrator.auth import OPERATOR  # noqa: E402
 from orchestrator.backends.process import ProcessBackend  # noqa: E402
 from orchestrator.broker.inbox import Inbox  # noqa: E402
 from orchestrator.config.loader import load_fleet  # noqa: E402
-from orchestrator.events import EventBus  # noqa: E402
 from orchestrator.services import Services  # noqa: E402
-from orchestrator.state.db import Database  # noqa: E402
 from orchestrator.state.paths import StatePaths  # noqa: E402
+from orchestrator.wiring import core_services  # noqa: E402
 
 LOOKUP_INTERFACE = """\
 ---
@@ -63,16 +62,7 @@ def write_fleet(root: Path) -> Path:
 def build_services(fleet_file: Path) -> Services:
     fleet = load_fleet(fleet_file)
     paths = StatePaths.for_fleet_file(fleet_file)
-    paths.ensure()
-    db = Database(paths.db)
-    services = Services(
-        fleet=fleet,
-        paths=paths,
-        db=db,
-        events=EventBus(db),
-        tokens=TokenStore(db),
-        backend=ProcessBackend(paths.root),
-    )
+    services = core_services(fleet, ProcessBackend(paths.root), paths)
     services.operator_token = services.tokens.mint(OPERATOR)
     services.inbox = Inbox(services)
     for agent in fleet.config.agents:

@@ -10,16 +10,14 @@ from pathlib import Path
 
 from agent_runtime.protocol import InboxItem, ItemKind, RunOutcome, RunRecord, WorkResult
 from agent_runtime.workspace import scaffold
-from orchestrator.auth import OPERATOR, TokenStore
+from orchestrator.auth import OPERATOR
 from orchestrator.broker.inbox import Inbox
 from orchestrator.config.loader import load_fleet
-from orchestrator.events import EventBus
 from orchestrator.scheduler.clock import ManualClock
 from orchestrator.scheduler.service import Scheduler
 from orchestrator.services import Services
-from orchestrator.state.db import Database
-from orchestrator.state.paths import StatePaths
 from orchestrator.testing.fake_backend import FakeBackend, fake_spec
+from orchestrator.wiring import core_services
 
 # A Monday, so weekday rules and cron schedules have a known calendar.
 START = datetime(2025, 1, 6, 0, 0, tzinfo=UTC)
@@ -41,18 +39,7 @@ def write_fleet(root: Path, text: str) -> Path:
 
 
 def build_services(fleet_file: Path) -> Services:
-    fleet = load_fleet(fleet_file)
-    paths = StatePaths.for_fleet_file(fleet_file)
-    paths.ensure()
-    db = Database(paths.db)
-    services = Services(
-        fleet=fleet,
-        paths=paths,
-        db=db,
-        events=EventBus(db),
-        tokens=TokenStore(db),
-        backend=FakeBackend(),
-    )
+    services = core_services(load_fleet(fleet_file), FakeBackend())
     services.operator_token = services.tokens.mint(OPERATOR)
     services.inbox = Inbox(services)
     return services
