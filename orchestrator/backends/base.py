@@ -20,6 +20,8 @@ LABEL_AGENT = f"{LABEL_PREFIX}.agent"
 LABEL_CONFIG_HASH = f"{LABEL_PREFIX}.config-hash"
 LABEL_MANAGED = f"{LABEL_PREFIX}.managed"
 LABEL_ENDPOINT = f"{LABEL_PREFIX}.endpoint"
+LABEL_STATE = f"{LABEL_PREFIX}.state"
+"""The .flotilla folder that owns a unit: two folders cannot run fleets of the same name."""
 
 UnitState = Literal["created", "running", "exited", "dead", "missing"]
 Health = Literal["starting", "healthy", "unhealthy", "none"]
@@ -64,6 +66,7 @@ class AgentSpec:
             LABEL_AGENT: self.agent,
             LABEL_CONFIG_HASH: self.config_hash,
             LABEL_ENDPOINT: self.orchestrator_url,
+            LABEL_STATE: str(self.data_dir.parent.parent),
         }
 
 

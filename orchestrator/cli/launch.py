@@ -6,21 +6,37 @@ import asyncio
 import os
 import threading
 import time
+from pathlib import Path
 
 from rich.console import Console
 from rich.live import Live
 
-from orchestrator.backends.base import Backend, BackendError
+from orchestrator.backends.base import LABEL_STATE, Backend, BackendError
 from orchestrator.backends.select import remember_runtime
 from orchestrator.cli.client import CliError
 from orchestrator.cli.detach import LaunchOptions, ensure_agent_image
 from orchestrator.cli.render import fleet_table
 from orchestrator.config.loader import LoadedFleet
 from orchestrator.logging_setup import configure_logging
-from orchestrator.reconcile import ApplyResult
+from orchestrator.reconcile import ApplyResult, fleet_labels
 from orchestrator.server import Listeners, OrchestratorServer, PortTaken, bind_listeners
 from orchestrator.state.paths import StatePaths
 from orchestrator.wiring import build_services
+
+
+def _refuse_foreign_units(fleet: LoadedFleet, backend: Backend, paths: StatePaths) -> None:
+    """Units of a fleet with the same name started from another folder are not ours to adopt."""
+    try:
+        units = backend.list(fleet_labels(fleet.name))
+    except BackendError as exc:
+        raise CliError(str(exc)) from None
+    owners = {u.labels.get(LABEL_STATE) for u in units} - {None, str(paths.root)}
+    if owners:
+        elsewhere = ", ".join(sorted(str(Path(o).parent) for o in owners if o))
+        raise CliError(
+            f"a fleet named {fleet.name!r} already runs from {elsewhere}: "
+            "rename this fleet in fleet.yaml, or run `flotilla down` there first"
+        )
 
 
 def prepare(
@@ -32,6 +48,7 @@ def prepare(
     paths.ensure()
     if options.runtime == "docker" and options.check_image:
         ensure_agent_image(options.image, console)
+    _refuse_foreign_units(fleet, backend, paths)
     try:
         agent_host = backend.prepare_fleet(fleet.name)
         listeners = bind_listeners(agent_host, options.port)

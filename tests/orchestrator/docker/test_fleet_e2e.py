@@ -304,3 +304,17 @@ def test_a_name_clash_with_a_foreign_container_is_refused(
     finally:
         fleet.flotilla("down", "-v", check=False)
         squatter.remove(force=True)
+
+
+def test_a_fleet_of_the_same_name_from_another_folder_is_refused(
+    running_fleet: RunningFleet, docker_client: Any, tmp_path: Path
+) -> None:
+    before = running_fleet.container_ids(docker_client)
+    (tmp_path / "fleet.yaml").write_text(
+        f"version: 1\nfleet: {running_fleet.name}\nagents:\n  solo:\n    role: a\n"
+    )
+    twin = RunningFleet(running_fleet.name, tmp_path, running_fleet.image)
+    result = twin.up(check=False)
+    assert result.returncode == 1
+    assert f"a fleet named '{running_fleet.name}' already runs from {running_fleet.folder}" in result.stderr
+    assert running_fleet.container_ids(docker_client) == before
