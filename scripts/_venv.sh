@@ -6,7 +6,17 @@ ensure_venv() {
   local extras="$1"
   if [ ! -x "$VENV/bin/python" ]; then
     echo "==> creating $VENV"
-    python3 -m venv "$VENV"
+    if ! python3 -m venv "$VENV" 2>/dev/null; then
+      # Debian and Ubuntu ship venv separately.
+      rm -rf "$VENV"
+      if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        apt-get install -y -qq python3-venv >/dev/null || { apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null; }
+        python3 -m venv "$VENV"
+      else
+        echo "python3 -m venv failed: install python3-venv (sudo apt-get install python3-venv)" >&2
+        exit 1
+      fi
+    fi
   fi
   local stamp="$VENV/.flotilla-$extras-$(sha256sum "$ROOT/pyproject.toml" | cut -c1-12)"
   if [ ! -f "$stamp" ]; then
