@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal, TypeVar
@@ -217,30 +218,34 @@ class Gateway:
         assert failure is not None  # routes is never empty
         raise upstream_error(failure[1], failure[0].model)
 
+    def _reserve_chat(self, agent: str, request: ChatCompletionRequest) -> tuple[Route, CallContext]:
+        primary = self._route(agent, request.model)
+        estimate_out = request.output_limit or DEFAULT_OUTPUT_ESTIMATE
+        return primary, self._reserve(agent, "chat", primary, self._prompt_tokens(request), estimate_out)
+
+    @contextmanager
+    def _settled_on_failure(self, ctx: CallContext, route: Route) -> Iterator[None]:
+        """A call that fails before it has a result is settled here, as an error or interrupted."""
+        try:
+            yield
+        except GatewayError as exc:
+            self._settle(ctx, route, status="error", error=exc.body.message)
+            raise
+        except BaseException:
+            self._settle(ctx, route, status="interrupted")
+            raise
+
     @staticmethod
     def _for(route: Route, request: ChatCompletionRequest) -> ChatCompletionRequest:
         return request.model_copy(update={"model": route.upstream_model})
 
     async def chat(self, agent: str, request: ChatCompletionRequest) -> tuple[Route, ChatCompletion]:
         """A non-streamed completion; returns the route that served it (the fallback, maybe)."""
-        primary = self._route(agent, request.model)
-        ctx = self._reserve(
-            agent,
-            "chat",
-            primary,
-            self._prompt_tokens(request),
-            request.output_limit or DEFAULT_OUTPUT_ESTIMATE,
-        )
-        try:
+        primary, ctx = self._reserve_chat(agent, request)
+        with self._settled_on_failure(ctx, primary):
             route, completion = await self._call(
                 self._chat_routes(primary), lambda r: r.provider.complete(self._for(r, request))
             )
-        except GatewayError as exc:
-            self._settle(ctx, primary, status="error", error=exc.body.message)
-            raise
-        except BaseException:
-            self._settle(ctx, primary, status="interrupted")
-            raise
         written = "".join(c.message.content or "" for c in completion.choices)
         self._settle(ctx, route, usage=completion.usage, written=written, status="ok")
         return route, completion
@@ -250,14 +255,7 @@ class Gateway:
     ) -> tuple[Route, AsyncGenerator[bytes, None]]:
         """Start a streamed completion. Errors before the first chunk raise GatewayError (a plain
         HTTP error); later ones end the stream with an error event."""
-        primary = self._route(agent, request.model)
-        ctx = self._reserve(
-            agent,
-            "chat",
-            primary,
-            self._prompt_tokens(request),
-            request.output_limit or DEFAULT_OUTPUT_ESTIMATE,
-        )
+        primary, ctx = self._reserve_chat(agent, request)
         wants_usage = bool(request.stream_options and request.stream_options.include_usage)
         # Usage is always requested upstream, for the ledger; the agent gets it only if it asked.
         upstream_request = request.model_copy(update={"stream_options": StreamOptions(include_usage=True)})
@@ -272,14 +270,8 @@ class Gateway:
                 await _close(chunks)
                 raise
 
-        try:
+        with self._settled_on_failure(ctx, primary):
             route, (chunks, first) = await self._call(self._chat_routes(primary), first_chunk)
-        except GatewayError as exc:
-            self._settle(ctx, primary, status="error", error=exc.body.message)
-            raise
-        except BaseException:
-            self._settle(ctx, primary, status="interrupted")
-            raise
         return route, self._relay(ctx, route, chunks, first, wants_usage)
 
     async def _relay(
@@ -323,17 +315,11 @@ class Gateway:
         if route.model == TEST_MODEL and request.dimensions is None:
             request = request.model_copy(update={"dimensions": self._config.llm.embedding.dimensions})
         ctx = self._reserve(agent, "embeddings", route, sum(self.counter.count_many(request.texts)), 0)
-        try:
+        with self._settled_on_failure(ctx, route):
             # Never a fallback model: its vectors would live in another space.
             _, response = await self._call(
                 [route], lambda r: r.provider.embed(request.model_copy(update={"model": r.upstream_model}))
             )
-        except GatewayError as exc:
-            self._settle(ctx, route, status="error", error=exc.body.message)
-            raise
-        except BaseException:
-            self._settle(ctx, route, status="interrupted")
-            raise
         self._settle(ctx, route, usage=response.usage, status="ok")
         return route, response
 
