@@ -142,42 +142,18 @@ class Broker:
             earlier := self.messages.by_key(sender, request.to, request.idempotency_key)
         ):
             return await self._await_answer(earlier, spec, timeout_s)
-        # One transaction for the delivery, its log line and its event: one commit, not three.
-        with self._db.transaction():
-            item = self._inbox.put(
-                request.to,
-                ItemKind.PEER_ASK,
-                sender,
-                operation=request.operation,
-                input=request.input,
-                correlation_id=message_id,
-                hop=lineage.hop,
-                trace=lineage.trace,
-                priority=priority,
-                ttl_s=timeout_s,
-                idempotency_key=_scoped_key(sender, request.idempotency_key),
-            )
-            record = self.messages.record(
-                message_id,
-                MessageKind.ASK,
-                sender,
-                request.to,
-                operation=request.operation,
-                parent_item=lineage.parent_item,
-                hop=lineage.hop,
-                trace=lineage.trace,
-                state=MessageState.PENDING,
-                item_id=item.id,
-                idempotency_key=request.idempotency_key,
-            )
-            self._publish(
-                EventType.MESSAGE_SENT,
-                sender,
-                message_id,
-                to=request.to,
-                operation=request.operation,
-                hop=lineage.hop,
-            )
+        record = self._deliver(
+            MessageKind.ASK,
+            sender,
+            request.to,
+            message_id,
+            lineage,
+            operation=request.operation,
+            input=request.input,
+            priority=priority,
+            ttl_s=timeout_s,
+            idempotency_key=request.idempotency_key,
+        )
         return await self._await_answer(record, spec, timeout_s)
 
     async def _await_answer(self, message: MessageRecord, spec: OperationSpec, timeout_s: float) -> AskResult:
@@ -246,45 +222,78 @@ class Broker:
             earlier := self.messages.by_key(sender, request.to, request.idempotency_key)
         ):
             return TellResult(message_id=earlier.id, ok=True)
+        self._deliver(
+            MessageKind.TELL,
+            sender,
+            request.to,
+            message_id,
+            lineage,
+            text=request.text,
+            priority=priority,
+            idempotency_key=request.idempotency_key,
+        )
+        return TellResult(message_id=message_id, ok=True)
+
+    def _deliver(
+        self,
+        kind: MessageKind,
+        sender: str,
+        to: str,
+        message_id: str,
+        lineage: Lineage,
+        *,
+        priority: int,
+        idempotency_key: str | None,
+        operation: str | None = None,
+        input: dict[str, Any] | None = None,
+        text: str = "",
+        ttl_s: float | None = None,
+    ) -> MessageRecord:
+        """Queue the item, log the message and announce it in one transaction: one commit, not three."""
+        asking = kind == MessageKind.ASK
         with self._db.transaction():
             item = self._inbox.put(
-                request.to,
-                ItemKind.PEER_TELL,
+                to,
+                ItemKind.PEER_ASK if asking else ItemKind.PEER_TELL,
                 sender,
-                request.text,
+                text,
+                operation=operation,
+                input=input,
                 correlation_id=message_id,
                 hop=lineage.hop,
                 trace=lineage.trace,
                 priority=priority,
-                idempotency_key=_scoped_key(sender, request.idempotency_key),
+                ttl_s=ttl_s,
+                idempotency_key=_scoped_key(sender, idempotency_key),
             )
-            self.messages.record(
+            record = self.messages.record(
                 message_id,
-                MessageKind.TELL,
+                kind,
                 sender,
-                request.to,
-                operation=None,
+                to,
+                operation=operation,
                 parent_item=lineage.parent_item,
                 hop=lineage.hop,
                 trace=lineage.trace,
-                state=MessageState.SENT,
+                state=MessageState.PENDING if asking else MessageState.SENT,
                 item_id=item.id,
-                idempotency_key=request.idempotency_key,
+                idempotency_key=idempotency_key,
             )
             self._publish(
-                EventType.MESSAGE_SENT, sender, message_id, to=request.to, operation=None, hop=lineage.hop
+                EventType.MESSAGE_SENT, sender, message_id, to=to, operation=operation, hop=lineage.hop
             )
-            # A tell is delivered once it sits in the recipient's durable inbox.
-            self._publish(
-                EventType.MESSAGE_DELIVERED,
-                request.to,
-                message_id,
-                to=request.to,
-                operation=None,
-                hop=lineage.hop,
-                sender=sender,
-            )
-        return TellResult(message_id=message_id, ok=True)
+            if not asking:
+                # A tell is delivered once it sits in the recipient's durable inbox.
+                self._publish(
+                    EventType.MESSAGE_DELIVERED,
+                    to,
+                    message_id,
+                    to=to,
+                    operation=None,
+                    hop=lineage.hop,
+                    sender=sender,
+                )
+        return record
 
     # --- checks ------------------------------------------------------------------------------
 
