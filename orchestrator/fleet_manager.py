@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -102,15 +101,3 @@ class FleetManager:
         unit = backend.create(self.spec_for(agent))
         backend.start(unit.id)
         return unit
-
-    def down(self, remove_state: bool) -> list[str]:
-        """Remove every unit of this fleet (and its network); with remove_state, its folders too."""
-        backend = self._services.backend
-        removed = []
-        for unit in self.units():
-            backend.remove(unit.id)
-            removed.append(unit.name)
-        backend.teardown_fleet(self.fleet.name)
-        if remove_state:
-            shutil.rmtree(self._services.paths.agents, ignore_errors=True)
-        return removed

@@ -111,3 +111,13 @@ def _apply_one(action: PlanAction, backend: Backend, make_spec: Callable[[str], 
         backend.start(unit.id)
     elif action.kind == "start" and action.unit_id:
         backend.start(action.unit_id)
+
+
+def remove_fleet(
+    backend: Backend, fleet: str, on_removed: Callable[[UnitInfo], None] = lambda _: None
+) -> None:
+    """Remove every unit labelled with this fleet, then the fleet's network. Nothing else is touched."""
+    for unit in backend.list(fleet_labels(fleet)):
+        backend.remove(unit.id)
+        on_removed(unit)
+    backend.teardown_fleet(fleet)

@@ -216,7 +216,7 @@ class Inbox:
             (state, utcnow().isoformat(), result.model_dump_json(), item_id, agent),
         )
         if cursor.rowcount == 0:
-            return self.get(item_id) is not None and self.owner(item_id) == agent
+            return self.owner(item_id) == agent
         self._resolve(item_id, result)
         return True
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -22,7 +23,7 @@ from orchestrator.cli.common import (
 )
 from orchestrator.cli.render import fleet_table
 from orchestrator.config.models import FleetConfig
-from orchestrator.reconcile import fleet_labels, plan
+from orchestrator.reconcile import fleet_labels, plan, remove_fleet
 from orchestrator.state.paths import StatePaths
 
 
@@ -176,16 +177,10 @@ def down(fleet_file: Path, volumes: bool, runtime: Runtime | None) -> None:
     _stop_orchestrator(paths)
     backend = _backend_or_exit(_runtime_of(paths, runtime), paths)
     try:
-        units = backend.list(fleet_labels(fleet.name))
-        for unit in units:
-            backend.remove(unit.id)
-            click.echo(f"removed {unit.name}")
-        backend.teardown_fleet(fleet.name)
+        remove_fleet(backend, fleet.name, lambda unit: click.echo(f"removed {unit.name}"))
     except BackendError as exc:
         raise CliError(str(exc)) from None
     if volumes:
-        import shutil
-
         shutil.rmtree(paths.agents, ignore_errors=True)
         click.echo(f"deleted {paths.agents}")
     click.echo(f"fleet {fleet.name!r} is down")
