@@ -8,7 +8,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from agent_runtime.client import OrchestratorClient, OrchestratorError
+from agent_runtime.client import OrchestratorClient
+from agent_runtime.errors import OrchestratorError
 from agent_runtime.state import RuntimeState
 
 log = logging.getLogger(__name__)

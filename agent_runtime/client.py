@@ -1,6 +1,8 @@
 """The agent's HTTP client for the orchestrator's agent routes (see `agent_runtime.protocol`).
 
-Part of the idle path: it imports only the standard library, httpx and the wire models.
+Part of the idle path: it imports only the standard library, httpx, websockets and the wire
+models. The hot calls (the inbox long-poll, acknowledgements, progress) go over the channel
+(`agent_runtime.channel`); the rest are plain HTTP requests.
 """
 
 from __future__ import annotations
@@ -18,15 +20,19 @@ if "httpx" not in sys.modules:
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from agent_runtime.channel import AgentChannel
+from agent_runtime.errors import OrchestratorError, OrchestratorRefused, OrchestratorUnavailable
 from agent_runtime.protocol import (
     AGENT_API_PREFIX,
     AgentEvent,
     AgentRuntimeConfig,
+    ChannelDone,
+    ChannelNext,
+    ChannelProgress,
     CheckIn,
     CheckInReply,
     ErrorBody,
     InboxItem,
-    ReplyChunk,
     RunRecord,
     TokenCountRequest,
     TokenCountResult,
@@ -49,23 +55,6 @@ def no_delay_transport() -> httpx.HTTPTransport:
     return httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
 
 
-class OrchestratorError(RuntimeError):
-    """A call to the orchestrator failed."""
-
-
-class OrchestratorUnavailable(OrchestratorError):
-    """No answer, or a 5xx: worth retrying later."""
-
-
-class OrchestratorRefused(OrchestratorError):
-    """A 4xx: the request itself was refused."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        self.status = status
-        self.code = code
-        super().__init__(f"HTTP {status} {code}: {message}")
-
-
 class OrchestratorClient:
     """Calls the agent routes with the agent's bearer token, re-read from disk on a 401."""
 
@@ -78,13 +67,19 @@ class OrchestratorClient:
             timeout=httpx.Timeout(REQUEST_TIMEOUT_S, connect=CONNECT_TIMEOUT_S),
             transport=no_delay_transport(),
         )
+        self.channel = AgentChannel(self.base_url, lambda: self._token, refresh_token=self._reread_token)
 
     @property
     def token(self) -> str:
         return self._token
 
     def close(self) -> None:
+        self.channel.close()
         self._http.close()
+
+    def _reread_token(self) -> str:
+        self._token = read_token(self.token_file)
+        return self._token
 
     def _send(
         self, method: str, path: str, *, body: BaseModel | None = None, **kwargs: object
@@ -102,7 +97,7 @@ class OrchestratorClient:
                 ) from None
             if response.status_code == 401 and attempt == 1:
                 # The orchestrator may have rotated the token file; one fresh read, one retry.
-                self._token = read_token(self.token_file)
+                self._reread_token()
                 continue
             break
         if response.status_code >= 500:
@@ -126,21 +121,14 @@ class OrchestratorClient:
         return self._parse(self._send("POST", f"{AGENT_API_PREFIX}/checkin", body=body), CheckInReply)
 
     def next_item(self, wait_s: float) -> InboxItem | None:
-        response = self._send(
-            "GET",
-            f"{AGENT_API_PREFIX}/inbox/next",
-            params={"wait": wait_s},
-            timeout=httpx.Timeout(wait_s + LONG_POLL_MARGIN_S, connect=CONNECT_TIMEOUT_S),
-        )
-        if response.status_code == 204 or not response.content:
-            return None
-        return self._parse(response, InboxItem)
+        reply = self.channel.call(ChannelNext(wait_s=wait_s), wait_s + LONG_POLL_MARGIN_S)
+        return None if reply.status == 204 else _validate(reply.body, InboxItem)
 
     def progress(self, item_id: str, delta: str) -> None:
-        self._send("POST", f"{AGENT_API_PREFIX}/inbox/{item_id}/progress", body=ReplyChunk(delta=delta))
+        self.channel.call(ChannelProgress(item_id=item_id, delta=delta), REQUEST_TIMEOUT_S)
 
     def done(self, item_id: str, result: WorkResult) -> None:
-        self._send("POST", f"{AGENT_API_PREFIX}/inbox/{item_id}/done", body=result)
+        self.channel.call(ChannelDone(item_id=item_id, result=result), REQUEST_TIMEOUT_S)
 
     def record_run(self, run: RunRecord) -> None:
         self._send("POST", f"{AGENT_API_PREFIX}/runs", body=run)
@@ -151,6 +139,13 @@ class OrchestratorClient:
     def count_tokens(self, model: str, texts: list[str]) -> TokenCountResult:
         request = TokenCountRequest(model=model, texts=texts)
         return self._parse(self._send("POST", "/v1/tokens/count", body=request), TokenCountResult)
+
+
+def _validate(body: object, model: type[Model]) -> Model:
+    try:
+        return model.model_validate(body)
+    except ValidationError as bad:
+        raise OrchestratorError(f"channel: unexpected reply: {bad}") from None
 
 
 def _refused(response: httpx.Response) -> OrchestratorRefused:

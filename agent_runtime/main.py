@@ -17,7 +17,8 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from agent_runtime.checkin import CheckInThread
-from agent_runtime.client import OrchestratorClient, OrchestratorError, OrchestratorRefused
+from agent_runtime.client import OrchestratorClient
+from agent_runtime.errors import OrchestratorError, OrchestratorRefused
 from agent_runtime.protocol import AgentRuntimeConfig, InboxItem
 from agent_runtime.settings import Settings, SettingsError
 from agent_runtime.state import RuntimeState

@@ -20,13 +20,19 @@ Agent-facing routes (all under the orchestrator's base URL, bearer = the agent's
     POST /v1/chat/completions             OpenAI-compatible (LLM gateway)
     POST /v1/embeddings                   OpenAI-compatible (LLM gateway)
     POST /v1/tokens/count                 TokenCountRequest -> TokenCountResult
+    WS   /agent/v1/channel                ChannelRequest frames -> ChannelReply frames
+
+The channel carries the hot path (inbox, ask, tell) over one WebSocket the agent dials: a
+frame costs a fraction of an HTTP request on both sides. Each request frame has an id chosen by
+the agent; the reply with that id carries an HTTP-like status and the body the matching route
+would return (204 and no body for an empty long-poll).
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -269,3 +275,52 @@ class ErrorBody(WireModel):
     error: str
     message: str
     details: list[str] = Field(default_factory=list)
+
+
+# --- the channel (one WebSocket per agent) ---------------------------------------------------
+
+
+class ChannelFrame(WireModel):
+    id: int = Field(
+        default=0, ge=0, description="Set by the agent's channel as it sends; the reply carries it"
+    )
+
+
+class ChannelAsk(ChannelFrame):
+    type: Literal["ask"] = "ask"
+    request: AskRequest
+
+
+class ChannelTell(ChannelFrame):
+    type: Literal["tell"] = "tell"
+    request: TellRequest
+
+
+class ChannelNext(ChannelFrame):
+    """Claim the next inbox item, waiting up to wait_s for one (the long-poll)."""
+
+    type: Literal["next"] = "next"
+    wait_s: float = Field(ge=0)
+
+
+class ChannelDone(ChannelFrame):
+    type: Literal["done"] = "done"
+    item_id: str
+    result: WorkResult
+
+
+class ChannelProgress(ChannelFrame):
+    type: Literal["progress"] = "progress"
+    item_id: str
+    delta: str
+
+
+ChannelRequest = Annotated[
+    ChannelAsk | ChannelTell | ChannelNext | ChannelDone | ChannelProgress, Field(discriminator="type")
+]
+
+
+class ChannelReply(WireModel):
+    id: int
+    status: int = Field(description="As the matching HTTP route would answer: 200, 204, 4xx, 5xx")
+    body: Any = Field(default=None, description="The route's JSON body; an ErrorBody when status >= 400")

@@ -17,10 +17,11 @@ from typing import Any, Literal
 
 from openai import OpenAI
 
-from agent_runtime.client import OrchestratorClient, OrchestratorError
+from agent_runtime.client import OrchestratorClient
 from agent_runtime.context import ContextManager
 from agent_runtime.dailylog import append_daily
 from agent_runtime.dedupe import ProcessedLog
+from agent_runtime.errors import OrchestratorError
 from agent_runtime.facts import MemoryFileFacts
 from agent_runtime.files import WorkspaceFiles
 from agent_runtime.history import HistoryLog
@@ -203,7 +204,9 @@ class Worker:
             if missing.name != "agent_runtime.tools.peers":
                 raise
             return []
-        peers = PeerClient(self.settings.orchestrator_url, lambda: self.client.token)
+        peers = PeerClient(
+            self.settings.orchestrator_url, lambda: self.client.token, channel=self.client.channel
+        )
         return peer_tools(peers, lambda: self._current_item)
 
     def reconfigure(self, config: AgentRuntimeConfig) -> None:

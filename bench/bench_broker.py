@@ -2,7 +2,8 @@
 
 The orchestrator app is served by uvicorn on 127.0.0.1 (in this process). Two simulated agents
 run in their own processes, with no model:
-- the callee long-polls its inbox (GET /agent/v1/inbox/next) and posts each answer (.../done);
+- the callee consumes its inbox with the agent's own client (`OrchestratorClient.next_item` and
+  `.done`, over the agent channel, a WebSocket);
 - the caller calls the `ask_agent` tool (agent_runtime.tools.peers) at a fixed rate.
 
 Latency is measured by the caller from each ask's scheduled start to its answer (so a backlog
@@ -26,10 +27,9 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-import httpx
-
-from agent_runtime.protocol import AskRequest, InboxItem, WorkResult
-from agent_runtime.tools.peers import PeerClient, no_delay_transport, peer_tools
+from agent_runtime.client import OrchestratorClient
+from agent_runtime.protocol import AskRequest, WorkResult
+from agent_runtime.tools.peers import PeerClient, peer_tools
 from agent_runtime.tools.registry import ToolRegistry
 from orchestrator.api.app import create_app
 from orchestrator.config.loader import load_fleet
@@ -96,33 +96,20 @@ class CallerReport:
 # --- the simulated agents (child processes) -------------------------------------------------
 
 
-def callee_main(url: str, token: str, stop: Connection, out: Connection) -> None:
-    """Answer every ask: long-poll the inbox, post the result; one item at a time, like an agent."""
-    http = httpx.Client(
-        base_url=url,
-        headers={"authorization": f"Bearer {token}"},
-        timeout=30,
-        transport=no_delay_transport(),
-    )
+def callee_main(url: str, token_file: Path, stop: Connection, out: Connection) -> None:
+    """Answer every ask as an agent does: the agent's client, one item at a time."""
+    client = OrchestratorClient(url, token_file)
     answered = 0
     try:
         while not stop.poll():
-            response = http.get("/agent/v1/inbox/next", params={"wait": 1.0})
-            if response.status_code == 204:
+            item = client.next_item(1.0)
+            if item is None:
                 continue
-            response.raise_for_status()
-            item = InboxItem.model_validate_json(response.content)
             key = (item.input or {}).get("key", "")
-            result = WorkResult(output={"value": f"value-of-{key}"})
-            done = http.post(
-                f"/agent/v1/inbox/{item.id}/done",
-                content=result.model_dump_json(),
-                headers={"content-type": "application/json"},
-            )
-            done.raise_for_status()
+            client.done(item.id, WorkResult(output={"value": f"value-of-{key}"}))
             answered += 1
     finally:
-        http.close()
+        client.close()
         out.send((answered, time.process_time()))
 
 
@@ -223,7 +210,7 @@ def run(quick: bool) -> list[Row]:
         in_process_cpu = broker_cpu_per_round_trip(alone, 500 if quick else 3000)
         alone.db.close()
         services = _services(Path(tmp) / "served")
-        report, answered, cpu = _serve_and_ask(services, phases)
+        report, answered, cpu = _serve_and_ask(services, phases, Path(tmp))
         services.db.close()
     rows = _rows(report, phases, answered, cpu)
     rows.append(_row("CPU per ask, broker + inbox alone (no HTTP)", f"{in_process_cpu * 1000:.2f} ms"))
@@ -236,7 +223,9 @@ def _services(root: Path) -> Services:
     return build_services(load_fleet(root / "fleet.yaml"), FakeBackend())
 
 
-def _serve_and_ask(services: Services, phases: list[Phase]) -> tuple[CallerReport, int, dict[str, float]]:
+def _serve_and_ask(
+    services: Services, phases: list[Phase], token_folder: Path
+) -> tuple[CallerReport, int, dict[str, float]]:
     """Serve the app, run both agents to the end of the phases; CPU seconds per process."""
     ctx = multiprocessing.get_context("spawn")
     caller_token = services.tokens.mint("caller")
@@ -245,8 +234,10 @@ def _serve_and_ask(services: Services, phases: list[Phase]) -> tuple[CallerRepor
         stop_recv, stop_send = ctx.Pipe(duplex=False)
         caller_recv, caller_send = ctx.Pipe(duplex=False)
         callee_recv, callee_send = ctx.Pipe(duplex=False)
+        callee_token_file = token_folder / "callee.token"
+        callee_token_file.write_text(callee_token)
         callee = ctx.Process(
-            target=callee_main, args=(url, callee_token, stop_recv, callee_send), daemon=True
+            target=callee_main, args=(url, callee_token_file, stop_recv, callee_send), daemon=True
         )
         caller = ctx.Process(target=caller_main, args=(url, caller_token, phases, caller_send), daemon=True)
         callee.start()

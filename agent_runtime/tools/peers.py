@@ -18,12 +18,16 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from agent_runtime.channel import AgentChannel
 from agent_runtime.client import no_delay_transport
+from agent_runtime.errors import OrchestratorError
 from agent_runtime.protocol import (
     AGENT_API_PREFIX,
     AskRequest,
     AskResult,
     BrokerError,
+    ChannelAsk,
+    ChannelTell,
     OperationSpec,
     PeerInfo,
     TellRequest,
@@ -49,15 +53,24 @@ class PeerClient:
         *,
         timeout_s: float = 30.0,
         http: httpx.Client | None = None,
+        channel: AgentChannel | None = None,
     ) -> None:
+        """Asks and tells travel on `channel` (the agent's own, shared) or on one of this client's."""
         self._token = token
         self._timeout_s = timeout_s
         self._http = http or httpx.Client(
             base_url=base_url.rstrip("/"), timeout=timeout_s, transport=no_delay_transport()
         )
+        self._own_channel = channel is None
+        self._channel = channel or AgentChannel(base_url, self._current_token)
 
     def close(self) -> None:
+        if self._own_channel:
+            self._channel.close()
         self._http.close()
+
+    def _current_token(self) -> str:
+        return self._token() if callable(self._token) else self._token
 
     def peers(self) -> list[PeerInfo]:
         response = self._request("GET", "/peers")
@@ -67,16 +80,25 @@ class PeerClient:
             raise ToolError(f"unexpected peer list from the orchestrator: {bad}") from None
 
     def ask(self, request: AskRequest) -> AskResult:
-        response = self._request("POST", "/ask", request, timeout_s=request.timeout_s + HTTP_MARGIN_S)
-        return _parse(response, AskResult)
+        return self._over_channel(ChannelAsk(request=request), AskResult, request.timeout_s + HTTP_MARGIN_S)
 
     def tell(self, request: TellRequest) -> TellResult:
-        return _parse(self._request("POST", "/tell", request), TellResult)
+        return self._over_channel(ChannelTell(request=request), TellResult, self._timeout_s)
+
+    def _over_channel(self, frame: ChannelAsk | ChannelTell, model: type[Model], timeout_s: float) -> Model:
+        try:
+            reply = self._channel.call(frame, timeout_s)
+        except OrchestratorError as failed:
+            raise ToolError(f"the orchestrator did not take the {frame.type} request: {failed}") from None
+        try:
+            return model.model_validate(reply.body)
+        except ValidationError as bad:
+            raise ToolError(f"unexpected reply from the orchestrator: {bad}") from None
 
     def _request(
         self, method: str, path: str, body: BaseModel | None = None, timeout_s: float | None = None
     ) -> httpx.Response:
-        token = self._token() if callable(self._token) else self._token
+        token = self._current_token()
         response = self._http.request(
             method,
             f"{AGENT_API_PREFIX}{path}",
@@ -87,13 +109,6 @@ class PeerClient:
         if response.is_success:
             return response
         raise ToolError(f"the orchestrator refused {method} {path}: {_error_text(response)}")
-
-
-def _parse(response: httpx.Response, model: type[Model]) -> Model:
-    try:
-        return model.model_validate_json(response.content)
-    except ValidationError as bad:
-        raise ToolError(f"unexpected reply from the orchestrator: {bad}") from None
 
 
 def _error_text(response: httpx.Response) -> str:

@@ -107,20 +107,20 @@ async def next_item(
     return item if item is not None else Response(status_code=204)
 
 
-def _own_item(services: Services, agent: str, item_id: str) -> None:
+def own_item(services: Services, agent: str, item_id: str) -> None:
     if services.inbox.owner(item_id) != agent:
         raise ApiError(404, "not_found", f"no inbox item {item_id}")
 
 
 @router.post("/inbox/{item_id}/progress", status_code=204)
 async def progress(item_id: str, body: ReplyChunk, agent: AgentDep, services: ServicesDep) -> None:
-    _own_item(services, agent.name, item_id)
+    own_item(services, agent.name, item_id)
     services.inbox.add_progress(item_id, body.delta)
 
 
 @router.post("/inbox/{item_id}/done", status_code=204)
 async def done(item_id: str, body: WorkResult, agent: AgentDep, services: ServicesDep) -> None:
-    _own_item(services, agent.name, item_id)
+    own_item(services, agent.name, item_id)
     services.inbox.complete(agent.name, item_id, body)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
+from starlette.requests import HTTPConnection
 
 from orchestrator.auth import Principal
 from orchestrator.services import Services
@@ -19,7 +20,8 @@ async def get_services(request: Request) -> Services:
     return services
 
 
-def _bearer(request: Request) -> str | None:
+def bearer_token(request: HTTPConnection) -> str | None:
+    """The bearer token of a request or a WebSocket handshake."""
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() == "bearer" and token:
@@ -34,7 +36,7 @@ async def get_principal(request: Request, services: Annotated[Services, Depends(
 
 def principal_of(request: Request, services: Services) -> Principal:
     """The authenticated caller, or HTTP 401."""
-    token = _bearer(request)
+    token = bearer_token(request)
     principal = services.tokens.identify(token) if token else None
     if principal is None:
         raise HTTPException(status_code=401, detail="missing or invalid bearer token")

@@ -63,6 +63,13 @@ def _member(services: Services, agent: str) -> None:
         raise ApiError(404, "not_found", f"there is no agent named {agent!r} in this fleet")
 
 
+def check_ask_timeout(request: AskRequest) -> None:
+    if not 0 < request.timeout_s <= MAX_TIMEOUT_S:
+        raise ApiError(
+            422, "invalid_request", f"timeout_s must be more than 0 and at most {MAX_TIMEOUT_S:g} seconds"
+        )
+
+
 # --- agent routes ----------------------------------------------------------------------------
 
 
@@ -76,10 +83,7 @@ async def list_peers(agent: AgentDep, services: FastServicesDep) -> list[PeerInf
 @router.post(f"{AGENT_API_PREFIX}/ask", tags=["agent"], response_model=AskResult)
 async def ask(body: AskRequest, agent: AgentDep, services: FastServicesDep) -> Response:
     """Ask a peer an operation and wait for its answer; broker refusals come back as `error`."""
-    if not 0 < body.timeout_s <= MAX_TIMEOUT_S:
-        raise ApiError(
-            422, "invalid_request", f"timeout_s must be more than 0 and at most {MAX_TIMEOUT_S:g} seconds"
-        )
+    check_ask_timeout(body)
     return _json(await services.broker.ask(agent.name, body))
 
 

@@ -7,6 +7,7 @@ count route. `FakeOrchestrator` adds the agent routes, with an inbox the test fi
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import threading
@@ -15,12 +16,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI, Request, Response, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import TypeAdapter
 
 from agent_runtime.protocol import (
     AgentEvent,
     AgentRuntimeConfig,
+    ChannelDone,
+    ChannelNext,
+    ChannelProgress,
+    ChannelRequest,
     CheckIn,
     CheckInReply,
     InboxItem,
@@ -30,6 +36,8 @@ from agent_runtime.protocol import (
     TokenCountResult,
     WorkResult,
 )
+
+_frames: TypeAdapter[ChannelRequest] = TypeAdapter(ChannelRequest)
 
 
 @dataclass
@@ -163,6 +171,7 @@ class FakeOrchestrator(FakeModel):
         app.post("/agent/v1/inbox/{item_id}/done")(self._done)
         app.post("/agent/v1/runs")(self._runs)
         app.post("/agent/v1/events")(self._events)
+        app.websocket("/agent/v1/channel")(self._channel)
 
     def put(self, item: InboxItem) -> None:
         with self._lock:
@@ -186,17 +195,42 @@ class FakeOrchestrator(FakeModel):
         return CheckInReply(config_hash=self.config.config_hash)
 
     async def _next(self, wait: float = 0) -> Response:
-        import anyio
+        item = await self._claim(wait)
+        return Response(status_code=204) if item is None else JSONResponse(item.model_dump(mode="json"))
 
+    async def _claim(self, wait: float) -> InboxItem | None:
         deadline = time.monotonic() + min(wait, 2.0)
         while True:
             with self._lock:
                 if self.inbox:
-                    item = self.inbox.pop(0)
-                    return JSONResponse(item.model_dump(mode="json"))
+                    return self.inbox.pop(0)
             if time.monotonic() >= deadline:
-                return Response(status_code=204)
-            await anyio.sleep(0.02)
+                return None
+            await asyncio.sleep(0.02)
+
+    async def _channel(self, websocket: WebSocket) -> None:
+        """The inbox frames of the channel, answered one at a time."""
+        if websocket.headers.get("authorization") != f"Bearer {self.token}":
+            await websocket.close(code=1008)
+            return
+        await websocket.accept()
+        try:
+            while True:
+                frame = _frames.validate_json(await websocket.receive_text())
+                status, body = 204, "null"
+                if isinstance(frame, ChannelNext):
+                    item = await self._claim(frame.wait_s)
+                    if item is not None:
+                        status, body = 200, item.model_dump_json()
+                elif isinstance(frame, ChannelDone):
+                    self.results[frame.item_id] = frame.result
+                elif isinstance(frame, ChannelProgress):
+                    self.progress.setdefault(frame.item_id, []).append(frame.delta)
+                else:
+                    status, body = 404, '{"error": "not_found", "message": "not served here", "details": []}'
+                await websocket.send_text(f'{{"id": {frame.id}, "status": {status}, "body": {body}}}')
+        except WebSocketDisconnect:
+            pass
 
     async def _progress(self, item_id: str, body: ReplyChunk) -> Response:
         self.progress.setdefault(item_id, []).append(body.delta)

@@ -1,0 +1,20 @@
+"""What a call from the agent to the orchestrator can fail with, whichever way it travelled."""
+
+from __future__ import annotations
+
+
+class OrchestratorError(RuntimeError):
+    """A call to the orchestrator failed."""
+
+
+class OrchestratorUnavailable(OrchestratorError):
+    """No answer, or a 5xx: worth retrying later."""
+
+
+class OrchestratorRefused(OrchestratorError):
+    """A 4xx: the request itself was refused."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        self.status = status
+        self.code = code
+        super().__init__(f"HTTP {status} {code}: {message}")

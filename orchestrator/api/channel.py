@@ -1,0 +1,138 @@
+"""The agent channel: inbox, ask and tell over one WebSocket per agent (see agent_runtime.protocol).
+
+The agent dials it, like every other route; its bearer token is checked once, at the handshake.
+Each frame is answered as its HTTP route would answer, with the same checks, statuses and error
+bodies. Frames that wait (an ask, a long-poll) run as tasks of their own so one connection can
+carry many at once; the others are answered in order of arrival.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Any
+
+from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+from pydantic import BaseModel, TypeAdapter, ValidationError
+from starlette.responses import JSONResponse
+
+from agent_runtime.protocol import (
+    AGENT_API_PREFIX,
+    ChannelAsk,
+    ChannelDone,
+    ChannelNext,
+    ChannelProgress,
+    ChannelRequest,
+    ChannelTell,
+    ErrorBody,
+)
+from orchestrator.api.agent_routes import MAX_WAIT_S, own_item
+from orchestrator.api.deps import bearer_token
+from orchestrator.api.errors import ApiError
+from orchestrator.broker.router import check_ask_timeout
+from orchestrator.services import Services
+
+router = APIRouter(prefix=AGENT_API_PREFIX, tags=["agent"])
+
+_frames: TypeAdapter[ChannelRequest] = TypeAdapter(ChannelRequest)
+UNAUTHORIZED = ErrorBody(error="unauthorized", message="missing or invalid agent bearer token")
+
+
+@router.websocket("/channel")
+async def channel(websocket: WebSocket) -> None:
+    services: Services = websocket.app.state.services
+    token = bearer_token(websocket)
+    principal = services.tokens.identify(token) if token else None
+    if principal is None or principal.is_operator:
+        await _deny(websocket)
+        return
+    await websocket.accept()
+    await ChannelSession(websocket, services, principal.name).serve()
+
+
+async def _deny(websocket: WebSocket) -> None:
+    """Refuse the handshake with HTTP 401 where the server can send one (403 otherwise)."""
+    if "websocket.http.response" in websocket.scope.get("extensions", {}):
+        await websocket.send_denial_response(JSONResponse(UNAUTHORIZED.model_dump(), status_code=401))
+    else:
+        await websocket.close(code=1008)
+
+
+class ChannelSession:
+    def __init__(self, websocket: WebSocket, services: Services, agent: str) -> None:
+        self.websocket = websocket
+        self.services = services
+        self.agent = agent
+        self._send_lock = asyncio.Lock()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def serve(self) -> None:
+        try:
+            while True:
+                await self._receive(await self.websocket.receive_text())
+        except WebSocketDisconnect:
+            pass
+        finally:
+            for task in list(self._tasks):
+                task.cancel()
+
+    async def _receive(self, text: str) -> None:
+        try:
+            frame = _frames.validate_json(text)
+        except ValidationError as bad:
+            # Without a valid frame there may be no id to answer to: the reply goes to id 0.
+            await self._reply(
+                0, 422, ErrorBody(error="invalid_request", message=f"not a channel frame: {bad}")
+            )
+            return
+        if isinstance(frame, ChannelNext):
+            self._spawn(self._next(frame))
+        elif isinstance(frame, ChannelAsk):
+            self._spawn(self._respond(frame))
+        else:
+            await self._respond(frame)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _respond(self, frame: ChannelAsk | ChannelTell | ChannelDone | ChannelProgress) -> None:
+        try:
+            status, body = await self._perform(frame)
+        except ApiError as refused:
+            status, body = refused.status, refused.body
+        await self._reply(frame.id, status, body)
+
+    async def _perform(
+        self, frame: ChannelAsk | ChannelTell | ChannelDone | ChannelProgress
+    ) -> tuple[int, BaseModel | None]:
+        if isinstance(frame, ChannelAsk):
+            check_ask_timeout(frame.request)
+            return 200, await self.services.broker.ask(self.agent, frame.request)
+        if isinstance(frame, ChannelTell):
+            return 200, await self.services.broker.tell(self.agent, frame.request)
+        own_item(self.services, self.agent, frame.item_id)
+        if isinstance(frame, ChannelDone):
+            self.services.inbox.complete(self.agent, frame.item_id, frame.result)
+        else:
+            self.services.inbox.add_progress(frame.item_id, frame.delta)
+        return 204, None
+
+    async def _next(self, frame: ChannelNext) -> None:
+        """The long-poll: an item claimed but not delivered goes back in the queue."""
+        item = await self.services.inbox.next(self.agent, min(frame.wait_s, MAX_WAIT_S))
+        if item is None:
+            await self._reply(frame.id, 204, None)
+            return
+        try:
+            await self._reply(frame.id, 200, item)
+        except BaseException:
+            self.services.inbox.release(item.id)
+            raise
+
+    async def _reply(self, frame_id: int, status: int, body: BaseModel | None) -> None:
+        # Serialized by hand around the model's own JSON: one encoding pass, no dict round trip.
+        payload = body.model_dump_json() if body is not None else "null"
+        async with self._send_lock:
+            await self.websocket.send_text(f'{{"id":{frame_id},"status":{status},"body":{payload}}}')
