@@ -41,6 +41,7 @@ from agent_runtime.memory.models import (
 )
 from agent_runtime.memory.records import FACT_COLUMNS, FACT_FROM, Row, fact_from_row, iso
 from agent_runtime.memory.search import gather, rank
+from agent_runtime.memory.checkpointer import Checkpointer
 from agent_runtime.memory.sqlite import Connection, connect
 from agent_runtime.memory.text import content_key, has_word
 from agent_runtime.memory.vectors import Vector, to_blob
@@ -77,6 +78,7 @@ class MemoryStore:
         self._lock = threading.RLock()
         self._depth = 0
         self._conn: Connection = connect(self.path, cache_mb=self.config.cache_mb)
+        self._checkpointer = Checkpointer(self.path) if str(path) != ":memory:" else None
         self.embeddings = EmbeddingService(
             embedder,
             self.config.dimensions,
@@ -90,7 +92,7 @@ class MemoryStore:
         try:
             self._prepare()
         except BaseException:
-            self._conn.close()
+            self.close()
             raise
 
     # Lifecycle
@@ -104,6 +106,8 @@ class MemoryStore:
             self.embeddings.embedder = None
 
     def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.stop()
         with self._lock:
             self._conn.close()
 
@@ -118,6 +122,7 @@ class MemoryStore:
         """BEGIN IMMEDIATE ... COMMIT; nested calls become savepoints of the outer one."""
         with self._lock:
             depth = self._depth
+            changes = self._conn.total_changes
             self._conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT sp{depth}")
             self._depth += 1
             try:
@@ -132,6 +137,8 @@ class MemoryStore:
                 raise
             self._depth -= 1
             self._conn.execute("COMMIT" if depth == 0 else f"RELEASE sp{depth}")
+            if depth == 0 and self._checkpointer is not None and self._conn.total_changes != changes:
+                self._checkpointer.written()
 
     def now(self) -> datetime:
         return self._now()

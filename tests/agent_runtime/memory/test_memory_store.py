@@ -4,6 +4,7 @@ editing, categories, episodes."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,28 @@ def test_facts_are_found_after_the_database_is_closed_and_reopened(open_store: S
 def test_wal_mode_is_on(store: MemoryStore) -> None:
     mode = store.query("PRAGMA journal_mode")[0][0]
     assert mode == "wal"
+
+
+def test_the_wal_is_checkpointed_in_the_background_only_after_writes(store: MemoryStore) -> None:
+    checkpointer = store._checkpointer
+    assert checkpointer is not None and checkpointer.alive
+    time.sleep(0.3)  # opening wrote the schema: that checkpoint is done by now
+    settled = checkpointer.runs
+    store.search("anything", k=1)  # a read is not a reason to wake up
+    time.sleep(0.3)
+    assert checkpointer.runs == settled
+
+    store.save("The office plants are watered on Mondays", category="office")
+    deadline = time.monotonic() + 5
+    while checkpointer.runs == settled and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert checkpointer.runs == settled + 1
+    # Everything written is now in the database file: a checkpoint from here has nothing to copy.
+    busy, wal_frames, copied = store.query("PRAGMA wal_checkpoint(PASSIVE)")[0]
+    assert busy == 0 and wal_frames == copied
+
+    store.close()
+    assert not checkpointer.alive
 
 
 def test_a_restated_fact_is_merged_not_duplicated(store: MemoryStore) -> None:
