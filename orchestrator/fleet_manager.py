@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from orchestrator import reconcile
@@ -10,6 +11,7 @@ from orchestrator.backends.base import AgentSpec, UnitInfo
 from orchestrator.config.loader import LoadedFleet
 from orchestrator.events import EventType
 from orchestrator.scaffold import prepare_agent_dir
+from orchestrator.scheduler.store import SchedulerStore
 
 if TYPE_CHECKING:
     from orchestrator.services import Services
@@ -23,6 +25,7 @@ class FleetManager:
         self.image = image
         self.problems: list[str] = []
         """What the last apply could not do, for `ps`, the dashboard and `up -d`."""
+        self._heartbeats = SchedulerStore(services.db)
 
     @property
     def fleet(self) -> LoadedFleet:
@@ -54,10 +57,9 @@ class FleetManager:
         )
 
     def hibernated(self) -> frozenset[str]:
-        scheduler = getattr(self._services, "scheduler", None)
-        if scheduler is None:
-            return frozenset()
-        return frozenset(a for a in self.fleet.config.agents if scheduler.is_hibernated(a))
+        # Read from the scheduler's table, not through the scheduler: the first apply runs
+        # before the scheduler exists (see orchestrator.cli.launch).
+        return frozenset(a for a in self.fleet.config.agents if self._heartbeats.is_hibernated(a))
 
     def plan(self) -> list[reconcile.PlanAction]:
         return reconcile.plan(self.fleet, self.units(), self.hibernated(), self._services.agent_url or None)
@@ -91,6 +93,16 @@ class FleetManager:
             failed=[f"{r.action.agent}: {r.error}" for r in results if not r.ok],
         )
         return results
+
+    def apply_in_background(
+        self, on_done: Callable[[reconcile.ApplyResult], None] = lambda _: None
+    ) -> Future[list[reconcile.ApplyResult]]:
+        """Start `apply` on a thread of its own; the future holds its results."""
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="apply")
+        try:
+            return executor.submit(self.apply, on_done)
+        finally:
+            executor.shutdown(wait=False)
 
     def recreate(self, agent: str) -> UnitInfo:
         """Replace an agent's unit from scratch (it vanished, or it cannot be started again)."""

@@ -11,15 +11,15 @@ import contextlib
 import logging
 import os
 import signal
-import socket
 import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
+from concurrent.futures import Future
 
 import uvicorn
 
 from orchestrator.api.app import create_app
 from orchestrator.cli.client import Endpoint, write_endpoint
+from orchestrator.listeners import Listeners
 from orchestrator.operator.events_routes import close_streams
 from orchestrator.operator.watcher import WorkspaceWatcher
 from orchestrator.reconcile import ApplyResult
@@ -30,46 +30,6 @@ log = logging.getLogger(__name__)
 GRACEFUL_SHUTDOWN_S = 3
 
 
-class PortTaken(Exception):
-    pass
-
-
-@dataclass(frozen=True)
-class Listeners:
-    sockets: list[socket.socket]
-    operator_url: str
-    agent_url: str
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise PortTaken(
-            f"cannot listen on {host}:{port}: {exc.strerror}; choose another with --port"
-        ) from None
-    sock.listen(512)
-    sock.setblocking(False)
-    return sock
-
-
-def bind_listeners(agent_host: str, port: int) -> Listeners:
-    """Loopback for the operator; the fleet network's gateway for agents (same port)."""
-    loopback = _bind("127.0.0.1", port)
-    port = loopback.getsockname()[1]
-    sockets = [loopback]
-    if agent_host not in ("127.0.0.1", "localhost"):
-        try:
-            sockets.append(_bind(agent_host, port))
-        except PortTaken:
-            loopback.close()
-            raise
-    return Listeners(sockets, f"http://127.0.0.1:{port}", f"http://{agent_host}:{port}")
-
-
 class _Server(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -78,16 +38,11 @@ class _Server(uvicorn.Server):
 
 
 class OrchestratorServer:
-    def __init__(
-        self,
-        services: Services,
-        listeners: Listeners,
-        on_apply: Callable[[ApplyResult], None] = lambda _: None,
-    ) -> None:
+    def __init__(self, services: Services, listeners: Listeners, applying: Future[list[ApplyResult]]) -> None:
+        """`applying`: the first reconcile, started before the server (see `start_apply`)."""
         self.services = services
         self.listeners = listeners
-        self._on_apply = on_apply
-        services.agent_url = listeners.agent_url
+        self._applying = applying
         self.app = create_app(services)
         config = uvicorn.Config(
             self.app,
@@ -104,7 +59,7 @@ class OrchestratorServer:
 
     async def _background(self) -> list[asyncio.Task[None]]:
         services = self.services
-        await asyncio.to_thread(services.manager.apply, self._on_apply)
+        await asyncio.wrap_future(self._applying)
         await asyncio.to_thread(self.watcher.start)
         tasks = [
             asyncio.create_task(services.supervisor.run(), name="supervisor"),

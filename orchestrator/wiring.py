@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from orchestrator.auth import OPERATOR, TokenStore
 from orchestrator.backends.base import Backend
-from orchestrator.broker.broker import Broker
-from orchestrator.broker.inbox import Inbox
 from orchestrator.config.loader import LoadedFleet
 from orchestrator.events import EventBus
 from orchestrator.fleet_manager import DEFAULT_IMAGE, FleetManager
-from orchestrator.gateway.service import Gateway
-from orchestrator.scheduler.service import Scheduler
 from orchestrator.services import Services
 from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths
-from orchestrator.supervisor import Supervisor, SupervisorPolicy
+
+if TYPE_CHECKING:
+    from orchestrator.supervisor import SupervisorPolicy
 
 
 def core_services(fleet: LoadedFleet, backend: Backend, paths: StatePaths | None = None) -> Services:
@@ -27,6 +27,35 @@ def core_services(fleet: LoadedFleet, backend: Backend, paths: StatePaths | None
     )
 
 
+def reconciling_services(
+    fleet: LoadedFleet, backend: Backend, paths: StatePaths | None = None, image: str = DEFAULT_IMAGE
+) -> Services:
+    """What reconciling needs (state, tokens, the fleet manager): enough to start the agents."""
+    services = core_services(fleet, backend, paths)
+    services.operator_token = services.tokens.mint(OPERATOR)
+    services.manager = FleetManager(services, image)
+    return services
+
+
+def attach_subsystems(services: Services, policy: SupervisorPolicy | None = None) -> None:
+    """Inbox, gateway, broker, scheduler and supervisor.
+
+    Imported here rather than at the top: they bring in most of the server's dependencies
+    (about a second of imports), which `flotilla up` spends while the agents already start.
+    """
+    from orchestrator.broker.broker import Broker
+    from orchestrator.broker.inbox import Inbox
+    from orchestrator.gateway.service import Gateway
+    from orchestrator.scheduler.service import Scheduler
+    from orchestrator.supervisor import Supervisor
+
+    services.inbox = Inbox(services)
+    services.gateway = Gateway(services)
+    services.broker = Broker(services)
+    services.scheduler = Scheduler(services)
+    services.supervisor = Supervisor(services, policy)
+
+
 def build_services(
     fleet: LoadedFleet,
     backend: Backend,
@@ -34,12 +63,6 @@ def build_services(
     image: str = DEFAULT_IMAGE,
     policy: SupervisorPolicy | None = None,
 ) -> Services:
-    services = core_services(fleet, backend, paths)
-    services.operator_token = services.tokens.mint(OPERATOR)
-    services.inbox = Inbox(services)
-    services.gateway = Gateway(services)
-    services.broker = Broker(services)
-    services.manager = FleetManager(services, image)
-    services.scheduler = Scheduler(services)
-    services.supervisor = Supervisor(services, policy)
+    services = reconciling_services(fleet, backend, paths, image)
+    attach_subsystems(services, policy)
     return services

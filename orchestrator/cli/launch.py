@@ -7,6 +7,7 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.live import Live
@@ -17,11 +18,14 @@ from orchestrator.cli.client import CliError
 from orchestrator.cli.detach import LaunchOptions, ensure_agent_image
 from orchestrator.cli.render import fleet_table
 from orchestrator.config.loader import LoadedFleet
+from orchestrator.listeners import Listeners, PortTaken, bind_listeners
 from orchestrator.logging_setup import configure_logging
 from orchestrator.reconcile import ApplyResult, fleet_labels
-from orchestrator.server import Listeners, OrchestratorServer, PortTaken, bind_listeners
 from orchestrator.state.paths import StatePaths
-from orchestrator.wiring import build_services
+from orchestrator.wiring import attach_subsystems, reconciling_services
+
+if TYPE_CHECKING:
+    from orchestrator.server import OrchestratorServer
 
 
 def _refuse_foreign_units(fleet: LoadedFleet, backend: Backend, paths: StatePaths) -> None:
@@ -42,7 +46,12 @@ def _refuse_foreign_units(fleet: LoadedFleet, backend: Backend, paths: StatePath
 def prepare(
     fleet: LoadedFleet, backend: Backend, options: LaunchOptions, console: Console
 ) -> tuple[OrchestratorServer, Listeners]:
-    """Everything before serving: image, fleet network, listeners and the wired services."""
+    """Everything before serving: image, fleet network, listeners, the wired services, and the
+    first reconcile, started as soon as the agents' tokens can be minted.
+
+    The agents start while the rest of the orchestrator is imported and built (about a second);
+    the ones that dial early wait in the listening sockets' backlog.
+    """
     os.umask(0o002)
     paths = StatePaths.for_fleet_file(fleet.path)
     paths.ensure()
@@ -55,13 +64,18 @@ def prepare(
     except (BackendError, PortTaken) as exc:
         raise CliError(str(exc)) from None
     remember_runtime(paths, options.runtime)
-    services = build_services(fleet, backend, paths, image=options.image)
+    services = reconciling_services(fleet, backend, paths, image=options.image)
+    services.agent_url = listeners.agent_url
 
     def report(result: ApplyResult) -> None:
         mark = "[green]ok[/green]" if result.ok else f"[red]failed: {result.error}[/red]"
         console.print(f"{result.action} {mark}", highlight=False)
 
-    return OrchestratorServer(services, listeners, on_apply=report), listeners
+    applying = services.manager.apply_in_background(report)
+    attach_subsystems(services)
+    from orchestrator.server import OrchestratorServer
+
+    return OrchestratorServer(services, listeners, applying), listeners
 
 
 def _print_access(console: Console, listeners: Listeners, token: str) -> None:
