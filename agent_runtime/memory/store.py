@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from agent_runtime.memory import contradictions, episodes, migrate, truth
+from agent_runtime.memory.checkpointer import Checkpointer
 from agent_runtime.memory.embeddings import Embedder, EmbeddingService
 from agent_runtime.memory.factlog import FactLog
 from agent_runtime.memory.index import FactIndex
@@ -41,7 +42,6 @@ from agent_runtime.memory.models import (
 )
 from agent_runtime.memory.records import FACT_COLUMNS, FACT_FROM, Row, fact_from_row, iso
 from agent_runtime.memory.search import gather, rank
-from agent_runtime.memory.checkpointer import Checkpointer
 from agent_runtime.memory.sqlite import Connection, connect
 from agent_runtime.memory.text import content_key, has_word
 from agent_runtime.memory.vectors import Vector, to_blob

@@ -5,18 +5,18 @@ Kept apart from `launch` so that the waiting parent never imports the server.
 
 from __future__ import annotations
 
-import subprocess
+import os
 import sys
 import time
+import traceback
 from contextlib import closing
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass, replace
 
 from rich.console import Console
 
 from orchestrator.backends.select import Runtime
 from orchestrator.cli.client import ApiClient, CliError, read_endpoint
+from orchestrator.config.loader import LoadedFleet
 from orchestrator.state.paths import StatePaths
 
 READY_TIMEOUT_S = 180.0
@@ -48,47 +48,63 @@ def ensure_agent_image(image: str, console: Console) -> None:
         console.print(f"[yellow]{image} is older than the source; `flotilla image build` updates it[/yellow]")
 
 
-def spawn_server(fleet_file: Path, options: LaunchOptions, log: Any) -> subprocess.Popen[bytes]:
-    args = [
-        sys.executable,
-        "-m",
-        "orchestrator.cli.main",
-        "serve",
-        "-f",
-        str(fleet_file),
-        "--runtime",
-        options.runtime,
-        "--port",
-        str(options.port),
-        "--image",
-        options.image,
-        "--skip-image-check",
-    ]
-    if options.log_json:
-        args.append("--log-json")
-    child = subprocess.Popen(
-        args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-    )
-    return child
-
-
-def launch_detached(fleet_file: Path, options: LaunchOptions, paths: StatePaths) -> None:
+def launch_detached(fleet: LoadedFleet, options: LaunchOptions, paths: StatePaths) -> None:
     console = Console()
     paths.ensure()
     if options.runtime == "docker":
         ensure_agent_image(options.image, console)
+    pid = _fork_server(fleet, options, paths)
+    paths.pid_file.write_text(f"{pid}\n")
+    console.print(f"orchestrator started (pid {pid}, log {paths.log_file})")
+    _wait_until_ready(paths, pid, console)
+
+
+def _fork_server(fleet: LoadedFleet, options: LaunchOptions, paths: StatePaths) -> int:
+    """Run the orchestrator in a forked child, in a session of its own, logging to the log file.
+
+    A fork keeps what this process has already loaded (the CLI, the fleet, the docker client
+    library): a fresh interpreter would spend a third of a second loading it again before the
+    first agent could start.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
     with paths.log_file.open("ab") as log:
-        child = spawn_server(fleet_file, options, log)
-    paths.pid_file.write_text(f"{child.pid}\n")
-    console.print(f"orchestrator started (pid {child.pid}, log {paths.log_file})")
-    _wait_until_ready(paths, child, console)
+        pid = os.fork()
+        if pid != 0:
+            return pid
+        os.setsid()
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+    os._exit(_serve_child(fleet, options, paths))
 
 
-def _wait_until_ready(paths: StatePaths, child: subprocess.Popen[bytes], console: Console) -> None:
+def _serve_child(fleet: LoadedFleet, options: LaunchOptions, paths: StatePaths) -> int:
+    """The forked child's life: serve until stopped; its exit status."""
+    from orchestrator.backends.select import open_backend
+    from orchestrator.cli.launch import serve_detached_child
+
+    try:
+        # A backend of its own: the parent's client holds connections the parent may still use.
+        backend = open_backend(options.runtime, paths)
+        serve_detached_child(fleet, backend, replace(options, check_image=False))
+    except CliError as failed:
+        print(f"error: {failed}", file=sys.stderr, flush=True)
+        return 1
+    except SystemExit as leaving:
+        return leaving.code if isinstance(leaving.code, int) else 1
+    except BaseException:  # noqa: BLE001 - the last resort of a process that must not unwind into the CLI
+        traceback.print_exc()
+        return 1
+    return 0
+
+
+def _wait_until_ready(paths: StatePaths, pid: int, console: Console) -> None:
     deadline = time.monotonic() + READY_TIMEOUT_S
     with console.status("waiting for the agents to check in...") as spinner:
         while time.monotonic() < deadline:
-            if child.poll() is not None:
+            if _exited(pid):
                 tail = paths.log_file.read_text(errors="replace").splitlines()[-5:]
                 raise CliError("the orchestrator exited during start-up:\n  " + "\n  ".join(tail))
             endpoint = read_endpoint(paths)
@@ -109,3 +125,8 @@ def _wait_until_ready(paths: StatePaths, child: subprocess.Popen[bytes], console
                     return
             time.sleep(0.3)
     raise CliError(f"the agents did not all become healthy within {READY_TIMEOUT_S:.0f}s; see `flotilla ps`")
+
+
+def _exited(pid: int) -> bool:
+    finished, _status = os.waitpid(pid, os.WNOHANG)
+    return finished == pid

@@ -88,7 +88,7 @@ def up(
     backend = _backend_or_exit(chosen, paths)
     options = LaunchOptions(chosen, port, image, log_json)
     if detach:
-        launch_detached(fleet.path, options, paths)
+        launch_detached(fleet, options, paths)
     else:
         from orchestrator.cli.launch import run_foreground
 
@@ -195,23 +195,3 @@ def _stop_orchestrator(paths: StatePaths) -> None:
     while read_endpoint(paths) is not None and time.monotonic() < deadline:
         time.sleep(0.1)
     click.echo(f"stopped the orchestrator (pid {endpoint.pid})")
-
-
-@click.command(hidden=True)
-@click.option("-f", "--file", "fleet_file", type=click.Path(path_type=Path), required=True)
-@click.option("--runtime", type=click.Choice(RUNTIMES), required=True)
-@click.option("--port", type=int, required=True)
-@click.option("--image", required=True)
-@click.option("--log-json", is_flag=True)
-@click.option("--skip-image-check", is_flag=True, help="The caller has just checked the image.")
-def serve(
-    fleet_file: Path, runtime: Runtime, port: int, image: str, log_json: bool, skip_image_check: bool
-) -> None:
-    """Run the orchestrator in this process without a status table (used by `up -d`)."""
-    from orchestrator.cli.detach import LaunchOptions
-    from orchestrator.cli.launch import serve_detached_child
-
-    fleet = load_or_exit(fleet_file)
-    backend = _backend_or_exit(runtime, StatePaths.for_fleet_file(fleet.path))
-    options = LaunchOptions(runtime, port, image, log_json, check_image=not skip_image_check)
-    serve_detached_child(fleet, backend, options)

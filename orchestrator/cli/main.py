@@ -20,7 +20,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ps": ("orchestrator.cli.fleet", "ps"),
     "logs": ("orchestrator.cli.fleet", "logs"),
     "down": ("orchestrator.cli.fleet", "down"),
-    "serve": ("orchestrator.cli.fleet", "serve"),
     "send": ("orchestrator.cli.messages", "send"),
     "chat": ("orchestrator.cli.messages", "chat"),
     "heartbeat": ("orchestrator.cli.scheduler", "heartbeat"),
