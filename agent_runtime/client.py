@@ -1,37 +1,31 @@
-"""The agent's HTTP client for the orchestrator's agent routes (see `agent_runtime.protocol`).
+"""The agent's client for the orchestrator (see `agent_runtime.protocol`).
 
-Part of the idle path: it imports only the standard library, httpx, websockets and the wire
-models. The hot calls (the inbox long-poll, acknowledgements, progress) go over the channel
-(`agent_runtime.channel`); the rest are plain HTTP requests.
+Part of the idle path: it imports only the standard library, pydantic, websockets and the wire
+models. Everything an agent does all the time (config, check-ins, the inbox long-poll,
+acknowledgements, progress) goes over the channel (`agent_runtime.channel`); the rest are
+plain HTTP requests (`agent_runtime.http`), and httpx is loaded on the first of them.
 """
 
 from __future__ import annotations
 
-import socket
-import sys
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-# httpx imports its command-line entry point when click and rich are installed (they are on the
-# host, for the orchestrator); an agent never uses it, and it costs ~8 MiB of RSS.
-if "httpx" not in sys.modules:
-    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-
-import httpx
 from pydantic import BaseModel, ValidationError
 
 from agent_runtime.channel import AgentChannel
-from agent_runtime.errors import OrchestratorError, OrchestratorRefused, OrchestratorUnavailable
+from agent_runtime.errors import OrchestratorError
 from agent_runtime.protocol import (
     AGENT_API_PREFIX,
     AgentEvent,
     AgentRuntimeConfig,
+    ChannelCheckIn,
+    ChannelConfig,
     ChannelDone,
     ChannelNext,
     ChannelProgress,
     CheckIn,
     CheckInReply,
-    ErrorBody,
     InboxItem,
     RunRecord,
     TokenCountRequest,
@@ -40,19 +34,12 @@ from agent_runtime.protocol import (
 )
 from agent_runtime.settings import read_token
 
+if TYPE_CHECKING:
+    from agent_runtime.http import AgentHttp
+
 Model = TypeVar("Model", bound=BaseModel)
-CONNECT_TIMEOUT_S = 5.0
 REQUEST_TIMEOUT_S = 30.0
 LONG_POLL_MARGIN_S = 15.0
-
-
-def no_delay_transport() -> httpx.HTTPTransport:
-    """A transport with Nagle's algorithm off.
-
-    httpx writes a POST's headers and body separately; with Nagle on, the body waits for the
-    server's (delayed) ACK of the headers, which adds up to 40 ms to a request on loopback.
-    """
-    return httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
 
 
 class OrchestratorClient:
@@ -62,11 +49,7 @@ class OrchestratorClient:
         self.base_url = base_url.rstrip("/")
         self.token_file = token_file
         self._token = read_token(token_file)
-        self._http = httpx.Client(
-            base_url=self.base_url,
-            timeout=httpx.Timeout(REQUEST_TIMEOUT_S, connect=CONNECT_TIMEOUT_S),
-            transport=no_delay_transport(),
-        )
+        self._http: AgentHttp | None = None
         self.channel = AgentChannel(self.base_url, lambda: self._token, refresh_token=self._reread_token)
 
     @property
@@ -75,50 +58,28 @@ class OrchestratorClient:
 
     def close(self) -> None:
         self.channel.close()
-        self._http.close()
+        if self._http is not None:
+            self._http.close()
 
     def _reread_token(self) -> str:
         self._token = read_token(self.token_file)
         return self._token
 
-    def _send(
-        self, method: str, path: str, *, body: BaseModel | None = None, **kwargs: object
-    ) -> httpx.Response:
-        content = body.model_dump_json().encode() if body is not None else None
-        for attempt in (1, 2):
-            headers = {"Authorization": f"Bearer {self._token}"}
-            if content is not None:
-                headers["Content-Type"] = "application/json"
-            try:
-                response = self._http.request(method, path, content=content, headers=headers, **kwargs)  # type: ignore[arg-type]
-            except httpx.HTTPError as failed:
-                raise OrchestratorUnavailable(
-                    f"{method} {path}: {failed.__class__.__name__}: {failed}"
-                ) from None
-            if response.status_code == 401 and attempt == 1:
-                # The orchestrator may have rotated the token file; one fresh read, one retry.
-                self._reread_token()
-                continue
-            break
-        if response.status_code >= 500:
-            raise OrchestratorUnavailable(f"{method} {path}: HTTP {response.status_code}")
-        if response.status_code >= 400:
-            raise _refused(response)
-        return response
+    @property
+    def http(self) -> AgentHttp:
+        if self._http is None:
+            from agent_runtime.http import AgentHttp
 
-    def _parse(self, response: httpx.Response, model: type[Model]) -> Model:
-        try:
-            return model.model_validate_json(response.content)
-        except ValidationError as bad:
-            raise OrchestratorError(
-                f"{response.request.method} {response.request.url.path}: unexpected reply: {bad}"
-            ) from None
+            self._http = AgentHttp(self.base_url, lambda: self._token, self._reread_token)
+        return self._http
 
     def get_config(self) -> AgentRuntimeConfig:
-        return self._parse(self._send("GET", f"{AGENT_API_PREFIX}/config"), AgentRuntimeConfig)
+        return _validate(self.channel.call(ChannelConfig(), REQUEST_TIMEOUT_S).body, AgentRuntimeConfig)
 
     def checkin(self, body: CheckIn) -> CheckInReply:
-        return self._parse(self._send("POST", f"{AGENT_API_PREFIX}/checkin", body=body), CheckInReply)
+        return _validate(
+            self.channel.call(ChannelCheckIn(checkin=body), REQUEST_TIMEOUT_S).body, CheckInReply
+        )
 
     def next_item(self, wait_s: float) -> InboxItem | None:
         reply = self.channel.call(ChannelNext(wait_s=wait_s), wait_s + LONG_POLL_MARGIN_S)
@@ -131,14 +92,14 @@ class OrchestratorClient:
         self.channel.call(ChannelDone(item_id=item_id, result=result), REQUEST_TIMEOUT_S)
 
     def record_run(self, run: RunRecord) -> None:
-        self._send("POST", f"{AGENT_API_PREFIX}/runs", body=run)
+        self.http.send("POST", f"{AGENT_API_PREFIX}/runs", run)
 
     def event(self, event: AgentEvent) -> None:
-        self._send("POST", f"{AGENT_API_PREFIX}/events", body=event)
+        self.http.send("POST", f"{AGENT_API_PREFIX}/events", event)
 
     def count_tokens(self, model: str, texts: list[str]) -> TokenCountResult:
         request = TokenCountRequest(model=model, texts=texts)
-        return self._parse(self._send("POST", "/v1/tokens/count", body=request), TokenCountResult)
+        return self.http.call("POST", "/v1/tokens/count", request, TokenCountResult)
 
 
 def _validate(body: object, model: type[Model]) -> Model:
@@ -146,11 +107,3 @@ def _validate(body: object, model: type[Model]) -> Model:
         return model.model_validate(body)
     except ValidationError as bad:
         raise OrchestratorError(f"channel: unexpected reply: {bad}") from None
-
-
-def _refused(response: httpx.Response) -> OrchestratorRefused:
-    try:
-        error = ErrorBody.model_validate_json(response.content)
-        return OrchestratorRefused(response.status_code, error.error, error.message)
-    except ValidationError:
-        return OrchestratorRefused(response.status_code, "error", response.text[:200])

@@ -108,6 +108,9 @@ class AgentProcess:
         supervisor restarts it (the traceback goes to the log, the item is redelivered)."""
         try:
             self.work_loop()
+        except Exception:
+            # Logged here, before the stop is requested: the process may exit right after.
+            log.exception("the work loop failed")
         finally:
             if not self.stopping.is_set():
                 self.crashed = True

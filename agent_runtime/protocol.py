@@ -22,8 +22,8 @@ Agent-facing routes (all under the orchestrator's base URL, bearer = the agent's
     POST /v1/tokens/count                 TokenCountRequest -> TokenCountResult
     WS   /agent/v1/channel                ChannelRequest frames -> ChannelReply frames
 
-The channel carries the hot path (inbox, ask, tell) over one WebSocket the agent dials: a
-frame costs a fraction of an HTTP request on both sides. Each request frame has an id chosen by
+The channel carries what every agent does all the time (config, check-ins, inbox, ask, tell)
+over one WebSocket the agent dials: a frame costs a fraction of an HTTP request on both sides. Each request frame has an id chosen by
 the agent; the reply with that id carries an HTTP-like status and the body the matching route
 would return (204 and no body for an empty long-poll).
 """
@@ -286,6 +286,17 @@ class ChannelFrame(WireModel):
     )
 
 
+class ChannelConfig(ChannelFrame):
+    """The agent's configuration (as GET /agent/v1/config): asked once by each new process."""
+
+    type: Literal["config"] = "config"
+
+
+class ChannelCheckIn(ChannelFrame):
+    type: Literal["checkin"] = "checkin"
+    checkin: CheckIn
+
+
 class ChannelAsk(ChannelFrame):
     type: Literal["ask"] = "ask"
     request: AskRequest
@@ -316,7 +327,8 @@ class ChannelProgress(ChannelFrame):
 
 
 ChannelRequest = Annotated[
-    ChannelAsk | ChannelTell | ChannelNext | ChannelDone | ChannelProgress, Field(discriminator="type")
+    ChannelConfig | ChannelCheckIn | ChannelAsk | ChannelTell | ChannelNext | ChannelDone | ChannelProgress,
+    Field(discriminator="type"),
 ]
 
 

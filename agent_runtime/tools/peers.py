@@ -19,8 +19,8 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from agent_runtime.channel import AgentChannel
-from agent_runtime.client import no_delay_transport
 from agent_runtime.errors import OrchestratorError
+from agent_runtime.http import no_delay_transport
 from agent_runtime.protocol import (
     AGENT_API_PREFIX,
     AskRequest,

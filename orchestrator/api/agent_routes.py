@@ -65,22 +65,30 @@ def _known(services: Services, agent: str) -> None:
         raise ApiError(410, "agent_removed", f"agent {agent!r} is no longer part of the fleet")
 
 
+def serve_config(services: Services, agent: str) -> AgentRuntimeConfig:
+    """Asked once by each new agent process: what it claimed before it started is handed out again."""
+    _known(services, agent)
+    services.health.mark_started(agent)
+    services.inbox.requeue_claimed(agent)
+    return runtime_config(services, agent)
+
+
+def record_checkin(services: Services, agent: str, body: CheckIn) -> CheckInReply:
+    _known(services, agent)
+    services.health.record(agent, body)
+    if body.state == "idle" and body.current_item is None:
+        services.inbox.requeue_stale_claims(agent, STALE_CLAIM_S)
+    return CheckInReply(config_hash=services.fleet.agent_hash(agent))
+
+
 @router.get("/config")
-def get_config(agent: AgentDep, services: ServicesDep) -> AgentRuntimeConfig:
-    """Called once by each new agent process: what it claimed before it started is handed out again."""
-    _known(services, agent.name)
-    services.health.mark_started(agent.name)
-    services.inbox.requeue_claimed(agent.name)
-    return runtime_config(services, agent.name)
+async def get_config(agent: AgentDep, services: ServicesDep) -> AgentRuntimeConfig:
+    return serve_config(services, agent.name)
 
 
 @router.post("/checkin")
 async def checkin(body: CheckIn, agent: AgentDep, services: ServicesDep) -> CheckInReply:
-    _known(services, agent.name)
-    services.health.record(agent.name, body)
-    if body.state == "idle" and body.current_item is None:
-        services.inbox.requeue_stale_claims(agent.name, STALE_CLAIM_S)
-    return CheckInReply(config_hash=services.fleet.agent_hash(agent.name))
+    return record_checkin(services, agent.name, body)
 
 
 async def _disconnected(request: Request) -> None:

@@ -19,6 +19,8 @@ from starlette.responses import JSONResponse
 from agent_runtime.protocol import (
     AGENT_API_PREFIX,
     ChannelAsk,
+    ChannelCheckIn,
+    ChannelConfig,
     ChannelDone,
     ChannelNext,
     ChannelProgress,
@@ -26,7 +28,7 @@ from agent_runtime.protocol import (
     ChannelTell,
     ErrorBody,
 )
-from orchestrator.api.agent_routes import MAX_WAIT_S, own_item
+from orchestrator.api.agent_routes import MAX_WAIT_S, own_item, record_checkin, serve_config
 from orchestrator.api.deps import bearer_token
 from orchestrator.api.errors import ApiError
 from orchestrator.broker.router import check_ask_timeout
@@ -35,6 +37,8 @@ from orchestrator.services import Services
 router = APIRouter(prefix=AGENT_API_PREFIX, tags=["agent"])
 
 _frames: TypeAdapter[ChannelRequest] = TypeAdapter(ChannelRequest)
+# Every frame but `next` (the long-poll, answered when an item comes) is answered by `_perform`.
+Answered = ChannelConfig | ChannelCheckIn | ChannelAsk | ChannelTell | ChannelDone | ChannelProgress
 UNAUTHORIZED = ErrorBody(error="unauthorized", message="missing or invalid agent bearer token")
 
 
@@ -97,16 +101,18 @@ class ChannelSession:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _respond(self, frame: ChannelAsk | ChannelTell | ChannelDone | ChannelProgress) -> None:
+    async def _respond(self, frame: Answered) -> None:
         try:
             status, body = await self._perform(frame)
         except ApiError as refused:
             status, body = refused.status, refused.body
         await self._reply(frame.id, status, body)
 
-    async def _perform(
-        self, frame: ChannelAsk | ChannelTell | ChannelDone | ChannelProgress
-    ) -> tuple[int, BaseModel | None]:
+    async def _perform(self, frame: Answered) -> tuple[int, BaseModel | None]:
+        if isinstance(frame, ChannelCheckIn):
+            return 200, record_checkin(self.services, self.agent, frame.checkin)
+        if isinstance(frame, ChannelConfig):
+            return 200, serve_config(self.services, self.agent)
         if isinstance(frame, ChannelAsk):
             check_ask_timeout(frame.request)
             return 200, await self.services.broker.ask(self.agent, frame.request)

@@ -23,6 +23,8 @@ from pydantic import TypeAdapter
 from agent_runtime.protocol import (
     AgentEvent,
     AgentRuntimeConfig,
+    ChannelCheckIn,
+    ChannelConfig,
     ChannelDone,
     ChannelNext,
     ChannelProgress,
@@ -181,14 +183,18 @@ class FakeOrchestrator(FakeModel):
         return request.headers.get("authorization") == f"Bearer {self.token}"
 
     async def _config(self, request: Request) -> Response:
-        self.config_calls += 1
-        if self.config_calls <= self.config_failures:
-            return JSONResponse({"error": "starting", "message": "not ready", "details": []}, status_code=503)
         if not self._authorized(request):
             return JSONResponse(
                 {"error": "unauthorized", "message": "bad token", "details": []}, status_code=401
             )
-        return JSONResponse(self.config.model_dump(mode="json"))
+        status, body = self._serve_config()
+        return Response(body, status_code=status, media_type="application/json")
+
+    def _serve_config(self) -> tuple[int, str]:
+        self.config_calls += 1
+        if self.config_calls <= self.config_failures:
+            return 503, '{"error": "starting", "message": "not ready", "details": []}'
+        return 200, self.config.model_dump_json()
 
     async def _checkin(self, body: CheckIn) -> CheckInReply:
         self.checkins.append(body)
@@ -209,7 +215,7 @@ class FakeOrchestrator(FakeModel):
             await asyncio.sleep(0.02)
 
     async def _channel(self, websocket: WebSocket) -> None:
-        """The inbox frames of the channel, answered one at a time."""
+        """The channel's frames for an agent's own work, answered one at a time."""
         if websocket.headers.get("authorization") != f"Bearer {self.token}":
             await websocket.close(code=1008)
             return
@@ -218,7 +224,11 @@ class FakeOrchestrator(FakeModel):
             while True:
                 frame = _frames.validate_json(await websocket.receive_text())
                 status, body = 204, "null"
-                if isinstance(frame, ChannelNext):
+                if isinstance(frame, ChannelConfig):
+                    status, body = self._serve_config()
+                elif isinstance(frame, ChannelCheckIn):
+                    status, body = 200, (await self._checkin(frame.checkin)).model_dump_json()
+                elif isinstance(frame, ChannelNext):
                     item = await self._claim(frame.wait_s)
                     if item is not None:
                         status, body = 200, item.model_dump_json()

@@ -14,7 +14,7 @@ from websockets.sync.client import connect
 from agent_runtime.channel import AgentChannel, channel_url
 from agent_runtime.client import OrchestratorClient
 from agent_runtime.errors import OrchestratorRefused, OrchestratorUnavailable
-from agent_runtime.protocol import AskRequest, ChannelAsk, ChannelDone, ItemKind, WorkResult
+from agent_runtime.protocol import AskRequest, ChannelAsk, ChannelDone, CheckIn, ItemKind, WorkResult
 from orchestrator.api.app import create_app
 from orchestrator.config.loader import load_fleet
 from orchestrator.services import Services
@@ -43,6 +43,20 @@ def agent_client(services: Services, base_url: str, agent: str, tmp_path: Path) 
     token_file = tmp_path / f"{agent}.token"
     token_file.write_text(services.tokens.mint(agent))
     return OrchestratorClient(base_url, token_file)
+
+
+def test_config_and_check_ins_over_the_channel(services: Services, base_url: str, tmp_path: Path) -> None:
+    client = agent_client(services, base_url, "alpha", tmp_path)
+    try:
+        config = client.get_config()
+        assert config.agent == "alpha" and config.talks_to == ["beta"]
+        reply = client.checkin(CheckIn(state="idle", pid=42, uptime_s=1.0))
+        assert reply.config_hash == services.fleet.agent_hash("alpha")
+        sighting = services.health.last("alpha")
+        assert sighting is not None and sighting.checkin.pid == 42
+        assert services.health.is_checking_in("alpha")
+    finally:
+        client.close()
 
 
 def test_inbox_round_trip_over_the_channel(services: Services, base_url: str, tmp_path: Path) -> None:
