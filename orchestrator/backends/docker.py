@@ -41,6 +41,7 @@ from orchestrator.backends.base import (
     UnitInfo,
     UnitState,
 )
+from orchestrator.backends.docker_listing import InspectCache
 
 AGENT_UID = 10001
 AGENT_GID = 10001
@@ -164,6 +165,7 @@ class DockerBackend(Backend):
         """command, when given, replaces the image's entrypoint (diagnostics and tests)."""
         self._client = client or connect_docker()
         self._command = command
+        self._inspected = InspectCache(self._inspect_attrs)
 
     # --- fleet network ---------------------------------------------------------------------
 
@@ -341,6 +343,7 @@ class DockerBackend(Backend):
         for mount in container.attrs.get("Mounts") or []:
             if mount.get("Destination") == CONTAINER_DATA:
                 self._own_data_dir(Path(mount["Source"]), container.attrs["Config"]["Image"])
+        self._inspected.forget(container.id)
         try:
             container.start()
         except docker.errors.APIError as exc:
@@ -350,6 +353,7 @@ class DockerBackend(Backend):
         container = self._get_ours(unit_id)
         if container is None:
             return
+        self._inspected.forget(container.id)
         try:
             container.stop(timeout=math.ceil(timeout_s))
         except docker.errors.NotFound:
@@ -359,6 +363,7 @@ class DockerBackend(Backend):
         container = self._get_ours(unit_id)
         if container is None:
             return
+        self._inspected.forget(container.id)
         try:
             container.remove(force=True)
         except docker.errors.NotFound:
@@ -397,8 +402,15 @@ class DockerBackend(Backend):
     def list(self, labels: dict[str, str]) -> list[UnitInfo]:
         wanted = {LABEL_MANAGED: "true"} | labels
         filters = {"label": [f"{key}={value}" for key, value in wanted.items()]}
-        containers = self._client.containers.list(all=True, filters=filters, ignore_removed=True)
-        return [unit_info(container.attrs) for container in containers]
+        summaries = self._client.api.containers(all=True, filters=filters)
+        return [unit_info(attrs) for attrs in self._inspected.resolve(summaries)]
+
+    def _inspect_attrs(self, container_id: str) -> dict[str, Any] | None:
+        try:
+            attrs: dict[str, Any] = self._client.api.inspect_container(container_id)
+        except docker.errors.NotFound:
+            return None
+        return attrs
 
     def memory_usage(self, unit_id: str) -> int | None:
         container = self._get(unit_id)
