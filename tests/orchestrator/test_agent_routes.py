@@ -1,7 +1,9 @@
-"""Agent routes over real HTTP: config, check-ins, the inbox long-poll, progress and done."""
+"""Agent routes over real HTTP and the agent channel over a real WebSocket: config, check-ins,
+the inbox long-poll, progress and done."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -9,8 +11,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect
 
-from agent_runtime.protocol import CheckIn, ItemKind, WorkResult
+from agent_runtime.channel import AgentChannel, channel_url
+from agent_runtime.client import OrchestratorClient
+from agent_runtime.errors import OrchestratorRefused, OrchestratorUnavailable
+from agent_runtime.protocol import AskRequest, ChannelAsk, ChannelDone, CheckIn, ItemKind, WorkResult
 from orchestrator.api.app import create_app
 from orchestrator.config.loader import load_fleet
 from orchestrator.services import Services
@@ -117,3 +124,141 @@ def test_agents_may_not_forge_orchestrator_events(services: Services, base_url: 
     assert refused.status_code == 422 and "may not report" in refused.json()["message"]
     assert accepted.status_code == 204
     assert [e.type for e in services.events.recent(agent="alpha")] == ["compaction.done"]
+
+
+# --- the agent channel (a WebSocket), driven by the agent's own client ---------------------
+
+
+def runtime_client(services: Services, base_url: str, agent: str, tmp_path: Path) -> OrchestratorClient:
+    """The agent's own client (its channel included), as agent_runtime uses it."""
+    token_file = tmp_path / f"{agent}.token"
+    token_file.write_text(services.tokens.mint(agent))
+    return OrchestratorClient(base_url, token_file)
+
+
+def test_config_and_check_ins_over_the_channel(services: Services, base_url: str, tmp_path: Path) -> None:
+    client = runtime_client(services, base_url, "alpha", tmp_path)
+    try:
+        config = client.get_config()
+        assert config.agent == "alpha" and config.talks_to == ["beta"]
+        reply = client.checkin(CheckIn(state="idle", pid=42, uptime_s=1.0))
+        assert reply.config_hash == services.fleet.agent_hash("alpha")
+        sighting = services.health.last("alpha")
+        assert sighting is not None and sighting.checkin.pid == 42
+        assert services.health.is_checking_in("alpha")
+    finally:
+        client.close()
+
+
+def test_inbox_round_trip_over_the_channel(services: Services, base_url: str, tmp_path: Path) -> None:
+    client = runtime_client(services, base_url, "alpha", tmp_path)
+    try:
+        assert client.next_item(0.05) is None
+        queued = services.inbox.put("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "hello")
+        item = client.next_item(1.0)
+        assert item is not None and item.id == queued.id and item.text == "hello"
+        client.progress(item.id, "partial ")
+        client.done(item.id, WorkResult(text="done"))
+        result = services.inbox.result(item.id)
+        assert result is not None and result.text == "done"
+        assert services.inbox.state(item.id) == "done"
+    finally:
+        client.close()
+
+
+def test_channel_refuses_missing_wrong_and_operator_tokens(services: Services, base_url: str) -> None:
+    for token in ("", "not-a-token", services.operator_token):
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        with pytest.raises(InvalidStatus) as refused:
+            connect(channel_url(base_url), additional_headers=headers, proxy=None).close()
+        assert refused.value.response.status_code in (401, 403)
+
+    channel = AgentChannel(base_url, lambda: "not-a-token")
+    with pytest.raises(OrchestratorRefused):
+        channel.call(ChannelDone(item_id="x", result=WorkResult()), 5)
+    channel.close()
+
+
+def test_frames_are_checked_like_their_routes(services: Services, base_url: str, tmp_path: Path) -> None:
+    alpha = runtime_client(services, base_url, "alpha", tmp_path)
+    beta = runtime_client(services, base_url, "beta", tmp_path)
+    try:
+        betas = services.inbox.put("beta", ItemKind.OPERATOR_MESSAGE, "operator", "for beta")
+        with pytest.raises(OrchestratorRefused) as not_yours:
+            alpha.done(betas.id, WorkResult(text="stolen"))
+        assert not_yours.value.status == 404
+        assert services.inbox.state(betas.id) == "queued"
+
+        too_long = AskRequest(to="beta", operation="x", timeout_s=10_000)
+        with pytest.raises(OrchestratorRefused) as invalid:
+            alpha.channel.call(ChannelAsk(request=too_long), 5)
+        assert invalid.value.status == 422 and "timeout_s" in str(invalid.value)
+        # The refusals left the connection usable.
+        assert beta.next_item(1.0) is not None
+    finally:
+        alpha.close()
+        beta.close()
+
+
+def test_a_malformed_frame_is_answered_not_fatal(services: Services, base_url: str) -> None:
+    token = services.tokens.mint("alpha")
+    headers = {"Authorization": f"Bearer {token}"}
+    with connect(channel_url(base_url), additional_headers=headers, proxy=None) as socket:
+        socket.send('{"id": 3, "type": "launch"}')
+        reply = json.loads(socket.recv(5))
+        assert reply["id"] == 0 and reply["status"] == 422
+        assert reply["body"]["error"] == "invalid_request"
+        socket.send('{"id": 4, "type": "next", "wait_s": 0}')
+        assert json.loads(socket.recv(5)) == {"id": 4, "status": 204, "body": None}
+
+
+def test_a_long_poll_on_a_closed_channel_loses_no_item(
+    services: Services, base_url: str, tmp_path: Path
+) -> None:
+    token = services.tokens.mint("alpha")
+    with connect(
+        channel_url(base_url), additional_headers={"Authorization": f"Bearer {token}"}, proxy=None
+    ) as ws:
+        ws.send('{"id": 1, "type": "next", "wait_s": 5}')
+        time.sleep(0.2)  # the long-poll is now waiting on the server
+    queued = services.inbox.put("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "after the close")
+    time.sleep(0.2)
+    assert services.inbox.state(queued.id) == "queued"
+    client = runtime_client(services, base_url, "alpha", tmp_path)
+    try:
+        item = client.next_item(1.0)
+        assert item is not None and item.id == queued.id
+    finally:
+        client.close()
+
+
+def test_a_broken_connection_is_replaced_on_the_next_call(
+    services: Services, base_url: str, tmp_path: Path
+) -> None:
+    client = runtime_client(services, base_url, "alpha", tmp_path)
+    try:
+        assert client.next_item(0) is None
+        broken = client.channel._conn
+        assert broken is not None
+        broken.close()  # as a dropped network connection would
+        deadline = time.monotonic() + 5
+        while client.channel._conn is broken and time.monotonic() < deadline:
+            time.sleep(0.01)
+        queued = services.inbox.put("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "still here")
+        item = client.next_item(1.0)
+        assert item is not None and item.id == queued.id
+        assert client.channel._conn is not broken
+    finally:
+        client.close()
+
+
+def test_calls_fail_as_unavailable_when_the_orchestrator_is_gone(services: Services, tmp_path: Path) -> None:
+    token_file = tmp_path / "alpha.token"
+    token_file.write_text(services.tokens.mint("alpha"))
+    with serve_app(create_app(services)) as url:
+        client = OrchestratorClient(url, token_file)
+        assert client.next_item(0) is None
+    # The server is gone: the broken channel is noticed and reported as unavailable.
+    with pytest.raises(OrchestratorUnavailable):
+        client.next_item(0)
+    client.close()
