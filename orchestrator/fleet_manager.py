@@ -110,6 +110,4 @@ class FleetManager:
         for unit in self.units():
             if unit.agent == agent:
                 backend.remove(unit.id)
-        unit = backend.create(self.spec_for(agent))
-        backend.start(unit.id)
-        return unit
+        return backend.run(self.spec_for(agent))

@@ -107,8 +107,7 @@ def _apply_one(action: PlanAction, backend: Backend, make_spec: Callable[[str], 
     if action.kind in ("remove", "recreate") and action.unit_id:
         backend.remove(action.unit_id)
     if action.kind in ("create", "recreate"):
-        unit = backend.create(make_spec(action.agent))
-        backend.start(unit.id)
+        backend.run(make_spec(action.agent))
     elif action.kind == "start" and action.unit_id:
         backend.start(action.unit_id)
 

@@ -108,6 +108,12 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def start(self, unit_id: str) -> None: ...
 
+    def run(self, spec: AgentSpec) -> UnitInfo:
+        """Create a unit and start it (a backend may do both with fewer calls)."""
+        unit = self.create(spec)
+        self.start(unit.id)
+        return unit
+
     @abc.abstractmethod
     def stop(self, unit_id: str, timeout_s: float = 10.0) -> None: ...
 

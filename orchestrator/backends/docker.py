@@ -152,6 +152,10 @@ def memory_without_cache(stats: dict[str, Any]) -> int | None:
     return int(usage)
 
 
+class _NameTaken(Exception):
+    """docker create answered 409: a container already has that name."""
+
+
 class DockerBackend(Backend):
     name = "docker"
     isolation = (
@@ -291,14 +295,33 @@ class DockerBackend(Backend):
         existing.remove(force=True)
 
     def create(self, spec: AgentSpec) -> UnitInfo:
+        return unit_info(self._create(spec).attrs)
+
+    def run(self, spec: AgentSpec) -> UnitInfo:
+        """Create and start, starting the fresh container as it is (no second look-up)."""
+        container = self._create(spec)
+        self._start(container)
+        return unit_info(container.attrs)
+
+    def _create(self, spec: AgentSpec) -> Any:
+        """The created container; its data folder is made (and handed over) only then."""
         env = self._environment(spec)
-        network = network_name(spec.fleet)
-        if self._find_network(network) is None:
-            raise BackendError(f"network {network} does not exist: prepare the fleet first")
-        self._replace_own_stale(spec)
-        self._own_data_dir(spec.data_dir, spec.image)
         try:
-            container = self._client.containers.create(
+            container = self._create_container(spec, env)
+        except _NameTaken:
+            # Ours from an earlier run is replaced; anyone else's is left alone (NameConflict).
+            self._replace_own_stale(spec)
+            try:
+                container = self._create_container(spec, env)
+            except _NameTaken:
+                raise NameConflict(f"a container named {spec.unit_name} appeared meanwhile") from None
+        self._own_data_dir(spec.data_dir, spec.image)
+        return container
+
+    def _create_container(self, spec: AgentSpec, env: dict[str, str]) -> Any:
+        network = network_name(spec.fleet)
+        try:
+            return self._client.containers.create(
                 spec.image,
                 entrypoint=self._command,
                 name=spec.unit_name,
@@ -330,11 +353,12 @@ class DockerBackend(Backend):
             raise BackendError(
                 f"agent image {spec.image} not found: build it with `flotilla image build`"
             ) from exc
+        except docker.errors.NotFound as exc:
+            raise BackendError(f"network {network} does not exist: prepare the fleet first") from exc
         except docker.errors.APIError as exc:
             if exc.status_code == 409:
-                raise NameConflict(f"a container named {spec.unit_name} appeared meanwhile") from exc
+                raise _NameTaken from exc
             raise BackendError(f"cannot create {spec.unit_name}: {exc.explanation or exc}") from exc
-        return unit_info(container.attrs)
 
     def start(self, unit_id: str) -> None:
         container = self._get_ours(unit_id)
@@ -343,6 +367,9 @@ class DockerBackend(Backend):
         for mount in container.attrs.get("Mounts") or []:
             if mount.get("Destination") == CONTAINER_DATA:
                 self._own_data_dir(Path(mount["Source"]), container.attrs["Config"]["Image"])
+        self._start(container)
+
+    def _start(self, container: Any) -> None:
         self._inspected.forget(container.id)
         try:
             container.start()
