@@ -43,6 +43,17 @@ class AgentStatus(BaseModel):
     busy: bool = False
 
 
+class FleetReadiness(BaseModel):
+    healthy: int = Field(description="Agents checking in")
+    total: int = Field(description="Agents that should be running (hibernated ones are not counted)")
+    problems: list[str] = Field(default_factory=list, description="What the last apply could not do")
+
+    @property
+    def settled(self) -> bool:
+        """Every agent is up, or something went wrong that waiting will not fix."""
+        return self.healthy >= self.total or bool(self.problems)
+
+
 class FleetStatus(BaseModel):
     fleet: str
     runtime: str
@@ -122,6 +133,37 @@ def fleet_status_of(services: Services) -> FleetStatus:
             for name in services.fleet.config.agents
         ],
     )
+
+
+READY_CHECK_S = 0.05
+MAX_READY_WAIT_S = 10.0
+
+
+def fleet_readiness(services: Services) -> FleetReadiness:
+    """From the agents' check-ins alone: no runtime call, cheap enough to ask every 50 ms."""
+    awake = [a for a in services.fleet.config.agents if not services.scheduler.is_hibernated(a)]
+    return FleetReadiness(
+        healthy=sum(1 for agent in awake if services.health.is_checking_in(agent)),
+        total=len(awake),
+        problems=list(services.manager.problems),
+    )
+
+
+@router.get("/fleet/ready")
+async def fleet_ready(
+    _: OperatorDep,
+    services: ServicesDep,
+    wait: Annotated[float, Query(ge=0, le=MAX_READY_WAIT_S, description="seconds to wait for all")] = 0.0,
+) -> FleetReadiness:
+    """How many agents are up. With `wait`, answers as soon as all are (or a problem shows),
+    at the latest after `wait` seconds: what `up -d` waits on."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait
+    readiness = fleet_readiness(services)
+    while not readiness.settled and loop.time() < deadline:
+        await asyncio.sleep(READY_CHECK_S)
+        readiness = fleet_readiness(services)
+    return readiness
 
 
 @router.get("/fleet")

@@ -20,6 +20,8 @@ from orchestrator.config.loader import LoadedFleet
 from orchestrator.state.paths import StatePaths
 
 READY_TIMEOUT_S = 180.0
+READY_WAIT_S = 2.0
+ENDPOINT_CHECK_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -108,22 +110,20 @@ def _wait_until_ready(paths: StatePaths, pid: int, console: Console) -> None:
                 tail = paths.log_file.read_text(errors="replace").splitlines()[-5:]
                 raise CliError("the orchestrator exited during start-up:\n  " + "\n  ".join(tail))
             endpoint = read_endpoint(paths)
-            if endpoint is not None:
-                with closing(ApiClient(endpoint)) as client:
-                    status = client.get("/api/v1/fleet")
-                if status["problems"]:
-                    problems = "\n  ".join(status["problems"])
-                    raise CliError(f"the orchestrator runs, but some agents could not start:\n  {problems}")
-                healthy = sum(1 for a in status["agents"] if a["health"] == "healthy")
-                total = len(status["agents"])
-                spinner.update(f"{healthy}/{total} agents healthy")
-                if healthy == total:
-                    console.print(f"{total} agents healthy")
-                    console.print(
-                        f"API and dashboard: {endpoint.url}/?token={endpoint.token}", highlight=False
-                    )
-                    return
-            time.sleep(0.3)
+            if endpoint is None:
+                time.sleep(ENDPOINT_CHECK_S)
+                continue
+            with closing(ApiClient(endpoint)) as client:
+                # Answers as soon as every agent is up, else after READY_WAIT_S.
+                readiness = client.get("/api/v1/fleet/ready", wait=READY_WAIT_S)
+            if readiness["problems"]:
+                problems = "\n  ".join(readiness["problems"])
+                raise CliError(f"the orchestrator runs, but some agents could not start:\n  {problems}")
+            spinner.update(f"{readiness['healthy']}/{readiness['total']} agents healthy")
+            if readiness["healthy"] >= readiness["total"]:
+                console.print(f"{readiness['total']} agents healthy")
+                console.print(f"API and dashboard: {endpoint.url}/?token={endpoint.token}", highlight=False)
+                return
     raise CliError(f"the agents did not all become healthy within {READY_TIMEOUT_S:.0f}s; see `flotilla ps`")
 
 

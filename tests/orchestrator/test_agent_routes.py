@@ -7,6 +7,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -262,3 +263,46 @@ def test_calls_fail_as_unavailable_when_the_orchestrator_is_gone(services: Servi
     with pytest.raises(OrchestratorUnavailable):
         client.next_item(0)
     client.close()
+
+
+# --- readiness: what `up -d` waits on ------------------------------------------------------
+
+
+def test_readiness_answers_as_soon_as_every_awake_agent_checks_in(
+    services: Services, base_url: str, tmp_path: Path
+) -> None:
+    operator = {"authorization": f"Bearer {services.operator_token}"}
+    now = httpx.get(f"{base_url}/api/v1/fleet/ready", headers=operator).json()
+    assert now == {"healthy": 0, "total": 2, "problems": []}
+
+    clients = [runtime_client(services, base_url, agent, tmp_path) for agent in ("alpha", "beta")]
+
+    def check_in_later() -> None:
+        time.sleep(0.3)
+        for client in clients:
+            client.checkin(CheckIn(state="idle", pid=1, uptime_s=1.0))
+
+    later = threading.Thread(target=check_in_later)
+    later.start()
+    try:
+        waited = httpx.get(f"{base_url}/api/v1/fleet/ready", params={"wait": 8}, headers=operator, timeout=20)
+        assert waited.json() == {"healthy": 2, "total": 2, "problems": []}
+    finally:
+        later.join()
+        for client in clients:
+            client.close()
+
+
+def test_readiness_leaves_out_hibernated_agents_and_reports_problems(
+    services: Services, base_url: str
+) -> None:
+    operator = {"authorization": f"Bearer {services.operator_token}"}
+    now = datetime.now(UTC)
+    services.scheduler.store.state("beta", now)  # the scheduler has seen beta
+    assert services.scheduler.store.set_hibernated("beta", True, now)
+    services.manager.problems = ["alpha: cannot start: no space left"]
+    answer = httpx.get(f"{base_url}/api/v1/fleet/ready", params={"wait": 8}, headers=operator, timeout=20)
+    assert answer.json() == {"healthy": 0, "total": 1, "problems": ["alpha: cannot start: no space left"]}
+    assert (
+        httpx.get(f"{base_url}/api/v1/fleet/ready", params={"wait": 99}, headers=operator).status_code == 422
+    )
