@@ -182,6 +182,7 @@ class DockerBackend(Backend):
         name = network_name(fleet)
         network = self._find_network(name)
         if network is None:
+            # docker-py inspects what it creates: these attributes are complete.
             network = self._client.networks.create(
                 name,
                 driver="bridge",
@@ -189,7 +190,8 @@ class DockerBackend(Backend):
                 options={ICC_OPTION: "false"},
                 labels={LABEL_MANAGED: "true", LABEL_FLEET: fleet},
             )
-        network.reload()
+        else:
+            network.reload()  # a listing's attributes lack the IPAM configuration
         attrs = network.attrs
         if not _is_ours(attrs.get("Labels")):
             raise NameConflict(f"a Docker network named {name} exists and was not created by Flotilla")
