@@ -14,8 +14,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import cast
 
-import sqlite_vec
-
 DEFAULT_CACHE_MB = 16
 DEFAULT_MMAP_MB = 256
 BUSY_TIMEOUT_MS = 10_000
@@ -68,6 +66,10 @@ def connect(
         driver.connect(target, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000),
     )
     conn.row_factory = driver.Row
+    # Imported here, when a store opens: sqlite_vec imports numpy when it is installed, which
+    # the orchestrator would otherwise pay at start-up for a route few requests use.
+    import sqlite_vec
+
     conn.enable_load_extension(True)
     try:
         sqlite_vec.load(conn)
