@@ -34,6 +34,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+# At module level: FastAPI reads the stub's annotations from this module's globals.
+from fastapi import WebSocket
+
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
@@ -278,11 +281,12 @@ def _free_port() -> int:
 
 
 def serve_stub(port: int) -> None:
-    """The routes an agent calls, with one scripted operator message queued by POST /stub/put."""
+    """What an agent calls (its channel and a few routes), with one scripted operator message
+    queued by POST /stub/put."""
     import asyncio
 
     import uvicorn
-    from fastapi import FastAPI, Request, Response
+    from fastapi import FastAPI, Request, Response, WebSocketDisconnect
     from fastapi.responses import StreamingResponse
 
     app = FastAPI()
@@ -290,22 +294,38 @@ def serve_stub(port: int) -> None:
     inbox: list[dict[str, Any]] = []
     stats = {"config": 0, "done": 0}
 
-    @app.get("/agent/v1/config")
-    def get_config() -> dict[str, Any]:
-        stats["config"] += 1
-        return config
-
-    @app.post("/agent/v1/checkin")
-    def checkin() -> dict[str, Any]:
-        return {"ok": True, "config_hash": "h"}
-
-    @app.get("/agent/v1/inbox/next")
-    async def next_item(wait: float = 0) -> Any:
+    async def claim(wait: float) -> dict[str, Any] | None:
         for _ in range(int(min(wait, 5.0) * 10)):
             if inbox:
                 return inbox.pop(0)
             await asyncio.sleep(0.1)
-        return Response(status_code=204)
+        return None
+
+    def answer(frame: dict[str, Any]) -> tuple[int, Any]:
+        if frame["type"] == "config":
+            stats["config"] += 1
+            return 200, config
+        if frame["type"] == "checkin":
+            return 200, {"ok": True, "config_hash": "h"}
+        if frame["type"] == "done":
+            stats["done"] += 1
+        return 204, None
+
+    @app.websocket("/agent/v1/channel")
+    async def channel(websocket: WebSocket) -> None:
+        """The agent channel's frames for the agent's own work, answered one at a time."""
+        await websocket.accept()
+        try:
+            while True:
+                frame = json.loads(await websocket.receive_text())
+                if frame["type"] == "next":
+                    item = await claim(frame["wait_s"])
+                    status, body = (204, None) if item is None else (200, item)
+                else:
+                    status, body = answer(frame)
+                await websocket.send_text(json.dumps({"id": frame["id"], "status": status, "body": body}))
+        except WebSocketDisconnect:
+            pass
 
     @app.post("/stub/put")
     def put() -> dict[str, Any]:
@@ -325,12 +345,6 @@ def serve_stub(port: int) -> None:
     def get_stats() -> dict[str, Any]:
         return stats
 
-    @app.post("/agent/v1/inbox/{item_id}/done")
-    def done(item_id: str) -> Response:
-        stats["done"] += 1
-        return Response(status_code=204)
-
-    @app.post("/agent/v1/inbox/{item_id}/progress")
     @app.post("/agent/v1/runs")
     @app.post("/agent/v1/events")
     def accepted() -> Response:
