@@ -1,4 +1,5 @@
-"""The agent channel: inbox, ask and tell over one WebSocket per agent (see agent_runtime.protocol).
+"""The agent channel: config, check-ins, inbox, ask and tell over one WebSocket per agent (see
+agent_runtime.protocol).
 
 The agent dials it, like every other route; its bearer token is checked once, at the handshake.
 Each frame is answered as its HTTP route would answer, with the same checks, statuses and error
@@ -9,6 +10,7 @@ carry many at once; the others are answered in order of arrival.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Coroutine
 from typing import Any
 
@@ -34,6 +36,7 @@ from orchestrator.api.errors import ApiError
 from orchestrator.broker.router import check_ask_timeout
 from orchestrator.services import Services
 
+log = logging.getLogger(__name__)
 router = APIRouter(prefix=AGENT_API_PREFIX, tags=["agent"])
 
 _frames: TypeAdapter[ChannelRequest] = TypeAdapter(ChannelRequest)
@@ -99,7 +102,13 @@ class ChannelSession:
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and (failed := task.exception()) is not None:
+            # Most often a reply to an agent that has just gone away: its work is redelivered.
+            log.warning("channel of %s: a reply was not sent: %r", self.agent, failed)
 
     async def _respond(self, frame: Answered) -> None:
         try:
