@@ -1,8 +1,8 @@
 """The agent process: fetch config, check in, long-poll the inbox, work each item.
 
-Only the standard library, httpx and the wire models are imported here; the worker (model
-client, tools, memory store) is imported when the first item arrives, so an idle agent stays
-small.
+Only the standard library, pydantic, websockets and the wire models are imported here; the
+worker (model client, tools, memory store) is imported when the first item arrives, so an idle
+agent stays small.
 """
 
 from __future__ import annotations
