@@ -1,222 +1,28 @@
-"""The agent process: fetch config, check in, long-poll the inbox, work each item.
+"""The agent's entry point: settings, signals, reporting in, then the runtime.
 
-Only the standard library, pydantic, websockets and the wire models are imported here; the
-worker (model client, tools, memory store) is imported when the first item arrives, so an idle
-agent stays small.
+Reporting in (`agent_runtime.boot`) needs only the standard library; the runtime
+(`agent_runtime.process`) is imported after it, so the orchestrator sees a new agent up before
+the agent has loaded pydantic and its channel.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import sys
 import threading
-import time
 from types import FrameType
-from typing import TYPE_CHECKING
 
-from agent_runtime.checkin import CheckInThread
-from agent_runtime.client import OrchestratorClient
-from agent_runtime.errors import OrchestratorError, OrchestratorRefused
-from agent_runtime.protocol import AgentRuntimeConfig, InboxItem
-from agent_runtime.settings import Settings, SettingsError
-from agent_runtime.state import RuntimeState
-
-if TYPE_CHECKING:
-    from agent_runtime.worker import Worker
+from agent_runtime.boot import report_in
+from agent_runtime.settings import Settings, SettingsError, read_token
 
 log = logging.getLogger("agent_runtime")
 
-LONG_POLL_S = 25.0
-BACKOFF_START_S = 0.5
-BACKOFF_MAX_S = 15.0
-STOP_GRACE_S = 8.0
-MAINTENANCE_EVERY_S = 60.0
-GONE = 410
 
-
-class Backoff:
-    """Doubling delays between failed attempts, reset after a success."""
-
-    def __init__(self, start_s: float = BACKOFF_START_S, max_s: float = BACKOFF_MAX_S) -> None:
-        self.start_s = start_s
-        self.max_s = max_s
-        self.delay_s = start_s
-
-    def next(self) -> float:
-        delay = self.delay_s
-        self.delay_s = min(self.delay_s * 2, self.max_s)
-        return delay
-
-    def reset(self) -> None:
-        self.delay_s = self.start_s
-
-
-class AgentProcess:
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.client = OrchestratorClient(settings.orchestrator_url, settings.token_file)
-        self.state = RuntimeState()
-        self.stopping = threading.Event()
-        self.config: AgentRuntimeConfig | None = None
-        self._config_stale = threading.Event()
-        self._worker: Worker | None = None
-        self._last_work = time.monotonic()
-        self.crashed = False
-
-    def request_stop(self) -> None:
-        self.stopping.set()
-
-    def fetch_config(self) -> AgentRuntimeConfig | None:
-        """Ask for the config until the orchestrator answers; None when stopping first."""
-        backoff = Backoff()
-        while not self.stopping.is_set():
-            try:
-                return self.client.get_config()
-            except OrchestratorRefused as refused:
-                if refused.status == GONE:
-                    log.error("the orchestrator no longer knows this agent: %s", refused)
-                    return None
-                log.warning("config refused, retrying: %s", refused)
-            except OrchestratorError as failed:
-                log.info("orchestrator not answering yet: %s", failed)
-            self.stopping.wait(backoff.next())
-        return None
-
-    def _on_config_hash(self, config_hash: str) -> None:
-        if self.config is not None and config_hash != self.config.config_hash:
-            self._config_stale.set()
-
-    def run(self) -> int:
-        config = self.fetch_config()
-        if config is None:
-            return 0 if self.stopping.is_set() else 1
-        self.config = config
-        log.info("agent %s of fleet %s started (model %s)", config.agent, config.fleet, config.model)
-        checkin = CheckInThread(self.client, self.state, self.settings.alive_file, self._on_config_hash)
-        self.state.set_state("idle")
-        checkin.start()
-        work = threading.Thread(target=self._work_thread, name="work", daemon=True)
-        work.start()
-        self.stopping.wait()
-        self._shutdown(work, checkin)
-        return 1 if self.crashed else 0
-
-    def _work_thread(self) -> None:
-        """Run the work loop; if it dies on an unexpected error, stop the process so the
-        supervisor restarts it (the traceback goes to the log, the item is redelivered)."""
-        try:
-            self.work_loop()
-        except Exception:
-            # Logged here, before the stop is requested: the process may exit right after.
-            log.exception("the work loop failed")
-        finally:
-            if not self.stopping.is_set():
-                self.crashed = True
-                log.error("the work loop stopped unexpectedly: exiting so the agent is restarted")
-                self.request_stop()
-
-    def _shutdown(self, work: threading.Thread, checkin: CheckInThread) -> None:
-        busy = self.state.current_item is not None and not self.crashed
-        if busy:
-            log.info("stopping: giving the current item %.0fs to finish", STOP_GRACE_S)
-            work.join(STOP_GRACE_S)
-            if work.is_alive():
-                log.warning(
-                    "stopping with item %s unfinished: it will be redelivered", self.state.current_item
-                )
-        self.state.set_state("stopping")
-        checkin.stop()
-        checkin.beat()
-
-    def work_loop(self) -> None:
-        backoff = Backoff()
-        last_maintenance = time.monotonic()
-        while not self.stopping.is_set():
-            if self._worker is not None and time.monotonic() - last_maintenance >= MAINTENANCE_EVERY_S:
-                # Only an agent that has worked has memory to maintain; an idle one stays small.
-                last_maintenance = time.monotonic()
-                self._worker.maintain()
-            if self._should_release():
-                self.release()
-            if self._config_stale.is_set():
-                self._reload_config()
-            try:
-                item = self.client.next_item(LONG_POLL_S)
-            except OrchestratorRefused as refused:
-                if refused.status == GONE:
-                    log.error("removed from the fleet: stopping")
-                    self.request_stop()
-                    return
-                log.warning("inbox refused: %s", refused)
-                self.stopping.wait(backoff.next())
-                continue
-            except OrchestratorError as failed:
-                log.warning("inbox unavailable: %s", failed)
-                self.stopping.wait(backoff.next())
-                continue
-            backoff.reset()
-            if item is None or self.stopping.is_set():
-                continue
-            self._handle(item)
-
-    def _should_release(self) -> bool:
-        worker = self._worker
-        if worker is None or self.settings.idle_release_s <= 0 or self.stopping.is_set():
-            return False
-        idle_for = time.monotonic() - self._last_work
-        return idle_for >= self.settings.idle_release_s and not worker.busy_in_background()
-
-    def release(self) -> None:
-        """Give back the worker's memory by restarting in place: same pid, fresh interpreter.
-
-        Python cannot unload the model client, the memory store and the tools once imported;
-        exec brings the process back to its idle size. Context and processed items are on disk,
-        and nothing is claimed from the inbox at this point.
-        """
-        log.info(
-            "idle for %.0fs: restarting in place to release the worker's memory", self.settings.idle_release_s
-        )
-        for handler in logging.getLogger().handlers:
-            handler.flush()
-        sys.stderr.flush()
-        sys.stdout.flush()
-        os.execve(sys.executable, sys.orig_argv, {**os.environ, **self.state.carry_over()})
-
-    def _reload_config(self) -> None:
-        try:
-            config = self.client.get_config()
-        except OrchestratorError as failed:
-            log.warning("config changed but could not be fetched: %s", failed)
-            return
-        self._config_stale.clear()
-        self.config = config
-        if self._worker is not None:
-            self._worker.reconfigure(config)
-        log.info("configuration reloaded (%s)", config.config_hash)
-
-    def _handle(self, item: InboxItem) -> None:
-        self.state.set_state("busy", item.id)
-        try:
-            self.worker().process(item)
-        finally:
-            self._last_work = time.monotonic()
-            self.state.set_state("idle")
-
-    def worker(self) -> Worker:
-        if self._worker is None:
-            from agent_runtime.worker import Worker
-
-            assert self.config is not None
-            self._worker = Worker(self.settings, self.config, self.client, self.state)
-        return self._worker
-
-
-def _install_signal_handlers(process: AgentProcess) -> None:
+def _install_signal_handlers(stopping: threading.Event) -> None:
     def handle(signum: int, _frame: FrameType | None) -> None:
         log.info("received %s", signal.Signals(signum).name)
-        process.request_stop()
+        stopping.set()
 
     signal.signal(signal.SIGTERM, handle)
     signal.signal(signal.SIGINT, handle)
@@ -231,9 +37,15 @@ def main() -> int:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         settings = Settings.from_env()
-        process = AgentProcess(settings)
+        read_token(settings.token_file)  # there from the start: written before the agent starts
     except SettingsError as bad:
         log.error("%s", bad)
         return 2
-    _install_signal_handlers(process)
-    return process.run()
+    stopping = threading.Event()
+    _install_signal_handlers(stopping)
+    config_json = report_in(settings, stopping)
+    if config_json is None:
+        return 0 if stopping.is_set() else 1
+    from agent_runtime.process import AgentProcess
+
+    return AgentProcess(settings, stopping).run(config_json)

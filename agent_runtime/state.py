@@ -7,6 +7,7 @@ import threading
 import time
 from typing import Literal
 
+from agent_runtime.boot import STARTED_ENV
 from agent_runtime.protocol import CheckIn, ContextStatus
 
 ProcessState = Literal["starting", "idle", "busy", "stopping"]
@@ -23,7 +24,6 @@ def rss_bytes() -> int | None:
     return resident_pages * os.sysconf("SC_PAGE_SIZE")
 
 
-STARTED_ENV = "FLOTILLA_RUNTIME_STARTED"
 TURNS_ENV = "FLOTILLA_RUNTIME_TURNS"
 
 

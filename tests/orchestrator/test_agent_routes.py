@@ -15,10 +15,12 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
+from agent_runtime.boot import report_in
 from agent_runtime.channel import AgentChannel, channel_url
 from agent_runtime.client import OrchestratorClient
 from agent_runtime.errors import OrchestratorRefused, OrchestratorUnavailable
 from agent_runtime.protocol import AskRequest, ChannelAsk, ChannelDone, CheckIn, ItemKind, WorkResult
+from agent_runtime.settings import Settings
 from orchestrator.api.app import create_app
 from orchestrator.config.loader import load_fleet
 from orchestrator.services import Services
@@ -306,3 +308,23 @@ def test_readiness_leaves_out_hibernated_agents_and_reports_problems(
     assert (
         httpx.get(f"{base_url}/api/v1/fleet/ready", params={"wait": 99}, headers=operator).status_code == 422
     )
+
+
+# --- reporting in with the standard library alone (agent_runtime.boot) ----------------------
+
+
+def test_a_new_agent_reports_in_before_its_runtime_loads(
+    services: Services, base_url: str, tmp_path: Path
+) -> None:
+    settings = Settings(orchestrator_url=base_url, agent="alpha", data_dir=tmp_path / "alpha")
+    settings.runtime_dir.mkdir(parents=True)
+    settings.token_file.write_text(services.tokens.mint("alpha"))
+    config = report_in(settings, threading.Event())
+    assert config is not None and json.loads(config)["agent"] == "alpha"
+    sighting = services.health.last("alpha")
+    assert sighting is not None and sighting.checkin.state == "starting"
+
+    ghost = Settings(orchestrator_url=base_url, agent="ghost", data_dir=tmp_path / "ghost")
+    ghost.runtime_dir.mkdir(parents=True)
+    ghost.token_file.write_text(services.tokens.mint("ghost"))
+    assert report_in(ghost, threading.Event()) is None  # 410: no longer part of the fleet

@@ -1,0 +1,183 @@
+"""The agent process once it has reported in (see `agent_runtime.boot`): check in, long-poll
+the inbox, work each item.
+
+Only the standard library, pydantic, websockets and the wire models are imported here; the
+worker (model client, tools, memory store) is imported when the first item arrives, so an idle
+agent stays small.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
+
+from agent_runtime.boot import GONE, Backoff
+from agent_runtime.checkin import CheckInThread
+from agent_runtime.client import OrchestratorClient
+from agent_runtime.errors import OrchestratorError, OrchestratorRefused
+from agent_runtime.protocol import AgentRuntimeConfig, InboxItem
+from agent_runtime.settings import Settings
+from agent_runtime.state import RuntimeState
+
+if TYPE_CHECKING:
+    from agent_runtime.worker import Worker
+
+log = logging.getLogger("agent_runtime")
+
+LONG_POLL_S = 25.0
+STOP_GRACE_S = 8.0
+MAINTENANCE_EVERY_S = 60.0
+
+
+class AgentProcess:
+    def __init__(self, settings: Settings, stopping: threading.Event) -> None:
+        """`stopping` is set by the signal handlers (installed before the runtime loaded)."""
+        self.settings = settings
+        self.client = OrchestratorClient(settings.orchestrator_url, settings.token_file)
+        self.state = RuntimeState()
+        self.stopping = stopping
+        self.config: AgentRuntimeConfig | None = None
+        self._config_stale = threading.Event()
+        self._worker: Worker | None = None
+        self._last_work = time.monotonic()
+        self.crashed = False
+
+    def request_stop(self) -> None:
+        self.stopping.set()
+
+    def _on_config_hash(self, config_hash: str) -> None:
+        if self.config is not None and config_hash != self.config.config_hash:
+            self._config_stale.set()
+
+    def run(self, config_json: bytes) -> int:
+        """Serve until stopped, from the config the boot step fetched; the exit status."""
+        try:
+            config = AgentRuntimeConfig.model_validate_json(config_json)
+        except ValidationError as bad:
+            log.error("the orchestrator sent a config this runtime cannot use: %s", bad)
+            return 1
+        self.config = config
+        log.info("agent %s of fleet %s started (model %s)", config.agent, config.fleet, config.model)
+        checkin = CheckInThread(self.client, self.state, self.settings.alive_file, self._on_config_hash)
+        self.state.set_state("idle")
+        checkin.start()
+        work = threading.Thread(target=self._work_thread, name="work", daemon=True)
+        work.start()
+        self.stopping.wait()
+        self._shutdown(work, checkin)
+        return 1 if self.crashed else 0
+
+    def _work_thread(self) -> None:
+        """Run the work loop; if it dies on an unexpected error, stop the process so the
+        supervisor restarts it (the traceback goes to the log, the item is redelivered)."""
+        try:
+            self.work_loop()
+        except Exception:
+            # Logged here, before the stop is requested: the process may exit right after.
+            log.exception("the work loop failed")
+        finally:
+            if not self.stopping.is_set():
+                self.crashed = True
+                log.error("the work loop stopped unexpectedly: exiting so the agent is restarted")
+                self.request_stop()
+
+    def _shutdown(self, work: threading.Thread, checkin: CheckInThread) -> None:
+        busy = self.state.current_item is not None and not self.crashed
+        if busy:
+            log.info("stopping: giving the current item %.0fs to finish", STOP_GRACE_S)
+            work.join(STOP_GRACE_S)
+            if work.is_alive():
+                log.warning(
+                    "stopping with item %s unfinished: it will be redelivered", self.state.current_item
+                )
+        self.state.set_state("stopping")
+        checkin.stop()
+        checkin.beat()
+
+    def work_loop(self) -> None:
+        backoff = Backoff()
+        last_maintenance = time.monotonic()
+        while not self.stopping.is_set():
+            if self._worker is not None and time.monotonic() - last_maintenance >= MAINTENANCE_EVERY_S:
+                # Only an agent that has worked has memory to maintain; an idle one stays small.
+                last_maintenance = time.monotonic()
+                self._worker.maintain()
+            if self._should_release():
+                self.release()
+            if self._config_stale.is_set():
+                self._reload_config()
+            try:
+                item = self.client.next_item(LONG_POLL_S)
+            except OrchestratorRefused as refused:
+                if refused.status == GONE:
+                    log.error("removed from the fleet: stopping")
+                    self.request_stop()
+                    return
+                log.warning("inbox refused: %s", refused)
+                self.stopping.wait(backoff.next())
+                continue
+            except OrchestratorError as failed:
+                log.warning("inbox unavailable: %s", failed)
+                self.stopping.wait(backoff.next())
+                continue
+            backoff.reset()
+            if item is None or self.stopping.is_set():
+                continue
+            self._handle(item)
+
+    def _should_release(self) -> bool:
+        worker = self._worker
+        if worker is None or self.settings.idle_release_s <= 0 or self.stopping.is_set():
+            return False
+        idle_for = time.monotonic() - self._last_work
+        return idle_for >= self.settings.idle_release_s and not worker.busy_in_background()
+
+    def release(self) -> None:
+        """Give back the worker's memory by restarting in place: same pid, fresh interpreter.
+
+        Python cannot unload the model client, the memory store and the tools once imported;
+        exec brings the process back to its idle size. Context and processed items are on disk,
+        and nothing is claimed from the inbox at this point.
+        """
+        log.info(
+            "idle for %.0fs: restarting in place to release the worker's memory", self.settings.idle_release_s
+        )
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os.execve(sys.executable, sys.orig_argv, {**os.environ, **self.state.carry_over()})
+
+    def _reload_config(self) -> None:
+        try:
+            config = self.client.get_config()
+        except OrchestratorError as failed:
+            log.warning("config changed but could not be fetched: %s", failed)
+            return
+        self._config_stale.clear()
+        self.config = config
+        if self._worker is not None:
+            self._worker.reconfigure(config)
+        log.info("configuration reloaded (%s)", config.config_hash)
+
+    def _handle(self, item: InboxItem) -> None:
+        self.state.set_state("busy", item.id)
+        try:
+            self.worker().process(item)
+        finally:
+            self._last_work = time.monotonic()
+            self.state.set_state("idle")
+
+    def worker(self) -> Worker:
+        if self._worker is None:
+            from agent_runtime.worker import Worker
+
+            assert self.config is not None
+            self._worker = Worker(self.settings, self.config, self.client, self.state)
+        return self._worker
