@@ -22,10 +22,12 @@ Agent-facing routes (all under the orchestrator's base URL, bearer = the agent's
     POST /v1/tokens/count                 TokenCountRequest -> TokenCountResult
     WS   /agent/v1/channel                ChannelRequest frames -> ChannelReply frames
 
-The channel carries what every agent does all the time (config, check-ins, inbox, ask, tell)
-over one WebSocket the agent dials: a frame costs a fraction of an HTTP request on both sides. Each request frame has an id chosen by
-the agent; the reply with that id carries an HTTP-like status and the body the matching route
-would return (204 and no body for an empty long-poll).
+The channel carries what every agent does all the time (check-ins, config reloads, inbox, ask,
+tell) over one WebSocket the agent dials: a frame costs a fraction of an HTTP request on both
+sides. Each request frame has an id chosen by the agent; the reply with that id carries an
+HTTP-like status and the body the matching route would return (204 and no body for an empty
+long-poll). A new agent process fetches its first config and posts its first check-in over
+plain HTTP, before it loads this module (see agent_runtime.boot).
 """
 
 from __future__ import annotations
