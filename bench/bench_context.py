@@ -281,8 +281,8 @@ def _free_port() -> int:
 
 
 def serve_stub(port: int) -> None:
-    """What an agent calls (its channel and a few routes), with one scripted operator message
-    queued by POST /stub/put."""
+    """What an agent calls (config and a first check-in over HTTP, then its channel and a few
+    routes), with one scripted operator message queued by POST /stub/put."""
     import asyncio
 
     import uvicorn
@@ -310,6 +310,14 @@ def serve_stub(port: int) -> None:
         if frame["type"] == "done":
             stats["done"] += 1
         return 204, None
+
+    @app.get("/agent/v1/config")
+    def get_config() -> dict[str, Any]:
+        return answer({"type": "config"})[1]  # type: ignore[no-any-return]
+
+    @app.post("/agent/v1/checkin")
+    def checkin() -> dict[str, Any]:
+        return answer({"type": "checkin"})[1]  # type: ignore[no-any-return]
 
     @app.websocket("/agent/v1/channel")
     async def channel(websocket: WebSocket) -> None:
