@@ -59,7 +59,7 @@ class FleetManager:
     def hibernated(self) -> frozenset[str]:
         # Read from the scheduler's table, not through the scheduler: the first apply runs
         # before the scheduler exists (see orchestrator.cli.launch).
-        return frozenset(a for a in self.fleet.config.agents if self._heartbeats.is_hibernated(a))
+        return self._heartbeats.hibernated_agents().intersection(self.fleet.config.agents)
 
     def plan(self) -> list[reconcile.PlanAction]:
         return reconcile.plan(self.fleet, self.units(), self.hibernated(), self._services.agent_url or None)

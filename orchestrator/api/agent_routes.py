@@ -115,9 +115,19 @@ async def next_item(
     return item if item is not None else Response(status_code=204)
 
 
+def _not_found(item_id: str) -> ApiError:
+    return ApiError(404, "not_found", f"no inbox item {item_id}")
+
+
 def own_item(services: Services, agent: str, item_id: str) -> None:
     if services.inbox.owner(item_id) != agent:
-        raise ApiError(404, "not_found", f"no inbox item {item_id}")
+        raise _not_found(item_id)
+
+
+def acknowledge(services: Services, agent: str, item_id: str, result: WorkResult) -> None:
+    """Record the result of an item this agent holds (the ownership check is in the same update)."""
+    if not services.inbox.complete(agent, item_id, result):
+        raise _not_found(item_id)
 
 
 @router.post("/inbox/{item_id}/progress", status_code=204)
@@ -128,8 +138,7 @@ async def progress(item_id: str, body: ReplyChunk, agent: AgentDep, services: Se
 
 @router.post("/inbox/{item_id}/done", status_code=204)
 async def done(item_id: str, body: WorkResult, agent: AgentDep, services: ServicesDep) -> None:
-    own_item(services, agent.name, item_id)
-    services.inbox.complete(agent.name, item_id, body)
+    acknowledge(services, agent.name, item_id, body)
 
 
 @router.post("/events", status_code=204)

@@ -30,7 +30,13 @@ from agent_runtime.protocol import (
     ChannelTell,
     ErrorBody,
 )
-from orchestrator.api.agent_routes import MAX_WAIT_S, own_item, record_checkin, serve_config
+from orchestrator.api.agent_routes import (
+    MAX_WAIT_S,
+    acknowledge,
+    own_item,
+    record_checkin,
+    serve_config,
+)
 from orchestrator.api.deps import bearer_token
 from orchestrator.api.errors import ApiError
 from orchestrator.broker.router import check_ask_timeout
@@ -127,10 +133,10 @@ class ChannelSession:
             return 200, await self.services.broker.ask(self.agent, frame.request)
         if isinstance(frame, ChannelTell):
             return 200, await self.services.broker.tell(self.agent, frame.request)
-        own_item(self.services, self.agent, frame.item_id)
         if isinstance(frame, ChannelDone):
-            self.services.inbox.complete(self.agent, frame.item_id, frame.result)
+            acknowledge(self.services, self.agent, frame.item_id, frame.result)
         else:
+            own_item(self.services, self.agent, frame.item_id)
             self.services.inbox.add_progress(frame.item_id, frame.delta)
         return 204, None
 

@@ -141,7 +141,8 @@ MAX_READY_WAIT_S = 10.0
 
 def fleet_readiness(services: Services) -> FleetReadiness:
     """From the agents' check-ins alone: no runtime call, cheap enough to ask every 20 ms."""
-    awake = [a for a in services.fleet.config.agents if not services.scheduler.is_hibernated(a)]
+    hibernated = services.manager.hibernated()
+    awake = [agent for agent in services.fleet.config.agents if agent not in hibernated]
     return FleetReadiness(
         healthy=sum(1 for agent in awake if services.health.is_checking_in(agent)),
         total=len(awake),

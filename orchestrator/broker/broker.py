@@ -163,31 +163,33 @@ class Broker:
             self._no_answer(message, timeout_s) if result is None else _answer_problem(message, spec, result)
         )
         if error is not None:
-            with self._db.transaction():
-                self.messages.finish(message.id, MessageState.FAILED, error)
-                self._publish(
-                    EventType.MESSAGE_FAILED,
-                    message.sender,
-                    message.id,
-                    to=message.recipient,
-                    operation=message.operation,
-                    hop=message.hop,
-                    error=error.code,
-                )
+            self._close(message, MessageState.FAILED, error, EventType.MESSAGE_FAILED, message.sender)
             return AskResult(message_id=message.id, ok=False, error=error)
         assert result is not None
+        self._close(message, MessageState.ANSWERED, None, EventType.MESSAGE_DELIVERED, message.recipient)
+        return AskResult(message_id=message.id, ok=True, output=_output_of(result))
+
+    def _close(
+        self,
+        message: MessageRecord,
+        state: MessageState,
+        error: BrokerError | None,
+        event: EventType,
+        agent: str,
+    ) -> None:
+        """Record how an ask ended and announce it, in one transaction."""
+        outcome = {"error": error.code} if error is not None else {"sender": message.sender}
         with self._db.transaction():
-            self.messages.finish(message.id, MessageState.ANSWERED)
+            self.messages.finish(message.id, state, error)
             self._publish(
-                EventType.MESSAGE_DELIVERED,
-                message.recipient,
+                event,
+                agent,
                 message.id,
                 to=message.recipient,
                 operation=message.operation,
                 hop=message.hop,
-                sender=message.sender,
+                **outcome,
             )
-        return AskResult(message_id=message.id, ok=True, output=_output_of(result))
 
     def _no_answer(self, message: MessageRecord, timeout_s: float) -> BrokerError:
         assert message.item_id is not None

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from agent_runtime.protocol import HeartbeatReason, InboxItem, ItemKind, WorkResult, utcnow
+from orchestrator.loop_calls import call_in_loop
 
 if TYPE_CHECKING:
     from orchestrator.services import Services
@@ -73,7 +74,7 @@ class Inbox:
         with self._lock:
             events = list(self._arrivals.values())
         for event in events:
-            self._call_in_loop(event.set)
+            call_in_loop(self._loop, event.set)
 
     # --- producing -------------------------------------------------------------------------
 
@@ -332,37 +333,24 @@ class Inbox:
         with self._lock:
             return self._arrivals.setdefault(agent, asyncio.Event())
 
-    def _call_in_loop(self, fn: Any, *args: Any) -> None:
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            fn(*args)
-        else:
-            loop.call_soon_threadsafe(fn, *args)
-
     def _signal(self, agent: str) -> None:
         with self._lock:
             event = self._arrivals.get(agent)
         if event is not None:
-            self._call_in_loop(event.set)
+            call_in_loop(self._loop, event.set)
 
     def _resolve(self, item_id: str, result: WorkResult) -> None:
         with self._lock:
             futures = list(self._results.get(item_id, []))
         for future in futures:
-            self._call_in_loop(_settle, future, result)
+            call_in_loop(self._loop, _settle, future, result)
         self._to_streams(item_id, _DONE)
 
     def _to_streams(self, item_id: str, chunk: object) -> None:
         with self._lock:
             queues = list(self._progress.get(item_id, []))
         for queue in queues:
-            self._call_in_loop(queue.put_nowait, chunk)
+            call_in_loop(self._loop, queue.put_nowait, chunk)
 
 
 def _settle(future: asyncio.Future[WorkResult], result: WorkResult) -> None:

@@ -25,6 +25,7 @@ from agent_runtime.protocol import InboxItem, ItemKind, RunRecord
 from orchestrator.backends.base import BackendError
 from orchestrator.config.models import HeartbeatConfig
 from orchestrator.events import EventType
+from orchestrator.loop_calls import call_in_loop
 from orchestrator.scheduler.cadence import Cadence
 from orchestrator.scheduler.clock import Clock, SystemClock
 from orchestrator.scheduler.hibernation import Hibernation
@@ -132,24 +133,11 @@ class Scheduler:
     def _request_replan(self, agent: str) -> None:
         """Activity of an agent that may hibernate moves its deadline: plan the next pass again.
         Safe from any thread."""
-        loop, event = self._loop, self._replan
-        if (
-            loop is None
-            or event is None
-            or loop.is_closed()
-            or agent not in self._services.fleet.config.agents
-        ):
+        event = self._replan
+        config = self._services.fleet.config
+        if event is None or agent not in config.agents or config.hibernate_after_of(agent) is None:
             return
-        if self._services.fleet.config.hibernate_after_of(agent) is None:
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            event.set()
-        else:
-            loop.call_soon_threadsafe(event.set)
+        call_in_loop(self._loop, event.set)
 
     def _delay(self, until: datetime | None) -> float:
         now = self.clock.now()

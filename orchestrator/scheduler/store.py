@@ -145,6 +145,10 @@ class SchedulerStore:
         row = self._db.query_one("SELECT hibernated FROM heartbeat_state WHERE agent = ?", (agent,))
         return bool(row and row["hibernated"])
 
+    def hibernated_agents(self) -> frozenset[str]:
+        rows = self._db.query("SELECT agent FROM heartbeat_state WHERE hibernated != 0")
+        return frozenset(str(row["agent"]) for row in rows)
+
     def set_hibernated(self, agent: str, hibernated: bool, at: datetime) -> bool:
         """Flip the flag; True only for the caller that actually changed it (so one waker acts)."""
         cursor = self._db.execute(
