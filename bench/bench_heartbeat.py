@@ -38,6 +38,7 @@ from orchestrator.broker.inbox import Inbox  # noqa: E402
 from orchestrator.cli.client import ApiClient, CliError  # noqa: E402
 from orchestrator.config.loader import load_fleet  # noqa: E402
 from orchestrator.events import EventBus  # noqa: E402
+from orchestrator.image_name import DEFAULT_IMAGE  # noqa: E402
 from orchestrator.scheduler.clock import ManualClock  # noqa: E402
 from orchestrator.scheduler.service import Scheduler  # noqa: E402
 from orchestrator.services import Services  # noqa: E402
@@ -263,14 +264,14 @@ def _docker_missing() -> str | None:
     """Why the Docker wake cannot be measured here, or None when it can."""
     try:
         probe = subprocess.run(
-            ["docker", "image", "inspect", "flotilla/agent:latest"],
+            ["docker", "image", "inspect", DEFAULT_IMAGE],
             capture_output=True,
             check=False,
             timeout=30,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"docker unavailable ({exc})"
-    return None if probe.returncode == 0 else "no Docker daemon or no flotilla/agent:latest image"
+    return None if probe.returncode == 0 else f"no Docker daemon or no {DEFAULT_IMAGE} image"
 
 
 def wake_latency(runtime: str, samples: int) -> list[Row]:

@@ -10,13 +10,12 @@ from orchestrator import reconcile
 from orchestrator.backends.base import AgentSpec, UnitInfo
 from orchestrator.config.loader import LoadedFleet
 from orchestrator.events import EventType
+from orchestrator.image_name import DEFAULT_IMAGE
 from orchestrator.scaffold import prepare_agent_dir
 from orchestrator.scheduler.store import SchedulerStore
 
 if TYPE_CHECKING:
     from orchestrator.services import Services
-
-DEFAULT_IMAGE = "flotilla/agent:latest"
 
 
 class FleetManager:

@@ -34,8 +34,9 @@ from pydantic import BaseModel
 
 from orchestrator.backends.base import BackendUnavailable
 from orchestrator.backends.docker import connect_docker
+from orchestrator.image_name import DEFAULT_IMAGE
 
-DEFAULT_TAG = "flotilla/agent:latest"
+DEFAULT_TAG = DEFAULT_IMAGE
 BASE_TAG = "flotilla/base:bookworm"
 LABEL_INPUTS_HASH = "io.flotilla.inputs-hash"
 LABEL_COMPONENT = "io.flotilla.component"

@@ -8,7 +8,8 @@ from orchestrator.auth import OPERATOR, TokenStore
 from orchestrator.backends.base import Backend
 from orchestrator.config.loader import LoadedFleet
 from orchestrator.events import EventBus
-from orchestrator.fleet_manager import DEFAULT_IMAGE, FleetManager
+from orchestrator.fleet_manager import FleetManager
+from orchestrator.image_name import DEFAULT_IMAGE
 from orchestrator.services import Services
 from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths

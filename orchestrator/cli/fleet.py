@@ -23,6 +23,7 @@ from orchestrator.cli.common import (
 )
 from orchestrator.cli.render import fleet_table
 from orchestrator.config.models import FleetConfig
+from orchestrator.image_name import DEFAULT_IMAGE
 from orchestrator.reconcile import fleet_labels, plan, remove_fleet
 from orchestrator.state.paths import StatePaths
 
@@ -70,7 +71,7 @@ def _runtime_of(paths: StatePaths, runtime: Runtime | None) -> Runtime:
 @click.option(
     "--port", type=int, default=DEFAULT_PORT, show_default=True, help="The orchestrator's API port."
 )
-@click.option("--image", default="flotilla/agent:latest", show_default=True, help="The agent image (docker).")
+@click.option("--image", default=DEFAULT_IMAGE, show_default=True, help="The agent image (docker).")
 @click.option("--log-json", is_flag=True, help="Write the orchestrator's log as JSON lines.")
 def up(
     fleet_file: Path, detach: bool, runtime: Runtime | None, port: int, image: str, log_json: bool

@@ -35,7 +35,7 @@ from orchestrator.backends.docker import (
     network_name,
     unit_info,
 )
-from orchestrator.image import LABEL_INPUTS_HASH, ImageBuildResult
+from orchestrator.image import DEFAULT_TAG, LABEL_INPUTS_HASH, ImageBuildResult
 
 SLEEP = ["python3", "-c", "print('agent up'); print('second line'); import time; time.sleep(120)"]
 SECRET_LOOKING = re.compile(r"KEY|SECRET|TOKEN|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
@@ -192,7 +192,7 @@ def test_environment_holds_no_secret(docker_client: Any, running: tuple[AgentSpe
 @pytest.mark.docker
 def test_secret_looking_env_is_refused(backend: DockerBackend, fleet: str, tmp_path: Path) -> None:
     backend.prepare_fleet(fleet)
-    spec = make_spec(fleet, "leaky", "flotilla/agent:latest", tmp_path / "leaky", "http://127.0.0.1:9")
+    spec = make_spec(fleet, "leaky", DEFAULT_TAG, tmp_path / "leaky", "http://127.0.0.1:9")
     leaky = AgentSpec(**{**spec.__dict__, "env": {"OPENAI_API_KEY": "sk-x"}})
     with pytest.raises(BackendError, match="OPENAI_API_KEY"):
         backend.create(leaky)
