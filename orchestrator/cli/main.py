@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "memory": ("orchestrator.cli.memory", "memory"),
     "costs": ("orchestrator.cli.costs", "costs"),
     "image": ("orchestrator.cli.image", "image"),
+    "export": ("orchestrator.cli.export", "export"),
 }
 
 

@@ -13,6 +13,7 @@ from orchestrator.config.units import parse_duration, parse_memory
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 MIN_MEMORY_BYTES = 32 * 1024 * 1024
+MIN_DISK_BYTES = 16 * 1024 * 1024
 MIN_CPUS = 0.05
 MIN_PIDS = 16
 TEST_MODEL = "test"
@@ -109,6 +110,7 @@ class ResourcesConfig(Strict):
     memory: str | int = "128m"
     cpus: float = 0.5
     pids: int = 64
+    disk: str | int = Field(default="256m", description="Size of the agent's own storage (/data)")
 
     @field_validator("memory")
     @classmethod
@@ -116,6 +118,13 @@ class ResourcesConfig(Strict):
         size = parse_memory(value)
         if size < MIN_MEMORY_BYTES:
             raise ValueError(f"memory {value!r} is below the floor of 32m")
+        return value
+
+    @field_validator("disk")
+    @classmethod
+    def _disk(cls, value: str | int) -> str | int:
+        if parse_memory(value) < MIN_DISK_BYTES:
+            raise ValueError(f"disk {value!r} is below the floor of 16m")
         return value
 
     @field_validator("cpus")
@@ -135,6 +144,10 @@ class ResourcesConfig(Strict):
     @property
     def memory_bytes(self) -> int:
         return parse_memory(self.memory)
+
+    @property
+    def disk_bytes(self) -> int:
+        return parse_memory(self.disk)
 
 
 class BudgetConfig(Strict):

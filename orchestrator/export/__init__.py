@@ -1,0 +1,1 @@
+"""Manifests that run a fleet on engines Flotilla does not drive itself."""
