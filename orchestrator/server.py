@@ -17,6 +17,7 @@ from concurrent.futures import Future
 
 import uvicorn
 
+from orchestrator.alerts import AlertDispatcher, AlertStore
 from orchestrator.api.app import create_app
 from orchestrator.cli.client import Endpoint, write_endpoint
 from orchestrator.listeners import Listeners
@@ -61,9 +62,17 @@ class OrchestratorServer:
         services = self.services
         await asyncio.wrap_future(self._applying)
         await asyncio.to_thread(self.watcher.start)
+        alerts = AlertDispatcher(
+            lambda: services.fleet.config.alerts,
+            services.fleet.name,
+            services.events,
+            AlertStore(services.db),
+            services.health.is_checking_in,
+        )
         tasks = [
             asyncio.create_task(services.supervisor.run(), name="supervisor"),
             asyncio.create_task(services.scheduler.run(), name="scheduler"),
+            asyncio.create_task(alerts.run(), name="alerts"),
         ]
         self.ready.set()
         return tasks

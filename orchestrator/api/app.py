@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from orchestrator.api import agent_routes, channel, operator_routes
+from orchestrator.api import agent_routes, alerts_routes, channel, operator_routes
 from orchestrator.api.errors import install_error_handlers
 from orchestrator.broker import router as broker_router
 from orchestrator.gateway import router as gateway_router
@@ -21,6 +21,7 @@ ROUTERS = [
     agent_routes.router,
     channel.router,
     operator_routes.router,
+    alerts_routes.router,
     gateway_router.router,
     broker_router.router,
     memory_router.router,

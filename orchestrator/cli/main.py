@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "contracts": ("orchestrator.cli.broker", "contracts"),
     "memory": ("orchestrator.cli.memory", "memory"),
     "costs": ("orchestrator.cli.costs", "costs"),
+    "alerts": ("orchestrator.cli.alerts", "alerts"),
     "image": ("orchestrator.cli.image", "image"),
     "export": ("orchestrator.cli.export", "export"),
 }

@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from orchestrator.config.alerts import AlertsConfig
 from orchestrator.config.units import parse_duration, parse_memory
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
@@ -196,6 +197,7 @@ class FleetConfig(Strict):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig, description="Fleet-wide caps")
     agents: dict[str, AgentConfig] = Field(min_length=1)
+    alerts: AlertsConfig = Field(default_factory=AlertsConfig, description="Webhook alerts on events")
 
     @field_validator("fleet")
     @classmethod
@@ -203,6 +205,14 @@ class FleetConfig(Strict):
         if not DNS_LABEL.match(value):
             raise ValueError(f"invalid fleet name {value!r}: use lowercase letters, digits and '-'")
         return value
+
+    @model_validator(mode="after")
+    def _alert_agents(self) -> FleetConfig:
+        for index, rule in enumerate(self.alerts.rules):
+            unknown = sorted(set(rule.agents) - set(self.agents))
+            if unknown:
+                raise ValueError(f"alerts.rules[{index}].agents names unknown agents: {', '.join(unknown)}")
+        return self
 
     # Effective per-agent settings: defaults merged in one place so nobody re-derives them.
 

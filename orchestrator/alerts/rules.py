@@ -1,0 +1,117 @@
+"""Which events and states make an alert: pure evaluation, no I/O.
+
+Budget, dead-letter and plain event rules fire on one event. A crash loop is a count of
+restarts inside a window. "Unhealthy" needs time: it starts with an `agent.unhealthy` event and
+fires when the agent has still not checked in `for` later.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from orchestrator.config.alerts import AlertRule, AlertsConfig
+from orchestrator.config.units import parse_duration
+from orchestrator.events import Event, EventType
+
+DEAD_LETTER_EVENT = "message.dead_lettered"
+_EVENT_OF_CONDITION = {
+    "budget_warning": EventType.BUDGET_WARNING.value,
+    "budget_exhausted": EventType.BUDGET_EXHAUSTED.value,
+    "dead_letter": DEAD_LETTER_EVENT,
+}
+
+
+@dataclass(frozen=True)
+class Firing:
+    """One alert to deliver: `key` identifies it for de-duplication (rule, condition, agent)."""
+
+    rule_index: int
+    title: str
+    agent: str | None
+    summary: str
+    at: datetime
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.rule_index}:{self.title}:{self.agent or '*'}"
+
+
+def _applies(rule: AlertRule, agent: str | None) -> bool:
+    return not rule.agents or agent in rule.agents
+
+
+def _summary(event: Event) -> str:
+    data = event.data
+    who = event.agent or "the fleet"
+    if event.type in (EventType.BUDGET_WARNING, EventType.BUDGET_EXHAUSTED):
+        share = 100 * float(data.get("fraction", 0))
+        return f"{who} has used {share:.0f}% of its {data.get('kind', 'budget')} budget ({data.get('scope')})"
+    if event.type == DEAD_LETTER_EVENT:
+        return f"a message to {who} was dead-lettered after {data.get('attempts', '?')} attempts"
+    return f"{event.type} for {who}"
+
+
+class AlertEvaluator:
+    """Turns events (in order) and periodic ticks into firings."""
+
+    def __init__(self, config: AlertsConfig) -> None:
+        self._rules = list(enumerate(config.rules))
+        self._restarts: dict[tuple[int, str], deque[datetime]] = defaultdict(deque)
+        self._unhealthy_since: dict[str, datetime] = {}
+
+    def on_event(self, event: Event) -> list[Firing]:
+        if event.type == EventType.AGENT_UNHEALTHY and event.agent:
+            self._unhealthy_since.setdefault(event.agent, event.at)
+        fired = []
+        for index, rule in self._rules:
+            if not _applies(rule, event.agent):
+                continue
+            if rule.when == "crash_loop":
+                firing = self._crash_loop(index, rule, event)
+            elif self._matches(rule, event):
+                firing = Firing(index, rule.title, event.agent, _summary(event), event.at, dict(event.data))
+            else:
+                firing = None
+            if firing is not None:
+                fired.append(firing)
+        return fired
+
+    @staticmethod
+    def _matches(rule: AlertRule, event: Event) -> bool:
+        if rule.when == "event":
+            return event.type == rule.event
+        return _EVENT_OF_CONDITION.get(rule.when) == event.type
+
+    def _crash_loop(self, index: int, rule: AlertRule, event: Event) -> Firing | None:
+        if event.type != EventType.AGENT_RESTARTED or not event.agent:
+            return None
+        window = timedelta(seconds=parse_duration(rule.within))
+        times = self._restarts[(index, event.agent)]
+        times.append(event.at)
+        while times and event.at - times[0] > window:
+            times.popleft()
+        if len(times) < rule.restarts:
+            return None
+        summary = f"{event.agent} restarted {len(times)} times within {rule.within}"
+        return Firing(index, rule.title, event.agent, summary, event.at, {"restarts": len(times)})
+
+    def on_tick(self, now: datetime, checking_in: Callable[[str], bool]) -> list[Firing]:
+        """Unhealthy agents that have not recovered `for` after their first unhealthy event."""
+        fired = []
+        for agent, since in list(self._unhealthy_since.items()):
+            if checking_in(agent):
+                del self._unhealthy_since[agent]
+                continue
+            for index, rule in self._rules:
+                if rule.when != "unhealthy" or not _applies(rule, agent):
+                    continue
+                if now - since >= timedelta(seconds=parse_duration(rule.for_)):
+                    minutes = (now - since).total_seconds() / 60
+                    summary = f"{agent} has not checked in for {minutes:.0f} min"
+                    fired.append(Firing(index, rule.title, agent, summary, now, {"since": since.isoformat()}))
+        return fired
