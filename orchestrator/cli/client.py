@@ -33,6 +33,10 @@ class CliError(Exception):
     """An error to print as one line for the operator (exit code 1)."""
 
 
+class NotRunning(CliError):
+    """No orchestrator runs for this fleet, or it does not answer (exit code 3)."""
+
+
 class ApiClient:
     def __init__(self, endpoint: Endpoint, timeout_s: float = 30.0) -> None:
         self.endpoint = endpoint
@@ -46,7 +50,7 @@ class ApiClient:
     def from_fleet_file(cls, fleet_file: str | Path, timeout_s: float = 30.0) -> ApiClient:
         endpoint = read_endpoint(StatePaths.for_fleet_file(Path(fleet_file)))
         if endpoint is None:
-            raise CliError(
+            raise NotRunning(
                 f"no orchestrator is running for {fleet_file}: start it with `flotilla up` (or `up -d`)"
             )
         return cls(endpoint, timeout_s)
@@ -66,6 +70,8 @@ class ApiClient:
     def _send(self, method: str, path: str, **kwargs: Any) -> Any:
         try:
             response = self._http.request(method, path, **kwargs)
+        except httpx.ConnectError as exc:
+            raise NotRunning(f"the orchestrator at {self.endpoint.url} does not answer: {exc}") from None
         except httpx.TransportError as exc:
             raise CliError(f"cannot reach the orchestrator at {self.endpoint.url}: {exc}") from None
         self._check(response)

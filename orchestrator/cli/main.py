@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from orchestrator.cli.client import CliError
+from orchestrator.cli.client import CliError, NotRunning
 
 # Command name -> (module, attribute). Modules load only when their command runs, so that a
 # quick command (ps, send) does not pay for importing the whole orchestrator.
@@ -34,7 +34,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "alerts": ("orchestrator.cli.alerts", "alerts"),
     "image": ("orchestrator.cli.image", "image"),
     "export": ("orchestrator.cli.export", "export"),
+    "init": ("orchestrator.cli.init", "init"),
+    "completion": ("orchestrator.cli.completion", "completion"),
 }
+
+
+EXIT_NOT_RUNNING = 3
 
 
 class LazyGroup(click.Group):
@@ -61,6 +66,10 @@ def cli() -> None:
     Inspect:  flotilla ps · flotilla logs AGENT · flotilla events -f
     Talk:     flotilla send AGENT "message" · flotilla chat AGENT
     Stop:     flotilla down [-v]
+
+    \b
+    Exit codes: 0 done · 1 error · 2 invalid input (fleet.yaml, arguments) · 3 no orchestrator
+    running · 130 interrupted. Shell completion: flotilla completion bash|zsh|fish.
     """
 
 
@@ -70,6 +79,9 @@ def main() -> None:
         os.environ.setdefault("COLUMNS", "160")
     try:
         cli.main(standalone_mode=False)
+    except NotRunning as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_NOT_RUNNING)
     except CliError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)

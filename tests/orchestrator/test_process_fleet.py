@@ -87,6 +87,58 @@ def test_send_gets_the_reply(fleet_dir: Path) -> None:
     assert "[test model]" in result.stdout and "good morning" in result.stdout
 
 
+def test_send_json_prints_one_document(fleet_dir: Path) -> None:
+    result = flotilla(fleet_dir, "send", "--json", "beta", "good evening")
+    assert result.returncode == 0, result.stderr
+    reply = json.loads(result.stdout)
+    assert reply["agent"] == "beta" and reply["ok"] is True
+    assert "good evening" in reply["text"]
+    assert len(reply["item_id"]) == 32
+
+
+def test_chat_refuses_an_unknown_agent_before_reading_input(fleet_dir: Path) -> None:
+    chat = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "orchestrator.cli.main",
+            "chat",
+            "ghost",
+            "--file",
+            str(fleet_dir / "fleet.yaml"),
+        ],
+        input="hello\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert chat.returncode == 2
+    assert "no agent 'ghost'" in chat.stderr and "alpha, beta" in chat.stderr
+    assert "you>" not in chat.stdout
+
+
+def test_chat_talks_until_an_empty_line(fleet_dir: Path) -> None:
+    chat = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "orchestrator.cli.main",
+            "chat",
+            "alpha",
+            "--file",
+            str(fleet_dir / "fleet.yaml"),
+        ],
+        input="first question\n\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert chat.returncode == 0, chat.stderr
+    assert "alpha> [test model]" in chat.stdout and "first question" in chat.stdout
+
+
 def test_a_killed_agent_process_is_restarted(fleet_dir: Path) -> None:
     backend = ProcessBackend(StatePaths.for_fleet_file(fleet_dir / "fleet.yaml").root / "process")
     (unit,) = [u for u in backend.list({}) if u.agent == "alpha"]
@@ -118,5 +170,5 @@ def test_an_invalid_fleet_starts_nothing(tmp_path: Path) -> None:
 def test_commands_without_a_running_orchestrator_say_how_to_start_it(tmp_path: Path) -> None:
     (tmp_path / "fleet.yaml").write_text(FLEET)
     result = flotilla(tmp_path, "ps")
-    assert result.returncode == 1
+    assert result.returncode == 3  # the documented exit code for "not running"
     assert "no orchestrator is running" in result.stderr and "flotilla up" in result.stderr
