@@ -46,6 +46,7 @@ class EventType(StrEnum):
     RUN_FINISHED = "run.finished"
     FLEET_APPLIED = "fleet.applied"
     AGENT_REPORTED = "agent.reported"
+    STATE_MIGRATED = "state.migrated"
 
 
 class Event(BaseModel):

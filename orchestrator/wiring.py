@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from orchestrator.auth import OPERATOR, TokenStore
 from orchestrator.backends.base import Backend
 from orchestrator.config.loader import LoadedFleet
-from orchestrator.events import EventBus
+from orchestrator.events import EventBus, EventType
 from orchestrator.fleet_manager import FleetManager
 from orchestrator.image_name import DEFAULT_IMAGE
 from orchestrator.services import Services
 from orchestrator.state.db import Database
+from orchestrator.state.migrations import migrate_state
 from orchestrator.state.paths import StatePaths
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from orchestrator.supervisor import SupervisorPolicy
@@ -22,10 +26,19 @@ def core_services(fleet: LoadedFleet, backend: Backend, paths: StatePaths | None
     """State, events and tokens only; subsystems are attached by the caller (or by build_services)."""
     paths = paths or StatePaths.for_fleet_file(fleet.path)
     paths.ensure()
+    migrated = migrate_state(paths.db, paths.backups)
     db = Database(paths.db)
-    return Services(
-        fleet=fleet, paths=paths, db=db, events=EventBus(db), tokens=TokenStore(db), backend=backend
-    )
+    events = EventBus(db)
+    if migrated.applied:
+        log.info("state.db migrated from version %d to %d", migrated.from_version, migrated.to_version)
+        events.publish(
+            EventType.STATE_MIGRATED,
+            from_version=migrated.from_version,
+            to_version=migrated.to_version,
+            applied=list(migrated.applied),
+            backup=str(migrated.backup),
+        )
+    return Services(fleet=fleet, paths=paths, db=db, events=events, tokens=TokenStore(db), backend=backend)
 
 
 def reconciling_services(

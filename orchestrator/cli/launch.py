@@ -21,6 +21,7 @@ from orchestrator.config.loader import LoadedFleet
 from orchestrator.listeners import Listeners, PortTaken, bind_listeners
 from orchestrator.logging_setup import configure_logging
 from orchestrator.reconcile import ApplyResult, fleet_labels
+from orchestrator.state.migrations import StateTooNew
 from orchestrator.state.paths import StatePaths
 from orchestrator.wiring import attach_subsystems, reconciling_services
 
@@ -59,12 +60,15 @@ def prepare(
         ensure_agent_image(options.image, console)
     _refuse_foreign_units(fleet, backend, paths)
     try:
+        services = reconciling_services(fleet, backend, paths, image=options.image)
+    except StateTooNew as exc:
+        raise CliError(str(exc)) from None
+    try:
         agent_host = backend.prepare_fleet(fleet.name)
         listeners = bind_listeners(agent_host, options.port)
     except (BackendError, PortTaken) as exc:
         raise CliError(str(exc)) from None
     remember_runtime(paths, options.runtime)
-    services = reconciling_services(fleet, backend, paths, image=options.image)
     services.agent_url = listeners.agent_url
 
     def report(result: ApplyResult) -> None:

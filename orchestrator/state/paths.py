@@ -29,6 +29,11 @@ class StatePaths:
         return self.agent_dir(agent) / "workspace"
 
     @property
+    def backups(self) -> Path:
+        """Copies of state.db taken before a migration."""
+        return self.root / "backups"
+
+    @property
     def pid_file(self) -> Path:
         return self.root / "orchestrator.pid"
 

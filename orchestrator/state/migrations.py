@@ -1,0 +1,122 @@
+"""The orchestrator's state database carries a schema version; older ones are migrated once.
+
+`PRAGMA user_version` holds the version. Opening a database:
+- with no tables yet (a new fleet): it is stamped with the current version; each subsystem then
+  creates its tables as they are today;
+- of an older version: a copy is taken with SQLite's online backup API into
+  `.flotilla/backups/`, then every pending migration runs, in order, in one transaction with the
+  new version stamp (all or nothing);
+- of a newer version (written by a later release): it is refused, untouched, with a message
+  that says what to do.
+
+Release 0.1.0 wrote no version: its databases read as version 0. A migration only adds to the
+tables that exist (a subsystem that never ran has no table to migrate; it creates the current
+shape itself when it first runs).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+
+class StateTooNew(Exception):
+    """The database was written by a newer release; it is left as it is."""
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    """The version the database has once this migration ran."""
+    description: str
+    apply: Callable[[sqlite3.Connection], None]
+
+
+@dataclass(frozen=True)
+class MigrationReport:
+    from_version: int
+    to_version: int
+    applied: tuple[str, ...] = ()
+    backup: Path | None = None
+
+
+def table_exists(conn: sqlite3.Connection, table: str) -> bool:
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
+    return row is not None
+
+
+def add_column(conn: sqlite3.Connection, table: str, column: str, definition: str) -> None:
+    """ALTER TABLE ... ADD COLUMN, when the table exists and lacks the column."""
+    if not table_exists(conn, table):
+        return
+    columns = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+    if column not in columns:
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+
+
+def _stamp_release_0_1(conn: sqlite3.Connection) -> None:
+    """Release 0.1.0's tables are version 1 as they are."""
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "release 0.1.0's tables, given a version", _stamp_release_0_1),
+)
+CURRENT_VERSION = MIGRATIONS[-1].version
+
+
+def user_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def _has_tables(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1").fetchone() is not None
+
+
+def _backup(conn: sqlite3.Connection, backups: Path, version: int) -> Path:
+    backups.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    target = backups / f"state.v{version}.{stamp}.db"
+    copy = sqlite3.connect(target)
+    try:
+        conn.backup(copy)
+    finally:
+        copy.close()
+    return target
+
+
+def migrate_state(
+    db_path: Path, backups: Path, migrations: tuple[Migration, ...] = MIGRATIONS
+) -> MigrationReport:
+    """Bring the database at `db_path` to the newest version (see the module's docstring)."""
+    newest = migrations[-1].version
+    conn = sqlite3.connect(db_path, isolation_level=None, timeout=30)
+    try:
+        found = user_version(conn)
+        if found > newest:
+            raise StateTooNew(
+                f"{db_path} has schema version {found}, written by a newer Flotilla; this one knows "
+                f"versions up to {newest}. Upgrade Flotilla, or restore a backup made by this version. "
+                "Nothing was changed."
+            )
+        if found == newest:
+            return MigrationReport(found, found)
+        if not _has_tables(conn):
+            conn.execute(f"PRAGMA user_version = {newest}")
+            return MigrationReport(found, newest)
+        backup = _backup(conn, backups, found)
+        pending = [m for m in migrations if m.version > found]
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for migration in pending:
+                migration.apply(conn)
+            conn.execute(f"PRAGMA user_version = {newest}")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return MigrationReport(found, newest, tuple(m.description for m in pending), backup)
+    finally:
+        conn.close()
