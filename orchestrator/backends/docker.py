@@ -48,6 +48,7 @@ AGENT_GID = 10001
 CONTAINER_DATA = "/data"
 NETWORK_PREFIX = "flotilla-"
 ICC_OPTION = "com.docker.network.bridge.enable_icc"
+DOCKER_API_VERSION = "1.41"  # Docker Engine 20.10 and later (services with capability and pid limits)
 UNAVAILABLE_HINT = "use --runtime process to run agents as local processes instead"
 HEALTH_INTERVAL_S = 5.0
 HEALTH_TIMEOUT_S = 3.0
@@ -75,7 +76,9 @@ def connect_docker(timeout_s: int = 60) -> docker.DockerClient:
         raise BackendUnavailable(f"no Docker daemon: {where} does not exist; {UNAVAILABLE_HINT}")
     client = None
     try:
-        client = docker.from_env(timeout=timeout_s)
+        # A fixed API version: with "auto" the SDK asks the daemon for its version inside its own
+        # constructor and, when that fails (no permission on the socket), leaks the connection.
+        client = docker.from_env(version=DOCKER_API_VERSION, timeout=timeout_s)
         client.ping()
     except (docker.errors.DockerException, OSError) as exc:
         if client is not None:
