@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import socket
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -72,12 +73,12 @@ _HEALTH: dict[str, Health] = {"starting": "starting", "healthy": "healthy", "unh
 def connect_docker(timeout_s: int = 60) -> docker.DockerClient:
     """A client for the local daemon, or BackendUnavailable in one line with a hint."""
     where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
-    if where.startswith("unix://") and not Path(where.removeprefix("unix://")).exists():
-        raise BackendUnavailable(f"no Docker daemon: {where} does not exist; {UNAVAILABLE_HINT}")
+    if where.startswith("unix://"):
+        _probe_unix_socket(where.removeprefix("unix://"))
     client = None
     try:
         # A fixed API version: with "auto" the SDK asks the daemon for its version inside its own
-        # constructor and, when that fails (no permission on the socket), leaks the connection.
+        # constructor, a connection it leaks when it fails.
         client = docker.from_env(version=DOCKER_API_VERSION, timeout=timeout_s)
         client.ping()
     except (docker.errors.DockerException, OSError) as exc:
@@ -88,6 +89,25 @@ def connect_docker(timeout_s: int = 60) -> docker.DockerClient:
             f"no Docker daemon answers at {where} ({reason}); {UNAVAILABLE_HINT}"
         ) from exc
     return client
+
+
+def _probe_unix_socket(path: str) -> None:
+    """Connect once ourselves: the SDK leaks its socket when that first connection fails."""
+    if not Path(path).exists():
+        raise BackendUnavailable(f"no Docker daemon: {path} does not exist; {UNAVAILABLE_HINT}")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(5.0)
+        try:
+            probe.connect(path)
+        except PermissionError:
+            raise BackendUnavailable(
+                f"no permission to use the Docker daemon at {path}: run as root or join the docker "
+                f"group; {UNAVAILABLE_HINT}"
+            ) from None
+        except OSError as exc:
+            raise BackendUnavailable(
+                f"no Docker daemon answers at {path} ({exc.strerror or exc}); {UNAVAILABLE_HINT}"
+            ) from None
 
 
 def network_name(fleet: str) -> str:
