@@ -7,11 +7,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from orchestrator import reconcile
-from orchestrator.backends.base import AgentSpec, UnitInfo
+from orchestrator.backends.base import AgentSpec, BackendError, UnitInfo
 from orchestrator.config.loader import LoadedFleet
 from orchestrator.events import EventType
 from orchestrator.image_name import DEFAULT_IMAGE
-from orchestrator.scaffold import prepare_agent_dir
+from orchestrator.scaffold import prepare_agent_dir, refresh_generated
 from orchestrator.scheduler.store import SchedulerStore
 
 if TYPE_CHECKING:
@@ -60,17 +60,48 @@ class FleetManager:
         # before the scheduler exists (see orchestrator.cli.launch).
         return self._heartbeats.hibernated_agents().intersection(self.fleet.config.agents)
 
-    def plan(self) -> list[reconcile.PlanAction]:
-        return reconcile.plan(self.fleet, self.units(), self.hibernated(), self._services.agent_url or None)
+    def plan(self, candidate: LoadedFleet | None = None) -> list[reconcile.PlanAction]:
+        """What applying `candidate` (by default the fleet in force) would do, field by field."""
+        target = candidate or self.fleet
+        previous = self.fleet if candidate is not None else None
+        endpoint = self._services.agent_url or None
+        return reconcile.plan(target, self.units(), self.hibernated(), endpoint, previous)
+
+    def update_in_place(self, action: reconcile.PlanAction) -> None:
+        """Bring an agent whose container stays in line with the fleet in force.
+
+        Served config and orchestrator-side settings are already in force (the agent reloads on
+        its next check-in); what is left are the files the orchestrator writes for it.
+        """
+        if any(change.effect == "generated" for change in action.changes):
+            refresh_generated(self.fleet, action.agent, self._services.paths.agent_dir(action.agent))
 
     def apply(
-        self, on_done: Callable[[reconcile.ApplyResult], None] = lambda _: None
+        self,
+        on_done: Callable[[reconcile.ApplyResult], None] = lambda _: None,
+        candidate: LoadedFleet | None = None,
     ) -> list[reconcile.ApplyResult]:
-        actions = self.plan()
-        results = reconcile.apply(actions, self._services.backend, self.spec_for, on_done)
+        """Apply `candidate` (or re-apply the fleet in force). Failures are results, never raised."""
         events = self._services.events
+        try:
+            actions = self.plan(candidate)
+        except BackendError as exc:
+            self.problems = [f"cannot list the fleet's units: {exc}"]
+            events.publish(EventType.FLEET_APPLIED, changed=[], failed=self.problems)
+            return []
+        if candidate is not None:
+            self._services.fleet = candidate
+        results = reconcile.apply(
+            actions, self._services.backend, self.spec_for, on_done, update=self.update_in_place
+        )
         for result in results:
-            if result.ok and result.action.kind in ("create", "recreate", "start"):
+            if result.ok and result.action.kind == "update":
+                events.publish(
+                    EventType.AGENT_UPDATED,
+                    agent=result.action.agent,
+                    fields=[change.field for change in result.action.changes],
+                )
+            elif result.ok and result.action.kind in ("create", "recreate", "start"):
                 events.publish(
                     EventType.AGENT_STARTED, agent=result.action.agent, reason=result.action.reason
                 )
