@@ -7,9 +7,11 @@ contracts check` checks), heartbeat rules, and resources against what the engine
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from agent_runtime.workspace import Workspace, WorkspaceError
+from agent_runtime.workspace import InvalidContent, Workspace, WorkspaceError
+from orchestrator.config.loader import set_aside_under
 from orchestrator.config.models import DNS_LABEL
 from orchestrator.config.units import format_bytes
 
@@ -49,14 +51,16 @@ def check_fleet(
     problems: Problems,
     capacity: Capacity | None,
     set_aside: set[str],
+    raw: dict[str, Any],
     *,
     contracts: bool = True,
 ) -> None:
+    """`raw` is the file as parsed: rules are checked there, even where the schema failed."""
     known = _known_peers_only(fleet)
     _check_seeds(known, problems)
     if contracts:
         _check_contracts(known, problems)
-    _check_rules(fleet, problems, set_aside)
+    _check_rules(raw, problems)
     if capacity is not None:
         _check_resources(fleet, problems, capacity, set_aside)
 
@@ -101,8 +105,11 @@ def _check_seeds(fleet: LoadedFleet, problems: Problems) -> None:
                 source = "role"
             try:
                 checker.check(file_name, text, "system")
+            except InvalidContent:
+                continue  # a contract that does not parse: the contracts check names what is wrong
             except WorkspaceError as bad:
-                problems.add(("agents", name, source), f"seeds {file_name}: {bad}")
+                message = str(bad).removesuffix("; the file is unchanged")
+                problems.add(("agents", name, source), f"seeds {file_name}: {message}")
 
 
 def _check_contracts(fleet: LoadedFleet, problems: Problems) -> None:
@@ -121,28 +128,46 @@ def _check_contracts(fleet: LoadedFleet, problems: Problems) -> None:
             problems.warn(where, issue.message)
 
 
-def _check_rules(fleet: LoadedFleet, problems: Problems, set_aside: set[str]) -> None:
+def _rule_lists(raw: dict[str, Any]) -> list[tuple[FieldPath, Any, Any]]:
+    """(where, rules, tz) of every heartbeat section in the parsed file."""
+    found: list[tuple[FieldPath, Any]] = []
+    defaults = raw.get("defaults")
+    if isinstance(defaults, dict):
+        found.append((("defaults", "heartbeat"), defaults.get("heartbeat")))
+    agents = raw.get("agents")
+    if isinstance(agents, dict):
+        found += [
+            (("agents", str(n), "heartbeat"), a.get("heartbeat"))
+            for n, a in agents.items()
+            if isinstance(a, dict)
+        ]
+    return [(where, hb.get("rules"), hb.get("tz")) for where, hb in found if isinstance(hb, dict)]
+
+
+def _check_rules(raw: dict[str, Any], problems: Problems) -> None:
     from orchestrator.scheduler.rules import parse_rule_lines
 
-    config = fleet.config
-    checked: list[tuple[FieldPath, list[str], str]] = []
-    if config.defaults.heartbeat and "defaults" not in set_aside:
-        checked.append(
-            (("defaults", "heartbeat"), config.defaults.heartbeat.rules, config.defaults.heartbeat.tz)
-        )
-    for name, agent in config.agents.items():
-        if agent.heartbeat:
-            checked.append((("agents", name, "heartbeat"), agent.heartbeat.rules, agent.heartbeat.tz))
-    for where, rules, tz in checked:
-        for error in parse_rule_lines(rules, tz).errors:
+    for where, rules, tz in _rule_lists(raw):
+        if not isinstance(rules, list) or not all(isinstance(rule, str) for rule in rules):
+            continue  # the schema check reports it
+        zone = tz if isinstance(tz, str) and _known_zone(tz) else "UTC"
+        for error in parse_rule_lines(rules, zone).errors:
             problems.add((*where, "rules", error.line - 1), f"rule {error.text!r}: {error.message}")
+
+
+def _known_zone(name: str) -> bool:
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return False
+    return True
 
 
 def _check_resources(fleet: LoadedFleet, problems: Problems, capacity: Capacity, set_aside: set[str]) -> None:
     config = fleet.config
     for name in config.agents:
         own = config.agents[name].resources is not None
-        if not own and "defaults" in set_aside:
+        if not own and set_aside_under(set_aside, "defaults"):
             continue
         where: FieldPath = ("agents", name, "resources") if own else ("defaults", "resources")
         resources = config.resources_of(name)

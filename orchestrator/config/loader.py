@@ -8,6 +8,7 @@ file that fail the schema are set aside so the checks still run on the rest.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -110,7 +111,7 @@ def _schema_problems(exc: ValidationError, problems: Problems) -> list[FieldPath
     """Record each schema error; return their locations."""
     locations = []
     for error in exc.errors():
-        loc = tuple(part for part in error["loc"] if not str(part).startswith("function-"))
+        loc = _clean_loc(error["loc"])
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
             message = f"unknown field '{loc[-1]}'"
@@ -120,33 +121,51 @@ def _schema_problems(exc: ValidationError, problems: Problems) -> list[FieldPath
 
 
 def _salvage(data: dict[str, Any], problems: Problems) -> tuple[FleetConfig | None, set[str]]:
-    """Validate the file; on schema errors, set the failing agents or sections aside and validate
-    what is left, so the later checks still see the rest. Returns the config and what was set aside.
+    """Validate the file; on schema errors, set the failing fields aside and validate what is
+    left, so the later checks still see the rest. Returns the config and the paths set aside.
     """
-    data = dict(data)
-    data["agents"] = dict(data["agents"]) if isinstance(data.get("agents"), dict) else data.get("agents")
+    data = copy.deepcopy(data)
     set_aside: set[str] = set()
     for round_number in range(SALVAGE_ROUNDS):
         try:
             return FleetConfig.model_validate(data), set_aside
         except ValidationError as exc:
-            locations = (
-                _schema_problems(exc, problems)
-                if round_number == 0
-                else [tuple(e["loc"]) for e in exc.errors()]
-            )
-        for loc in locations:
-            if len(loc) >= 2 and loc[0] == "agents" and isinstance(data.get("agents"), dict):
-                data["agents"].pop(str(loc[1]), None)
-                set_aside.add(f"agents.{loc[1]}")
-            elif loc and loc[0] == "fleet":
+            if round_number == 0:
+                locations = _schema_problems(exc, problems)
+            else:
+                locations = [_clean_loc(e["loc"]) for e in exc.errors()]
+        for loc in sorted(locations, key=_format_path, reverse=True):
+            if loc == ("fleet",):
                 data["fleet"] = "fleet"
             elif loc:
-                data.pop(str(loc[0]), None)
-                set_aside.add(str(loc[0]))
-        if not data.get("agents"):
+                _drop(data, loc)
+                set_aside.add(_format_path(loc))
+        if not isinstance(data.get("agents"), dict) or not data["agents"]:
             return None, set_aside
     return None, set_aside
+
+
+def _clean_loc(loc: tuple[str | int, ...]) -> FieldPath:
+    return tuple(part for part in loc if not str(part).startswith("function-"))
+
+
+def _drop(data: Any, loc: FieldPath) -> None:
+    """Remove the value at `loc` (or the nearest container of it that exists)."""
+    parents: list[tuple[Any, str | int]] = []
+    node: Any = data
+    for part in loc:
+        inside_list = isinstance(node, list) and isinstance(part, int) and part < len(node)
+        if not inside_list and not (isinstance(node, dict) and part in node):
+            break
+        parents.append((node, part))
+        node = node[part]
+    if parents:
+        container, key = parents[-1]
+        del container[key]
+
+
+def set_aside_under(set_aside: set[str], prefix: str) -> bool:
+    return any(item == prefix or item.startswith(prefix + ".") for item in set_aside)
 
 
 def _model_problem(config: FleetConfig, model: str) -> str | None:
@@ -170,7 +189,7 @@ def _cross_checks(config: FleetConfig, names: set[str], set_aside: set[str], pro
                 problems.add(("agents", name, "talks_to", index), f"unknown agent {peer!r} in talks_to")
             elif peer == name:
                 problems.add(("agents", name, "talks_to", index), "an agent cannot talk to itself")
-        if "llm" in set_aside:
+        if set_aside_under(set_aside, "llm"):
             continue
         for key in ("model", "heartbeat_model"):
             model = getattr(agent, key)
@@ -179,7 +198,7 @@ def _cross_checks(config: FleetConfig, names: set[str], set_aside: set[str], pro
     for name in sorted(names):
         if why := agent_name_problem(name):
             problems.add(("agents", name), why)
-    if "llm" not in set_aside:
+    if not set_aside_under(set_aside, "llm"):
         _fleet_model_checks(config, set_aside, problems)
 
 
@@ -190,7 +209,7 @@ def _fleet_model_checks(config: FleetConfig, set_aside: set[str], problems: Prob
             problems.add(("llm", key), why)
     if llm.embedding.model and (why := _model_problem(config, llm.embedding.model)):
         problems.add(("llm", "embedding", "model"), why)
-    if "defaults" not in set_aside:
+    if not set_aside_under(set_aside, "defaults"):
         for key in ("model", "heartbeat_model"):
             model = getattr(config.defaults, key)
             if model and (why := _model_problem(config, model)):
@@ -243,7 +262,7 @@ def load_fleet(path: str | Path, capacity: Capacity | None = None, *, contracts:
     fleet = LoadedFleet(config, file_path, interfaces, project_md)
     from orchestrator.config.checks import check_fleet
 
-    check_fleet(fleet, problems, capacity, set_aside, contracts=contracts)
+    check_fleet(fleet, problems, capacity, set_aside, data, contracts=contracts)
     if problems.found:
         raise ConfigError(problems.sorted())
     return LoadedFleet(config, file_path, interfaces, project_md, problems.warnings)

@@ -34,7 +34,9 @@ class FleetFolder:
         """The file a path in fleet.yaml names; ValueError when it leaves the folder."""
         text = value.strip()
         if text.startswith("~"):
-            raise ValueError(f"path {text!r} points into a home folder: name a file inside {self.root}")
+            raise ValueError(
+                f"path {text!r} points into a home folder: refused; name a file inside {self.root}"
+            )
         target = (self.root / text).resolve()
         if not target.is_relative_to(self._resolved_root):
             raise ValueError(f"path {text!r} escapes the fleet folder {self.root}: refused")
