@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
 from orchestrator.cli.client import ApiClient
 from orchestrator.config.capacity import Capacity
-from orchestrator.config.loader import ConfigError, LoadedFleet, load_fleet
+from orchestrator.config.loader import ConfigError, LoadedFleet, check_capacity, load_fleet
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -53,9 +53,21 @@ def load_or_exit(
     try:
         fleet = load_fleet(fleet_file, capacity, contracts=contracts)
     except ConfigError as exc:
-        for problem in exc.problems:
-            click.echo(f"error: {problem}", err=True)
-        count = len(exc.problems)
-        click.echo(f"{fleet_file}: {count} problem{'s' if count != 1 else ''}; nothing was started", err=True)
-        raise SystemExit(EXIT_INVALID_CONFIG) from None
+        _exit_with(fleet_file, exc)
     return fleet
+
+
+def check_capacity_or_exit(fleet: LoadedFleet, capacity: Capacity | None) -> None:
+    """Refuse, as `load_or_exit` does, resources beyond what the engine can give."""
+    try:
+        check_capacity(fleet, capacity)
+    except ConfigError as exc:
+        _exit_with(fleet.path, exc)
+
+
+def _exit_with(fleet_file: Path, exc: ConfigError) -> NoReturn:
+    for problem in exc.problems:
+        click.echo(f"error: {problem}", err=True)
+    count = len(exc.problems)
+    click.echo(f"{fleet_file}: {count} problem{'s' if count != 1 else ''}; nothing was started", err=True)
+    raise SystemExit(EXIT_INVALID_CONFIG)

@@ -17,6 +17,7 @@ from orchestrator.backends.select import RUNTIMES, Runtime, open_backend, rememb
 from orchestrator.cli.client import CliError, Endpoint, read_endpoint
 from orchestrator.cli.common import (
     DEFAULT_PORT,
+    check_capacity_or_exit,
     client_for,
     fleet_file_long_option,
     fleet_file_option,
@@ -121,9 +122,10 @@ def up(
         click.echo(f"the orchestrator is already running at {endpoint.url}; applying {fleet_file} to it")
         _apply_remote(fleet_file, dry_run=False)
         return
+    fleet = load_or_exit(fleet_file)
     chosen = _runtime_of(paths, runtime)
     backend = _backend_or_exit(chosen, paths)
-    fleet = load_or_exit(fleet_file, backend.capacity())
+    check_capacity_or_exit(fleet, backend.capacity())
     options = LaunchOptions(chosen, port, image, log_json)
     if detach:
         launch_detached(fleet, options, paths)
@@ -197,8 +199,9 @@ def _dry_run(fleet_file: Path, paths: StatePaths, runtime: Runtime | None) -> bo
     if read_endpoint(paths) is not None:
         load_or_exit(fleet_file)
         return _apply_remote(fleet_file, dry_run=True)
+    fleet = load_or_exit(fleet_file)
     backend = _backend_or_exit(_runtime_of(paths, runtime), paths)
-    fleet = load_or_exit(fleet_file, backend.capacity())
+    check_capacity_or_exit(fleet, backend.capacity())
     try:
         actions = [a for a in plan(fleet, backend.list(fleet_labels(fleet.name))) if a.pending]
     except BackendError as exc:

@@ -62,7 +62,7 @@ def check_fleet(
         _check_contracts(known, problems)
     _check_rules(raw, problems)
     if capacity is not None:
-        _check_resources(fleet, problems, capacity, set_aside)
+        check_resources(fleet, problems, capacity, set_aside)
 
 
 def _known_peers_only(fleet: LoadedFleet) -> LoadedFleet:
@@ -163,7 +163,7 @@ def _known_zone(name: str) -> bool:
     return True
 
 
-def _check_resources(fleet: LoadedFleet, problems: Problems, capacity: Capacity, set_aside: set[str]) -> None:
+def check_resources(fleet: LoadedFleet, problems: Problems, capacity: Capacity, set_aside: set[str]) -> None:
     config = fleet.config
     for name in config.agents:
         own = config.agents[name].resources is not None

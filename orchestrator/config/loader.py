@@ -54,6 +54,7 @@ class LoadedFleet:
     interfaces: dict[str, str] = field(default_factory=dict)
     project_md: str | None = None
     warnings: list[ConfigProblem] = field(default_factory=list)
+    lines: dict[FieldPath, int] = field(default_factory=dict, compare=False, repr=False)
     memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """Derived values (per-agent settings), computed once: a loaded fleet never changes."""
 
@@ -265,4 +266,16 @@ def load_fleet(path: str | Path, capacity: Capacity | None = None, *, contracts:
     check_fleet(fleet, problems, capacity, set_aside, data, contracts=contracts)
     if problems.found:
         raise ConfigError(problems.sorted())
-    return LoadedFleet(config, file_path, interfaces, project_md, problems.warnings)
+    return LoadedFleet(config, file_path, interfaces, project_md, problems.warnings, document.lines)
+
+
+def check_capacity(fleet: LoadedFleet, capacity: Capacity | None) -> None:
+    """Check a loaded fleet's resources against an engine met after loading; ConfigError if over."""
+    if capacity is None:
+        return
+    from orchestrator.config.checks import check_resources
+
+    problems = Problems(str(fleet.path), fleet.lines)
+    check_resources(fleet, problems, capacity, set())
+    if problems.found:
+        raise ConfigError(problems.sorted())
