@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
@@ -25,6 +26,7 @@ class FleetManager:
         self.problems: list[str] = []
         """What the last apply could not do, for `ps`, the dashboard and `up -d`."""
         self._heartbeats = SchedulerStore(services.db)
+        self._applying = threading.Lock()
 
     @property
     def fleet(self) -> LoadedFleet:
@@ -71,7 +73,9 @@ class FleetManager:
         """Bring an agent whose container stays in line with the fleet in force.
 
         Served config and orchestrator-side settings are already in force (the agent reloads on
-        its next check-in); what is left are the files the orchestrator writes for it.
+        its next check-in); what is left are the files the orchestrator writes for it. Changed
+        seeds (`effect == "seed"`) are named in the plan; writing them into a workspace that may
+        have moved on since is the seeding's decision, not this one's.
         """
         if any(change.effect == "generated" for change in action.changes):
             refresh_generated(self.fleet, action.agent, self._services.paths.agent_dir(action.agent))
@@ -81,7 +85,17 @@ class FleetManager:
         on_done: Callable[[reconcile.ApplyResult], None] = lambda _: None,
         candidate: LoadedFleet | None = None,
     ) -> list[reconcile.ApplyResult]:
-        """Apply `candidate` (or re-apply the fleet in force). Failures are results, never raised."""
+        """Apply `candidate` (or re-apply the fleet in force). Failures are results, never raised.
+
+        One apply at a time: the first one at start-up and those asked over the API would
+        otherwise plan against the same units.
+        """
+        with self._applying:
+            return self._apply(on_done, candidate)
+
+    def _apply(
+        self, on_done: Callable[[reconcile.ApplyResult], None], candidate: LoadedFleet | None
+    ) -> list[reconcile.ApplyResult]:
         events = self._services.events
         try:
             actions = self.plan(candidate)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -11,8 +10,6 @@ from orchestrator.api.errors import ApiError
 from orchestrator.config.loader import ConfigError, LoadedFleet, load_fleet
 from orchestrator.reconcile import PlanAction
 from orchestrator.services import Services
-
-_LOCKS: dict[int, asyncio.Lock] = {}
 
 
 class PlannedAction(BaseModel):
@@ -65,8 +62,3 @@ def plan_out(actions: list[PlanAction], file: Path) -> PlanOut:
         ],
         file=str(file),
     )
-
-
-def apply_lock(services: Services) -> asyncio.Lock:
-    """One apply at a time per orchestrator: two would plan against the same units."""
-    return _LOCKS.setdefault(id(services), asyncio.Lock())

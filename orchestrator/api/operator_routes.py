@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from agent_runtime.protocol import ItemKind, WorkResult
 from orchestrator.api.deps import OperatorDep, ServicesDep
 from orchestrator.api.errors import ApiError
-from orchestrator.api.fleet_apply import PlanOut, apply_lock, plan_out, read_candidate
+from orchestrator.api.fleet_apply import PlanOut, plan_out, read_candidate
 from orchestrator.backends.base import BackendError, UnitInfo
 from orchestrator.services import Services
 
@@ -231,9 +231,8 @@ async def apply_fleet(
     if dry_run:
         actions = await asyncio.to_thread(services.manager.plan, candidate)
         return plan_out(actions, candidate.path)
-    async with apply_lock(services):
-        actions = await asyncio.to_thread(services.manager.plan, candidate)
-        results = await asyncio.to_thread(services.manager.apply, lambda _: None, candidate)
+    actions = await asyncio.to_thread(services.manager.plan, candidate)
+    results = await asyncio.to_thread(services.manager.apply, lambda _: None, candidate)
     failed = [f"{r.action.agent}: {r.error}" for r in results if not r.ok]
     if failed:
         raise ApiError(502, "apply_failed", "some changes failed", failed)

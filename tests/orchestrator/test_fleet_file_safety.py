@@ -177,3 +177,28 @@ def test_a_huge_file_is_refused(tmp_path: Path) -> None:
     code, output = validate(path)
     assert code == 2
     assert "the file is larger than" in output
+
+
+def interface_bomb() -> str:
+    lines = ["---", "operations:", "  - name: work", "    input:", "      type: object", "      $defs:"]
+    lines.append("        a0: &a0 {type: string}")
+    for level in range(1, 9):
+        lines.append(f"        a{level}: &a{level} {{allOf: [{', '.join([f'*a{level - 1}'] * 9)}]}}")
+    return "\n".join([*lines, "      allOf: [*a8]", "---", ""])
+
+
+def test_an_interface_whose_aliases_expand_into_a_huge_schema_is_refused(tmp_path: Path) -> None:
+    # Under 1 KiB, within the INTERFACE.md cap: checking the schema it expands to would take hours.
+    (tmp_path / "alpha.md").write_text(interface_bomb())
+    path = write(tmp_path, BASE + "    interface: alpha.md\n")
+    code, output = validate(path)
+    assert code == 2
+    assert "agents.alpha.interface: INTERFACE.md front matter is not valid YAML on line 11: " in output
+    assert "aliases expand to more than" in output
+
+
+def test_an_agent_cannot_stall_its_peers_with_such_an_interface() -> None:
+    from agent_runtime.contracts import ContractError, parse_interface
+
+    with pytest.raises(ContractError, match="aliases expand to more than"):
+        parse_interface(interface_bomb())
