@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -79,6 +80,17 @@ class FleetManager:
         """
         if any(change.effect == "generated" for change in action.changes):
             refresh_generated(self.fleet, action.agent, self._services.paths.agent_dir(action.agent))
+
+    @contextlib.contextmanager
+    def unless_applying(self) -> Iterator[bool]:
+        """Hold off applies while the caller acts on units; yields False (holding nothing) when an
+        apply is under way, whose plan the caller would otherwise race."""
+        free = self._applying.acquire(blocking=False)
+        try:
+            yield free
+        finally:
+            if free:
+                self._applying.release()
 
     def apply(
         self,

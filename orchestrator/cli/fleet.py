@@ -54,6 +54,8 @@ def validate(fleet_file: Path, runtime: Runtime | None) -> None:
 
 def _engine_capacity(runtime: Runtime, paths: StatePaths) -> tuple[Capacity | None, str]:
     """What the engine can give one agent, and a note when resources could not be checked."""
+    if runtime == "process":
+        return None, ""  # local processes get no limits: nothing to check them against
     try:
         backend = open_backend(runtime, paths)
     except BackendUnavailable as exc:

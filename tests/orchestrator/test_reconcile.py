@@ -229,3 +229,21 @@ def test_one_failing_agent_does_not_stop_the_others(tmp_path: Path) -> None:
         "b": (True, ""),
     }
     assert [u.agent for u in backend.list({})] == ["b"]
+
+
+def test_the_supervisor_leaves_units_alone_while_an_apply_runs(tmp_path: Path) -> None:
+    """An agent just added (or being recreated) has no unit yet: the supervisor must not make one
+    behind the apply's back, or two creations race for the container name."""
+    from orchestrator.supervisor import Supervisor
+    from orchestrator.testing.fake_backend import FakeBackend
+    from orchestrator.wiring import reconciling_services
+
+    backend = FakeBackend()
+    services = reconciling_services(fleet_of(tmp_path, {"a": "x"}), backend)
+    supervisor = Supervisor(services)
+    with services.manager.unless_applying() as free:  # as an apply holds it
+        assert free
+        assert supervisor.check_once() == []
+        assert backend.list({}) == []
+    assert supervisor.check_once() == ["a"]
+    assert [unit.agent for unit in backend.list({})] == ["a"]
