@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -18,6 +19,8 @@ from orchestrator.scheduler.store import SchedulerStore
 
 if TYPE_CHECKING:
     from orchestrator.services import Services
+
+log = logging.getLogger(__name__)
 
 
 class FleetManager:
@@ -112,9 +115,12 @@ class FleetManager:
         try:
             actions = self.plan(candidate)
         except BackendError as exc:
-            self.problems = [f"cannot list the fleet's units: {exc}"]
-            events.publish(EventType.FLEET_APPLIED, changed=[], failed=self.problems)
-            return []
+            return self._plan_failed(f"cannot list the fleet's units: {exc}")
+        except Exception as exc:
+            # Last resort: a bug in planning must not take the orchestrator down with it (the
+            # first apply runs before the server). Logged with its traceback, reported as a problem.
+            log.exception("planning the fleet failed")
+            return self._plan_failed(f"planning failed: {type(exc).__name__}: {exc} (a bug: see the log)")
         if candidate is not None:
             self._services.fleet = candidate
         results = reconcile.apply(
@@ -149,6 +155,11 @@ class FleetManager:
             failed=[f"{r.action.agent}: {r.error}" for r in results if not r.ok],
         )
         return results
+
+    def _plan_failed(self, problem: str) -> list[reconcile.ApplyResult]:
+        self.problems = [problem]
+        self._services.events.publish(EventType.FLEET_APPLIED, changed=[], failed=self.problems)
+        return []
 
     def apply_in_background(
         self, on_done: Callable[[reconcile.ApplyResult], None] = lambda _: None

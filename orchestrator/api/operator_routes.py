@@ -228,10 +228,12 @@ async def apply_fleet(
 ) -> PlanOut:
     """Read the fleet file and reconcile. An invalid file, or another fleet's, changes nothing."""
     candidate = await asyncio.to_thread(read_candidate, services, file)
-    if dry_run:
+    try:
         actions = await asyncio.to_thread(services.manager.plan, candidate)
+    except BackendError as exc:
+        raise ApiError(503, "backend_unavailable", f"cannot list the fleet's units: {exc}") from None
+    if dry_run:
         return plan_out(actions, candidate.path)
-    actions = await asyncio.to_thread(services.manager.plan, candidate)
     results = await asyncio.to_thread(services.manager.apply, lambda _: None, candidate)
     failed = [f"{r.action.agent}: {r.error}" for r in results if not r.ok]
     if failed:

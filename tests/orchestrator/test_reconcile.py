@@ -247,3 +247,18 @@ def test_the_supervisor_leaves_units_alone_while_an_apply_runs(tmp_path: Path) -
         assert backend.list({}) == []
     assert supervisor.check_once() == ["a"]
     assert [unit.agent for unit in backend.list({})] == ["a"]
+
+
+def test_a_bug_while_planning_is_a_problem_and_an_event_not_an_exception(tmp_path: Path) -> None:
+    from orchestrator.testing.fake_backend import FakeBackend
+    from orchestrator.wiring import reconciling_services
+
+    class BrokenListing(FakeBackend):
+        def list(self, labels: dict[str, str]) -> list[UnitInfo]:
+            raise KeyError("Labels")
+
+    services = reconciling_services(fleet_of(tmp_path, {"a": "x"}), BrokenListing())
+    assert services.manager.apply() == []
+    assert services.manager.problems == ["planning failed: KeyError: 'Labels' (a bug: see the log)"]
+    (event,) = [e for e in services.events.recent(limit=10) if e.type == "fleet.applied"]
+    assert event.data["failed"] == services.manager.problems
