@@ -22,6 +22,7 @@ ask and answer against the callee's schemas.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import threading
@@ -31,16 +32,17 @@ from typing import Any
 import jsonschema
 import jsonschema.exceptions
 import jsonschema.validators
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_runtime.protocol import OperationSpec
+from agent_runtime.safe_yaml import YamlRefused, load_yaml
 
 FRONT_MATTER_FENCE = "---"
 TOP_LEVEL_KEYS = frozenset({"operations"})
 OPERATION_KEYS = frozenset({"name", "description", "input", "output"})
 OPERATION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 DEFAULT_SCHEMA: dict[str, Any] = {"type": "object"}
+MAX_FRONT_MATTER_VALUES = 10_000
 
 
 class ContractError(ValueError):
@@ -80,6 +82,13 @@ def split_front_matter(text: str) -> tuple[str | None, str]:
 
 def parse_interface(text: str) -> Interface:
     """Parse and check an INTERFACE.md. Raises ContractError naming what is wrong and where."""
+    return _parse_interface(text)
+
+
+# Checking schemas costs milliseconds; the orchestrator parses each peer's contract for every
+# agent that talks to it. Interfaces are frozen, so a parsed one can be handed out again.
+@functools.lru_cache(maxsize=512)
+def _parse_interface(text: str) -> Interface:
     front, body = split_front_matter(text)
     if front is None:
         return Interface(body=text)
@@ -111,15 +120,15 @@ def validate_interface_text(text: str) -> None:
 
 
 def _load_yaml(front: str) -> Any:
+    """Bounded: a few hundred bytes of aliases must not expand into a schema that takes hours to check."""
     try:
-        return yaml.safe_load(front)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        # +1 for 1-based lines, +1 for the opening fence line.
-        where = f" on line {mark.line + 2}" if mark else ""
-        raise ContractError(f"front matter is not valid YAML{where}: {exc.problem}") from None
-    except yaml.YAMLError as exc:
-        raise ContractError(f"front matter is not valid YAML: {exc}") from None
+        return load_yaml(front, max_nodes=MAX_FRONT_MATTER_VALUES).data
+    except YamlRefused as refused:
+        problem = refused.problems[0]
+        # +1 for the opening fence line (problem lines are 1-based already).
+        where = f" on line {problem.line + 1}" if problem.line else ""
+        message = problem.message.removeprefix("invalid YAML: ")
+        raise ContractError(f"front matter is not valid YAML{where}: {message}") from None
 
 
 def _parse_operation(index: int, raw: Any) -> OperationSpec:

@@ -45,6 +45,7 @@ class EventType(StrEnum):
     COMPACTION_DONE = "compaction.done"
     RUN_FINISHED = "run.finished"
     FLEET_APPLIED = "fleet.applied"
+    AGENT_UPDATED = "agent.updated"
     AGENT_REPORTED = "agent.reported"
     STATE_MIGRATED = "state.migrated"
 

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from orchestrator import reconcile
-from orchestrator.backends.base import AgentSpec, UnitInfo
+from orchestrator.backends.base import AgentSpec, BackendError, UnitInfo
 from orchestrator.config.loader import LoadedFleet
 from orchestrator.events import EventType
 from orchestrator.image_name import DEFAULT_IMAGE
-from orchestrator.scaffold import prepare_agent_dir
+from orchestrator.scaffold import prepare_agent_dir, refresh_generated
 from orchestrator.scheduler.store import SchedulerStore
 
 if TYPE_CHECKING:
     from orchestrator.services import Services
+
+log = logging.getLogger(__name__)
 
 
 class FleetManager:
@@ -25,6 +30,7 @@ class FleetManager:
         self.problems: list[str] = []
         """What the last apply could not do, for `ps`, the dashboard and `up -d`."""
         self._heartbeats = SchedulerStore(services.db)
+        self._applying = threading.Lock()
 
     @property
     def fleet(self) -> LoadedFleet:
@@ -60,17 +66,74 @@ class FleetManager:
         # before the scheduler exists (see orchestrator.cli.launch).
         return self._heartbeats.hibernated_agents().intersection(self.fleet.config.agents)
 
-    def plan(self) -> list[reconcile.PlanAction]:
-        return reconcile.plan(self.fleet, self.units(), self.hibernated(), self._services.agent_url or None)
+    def plan(self, candidate: LoadedFleet | None = None) -> list[reconcile.PlanAction]:
+        """What applying `candidate` (by default the fleet in force) would do, field by field."""
+        target = candidate or self.fleet
+        previous = self.fleet if candidate is not None else None
+        endpoint = self._services.agent_url or None
+        return reconcile.plan(target, self.units(), self.hibernated(), endpoint, previous)
+
+    def update_in_place(self, action: reconcile.PlanAction) -> None:
+        """Bring an agent whose container stays in line with the fleet in force.
+
+        Served config and orchestrator-side settings are already in force (the agent reloads on
+        its next check-in); what is left are the files the orchestrator writes for it. Changed
+        seeds (`effect == "seed"`) are named in the plan; writing them into a workspace that may
+        have moved on since is the seeding's decision, not this one's.
+        """
+        if any(change.effect == "generated" for change in action.changes):
+            refresh_generated(self.fleet, action.agent, self._services.paths.agent_dir(action.agent))
+
+    @contextlib.contextmanager
+    def unless_applying(self) -> Iterator[bool]:
+        """Hold off applies while the caller acts on units; yields False (holding nothing) when an
+        apply is under way, whose plan the caller would otherwise race."""
+        free = self._applying.acquire(blocking=False)
+        try:
+            yield free
+        finally:
+            if free:
+                self._applying.release()
 
     def apply(
-        self, on_done: Callable[[reconcile.ApplyResult], None] = lambda _: None
+        self,
+        on_done: Callable[[reconcile.ApplyResult], None] = lambda _: None,
+        candidate: LoadedFleet | None = None,
     ) -> list[reconcile.ApplyResult]:
-        actions = self.plan()
-        results = reconcile.apply(actions, self._services.backend, self.spec_for, on_done)
+        """Apply `candidate` (or re-apply the fleet in force). Failures are results, never raised.
+
+        One apply at a time: the first one at start-up and those asked over the API would
+        otherwise plan against the same units.
+        """
+        with self._applying:
+            return self._apply(on_done, candidate)
+
+    def _apply(
+        self, on_done: Callable[[reconcile.ApplyResult], None], candidate: LoadedFleet | None
+    ) -> list[reconcile.ApplyResult]:
         events = self._services.events
+        try:
+            actions = self.plan(candidate)
+        except BackendError as exc:
+            return self._plan_failed(f"cannot list the fleet's units: {exc}")
+        except Exception as exc:
+            # Last resort: a bug in planning must not take the orchestrator down with it (the
+            # first apply runs before the server). Logged with its traceback, reported as a problem.
+            log.exception("planning the fleet failed")
+            return self._plan_failed(f"planning failed: {type(exc).__name__}: {exc} (a bug: see the log)")
+        if candidate is not None:
+            self._services.fleet = candidate
+        results = reconcile.apply(
+            actions, self._services.backend, self.spec_for, on_done, update=self.update_in_place
+        )
         for result in results:
-            if result.ok and result.action.kind in ("create", "recreate", "start"):
+            if result.ok and result.action.kind == "update":
+                events.publish(
+                    EventType.AGENT_UPDATED,
+                    agent=result.action.agent,
+                    fields=[change.field for change in result.action.changes],
+                )
+            elif result.ok and result.action.kind in ("create", "recreate", "start"):
                 events.publish(
                     EventType.AGENT_STARTED, agent=result.action.agent, reason=result.action.reason
                 )
@@ -92,6 +155,11 @@ class FleetManager:
             failed=[f"{r.action.agent}: {r.error}" for r in results if not r.ok],
         )
         return results
+
+    def _plan_failed(self, problem: str) -> list[reconcile.ApplyResult]:
+        self.problems = [problem]
+        self._services.events.publish(EventType.FLEET_APPLIED, changed=[], failed=self.problems)
+        return []
 
     def apply_in_background(
         self, on_done: Callable[[reconcile.ApplyResult], None] = lambda _: None

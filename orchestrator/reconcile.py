@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -17,9 +18,19 @@ from orchestrator.backends.base import (
     UnitInfo,
 )
 from orchestrator.config.loader import LoadedFleet
+from orchestrator.config.settings import EFFECT_NOTES, FieldChange, changes
 
-ActionKind = Literal["create", "recreate", "remove", "start", "keep"]
+ActionKind = Literal["create", "recreate", "update", "remove", "start", "keep"]
 PARALLEL_STARTS = 16
+log = logging.getLogger(__name__)
+SYMBOLS: dict[ActionKind, str] = {
+    "create": "+",
+    "recreate": "~",
+    "update": "*",
+    "remove": "-",
+    "start": ">",
+    "keep": "=",
+}
 
 
 @dataclass(frozen=True)
@@ -28,10 +39,23 @@ class PlanAction:
     agent: str
     reason: str
     unit_id: str | None = None
+    changes: tuple[FieldChange, ...] = ()
+    """The settings that differ from the fleet in force, when it is known."""
 
     def __str__(self) -> str:
-        symbol = {"create": "+", "recreate": "~", "remove": "-", "start": ">", "keep": "="}[self.kind]
-        return f"{symbol} {self.kind:<8} {self.agent:<20} {self.reason}"
+        return f"{SYMBOLS[self.kind]} {self.kind:<8} {self.agent:<20} {self.reason}"
+
+    @property
+    def pending(self) -> bool:
+        return self.kind != "keep"
+
+
+def describe_changes(found: tuple[FieldChange, ...] | list[FieldChange]) -> str:
+    """'model, context_window (the agent reloads its config); resources.memory (new container)'."""
+    by_effect: dict[str, list[str]] = {}
+    for change in found:
+        by_effect.setdefault(EFFECT_NOTES[change.effect], []).append(change.field)
+    return "; ".join(f"{', '.join(fields)} ({note})" for note, fields in by_effect.items())
 
 
 def fleet_labels(fleet: str) -> dict[str, str]:
@@ -43,10 +67,13 @@ def plan(
     units: list[UnitInfo],
     hibernated: frozenset[str] = frozenset(),
     endpoint: str | None = None,
+    previous: LoadedFleet | None = None,
 ) -> list[PlanAction]:
     """The actions that bring `units` in line with `fleet`. Pure: no backend call.
 
-    With `endpoint`, a unit made to dial another orchestrator address is recreated too.
+    With `endpoint`, a unit made to dial another orchestrator address is recreated too. With
+    `previous` (the fleet in force), each action names the settings that change, and an agent
+    whose container stays gets an `update` when any of its settings changed.
     """
     by_agent: dict[str, list[UnitInfo]] = {}
     for unit in units:
@@ -54,23 +81,38 @@ def plan(
     actions: list[PlanAction] = []
     for agent in fleet.config.agents:
         found = by_agent.pop(agent, [])
-        wanted = fleet.agent_hash(agent)
+        known = previous is not None and agent in previous.config.agents
+        changed = tuple(changes(previous, fleet, agent)) if previous is not None and known else ()
         for extra in found[1:]:
             actions.append(PlanAction("remove", agent, "duplicate unit", extra.id))
-        if not found:
-            actions.append(PlanAction("create", agent, "not running"))
-        elif found[0].config_hash != wanted:
-            actions.append(PlanAction("recreate", agent, "configuration changed", found[0].id))
-        elif endpoint and found[0].labels.get(LABEL_ENDPOINT, endpoint) != endpoint:
-            actions.append(PlanAction("recreate", agent, "the orchestrator's address changed", found[0].id))
-        elif found[0].state != "running" and agent not in hibernated:
-            actions.append(PlanAction("start", agent, f"unit is {found[0].state}", found[0].id))
-        else:
-            reason = "hibernated" if agent in hibernated and found[0].state != "running" else "unchanged"
-            actions.append(PlanAction("keep", agent, reason, found[0].id))
+        actions.append(_action_for(fleet, agent, found[0] if found else None, hibernated, endpoint, changed))
     for agent, leftovers in sorted(by_agent.items()):
         actions += [PlanAction("remove", agent, "no longer in fleet.yaml", unit.id) for unit in leftovers]
     return actions
+
+
+def _action_for(
+    fleet: LoadedFleet,
+    agent: str,
+    unit: UnitInfo | None,
+    hibernated: frozenset[str],
+    endpoint: str | None,
+    changed: tuple[FieldChange, ...],
+) -> PlanAction:
+    if unit is None:
+        return PlanAction("create", agent, "not running", None, changed)
+    detail = describe_changes(changed)
+    if unit.config_hash != fleet.agent_hash(agent):
+        return PlanAction("recreate", agent, detail or "container settings changed", unit.id, changed)
+    if endpoint and unit.labels.get(LABEL_ENDPOINT, endpoint) != endpoint:
+        return PlanAction("recreate", agent, "the orchestrator's address changed", unit.id, changed)
+    if unit.state != "running" and agent not in hibernated:
+        reason = f"unit is {unit.state}" + (f"; {detail}" if detail else "")
+        return PlanAction("start", agent, reason, unit.id, changed)
+    if changed:
+        return PlanAction("update", agent, detail, unit.id, changed)
+    reason = "hibernated" if agent in hibernated and unit.state != "running" else "unchanged"
+    return PlanAction("keep", agent, reason, unit.id)
 
 
 @dataclass(frozen=True)
@@ -85,25 +127,44 @@ def apply(
     backend: Backend,
     make_spec: Callable[[str], AgentSpec],
     on_done: Callable[[ApplyResult], None] = lambda _: None,
+    update: Callable[[PlanAction], None] = lambda _: None,
 ) -> list[ApplyResult]:
-    """Carry out a plan, several agents at a time. Each result says what failed and why."""
+    """Carry out a plan, several agents at a time. Each result says what failed and why.
+
+    `update` brings an agent whose container stays in line (the files it is given); it also runs
+    before a `start`, so a stopped agent starts with them.
+    """
 
     def run(action: PlanAction) -> ApplyResult:
         try:
-            _apply_one(action, backend, make_spec)
+            _apply_one(action, backend, make_spec, update)
         except (BackendError, OSError) as exc:
             result = ApplyResult(action, False, str(exc))
+        except Exception as exc:
+            # Last resort: one agent's failure, whatever it is, must end neither the others' apply
+            # nor the orchestrator; it is logged with its traceback and reported as a failure.
+            log.exception("applying %s failed", action)
+            result = ApplyResult(
+                action, False, f"{type(exc).__name__}: {exc} (a bug: see the orchestrator's log)"
+            )
         else:
             result = ApplyResult(action, True)
         on_done(result)
         return result
 
-    todo = [a for a in actions if a.kind != "keep"]
+    todo = [a for a in actions if a.pending]
     with ThreadPoolExecutor(max_workers=PARALLEL_STARTS) as pool:
         return list(pool.map(run, todo))
 
 
-def _apply_one(action: PlanAction, backend: Backend, make_spec: Callable[[str], AgentSpec]) -> None:
+def _apply_one(
+    action: PlanAction,
+    backend: Backend,
+    make_spec: Callable[[str], AgentSpec],
+    update: Callable[[PlanAction], None],
+) -> None:
+    if action.kind in ("update", "start"):
+        update(action)
     if action.kind in ("remove", "recreate") and action.unit_id:
         backend.remove(action.unit_id)
     if action.kind in ("create", "recreate"):

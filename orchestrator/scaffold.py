@@ -27,6 +27,11 @@ def _soul(fleet: LoadedFleet, agent: str) -> str:
     return f"# {agent}\n\nYou are {agent}, {role}.\n"
 
 
+def render_soul_md(fleet: LoadedFleet, agent: str) -> str:
+    """SOUL.md as fleet.yaml seeds it (from `soul`, or from `role` when no soul is given)."""
+    return _soul(fleet, agent)
+
+
 def _peer_section(fleet: LoadedFleet, peer: str) -> str:
     config = fleet.config.agents[peer]
     lines = [f"## {peer}", "", f"Role: {config.role or 'not stated'}", ""]
@@ -69,6 +74,19 @@ def render_system_md(fleet: LoadedFleet, agent: str) -> str:
     )
 
 
+def generated_files(fleet: LoadedFleet, agent: str) -> dict[str, str]:
+    """The read-only files the orchestrator writes for an agent, refreshed whenever they change."""
+    readonly = {"AGENTS.md": render_agents_md(fleet, agent), "SYSTEM.md": render_system_md(fleet, agent)}
+    if fleet.project_md is not None:
+        readonly["PROJECT.md"] = fleet.project_md
+    return readonly
+
+
+def refresh_generated(fleet: LoadedFleet, agent: str, data_dir: Path) -> None:
+    """Rewrite the generated files of a running agent (its peers or the project changed)."""
+    scaffold(data_dir, {}, generated_files(fleet, agent))
+
+
 def prepare_agent_dir(fleet: LoadedFleet, agent: str, data_dir: Path, token: str, chown: bool) -> None:
     """Scaffold the workspace, write the agent's token file and, for containers, hand it the folder."""
     config = fleet.config.agents[agent]
@@ -81,10 +99,7 @@ def prepare_agent_dir(fleet: LoadedFleet, agent: str, data_dir: Path, token: str
         "INTERFACE.md": fleet.interfaces.get(agent, ""),
         "HEARTBEAT.md": render_heartbeat_md(heartbeat.rules if heartbeat else []),
     }
-    readonly = {"AGENTS.md": render_agents_md(fleet, agent), "SYSTEM.md": render_system_md(fleet, agent)}
-    if fleet.project_md is not None:
-        readonly["PROJECT.md"] = fleet.project_md
-    scaffold(data_dir, seeds, readonly)
+    scaffold(data_dir, seeds, generated_files(fleet, agent))
     token_path = data_dir / TOKEN_FILE
     token_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = token_path.with_suffix(".tmp")

@@ -74,9 +74,13 @@ class Supervisor:
         return None
 
     def check_once(self) -> list[str]:
-        """One supervision pass; returns the agents it restarted."""
+        """One supervision pass; returns the agents it restarted. None while fleet.yaml is being
+        applied: an agent just added, or being recreated, would look missing and be made twice."""
+        with self._services.manager.unless_applying() as free:
+            return self._check(time.monotonic()) if free else []
+
+    def _check(self, now: float) -> list[str]:
         services = self._services
-        now = time.monotonic()
         units = services.manager.units_by_agent()
         hibernated = services.manager.hibernated()
         restarted = []

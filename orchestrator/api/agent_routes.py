@@ -56,7 +56,7 @@ def runtime_config(services: Services, agent: str) -> AgentRuntimeConfig:
         embedding_model=config.llm.embedding.model,
         embedding_dimensions=config.llm.embedding.dimensions,
         talks_to=list(config.agents[agent].talks_to),
-        config_hash=fleet.agent_hash(agent),
+        config_hash=fleet.runtime_hash(agent),
     )
 
 
@@ -78,7 +78,7 @@ def record_checkin(services: Services, agent: str, body: CheckIn) -> CheckInRepl
     services.health.record(agent, body)
     if body.state == "idle" and body.current_item is None:
         services.inbox.requeue_stale_claims(agent, STALE_CLAIM_S)
-    return CheckInReply(config_hash=services.fleet.agent_hash(agent))
+    return CheckInReply(config_hash=services.fleet.runtime_hash(agent))
 
 
 @router.get("/config")

@@ -16,8 +16,8 @@ from pydantic import BaseModel, Field
 from agent_runtime.protocol import ItemKind, WorkResult
 from orchestrator.api.deps import OperatorDep, ServicesDep
 from orchestrator.api.errors import ApiError
+from orchestrator.api.fleet_apply import PlanOut, plan_out, read_candidate
 from orchestrator.backends.base import BackendError, UnitInfo
-from orchestrator.config.loader import ConfigError, load_fleet
 from orchestrator.services import Services
 
 router = APIRouter(prefix="/api/v1", tags=["operator"])
@@ -75,11 +75,6 @@ class ItemStatus(BaseModel):
     item_id: str
     state: str
     result: WorkResult | None
-
-
-class PlanOut(BaseModel):
-    actions: list[str]
-    changed: bool
 
 
 def _health(services: Services, agent: str, unit: UnitInfo | None) -> str:
@@ -224,25 +219,23 @@ def item_status(item_id: str, _: OperatorDep, services: ServicesDep) -> ItemStat
 
 @router.post("/apply")
 async def apply_fleet(
-    _: OperatorDep, services: ServicesDep, dry_run: Annotated[bool, Query()] = False
+    _: OperatorDep,
+    services: ServicesDep,
+    dry_run: Annotated[bool, Query()] = False,
+    file: Annotated[
+        str | None, Query(description="The fleet file to apply (default: the one in force)")
+    ] = None,
 ) -> PlanOut:
-    """Re-read fleet.yaml and reconcile. An invalid file changes nothing."""
+    """Read the fleet file and reconcile. An invalid file, or another fleet's, changes nothing."""
+    candidate = await asyncio.to_thread(read_candidate, services, file)
     try:
-        fleet = load_fleet(services.fleet.path)
-    except ConfigError as exc:
-        raise ApiError(
-            422, "invalid_fleet", "fleet.yaml is invalid; nothing changed", [str(p) for p in exc.problems]
-        ) from None
-    if fleet.name != services.fleet.name:
-        raise ApiError(409, "fleet_renamed", "the fleet's name changed: run `flotilla down` then `up`")
-    previous = services.fleet
-    services.fleet = fleet
-    actions = services.manager.plan()
+        actions = await asyncio.to_thread(services.manager.plan, candidate)
+    except BackendError as exc:
+        raise ApiError(503, "backend_unavailable", f"cannot list the fleet's units: {exc}") from None
     if dry_run:
-        services.fleet = previous
-        return PlanOut(actions=[str(a) for a in actions], changed=any(a.kind != "keep" for a in actions))
-    results = await asyncio.to_thread(services.manager.apply)
+        return plan_out(actions, candidate.path)
+    results = await asyncio.to_thread(services.manager.apply, lambda _: None, candidate)
     failed = [f"{r.action.agent}: {r.error}" for r in results if not r.ok]
     if failed:
         raise ApiError(502, "apply_failed", "some changes failed", failed)
-    return PlanOut(actions=[str(a) for a in actions], changed=bool(results))
+    return plan_out(actions, candidate.path)

@@ -14,6 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
+from orchestrator.config.capacity import Capacity
+
 LABEL_PREFIX = "io.flotilla"
 LABEL_FLEET = f"{LABEL_PREFIX}.fleet"
 LABEL_AGENT = f"{LABEL_PREFIX}.agent"
@@ -132,3 +134,7 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def memory_usage(self, unit_id: str) -> int | None:
         """Resident memory of the unit in bytes, when known."""
+
+    def capacity(self) -> Capacity | None:
+        """The most CPUs and memory one unit can be given, when this backend enforces limits."""
+        return None

@@ -43,6 +43,7 @@ from orchestrator.backends.base import (
     UnitState,
 )
 from orchestrator.backends.docker_listing import InspectCache
+from orchestrator.config.capacity import Capacity, docker_capacity
 
 AGENT_UID = 10001
 AGENT_GID = 10001
@@ -193,6 +194,13 @@ class DockerBackend(Backend):
         self._client = client or connect_docker()
         self._command = command
         self._inspected = InspectCache(self._inspect_attrs)
+
+    def capacity(self) -> Capacity | None:
+        try:
+            info: dict[str, object] = self._client.info()
+        except (docker.errors.DockerException, OSError):
+            return None
+        return docker_capacity(info)
 
     # --- fleet network ---------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
-from orchestrator.broker.interfaces import InterfaceStore
+from orchestrator.broker.interfaces import INTERFACE_FILE, InterfaceStore
 from orchestrator.config.loader import LoadedFleet, load_fleet
 from orchestrator.state.paths import StatePaths
 
@@ -31,6 +31,11 @@ class ContractIssue(BaseModel):
     level: Literal["error", "warning"]
     agent: str
     message: str
+    source: str | None = Field(
+        default=None,
+        description="What of the agent's the issue is about: interface, talks_to, instructions, soul, "
+        "heartbeat rules, or a workspace file",
+    )
 
 
 class AgentContract(BaseModel):
@@ -57,10 +62,17 @@ def check_services(services: Services) -> ContractsReport:
 
 def check_fleet_file(fleet_file: str | Path) -> ContractsReport:
     """Check offline: fleet.yaml and the workspaces next to it (raises ConfigError on a bad fleet)."""
-    fleet = load_fleet(fleet_file)
+    fleet = load_fleet(fleet_file, contracts=False)
     paths = StatePaths.for_fleet_file(fleet.path)
     store = InterfaceStore(lambda agent: fleet.interfaces.get(agent, ""), paths.workspace)
     return check(fleet, store, _texts_of(fleet, paths))
+
+
+def check_seeded(fleet: LoadedFleet) -> ContractsReport:
+    """Check what fleet.yaml alone says: the contracts it seeds and the references in its texts."""
+    nowhere = Path("/nonexistent")
+    store = InterfaceStore(lambda agent: fleet.interfaces.get(agent, ""), lambda agent: nowhere)
+    return check(fleet, store, _fleet_texts_of(fleet))
 
 
 def check(fleet: LoadedFleet, store: InterfaceStore, texts_of: TextSource) -> ContractsReport:
@@ -72,7 +84,9 @@ def check(fleet: LoadedFleet, store: InterfaceStore, texts_of: TextSource) -> Co
     for name, agent in config.agents.items():
         seeded = store.seeded(name)
         if seeded.problem:
-            issues.append(ContractIssue(level="error", agent=name, message=seeded.problem))
+            issues.append(
+                ContractIssue(level="error", agent=name, message=seeded.problem, source="interface")
+            )
         state = store.state(name)
         if state.problem and state.problem != seeded.problem:
             issues.append(
@@ -80,6 +94,7 @@ def check(fleet: LoadedFleet, store: InterfaceStore, texts_of: TextSource) -> Co
                     level="error",
                     agent=name,
                     message=f"{state.problem} (the contract from {state.source} stays in force)",
+                    source=f"workspace {INTERFACE_FILE}",
                 )
             )
         operations[name] = set(state.interface.operation_names)
@@ -107,10 +122,19 @@ def _acl_issues(fleet: LoadedFleet, operations: dict[str, set[str]]) -> list[Con
     for name, agent in config.agents.items():
         for peer in agent.talks_to:
             if peer == name:
-                issues.append(ContractIssue(level="error", agent=name, message="talks_to lists itself"))
+                issues.append(
+                    ContractIssue(
+                        level="error", agent=name, message="talks_to lists itself", source="talks_to"
+                    )
+                )
             elif peer not in config.agents:
                 issues.append(
-                    ContractIssue(level="error", agent=name, message=f"talks_to names unknown agent {peer!r}")
+                    ContractIssue(
+                        level="error",
+                        agent=name,
+                        message=f"talks_to names unknown agent {peer!r}",
+                        source="talks_to",
+                    )
                 )
             else:
                 callers[peer].append(name)
@@ -121,6 +145,7 @@ def _acl_issues(fleet: LoadedFleet, operations: dict[str, set[str]]) -> list[Con
                             agent=name,
                             message=f"talks_to {peer}, but {peer} exposes no operations:"
                             f" {name} can only tell it",
+                            source="talks_to",
                         )
                     )
     for name, ops in operations.items():
@@ -131,6 +156,7 @@ def _acl_issues(fleet: LoadedFleet, operations: dict[str, set[str]]) -> list[Con
                     agent=name,
                     message=f"exposes {len(ops)} operation(s) but no agent talks_to {name}"
                     " (only the operator can ask it)",
+                    source="interface",
                 )
             )
     return issues
@@ -148,11 +174,15 @@ def _reference_issues(
             if peer not in config.agents or op.lower() in FILE_SUFFIXES or (peer, op) in seen:
                 continue
             seen.add((peer, op))
+            source = where.removeprefix("fleet.yaml ")
             ref = f"`{peer}.{op}` in {where}"
             if peer != name and peer not in config.agents[name].talks_to:
                 issues.append(
                     ContractIssue(
-                        level="error", agent=name, message=f"{ref} refers to {peer}, which is not in talks_to"
+                        level="error",
+                        agent=name,
+                        message=f"{ref} refers to {peer}, which is not in talks_to",
+                        source=source,
                     )
                 )
             elif op not in operations[peer]:
@@ -162,21 +192,31 @@ def _reference_issues(
                         level="error",
                         agent=name,
                         message=f"{ref}: {peer} has no operation {op!r} (operations: {offered})",
+                        source=source,
                     )
                 )
     return issues
 
 
+def _fleet_texts(fleet: LoadedFleet, name: str) -> list[tuple[str, str]]:
+    agent = fleet.config.agents[name]
+    found = [
+        ("fleet.yaml instructions", agent.instructions),
+        ("fleet.yaml soul", agent.soul),
+    ]
+    heartbeat = fleet.config.heartbeat_of(name)
+    if heartbeat:
+        found += [("fleet.yaml heartbeat rules", "\n".join(heartbeat.rules))]
+    return found
+
+
+def _fleet_texts_of(fleet: LoadedFleet) -> TextSource:
+    return lambda name: _fleet_texts(fleet, name)
+
+
 def _texts_of(fleet: LoadedFleet, paths: StatePaths) -> TextSource:
     def texts(name: str) -> list[tuple[str, str]]:
-        agent = fleet.config.agents[name]
-        found = [
-            ("fleet.yaml instructions", agent.instructions),
-            ("fleet.yaml soul", agent.soul),
-        ]
-        heartbeat = fleet.config.heartbeat_of(name)
-        if heartbeat:
-            found += [("fleet.yaml heartbeat rules", "\n".join(heartbeat.rules))]
+        found = _fleet_texts(fleet, name)
         for file_name in WORKSPACE_TEXTS:
             path = paths.workspace(name) / file_name
             try:

@@ -52,7 +52,7 @@ def contracts_check(fleet_file: Path, as_json: bool) -> None:
 
     Works offline from fleet.yaml and the workspaces next to it; exits 1 when an error is found.
     """
-    load_or_exit(fleet_file)
+    load_or_exit(fleet_file, contracts=False)
     report = check_fleet_file(fleet_file)
     if as_json:
         click.echo(report.model_dump_json(indent=2))

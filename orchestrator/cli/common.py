@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
 from orchestrator.cli.client import ApiClient
-from orchestrator.config.loader import ConfigError, LoadedFleet, load_fleet
+from orchestrator.config.capacity import Capacity
+from orchestrator.config.loader import ConfigError, LoadedFleet, check_capacity, load_fleet
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -42,13 +43,31 @@ def client_for(fleet_file: Path, timeout_s: float = 30.0) -> ApiClient:
     return ApiClient.from_fleet_file(fleet_file, timeout_s)
 
 
-def load_or_exit(fleet_file: Path) -> LoadedFleet:
-    """Load the fleet, or print every problem (file:line: path: message) and exit with code 2."""
+def load_or_exit(
+    fleet_file: Path, capacity: Capacity | None = None, *, contracts: bool = True
+) -> LoadedFleet:
+    """Load the fleet, or print every problem (file:line: path: message) and exit with code 2.
+
+    Warnings (things that work but are likely mistakes) are for `validate` to print.
+    """
     try:
-        return load_fleet(fleet_file)
+        fleet = load_fleet(fleet_file, capacity, contracts=contracts)
     except ConfigError as exc:
-        for problem in exc.problems:
-            click.echo(f"error: {problem}", err=True)
-        count = len(exc.problems)
-        click.echo(f"{fleet_file}: {count} problem{'s' if count != 1 else ''}; nothing was started", err=True)
-        raise SystemExit(EXIT_INVALID_CONFIG) from None
+        _exit_with(fleet_file, exc)
+    return fleet
+
+
+def check_capacity_or_exit(fleet: LoadedFleet, capacity: Capacity | None) -> None:
+    """Refuse, as `load_or_exit` does, resources beyond what the engine can give."""
+    try:
+        check_capacity(fleet, capacity)
+    except ConfigError as exc:
+        _exit_with(fleet.path, exc)
+
+
+def _exit_with(fleet_file: Path, exc: ConfigError) -> NoReturn:
+    for problem in exc.problems:
+        click.echo(f"error: {problem}", err=True)
+    count = len(exc.problems)
+    click.echo(f"{fleet_file}: {count} problem{'s' if count != 1 else ''}; nothing was started", err=True)
+    raise SystemExit(EXIT_INVALID_CONFIG)

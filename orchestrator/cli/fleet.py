@@ -8,20 +8,23 @@ import shutil
 import signal
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import click
 
 from orchestrator.backends.base import Backend, BackendError, BackendUnavailable
 from orchestrator.backends.select import RUNTIMES, Runtime, open_backend, remembered_runtime
-from orchestrator.cli.client import CliError, read_endpoint
+from orchestrator.cli.client import CliError, Endpoint, read_endpoint
 from orchestrator.cli.common import (
     DEFAULT_PORT,
+    check_capacity_or_exit,
     client_for,
     fleet_file_long_option,
     fleet_file_option,
     load_or_exit,
 )
 from orchestrator.cli.render import fleet_table
+from orchestrator.config.capacity import Capacity
 from orchestrator.config.models import FleetConfig
 from orchestrator.image_name import DEFAULT_IMAGE
 from orchestrator.reconcile import fleet_labels, plan, remove_fleet
@@ -30,11 +33,34 @@ from orchestrator.state.paths import StatePaths
 
 @click.command()
 @fleet_file_option
-def validate(fleet_file: Path) -> None:
-    """Check fleet.yaml; report every problem with file, line and field (exit code 2)."""
-    fleet = load_or_exit(fleet_file)
+@click.option(
+    "--runtime",
+    type=click.Choice(RUNTIMES),
+    default=None,
+    help="Check resources against this runtime's engine (default: the fleet's last, else docker).",
+)
+def validate(fleet_file: Path, runtime: Runtime | None) -> None:
+    """Check fleet.yaml as `up` would; report every problem with file, line and field (exit code 2)."""
+    paths = StatePaths.for_fleet_file(fleet_file)
+    capacity, engine_note = _engine_capacity(_runtime_of(paths, runtime), paths)
+    fleet = load_or_exit(fleet_file, capacity)
+    for warning in fleet.warnings:
+        click.echo(f"warning: {warning}")
     count = len(fleet.config.agents)
     click.echo(f"{fleet_file}: fleet {fleet.name!r} is valid ({count} agent{'s' if count != 1 else ''})")
+    if engine_note:
+        click.echo(engine_note)
+
+
+def _engine_capacity(runtime: Runtime, paths: StatePaths) -> tuple[Capacity | None, str]:
+    """What the engine can give one agent, and a note when resources could not be checked."""
+    if runtime == "process":
+        return None, ""  # local processes get no limits: nothing to check them against
+    try:
+        backend = open_backend(runtime, paths)
+    except BackendUnavailable as exc:
+        return None, f"note: resources were not checked against an engine ({exc})"
+    return backend.capacity(), ""
 
 
 @click.command()
@@ -73,20 +99,35 @@ def _runtime_of(paths: StatePaths, runtime: Runtime | None) -> Runtime:
 )
 @click.option("--image", default=DEFAULT_IMAGE, show_default=True, help="The agent image (docker).")
 @click.option("--log-json", is_flag=True, help="Write the orchestrator's log as JSON lines.")
+@click.pass_context
 def up(
-    fleet_file: Path, detach: bool, runtime: Runtime | None, port: int, image: str, log_json: bool
+    ctx: click.Context,
+    fleet_file: Path,
+    detach: bool,
+    runtime: Runtime | None,
+    port: int,
+    image: str,
+    log_json: bool,
 ) -> None:
-    """Start the orchestrator and reconcile the fleet: create, recreate or remove only what changed."""
+    """Start the orchestrator and reconcile the fleet: create, recreate or remove only what changed.
+
+    With the orchestrator already running, the file given is applied to it.
+    """
     from orchestrator.cli.detach import LaunchOptions, launch_detached
 
-    fleet = load_or_exit(fleet_file)
-    paths = StatePaths.for_fleet_file(fleet.path)
-    if read_endpoint(paths) is not None:
-        click.echo("the orchestrator is already running; applying fleet.yaml to it")
+    paths = StatePaths.for_fleet_file(fleet_file)
+    endpoint = read_endpoint(paths)
+    if endpoint is not None:
+        explicit_port = ctx.get_parameter_source("port") != click.core.ParameterSource.DEFAULT
+        _refuse_other_launch(endpoint, paths, port if explicit_port else None, runtime)
+        load_or_exit(fleet_file)
+        click.echo(f"the orchestrator is already running at {endpoint.url}; applying {fleet_file} to it")
         _apply_remote(fleet_file, dry_run=False)
         return
+    fleet = load_or_exit(fleet_file)
     chosen = _runtime_of(paths, runtime)
     backend = _backend_or_exit(chosen, paths)
+    check_capacity_or_exit(fleet, backend.capacity())
     options = LaunchOptions(chosen, port, image, log_json)
     if detach:
         launch_detached(fleet, options, paths)
@@ -96,31 +137,82 @@ def up(
         run_foreground(fleet, backend, options)
 
 
-def _apply_remote(fleet_file: Path, dry_run: bool) -> None:
+def _refuse_other_launch(
+    endpoint: Endpoint, paths: StatePaths, port: int | None, runtime: Runtime | None
+) -> None:
+    """`up` with a running orchestrator may apply a file, not move it to another port or runtime."""
+    running_port = urlsplit(endpoint.url).port
+    if port is not None and port != running_port:
+        raise CliError(
+            f"the orchestrator of this fleet already runs on port {running_port} (pid {endpoint.pid}); "
+            f"--port {port} would need a new one: `flotilla down` first, or drop --port to apply the file"
+        )
+    running_runtime = remembered_runtime(paths)
+    if runtime is not None and running_runtime is not None and runtime != running_runtime:
+        raise CliError(
+            f"the orchestrator of this fleet already runs with --runtime {running_runtime}; "
+            f"`flotilla down` first to move it to {runtime}"
+        )
+
+
+def _apply_remote(fleet_file: Path, dry_run: bool) -> bool:
+    """Ask the running orchestrator to plan or apply `fleet_file`; True when changes are (were) due."""
     client = client_for(fleet_file, timeout_s=300.0)
-    result = client.post("/api/v1/apply", dry_run=dry_run or None)
+    result = client.post("/api/v1/apply", dry_run=dry_run or None, file=str(fleet_file.resolve()))
     for line in result["actions"]:
         click.echo(line)
     if not result["changed"]:
         click.echo("nothing to change")
+    return bool(result["changed"])
+
+
+EXIT_CHANGES_PENDING = 1
+EXIT_CANNOT_PLAN = 3
 
 
 @click.command()
 @fleet_file_option
-@click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the plan, naming the settings that change per agent; change nothing. "
+    "Exit 0: nothing to change, 1: changes pending, 2: the file is invalid, 3: no plan could be made.",
+)
 @click.option("--runtime", type=click.Choice(RUNTIMES), default=None)
 def apply(fleet_file: Path, dry_run: bool, runtime: Runtime | None) -> None:
-    """Reconcile the running fleet with fleet.yaml (--dry-run only prints the plan)."""
-    fleet = load_or_exit(fleet_file)
-    paths = StatePaths.for_fleet_file(fleet.path)
-    if read_endpoint(paths) is not None:
-        _apply_remote(fleet_file, dry_run)
-        return
+    """Reconcile the running fleet with the fleet file given (--dry-run only prints the plan)."""
+    paths = StatePaths.for_fleet_file(fleet_file)
     if not dry_run:
-        raise CliError("no orchestrator is running: `flotilla up` starts it and applies fleet.yaml")
+        load_or_exit(fleet_file)
+        if read_endpoint(paths) is None:
+            raise CliError("no orchestrator is running: `flotilla up` starts it and applies fleet.yaml")
+        _apply_remote(fleet_file, dry_run=False)
+        return
+    try:
+        pending = _dry_run(fleet_file, paths, runtime)
+    except CliError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(EXIT_CANNOT_PLAN) from None
+    if pending:
+        raise SystemExit(EXIT_CHANGES_PENDING)
+
+
+def _dry_run(fleet_file: Path, paths: StatePaths, runtime: Runtime | None) -> bool:
+    if read_endpoint(paths) is not None:
+        load_or_exit(fleet_file)
+        return _apply_remote(fleet_file, dry_run=True)
+    fleet = load_or_exit(fleet_file)
     backend = _backend_or_exit(_runtime_of(paths, runtime), paths)
-    for action in plan(fleet, backend.list(fleet_labels(fleet.name))):
+    check_capacity_or_exit(fleet, backend.capacity())
+    try:
+        actions = [a for a in plan(fleet, backend.list(fleet_labels(fleet.name))) if a.pending]
+    except BackendError as exc:
+        raise CliError(str(exc)) from None
+    for action in actions:
         click.echo(str(action))
+    if not actions:
+        click.echo("nothing to change")
+    return bool(actions)
 
 
 @click.command()

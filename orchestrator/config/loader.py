@@ -1,19 +1,29 @@
-"""Load fleet.yaml, validate it, and report every problem with its file, line and field path."""
+"""Load fleet.yaml, validate it, and report every problem with its file, line and field path.
+
+One pass reports everything `up` would refuse: the YAML itself (read by `safe_yaml`), the
+schema, references between agents, the files fleet.yaml names, and then what the seeded
+workspace files, contracts, heartbeat rules and resources must satisfy (`checks`). Parts of the
+file that fail the schema are set aside so the checks still run on the rest.
+"""
 
 from __future__ import annotations
 
-import hashlib
-import json
+import copy
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
 from pydantic import ValidationError
 
-from orchestrator.config.models import DNS_LABEL, TEST_MODEL, FleetConfig
+from orchestrator.config.models import TEST_MODEL, FleetConfig
+from orchestrator.config.paths import FleetFolder
+from orchestrator.config.safe_yaml import FieldPath, YamlRefused, load_yaml_file
 
-FieldPath = tuple[str | int, ...]
+if TYPE_CHECKING:
+    from orchestrator.config.capacity import Capacity
+
+PROJECT_FILE = "PROJECT.md"
+SALVAGE_ROUNDS = 4
 
 
 @dataclass(frozen=True)
@@ -43,6 +53,10 @@ class LoadedFleet:
     path: Path
     interfaces: dict[str, str] = field(default_factory=dict)
     project_md: str | None = None
+    warnings: list[ConfigProblem] = field(default_factory=list)
+    lines: dict[FieldPath, int] = field(default_factory=dict, compare=False, repr=False)
+    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """Derived values (per-agent settings), computed once: a loaded fleet never changes."""
 
     @property
     def root(self) -> Path:
@@ -53,67 +67,109 @@ class LoadedFleet:
         return self.config.fleet
 
     def agent_hash(self, agent: str) -> str:
-        """A digest of everything that shapes an agent's container; a change means recreate."""
-        doc = {
-            "agent": self.config.agents[agent].model_dump(mode="json"),
-            "resources": self.config.resources_of(agent).model_dump(mode="json"),
-            "model": self.config.model_of(agent),
-            "interface": self.interfaces.get(agent, ""),
-            "peers": sorted(self.config.agents),
-        }
-        raw = json.dumps(doc, sort_keys=True).encode()
-        return hashlib.sha256(raw).hexdigest()[:16]
+        """A digest of the settings that need the agent's container recreated (see `settings`)."""
+        from orchestrator.config.settings import container_hash
+
+        return container_hash(self, agent)
+
+    def runtime_hash(self, agent: str) -> str:
+        """A digest of the config the agent itself is served; a change makes it reload at once."""
+        from orchestrator.config.settings import runtime_hash
+
+        return runtime_hash(self, agent)
 
 
-def _line_map(node: yaml.Node, prefix: FieldPath = ()) -> dict[FieldPath, int]:
-    lines: dict[FieldPath, int] = {prefix: node.start_mark.line + 1}
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            key = key_node.value
-            lines[(*prefix, key)] = key_node.start_mark.line + 1
-            for sub, line in _line_map(value_node, (*prefix, key)).items():
-                lines.setdefault(sub, line)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            lines.update(_line_map(item, (*prefix, index)))
-    return lines
+class Problems:
+    """Collects problems of one file, placing each on the nearest line the file has."""
 
+    def __init__(self, file: str, lines: dict[FieldPath, int]) -> None:
+        self.file = file
+        self.lines = lines
+        self.found: list[ConfigProblem] = []
+        self.warnings: list[ConfigProblem] = []
 
-def _nearest_line(lines: dict[FieldPath, int], path: FieldPath) -> int | None:
-    for cut in range(len(path), -1, -1):
-        if path[:cut] in lines:
-            return lines[path[:cut]]
-    return None
+    def line_of(self, path: FieldPath) -> int | None:
+        for cut in range(len(path), -1, -1):
+            if path[:cut] in self.lines:
+                return self.lines[path[:cut]]
+        return None
+
+    def add(self, path: FieldPath, message: str, line: int | None = None) -> None:
+        self.found.append(ConfigProblem(self.file, line or self.line_of(path), _format_path(path), message))
+
+    def warn(self, path: FieldPath, message: str) -> None:
+        self.warnings.append(ConfigProblem(self.file, self.line_of(path), _format_path(path), message))
+
+    def sorted(self) -> list[ConfigProblem]:
+        return sorted(dict.fromkeys(self.found), key=lambda p: (p.line or 0, p.path))
 
 
 def _format_path(path: FieldPath) -> str:
     return ".".join(str(part) for part in path)
 
 
-def _parse_yaml(path: Path) -> tuple[Any, dict[FieldPath, int]]:
-    text = path.read_text(encoding="utf-8")
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        line = mark.line + 1 if mark else None
-        raise ConfigError([ConfigProblem(str(path), line, "", f"invalid YAML: {exc.problem}")]) from None
-    return data, (_line_map(node) if node is not None else {})
-
-
-def _pydantic_problems(exc: ValidationError, file: str, lines: dict[FieldPath, int]) -> list[ConfigProblem]:
-    problems = []
+def _schema_problems(exc: ValidationError, problems: Problems) -> list[FieldPath]:
+    """Record each schema error; return their locations."""
+    locations = []
     for error in exc.errors():
-        loc = tuple(part for part in error["loc"] if not str(part).startswith("function-"))
+        loc = _clean_loc(error["loc"])
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
             message = f"unknown field '{loc[-1]}'"
-        problems.append(ConfigProblem(file, _nearest_line(lines, loc), _format_path(loc), message))
-    return problems
+        problems.add(loc, message)
+        locations.append(loc)
+    return locations
 
 
-def _model_problems(config: FleetConfig, model: str) -> str | None:
+def _salvage(data: dict[str, Any], problems: Problems) -> tuple[FleetConfig | None, set[str]]:
+    """Validate the file; on schema errors, set the failing fields aside and validate what is
+    left, so the later checks still see the rest. Returns the config and the paths set aside.
+    """
+    data = copy.deepcopy(data)
+    set_aside: set[str] = set()
+    for round_number in range(SALVAGE_ROUNDS):
+        try:
+            return FleetConfig.model_validate(data), set_aside
+        except ValidationError as exc:
+            if round_number == 0:
+                locations = _schema_problems(exc, problems)
+            else:
+                locations = [_clean_loc(e["loc"]) for e in exc.errors()]
+        for loc in sorted(locations, key=_format_path, reverse=True):
+            if loc == ("fleet",):
+                data["fleet"] = "fleet"
+            elif loc:
+                _drop(data, loc)
+                set_aside.add(_format_path(loc))
+        if not isinstance(data.get("agents"), dict) or not data["agents"]:
+            return None, set_aside
+    return None, set_aside
+
+
+def _clean_loc(loc: tuple[str | int, ...]) -> FieldPath:
+    return tuple(part for part in loc if not str(part).startswith("function-"))
+
+
+def _drop(data: Any, loc: FieldPath) -> None:
+    """Remove the value at `loc` (or the nearest container of it that exists)."""
+    parents: list[tuple[Any, str | int]] = []
+    node: Any = data
+    for part in loc:
+        inside_list = isinstance(node, list) and isinstance(part, int) and part < len(node)
+        if not inside_list and not (isinstance(node, dict) and part in node):
+            break
+        parents.append((node, part))
+        node = node[part]
+    if parents:
+        container, key = parents[-1]
+        del container[key]
+
+
+def set_aside_under(set_aside: set[str], prefix: str) -> bool:
+    return any(item == prefix or item.startswith(prefix + ".") for item in set_aside)
+
+
+def _model_problem(config: FleetConfig, model: str) -> str | None:
     if model == TEST_MODEL:
         return None
     provider = model.split(":", 1)[0] if ":" in model else None
@@ -125,65 +181,101 @@ def _model_problems(config: FleetConfig, model: str) -> str | None:
     return None
 
 
-def _cross_checks(
-    config: FleetConfig, root: Path, file: str, lines: dict[FieldPath, int]
-) -> tuple[list[ConfigProblem], dict[str, str]]:
-    problems: list[ConfigProblem] = []
-    interfaces: dict[str, str] = {}
-
-    def problem(path: FieldPath, message: str) -> None:
-        problems.append(ConfigProblem(file, _nearest_line(lines, path), _format_path(path), message))
+def _cross_checks(config: FleetConfig, names: set[str], set_aside: set[str], problems: Problems) -> None:
+    from orchestrator.config.checks import agent_name_problem
 
     for name, agent in config.agents.items():
-        if not DNS_LABEL.match(name):
-            problem(("agents", name), f"invalid agent name {name!r}: use a DNS label (a-z, 0-9, '-')")
         for index, peer in enumerate(agent.talks_to):
-            if peer not in config.agents:
-                problem(("agents", name, "talks_to", index), f"unknown agent {peer!r} in talks_to")
+            if peer not in names:
+                problems.add(("agents", name, "talks_to", index), f"unknown agent {peer!r} in talks_to")
             elif peer == name:
-                problem(("agents", name, "talks_to", index), "an agent cannot talk to itself")
+                problems.add(("agents", name, "talks_to", index), "an agent cannot talk to itself")
+        if set_aside_under(set_aside, "llm"):
+            continue
         for key in ("model", "heartbeat_model"):
             model = getattr(agent, key)
-            if model and (why := _model_problems(config, model)):
-                problem(("agents", name, key), why)
-        interfaces[name] = _resolve_interface(agent.interface, root, problem, ("agents", name, "interface"))
-    for model in filter(
-        None, [config.llm.default_model, config.llm.fallback_model, config.llm.embedding.model]
-    ):
-        if why := _model_problems(config, model):
-            problem(("llm",), why)
-    return problems, interfaces
+            if model and (why := _model_problem(config, model)):
+                problems.add(("agents", name, key), why)
+    for name in sorted(names):
+        if why := agent_name_problem(name):
+            problems.add(("agents", name), why)
+    if not set_aside_under(set_aside, "llm"):
+        _fleet_model_checks(config, set_aside, problems)
 
 
-def _resolve_interface(value: str, root: Path, problem: Any, path: FieldPath) -> str:
-    """Inline text is used as is; a single line ending in .md/.yaml is a path in the fleet folder."""
-    if not value or "\n" in value or not value.strip().endswith((".md", ".yaml", ".yml")):
-        return value
-    target = (root / value.strip()).resolve()
-    if not target.is_relative_to(root.resolve()):
-        problem(path, f"path {value!r} escapes the fleet folder")
-        return ""
-    if not target.is_file():
-        problem(path, f"file {value!r} not found in {root}")
-        return ""
-    return target.read_text(encoding="utf-8")
+def _fleet_model_checks(config: FleetConfig, set_aside: set[str], problems: Problems) -> None:
+    llm = config.llm
+    for key, model in (("default_model", llm.default_model), ("fallback_model", llm.fallback_model)):
+        if model and (why := _model_problem(config, model)):
+            problems.add(("llm", key), why)
+    if llm.embedding.model and (why := _model_problem(config, llm.embedding.model)):
+        problems.add(("llm", "embedding", "model"), why)
+    if not set_aside_under(set_aside, "defaults"):
+        for key in ("model", "heartbeat_model"):
+            model = getattr(config.defaults, key)
+            if model and (why := _model_problem(config, model)):
+                problems.add(("defaults", key), why)
 
 
-def load_fleet(path: str | Path) -> LoadedFleet:
-    """Load and validate a fleet file. Raises ConfigError listing every problem found."""
-    file_path = Path(path)
-    if not file_path.is_file():
-        raise ConfigError([ConfigProblem(str(file_path), None, "", "file not found")])
-    data, lines = _parse_yaml(file_path)
-    if not isinstance(data, dict):
-        raise ConfigError([ConfigProblem(str(file_path), 1, "", "the top level must be a mapping")])
+def _resolve_files(
+    config: FleetConfig, folder: FleetFolder, problems: Problems
+) -> tuple[dict[str, str], str | None]:
+    interfaces: dict[str, str] = {}
+    for name, agent in config.agents.items():
+        where = ("agents", name, "interface")
+        try:
+            interfaces[name] = folder.text_or_path(agent.interface)
+        except ValueError as bad:
+            problems.add(where, str(bad))
+            interfaces[name] = ""
     try:
-        config = FleetConfig.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(_pydantic_problems(exc, str(file_path), lines)) from None
-    problems, interfaces = _cross_checks(config, file_path.parent, str(file_path), lines)
-    if problems:
-        raise ConfigError(problems)
-    project = file_path.parent / "PROJECT.md"
-    project_md = project.read_text(encoding="utf-8") if project.is_file() else None
-    return LoadedFleet(config, file_path, interfaces, project_md)
+        project_md = folder.optional_file(PROJECT_FILE)
+    except ValueError as bad:
+        problems.add((), str(bad), line=1)
+        project_md = None
+    return interfaces, project_md
+
+
+def load_fleet(path: str | Path, capacity: Capacity | None = None, *, contracts: bool = True) -> LoadedFleet:
+    """Load and validate a fleet file. Raises ConfigError listing every problem found.
+
+    With `capacity` (what the container engine can give), resources are checked against it too.
+    `contracts=False` leaves the contracts to `flotilla contracts check`, which reports on them.
+    """
+    file_path = Path(path)
+    file = str(file_path)
+    if not file_path.is_file():
+        raise ConfigError([ConfigProblem(file, None, "", "file not found")])
+    try:
+        document = load_yaml_file(file_path)
+    except YamlRefused as refused:
+        raise ConfigError([ConfigProblem(file, p.line, "", p.message) for p in refused.problems]) from None
+    data = document.data
+    if not isinstance(data, dict):
+        raise ConfigError([ConfigProblem(file, 1, "", "the top level must be a mapping")])
+    problems = Problems(file, document.lines)
+    config, set_aside = _salvage(data, problems)
+    if config is None:
+        raise ConfigError(problems.sorted())
+    names = {str(n) for n in data["agents"]} if isinstance(data.get("agents"), dict) else set(config.agents)
+    _cross_checks(config, names, set_aside, problems)
+    interfaces, project_md = _resolve_files(config, FleetFolder(file_path.parent), problems)
+    fleet = LoadedFleet(config, file_path, interfaces, project_md)
+    from orchestrator.config.checks import check_fleet
+
+    check_fleet(fleet, problems, capacity, set_aside, data, contracts=contracts)
+    if problems.found:
+        raise ConfigError(problems.sorted())
+    return LoadedFleet(config, file_path, interfaces, project_md, problems.warnings, document.lines)
+
+
+def check_capacity(fleet: LoadedFleet, capacity: Capacity | None) -> None:
+    """Check a loaded fleet's resources against an engine met after loading; ConfigError if over."""
+    if capacity is None:
+        return
+    from orchestrator.config.checks import check_resources
+
+    problems = Problems(str(fleet.path), fleet.lines)
+    check_resources(fleet, problems, capacity, set())
+    if problems.found:
+        raise ConfigError(problems.sorted())

@@ -6,10 +6,10 @@ import re
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from orchestrator.config.alerts import AlertsConfig
+from orchestrator.config.cron import cron_problem
 from orchestrator.config.units import parse_duration, parse_memory
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
@@ -87,8 +87,9 @@ class HeartbeatConfig(Strict):
     @field_validator("cron")
     @classmethod
     def _cron(cls, value: str | None) -> str | None:
-        if value is not None and not croniter.is_valid(value):
-            raise ValueError(f"invalid cron expression {value!r}: expected 5 fields, e.g. '0 9 * * 1-5'")
+        problem = cron_problem(value) if value is not None else None
+        if problem:
+            raise ValueError(problem)
         return value
 
     @field_validator("tz")

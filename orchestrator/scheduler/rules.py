@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
-
+from orchestrator.config.cron import cron_problem
 from orchestrator.config.units import parse_duration
 from orchestrator.scheduler.cadence import cron_next, cron_prev
 
@@ -167,8 +166,9 @@ def _schedule(when: str, default_tz: str) -> tuple[float | None, str | None, str
         if not match:
             raise RuleSyntaxError('expected cron "MIN HOUR DAY MONTH WEEKDAY" [time zone], in double quotes')
         expr = match["expr"].strip()
-        if len(expr.split()) != 5 or not croniter.is_valid(expr):
-            raise RuleSyntaxError(f"invalid cron expression {expr!r}: expected 5 fields, e.g. '0 9 * * 1-5'")
+        problem = cron_problem(expr)
+        if problem:
+            raise RuleSyntaxError(problem)
         return None, expr, _zone(match["tz"], default_tz)
     words = when.split()
     head = words[0].lower()

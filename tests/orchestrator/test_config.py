@@ -124,7 +124,10 @@ def test_missing_file(tmp_path: Path) -> None:
 def test_config_hash_changes_only_with_the_agent(tmp_path: Path) -> None:
     before = load_fleet(write(tmp_path, MINIMAL))
     after = load_fleet(write(tmp_path, MINIMAL.replace("role: second", "role: changed")))
-    assert before.agent_hash("beta") != after.agent_hash("beta")
+    # A role is served to the agent, which reloads it: its container stays.
+    assert before.runtime_hash("beta") != after.runtime_hash("beta")
+    assert before.agent_hash("beta") == after.agent_hash("beta")
+    assert before.runtime_hash("alpha") == after.runtime_hash("alpha")
     assert before.agent_hash("alpha") == after.agent_hash("alpha")
 
 

@@ -99,3 +99,166 @@ def test_units_dialing_another_orchestrator_address_are_recreated(tmp_path: Path
         ("b", "keep", "unchanged"),
     ]
     assert kinds(plan(fleet, units)) == {"a": "keep", "b": "keep"}
+
+
+# Field by field: what a change to fleet.yaml takes, and which agents it reaches.
+
+TWO = """\
+version: 1
+fleet: demo
+llm:
+  models:
+    test: {context_window: 16384}
+agents:
+  alpha:
+    role: first
+    talks_to: [beta]
+  beta:
+    role: second
+"""
+
+
+def fleet_text(tmp_path: Path, text: str, name: str = "fleet.yaml") -> LoadedFleet:
+    path = tmp_path / name
+    path.write_text(text)
+    return load_fleet(path)
+
+
+def running(fleet: LoadedFleet) -> list[UnitInfo]:
+    return [unit(agent, fleet.agent_hash(agent)) for agent in fleet.config.agents]
+
+
+def planned(before: LoadedFleet, after: LoadedFleet) -> dict[str, tuple[str, list[str]]]:
+    actions = plan(after, running(before), previous=before)
+    return {a.agent: (a.kind, [c.field for c in a.changes]) for a in actions}
+
+
+def test_adding_an_agent_never_restarts_the_others(tmp_path: Path) -> None:
+    before = fleet_text(tmp_path, TWO)
+    after = fleet_text(tmp_path, TWO + "  gamma:\n    role: third\n", "after.yaml")
+    assert after.agent_hash("alpha") == before.agent_hash("alpha")
+    assert after.runtime_hash("alpha") == before.runtime_hash("alpha")
+    # Each agent's AGENTS.md lists every other agent: it is rewritten in place.
+    assert planned(before, after) == {
+        "alpha": ("update", ["AGENTS.md"]),
+        "beta": ("update", ["AGENTS.md"]),
+        "gamma": ("create", []),
+    }
+
+
+def test_removing_an_agent_never_restarts_the_others(tmp_path: Path) -> None:
+    before = fleet_text(tmp_path, TWO + "  gamma:\n    role: third\n")
+    after = fleet_text(tmp_path, TWO, "after.yaml")
+    actions = plan(after, running(before), previous=before)
+    assert {a.agent: a.kind for a in actions} == {"alpha": "update", "beta": "update", "gamma": "remove"}
+
+
+def test_a_context_window_change_reaches_the_agent_without_a_new_container(tmp_path: Path) -> None:
+    before = fleet_text(tmp_path, TWO)
+    after = fleet_text(tmp_path, TWO.replace("context_window: 16384", "context_window: 32768"), "after.yaml")
+    assert after.runtime_hash("alpha") != before.runtime_hash("alpha")
+    assert after.agent_hash("alpha") == before.agent_hash("alpha")
+    assert planned(before, after)["alpha"] == ("update", ["context_window", "llm.models.test.context_window"])
+    action = plan(after, running(before), previous=before)[0]
+    assert "context_window" in action.reason and "the agent reloads its config" in action.reason
+
+
+def test_a_default_heartbeat_model_change_reaches_every_agent(tmp_path: Path) -> None:
+    before = fleet_text(tmp_path, TWO)
+    after = fleet_text(tmp_path, TWO + "defaults:\n  heartbeat_model: test\n", "after.yaml")
+    changed = fleet_text(
+        tmp_path,
+        TWO.replace("llm:\n", "llm:\n  providers:\n    local: {base_url: 'http://127.0.0.1:9/v1'}\n")
+        + "defaults:\n  heartbeat_model: local:small\n",
+        "changed.yaml",
+    )
+    assert after.runtime_hash("alpha") != before.runtime_hash("alpha")
+    found = planned(after, changed)
+    assert found["alpha"][0] == found["beta"][0] == "update"
+    assert "heartbeat_model" in found["alpha"][1] and "models" in found["alpha"][1]
+    assert changed.runtime_hash("beta") != after.runtime_hash("beta")
+
+
+def test_an_embedding_change_recreates_the_agents(tmp_path: Path) -> None:
+    before = fleet_text(tmp_path, TWO)
+    after = fleet_text(
+        tmp_path, TWO.replace("llm:\n", "llm:\n  embedding: {dimensions: 256}\n"), "after.yaml"
+    )
+    assert after.agent_hash("alpha") != before.agent_hash("alpha")
+    assert planned(before, after) == {
+        "alpha": ("recreate", ["llm.embedding.dimensions"]),
+        "beta": ("recreate", ["llm.embedding.dimensions"]),
+    }
+
+
+def test_resources_recreate_only_their_agent(tmp_path: Path) -> None:
+    before = fleet_text(tmp_path, TWO)
+    after = fleet_text(
+        tmp_path, TWO.replace("role: second", "role: second\n    resources: {memory: 256m}"), "a.yaml"
+    )
+    found = planned(before, after)
+    assert found["alpha"] == ("keep", [])
+    assert found["beta"] == ("recreate", ["resources.memory"])
+
+
+def test_seed_and_budget_changes_are_named(tmp_path: Path) -> None:
+    before = fleet_text(tmp_path, TWO)
+    after = fleet_text(
+        tmp_path,
+        TWO.replace("role: second", "role: second\n    soul: Calm.\n    budget: {daily_usd: 2}"),
+        "after.yaml",
+    )
+    assert planned(before, after)["beta"] == ("update", ["budget.daily_usd", "soul"])
+
+
+def test_one_failing_agent_does_not_stop_the_others(tmp_path: Path) -> None:
+    from orchestrator.reconcile import apply as apply_plan
+    from orchestrator.testing.fake_backend import FakeBackend, fake_spec
+
+    fleet = fleet_of(tmp_path, {"a": "x", "b": "y"})
+
+    def make_spec(agent: str):  # type: ignore[no-untyped-def]
+        if agent == "a":
+            raise ValueError("a bug while preparing a")
+        return fake_spec("demo", agent)
+
+    backend = FakeBackend()
+    results = apply_plan(plan(fleet, []), backend, make_spec)
+    assert {r.action.agent: (r.ok, r.error) for r in results} == {
+        "a": (False, "ValueError: a bug while preparing a (a bug: see the orchestrator's log)"),
+        "b": (True, ""),
+    }
+    assert [u.agent for u in backend.list({})] == ["b"]
+
+
+def test_the_supervisor_leaves_units_alone_while_an_apply_runs(tmp_path: Path) -> None:
+    """An agent just added (or being recreated) has no unit yet: the supervisor must not make one
+    behind the apply's back, or two creations race for the container name."""
+    from orchestrator.supervisor import Supervisor
+    from orchestrator.testing.fake_backend import FakeBackend
+    from orchestrator.wiring import reconciling_services
+
+    backend = FakeBackend()
+    services = reconciling_services(fleet_of(tmp_path, {"a": "x"}), backend)
+    supervisor = Supervisor(services)
+    with services.manager.unless_applying() as free:  # as an apply holds it
+        assert free
+        assert supervisor.check_once() == []
+        assert backend.list({}) == []
+    assert supervisor.check_once() == ["a"]
+    assert [unit.agent for unit in backend.list({})] == ["a"]
+
+
+def test_a_bug_while_planning_is_a_problem_and_an_event_not_an_exception(tmp_path: Path) -> None:
+    from orchestrator.testing.fake_backend import FakeBackend
+    from orchestrator.wiring import reconciling_services
+
+    class BrokenListing(FakeBackend):
+        def list(self, labels: dict[str, str]) -> list[UnitInfo]:
+            raise KeyError("Labels")
+
+    services = reconciling_services(fleet_of(tmp_path, {"a": "x"}), BrokenListing())
+    assert services.manager.apply() == []
+    assert services.manager.problems == ["planning failed: KeyError: 'Labels' (a bug: see the log)"]
+    (event,) = [e for e in services.events.recent(limit=10) if e.type == "fleet.applied"]
+    assert event.data["failed"] == services.manager.problems

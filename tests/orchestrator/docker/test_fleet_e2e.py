@@ -247,13 +247,59 @@ def test_apply_dry_run_shows_the_plan_and_changes_nothing(
     before = running_fleet.container_ids(docker_client)
     path = running_fleet.folder / "fleet.yaml"
     original = path.read_text()
-    path.write_text(original.replace("role: the writer who", "role: the editor who"))
+    path.write_text(
+        original.replace("role: the writer who", "role: the editor who").replace(
+            "soul: You write plain", "resources: { memory: 160m }\n    soul: You write plain"
+        )
+    )
     try:
-        plan = running_fleet.flotilla("apply", "--dry-run").stdout
-        assert "recreate" in plan and "writer" in plan
+        plan = running_fleet.flotilla("apply", "--dry-run", check=False)
+        assert plan.returncode == 1, plan.stdout + plan.stderr
+        assert "~ recreate writer" in plan.stdout
+        assert "resources.memory (new container)" in plan.stdout
+        assert "role (the agent reloads its config)" in plan.stdout
         assert running_fleet.container_ids(docker_client) == before
     finally:
         path.write_text(original)
+
+
+def test_adding_and_removing_an_agent_leaves_the_other_containers_alone(
+    running_fleet: RunningFleet, docker_client: Any
+) -> None:
+    before = running_fleet.container_ids(docker_client)
+    path = running_fleet.folder / "fleet.yaml"
+    original = path.read_text()
+    path.write_text(original + "\n  critic:\n    role: the critic who reads drafts\n")
+    try:
+        added = running_fleet.flotilla("apply")
+        assert "+ create   critic" in added.stdout, added.stdout
+        after = running_fleet.container_ids(docker_client)
+        assert {a: after[a] for a in AGENTS} == before
+        wait_for(lambda: running_fleet.status()["critic"]["health"] == "healthy", "critic to check in")
+    finally:
+        path.write_text(original)
+    removed = running_fleet.flotilla("apply")
+    assert "- remove   critic" in removed.stdout, removed.stdout
+    assert running_fleet.container_ids(docker_client) == before
+
+
+def test_validate_refuses_resources_the_engine_cannot_give(
+    running_fleet: RunningFleet, tmp_path: Path
+) -> None:
+    text = (running_fleet.folder / "fleet.yaml").read_text()
+    (tmp_path / "fleet.yaml").write_text(text.replace("memory: 128m, cpus: 0.5", "memory: 4096g, cpus: 4096"))
+    shutil.copytree(running_fleet.folder / "examples", tmp_path / "examples")
+    result = subprocess.run(
+        [sys.executable, "-m", "orchestrator.cli.main", "validate", "--runtime", "docker"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "defaults.resources.memory: memory '4096g' is more than the Docker engine has" in result.stderr
+    assert "defaults.resources.cpus: cpus 4096 is more than the Docker engine has" in result.stderr
 
 
 def test_down_removes_what_it_created_and_nothing_else(
