@@ -47,6 +47,7 @@ class FleetReadiness(BaseModel):
     healthy: int = Field(description="Agents checking in")
     total: int = Field(description="Agents that should be running (hibernated ones are not counted)")
     problems: list[str] = Field(default_factory=list, description="What the last apply could not do")
+    warnings: list[str] = Field(default_factory=list, description="Boundaries that are not enforced")
 
     @property
     def settled(self) -> bool:
@@ -59,6 +60,7 @@ class FleetStatus(BaseModel):
     runtime: str
     isolation: str
     agents: list[AgentStatus]
+    warnings: list[str] = Field(default_factory=list, description="Boundaries that are not enforced")
     problems: list[str] = Field(default_factory=list, description="What the last apply could not do")
 
 
@@ -120,6 +122,11 @@ def agent_status(services: Services, agent: str, unit: UnitInfo | None, spent_to
     )
 
 
+def fleet_warnings(services: Services) -> list[str]:
+    """What the operator must know is not enforced (an agent network without its firewall)."""
+    return [services.backend.fence_warning] if services.backend.fence_warning else []
+
+
 def fleet_status_of(services: Services) -> FleetStatus:
     units = services.manager.units_by_agent()
     spent = {costs.agent: costs.today_usd for costs in services.gateway.costs().agents}
@@ -128,6 +135,7 @@ def fleet_status_of(services: Services) -> FleetStatus:
         runtime=services.backend.name,
         isolation=services.backend.isolation,
         problems=services.manager.problems,
+        warnings=fleet_warnings(services),
         agents=[
             agent_status(services, name, units.get(name), spent.get(name, 0.0))
             for name in services.fleet.config.agents
@@ -147,6 +155,7 @@ def fleet_readiness(services: Services) -> FleetReadiness:
         healthy=sum(1 for agent in awake if services.health.is_checking_in(agent)),
         total=len(awake),
         problems=list(services.manager.problems),
+        warnings=fleet_warnings(services),
     )
 
 
