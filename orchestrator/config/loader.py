@@ -12,6 +12,7 @@ import yaml
 from pydantic import ValidationError
 
 from orchestrator.config.models import DNS_LABEL, TEST_MODEL, FleetConfig
+from orchestrator.config.reserved import reserved_reason
 
 FieldPath = tuple[str | int, ...]
 
@@ -137,6 +138,8 @@ def _cross_checks(
     for name, agent in config.agents.items():
         if not DNS_LABEL.match(name):
             problem(("agents", name), f"invalid agent name {name!r}: use a DNS label (a-z, 0-9, '-')")
+        elif reason := reserved_reason(name):
+            problem(("agents", name), f"agent name {name!r} is reserved ({reason}); choose another name")
         for index, peer in enumerate(agent.talks_to):
             if peer not in config.agents:
                 problem(("agents", name, "talks_to", index), f"unknown agent {peer!r} in talks_to")
