@@ -304,7 +304,12 @@ def test_readiness_leaves_out_hibernated_agents_and_reports_problems(
     assert services.scheduler.store.set_hibernated("beta", True, now)
     services.manager.problems = ["alpha: cannot start: no space left"]
     answer = httpx.get(f"{base_url}/api/v1/fleet/ready", params={"wait": 8}, headers=operator, timeout=20)
-    assert answer.json() == {"healthy": 0, "total": 1, "problems": ["alpha: cannot start: no space left"], "warnings": []}
+    assert answer.json() == {
+        "healthy": 0,
+        "total": 1,
+        "problems": ["alpha: cannot start: no space left"],
+        "warnings": [],
+    }
     assert (
         httpx.get(f"{base_url}/api/v1/fleet/ready", params={"wait": 99}, headers=operator).status_code == 422
     )
