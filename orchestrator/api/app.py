@@ -10,6 +10,7 @@ from fastapi import FastAPI
 
 from orchestrator.api import agent_routes, alerts_routes, channel, operator_routes
 from orchestrator.api.errors import install_error_handlers
+from orchestrator.api.limits import BodyLimit
 from orchestrator.broker import router as broker_router
 from orchestrator.gateway import router as gateway_router
 from orchestrator.memory_api import router as memory_router
@@ -43,6 +44,7 @@ def create_app(services: Services) -> FastAPI:
     app = FastAPI(title="Flotilla orchestrator", lifespan=lifespan)
     app.state.services = services
     install_error_handlers(app)
+    app.add_middleware(BodyLimit, limit_of=lambda: services.fleet.config.limits.bytes_of("request_body"))
     for router in ROUTERS:
         app.include_router(router)
     return app

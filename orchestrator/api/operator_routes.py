@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 from agent_runtime.protocol import ItemKind, WorkResult
 from orchestrator.api.deps import OperatorDep, ServicesDep
 from orchestrator.api.errors import ApiError
+from orchestrator.api.limits import check_message
 from orchestrator.backends.base import BackendError, UnitInfo
 from orchestrator.config.loader import ConfigError, load_fleet
 from orchestrator.services import Services
@@ -41,6 +42,7 @@ class AgentStatus(BaseModel):
     tokenizer: str | None = None
     memory_mode: str | None = None
     busy: bool = False
+    dead_letters: int = Field(default=0, description="Inbox items set aside after too many deliveries")
 
 
 class FleetReadiness(BaseModel):
@@ -112,6 +114,7 @@ def agent_status(services: Services, agent: str, unit: UnitInfo | None, spent_to
         memory_bytes=checkin.rss_bytes if checkin else None,
         spend_today_usd=spent_today,
         pending=services.inbox.pending(agent),
+        dead_letters=services.inbox.dead_count(agent),
         hibernated=services.scheduler.is_hibernated(agent),
         unit_id=unit.id if unit else None,
         context_used=context.used_tokens if context else None,
@@ -200,6 +203,7 @@ async def send_message(
 ) -> MessageAccepted | StreamingResponse:
     """Queue an operator message. With ?stream=true, answer with the reply as server-sent events."""
     _require_agent(services, agent)
+    check_message(services, body.text)
     item = services.inbox.put(agent, ItemKind.OPERATOR_MESSAGE, "operator", body.text, priority=10)
     if not stream:
         return MessageAccepted(item_id=item.id)
