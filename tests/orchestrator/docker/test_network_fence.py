@@ -7,6 +7,7 @@ gateway of a Docker network the test created: no traffic leaves this machine.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import socket
 import subprocess
 import threading
@@ -19,6 +20,7 @@ import docker.errors
 import pytest
 from conftest import unique
 from test_docker_backend import SLEEP, make_spec
+from test_fleet_e2e import REPO, RunningFleet, all_healthy, wait_for
 
 from orchestrator.backends.docker import DockerBackend, network_name
 from orchestrator.backends.firewall import chain_name, iptables_usable
@@ -182,3 +184,33 @@ def test_the_fence_is_a_chain_of_its_own_removed_with_the_network(
     assert listing(chain) is None
     assert chain not in (listing("INPUT") or "")
     assert chain not in (listing("DOCKER-USER") or "")
+
+
+def test_a_real_fleet_is_fenced_from_up_to_down(
+    needs_iptables: None, agent_image: ImageBuildResult, docker_client: Any, tmp_path: Path
+) -> None:
+    """`flotilla up`: agents check in through the fence, a host service stays out of reach; `down` lifts it."""
+    name = unique("fenced")
+    folder = tmp_path / "fleet"
+    shutil.copytree(REPO / "examples", folder / "examples")
+    shutil.copy(REPO / "PROJECT.md", folder / "PROJECT.md")
+    (folder / "fleet.yaml").write_text(
+        (REPO / "fleet.yaml").read_text().replace("fleet: demo", f"fleet: {name}")
+    )
+    fleet = RunningFleet(name, folder, agent_image.tag)
+    host_service = Listener("0.0.0.0")
+    try:
+        fleet.up()
+        wait_for(lambda: all_healthy(fleet), "every agent to check in through the fence")
+        writer = docker_client.containers.get(fleet.container_ids(docker_client)["writer"])
+        gateway = docker_client.networks.get(network_name(name)).attrs["IPAM"]["Config"][0]["Gateway"]
+        assert reaches(writer, gateway, fleet.port)
+        assert not reaches(writer, gateway, host_service.port)
+        assert listing(chain_name(name)) is not None
+        with contextlib.closing(fleet.client()) as client:
+            assert client.get("/api/v1/fleet")["warnings"] == []
+    finally:
+        host_service.close()
+        fleet.flotilla("down", "-v", check=False)
+    assert listing(chain_name(name)) is None
+    assert chain_name(name) not in (listing("INPUT") or "")
