@@ -24,7 +24,9 @@ from test_fleet_e2e import REPO, RunningFleet, all_healthy, wait_for
 
 from orchestrator.backends.docker import DockerBackend, network_name
 from orchestrator.backends.firewall import chain_name, iptables_usable
+from orchestrator.cli.client import read_endpoint
 from orchestrator.image import ImageBuildResult
+from orchestrator.state.paths import StatePaths
 
 pytestmark = pytest.mark.docker
 
@@ -162,6 +164,21 @@ def test_the_orchestrator_agent_port_stays_reachable(
     assert own.agent_listener.accepted >= 1
 
 
+HTTP_PROBE = (
+    "import sys, urllib.request, urllib.error\n"
+    "request = urllib.request.Request(sys.argv[1], headers={'authorization': 'Bearer ' + sys.argv[2]})\n"
+    "try:\n"
+    "    print(urllib.request.urlopen(request, timeout=5).status)\n"
+    "except urllib.error.HTTPError as refused:\n"
+    "    print(refused.code)\n"
+)
+
+
+def http_status(container: Any, url: str, token: str) -> int:
+    result = container.exec_run(["python3", "-c", HTTP_PROBE, url, token])
+    return int(result.output.decode().strip().splitlines()[-1])
+
+
 def listing(chain: str) -> str | None:
     """`iptables -S chain`, or None when the chain does not exist."""
     done = subprocess.run(["iptables", "-S", chain], check=False, capture_output=True, text=True)
@@ -207,6 +224,12 @@ def test_a_real_fleet_is_fenced_from_up_to_down(
         assert reaches(writer, gateway, fleet.port)
         assert not reaches(writer, gateway, host_service.port)
         assert listing(chain_name(name)) is not None
+        # An operator token that leaked into a container is of no use from inside it.
+        operator_token = read_endpoint(StatePaths.for_fleet_file(folder / "fleet.yaml"))
+        assert operator_token is not None
+        fleet_url = f"http://{gateway}:{fleet.port}/api/v1/fleet"
+        assert http_status(writer, fleet_url, operator_token.token) == 404
+        assert http_status(writer, f"http://{gateway}:{fleet.port}/agent/v1/config", "not-a-token") == 401
         with contextlib.closing(fleet.client()) as client:
             assert client.get("/api/v1/fleet")["warnings"] == []
     finally:
