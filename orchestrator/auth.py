@@ -5,6 +5,7 @@ of one kind (the operator, or an agent by name), and kinds are separate namespac
 key is (kind, name), so minting an agent's token can never replace the operator's, whatever the
 agent is called, and a token identifies as an agent or as the operator, never as a name alone.
 Agent names that mean something else (`operator`, ...) are refused here as well as by `validate`.
+Tokens of the single namespace of release 0.1.0 are moved over by orchestrator.state.migrations.
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ CREATE TABLE IF NOT EXISTS principal_tokens (
     PRIMARY KEY (kind, name)
 );
 """
-# Before kinds: one namespace keyed by name, the operator being the row named "operator".
-LEGACY_TABLE = "tokens"
 OPERATOR = "operator"
 """The operator's name as a sender and author; its token lives in the operator namespace."""
 
@@ -61,25 +60,8 @@ class TokenStore:
     def __init__(self, db: Database) -> None:
         self._db = db
         db.ensure_schema(SCHEMA)
-        self._migrate_legacy()
         self._cache: dict[tuple[PrincipalKind, str], str] = {}
         self._reload()
-
-    def _migrate_legacy(self) -> None:
-        """Move tokens of the single-namespace table into their kinds (adopted agents keep theirs)."""
-        with self._db.transaction() as conn:
-            found = conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (LEGACY_TABLE,)
-            ).fetchone()
-            if found is None:
-                return
-            conn.execute(
-                "INSERT OR IGNORE INTO principal_tokens(kind, name, digest) SELECT "
-                "CASE WHEN principal = ? THEN 'operator' ELSE 'agent' END, principal, digest "
-                f"FROM {LEGACY_TABLE}",
-                (OPERATOR,),
-            )
-            conn.execute(f"DROP TABLE {LEGACY_TABLE}")
 
     def _reload(self) -> None:
         rows = self._db.query("SELECT kind, name, digest FROM principal_tokens")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import shutil
+import sqlite3
 import textwrap
 from pathlib import Path
 
@@ -12,6 +15,7 @@ from orchestrator.auth import OPERATOR, ReservedName, TokenStore
 from orchestrator.cli.main import cli
 from orchestrator.config.reserved import RESERVED_AGENT_NAMES
 from orchestrator.state.db import Database
+from orchestrator.state.migrations import migrate_state
 
 OPERATOR_AGENT = """\
 version: 1
@@ -75,17 +79,33 @@ def test_an_agent_row_named_operator_is_still_an_agent(tmp_path: Path) -> None:
 
 
 def test_tokens_of_the_single_namespace_table_are_migrated(tmp_path: Path) -> None:
-    db = Database(tmp_path / "state.db")
-    db.execute("CREATE TABLE tokens (principal TEXT PRIMARY KEY, digest TEXT NOT NULL)")
-    import hashlib
-
+    path = tmp_path / "state.db"
+    legacy = sqlite3.connect(path)
+    legacy.execute("CREATE TABLE tokens (principal TEXT PRIMARY KEY, digest TEXT NOT NULL)")
     for principal, token in (("operator", "op-token"), ("alpha", "alpha-token")):
-        db.execute(
+        legacy.execute(
             "INSERT INTO tokens VALUES (?, ?)", (principal, hashlib.sha256(token.encode()).hexdigest())
         )
-    tokens = TokenStore(db)
+    legacy.commit()
+    legacy.close()
+    report = migrate_state(path, tmp_path / "backups")
+    assert "tokens of the operator and of agents in separate namespaces" in report.applied
+    tokens = TokenStore(Database(path))
     operator = tokens.identify("op-token")
     alpha = tokens.identify("alpha-token")
     assert operator is not None and operator.is_operator
     assert alpha is not None and alpha.name == "alpha" and not alpha.is_operator
-    assert db.query_one("SELECT name FROM sqlite_master WHERE name = 'tokens'") is None
+
+
+def test_release_0_1_tokens_keep_working_after_the_migration(tmp_path: Path) -> None:
+    release = Path(__file__).resolve().parents[1] / "fixtures" / "release-0.1.0" / "state" / "state.db"
+    path = tmp_path / "state.db"
+    shutil.copy(release, path)
+    before = sqlite3.connect(path)
+    rows = before.execute("SELECT principal, digest FROM tokens").fetchall()
+    before.close()
+    assert ("operator" in {name for name, _ in rows}) and len(rows) > 1
+    migrate_state(path, tmp_path / "backups")
+    db = Database(path)
+    kinds = {(row["kind"], row["name"]) for row in db.query("SELECT kind, name FROM principal_tokens")}
+    assert kinds == {("operator" if name == "operator" else "agent", name) for name, _ in rows}
