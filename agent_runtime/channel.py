@@ -63,9 +63,13 @@ class AgentChannel:
         with self._lock:
             conn = self._connected()
             frame.id = next(self._ids)
+            encoded = frame.model_dump_json()
+            # A character takes at most 4 bytes: most frames are known to fit without encoding them.
+            if len(encoded) > MAX_FRAME_BYTES // 4 and len(encoded.encode()) > MAX_FRAME_BYTES:
+                raise _oversized(frame, len(encoded.encode()))
             self._pending[frame.id] = future
             try:
-                conn.send(frame.model_dump_json())
+                conn.send(encoded)
                 failed = None
             except (OSError, WebSocketException) as error:
                 failed = error
@@ -159,6 +163,16 @@ class AgentChannel:
         self._conn = None
         pending, self._pending = self._pending, {}
         return list(pending.values())
+
+
+def _oversized(frame: ChannelFrame, size: int) -> OrchestratorRefused:
+    """A frame over the limit would close the channel (1009) with every call on it: refused here."""
+    kind = getattr(frame, "type", "channel")
+    return OrchestratorRefused(
+        413,
+        "too_large",
+        f"a {kind} frame of {size} bytes is over the channel's limit of {MAX_FRAME_BYTES} bytes",
+    )
 
 
 def _abandon(conn: ClientConnection, orphans: list[Future[ChannelReply]]) -> None:

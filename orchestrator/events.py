@@ -26,6 +26,12 @@ CREATE INDEX IF NOT EXISTS events_agent ON events(agent, seq);
 """
 
 
+# Whatever publishes it, an event's data is stored up to this size; past it only a summary is
+# kept, so no event (an agent's included) can grow state.db by more than this.
+MAX_EVENT_DATA_BYTES = 64 * 1024
+SUMMARY_KEYS = 20
+
+
 class EventType(StrEnum):
     AGENT_STARTED = "agent.started"
     AGENT_STOPPED = "agent.stopped"
@@ -38,6 +44,7 @@ class EventType(StrEnum):
     MESSAGE_SENT = "message.sent"
     MESSAGE_DELIVERED = "message.delivered"
     MESSAGE_FAILED = "message.failed"
+    MESSAGE_DEAD_LETTERED = "message.dead_lettered"
     BUDGET_WARNING = "budget.warning"
     BUDGET_EXHAUSTED = "budget.exhausted"
     WORKSPACE_CHANGED = "workspace.changed"
@@ -72,10 +79,11 @@ class EventBus:
         self._loop = loop
 
     def publish(self, type: EventType | str, agent: str | None = None, **data: Any) -> Event:
+        encoded, data = capped_event_data(data)
         event = Event(type=str(type), agent=agent, data=data)
         cursor = self._db.execute(
             "INSERT INTO events(type, agent, at, data) VALUES (?, ?, ?, ?)",
-            (event.type, agent, event.at.isoformat(), json.dumps(data, default=str)),
+            (event.type, agent, event.at.isoformat(), encoded),
         )
         event.seq = int(cursor.lastrowid or 0)
         self._fan_out(event)
@@ -107,6 +115,20 @@ class EventBus:
             Event(seq=r["seq"], type=r["type"], agent=r["agent"], at=r["at"], data=json.loads(r["data"]))
             for r in reversed(rows)
         ]
+
+
+def capped_event_data(data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The data as stored (JSON) and as published: itself, or a summary when it is too big."""
+    encoded = json.dumps(data, default=str)
+    size = len(encoded.encode())
+    if size <= MAX_EVENT_DATA_BYTES:
+        return encoded, data
+    summary: dict[str, Any] = {
+        "truncated": True,
+        "bytes": size,
+        "keys": [str(key)[:64] for key in list(data)[:SUMMARY_KEYS]],
+    }
+    return json.dumps(summary), summary
 
 
 def _offer(queue: asyncio.Queue[Event], event: Event) -> None:

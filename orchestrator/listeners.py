@@ -21,6 +21,12 @@ class Listeners:
     operator_url: str
     agent_url: str
 
+    @property
+    def port(self) -> int:
+        """The one port both addresses listen on."""
+        port: int = self.sockets[0].getsockname()[1]
+        return port
+
 
 def _bind(host: str, port: int) -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -53,6 +53,8 @@ class OrchestratorServer:
             log_config=None,
             # Agents hold long-polls open; do not let them hold up a shutdown.
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+            # A bigger frame closes the sender's channel (1009) before it is read into memory.
+            ws_max_size=services.fleet.config.limits.bytes_of("channel_frame"),
         )
         self.server = _Server(config)
         self.ready = asyncio.Event()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from orchestrator.auth import OPERATOR, TokenStore
+from orchestrator.auth import TokenStore
 from orchestrator.backends.base import Backend
 from orchestrator.config.loader import LoadedFleet
 from orchestrator.events import EventBus, EventType
@@ -46,7 +46,7 @@ def reconciling_services(
 ) -> Services:
     """What reconciling needs (state, tokens, the fleet manager): enough to start the agents."""
     services = core_services(fleet, backend, paths)
-    services.operator_token = services.tokens.mint(OPERATOR)
+    services.operator_token = services.tokens.mint_operator()
     services.manager = FleetManager(services, image)
     return services
 

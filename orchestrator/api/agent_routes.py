@@ -19,6 +19,7 @@ from agent_runtime.protocol import (
 )
 from orchestrator.api.deps import AgentDep, ServicesDep
 from orchestrator.api.errors import ApiError
+from orchestrator.api.limits import check_event, check_result
 from orchestrator.config.windows import window_for
 from orchestrator.events import EventType
 from orchestrator.services import Services
@@ -125,7 +126,17 @@ def own_item(services: Services, agent: str, item_id: str) -> None:
 
 
 def acknowledge(services: Services, agent: str, item_id: str, result: WorkResult) -> None:
-    """Record the result of an item this agent holds (the ownership check is in the same update)."""
+    """Record the result of an item this agent holds (the ownership check is in the same update).
+
+    A result over the payload limit is not stored: the item fails with the reason, so nothing
+    waits on it or hands it out again, and the agent gets the 413.
+    """
+    try:
+        check_result(services, result)
+    except ApiError as refused:
+        own_item(services, agent, item_id)
+        services.inbox.fail(item_id, refused.body.message)
+        raise
     if not services.inbox.complete(agent, item_id, result):
         raise _not_found(item_id)
 
@@ -146,4 +157,5 @@ async def report_event(body: AgentEvent, agent: AgentDep, services: ServicesDep)
     if body.type not in AGENT_EVENT_TYPES:
         allowed = ", ".join(sorted(AGENT_EVENT_TYPES))
         raise ApiError(422, "invalid_event", f"agents may not report {body.type!r}; allowed: {allowed}")
+    check_event(services, body.data)
     services.events.publish(body.type, agent=agent.name, **body.data)

@@ -10,6 +10,8 @@ from fastapi import FastAPI
 
 from orchestrator.api import agent_routes, alerts_routes, channel, operator_routes
 from orchestrator.api.errors import install_error_handlers
+from orchestrator.api.limits import BodyLimit
+from orchestrator.api.surfaces import AgentSurface
 from orchestrator.broker import router as broker_router
 from orchestrator.gateway import router as gateway_router
 from orchestrator.memory_api import router as memory_router
@@ -43,6 +45,8 @@ def create_app(services: Services) -> FastAPI:
     app = FastAPI(title="Flotilla orchestrator", lifespan=lifespan)
     app.state.services = services
     install_error_handlers(app)
+    app.add_middleware(BodyLimit, limit_of=lambda: services.fleet.config.limits.bytes_of("request_body"))
+    app.add_middleware(AgentSurface, agent_url_of=lambda: services.agent_url)
     for router in ROUTERS:
         app.include_router(router)
     return app

@@ -39,6 +39,7 @@ from orchestrator.api.agent_routes import (
 )
 from orchestrator.api.deps import bearer_token
 from orchestrator.api.errors import ApiError
+from orchestrator.api.limits import check_payload
 from orchestrator.broker.router import check_ask_timeout
 from orchestrator.services import Services
 
@@ -130,8 +131,10 @@ class ChannelSession:
             return 200, serve_config(self.services, self.agent)
         if isinstance(frame, ChannelAsk):
             check_ask_timeout(frame.request)
+            check_payload(self.services, frame.request)
             return 200, await self.services.broker.ask(self.agent, frame.request)
         if isinstance(frame, ChannelTell):
+            check_payload(self.services, frame.request)
             return 200, await self.services.broker.tell(self.agent, frame.request)
         if isinstance(frame, ChannelDone):
             acknowledge(self.services, self.agent, frame.item_id, frame.result)

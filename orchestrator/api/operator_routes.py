@@ -17,6 +17,7 @@ from agent_runtime.protocol import ItemKind, WorkResult
 from orchestrator.api.deps import OperatorDep, ServicesDep
 from orchestrator.api.errors import ApiError
 from orchestrator.api.fleet_apply import PlanOut, plan_out, read_candidate
+from orchestrator.api.limits import check_message
 from orchestrator.backends.base import BackendError, UnitInfo
 from orchestrator.services import Services
 
@@ -41,12 +42,14 @@ class AgentStatus(BaseModel):
     tokenizer: str | None = None
     memory_mode: str | None = None
     busy: bool = False
+    dead_letters: int = Field(default=0, description="Inbox items set aside after too many deliveries")
 
 
 class FleetReadiness(BaseModel):
     healthy: int = Field(description="Agents checking in")
     total: int = Field(description="Agents that should be running (hibernated ones are not counted)")
     problems: list[str] = Field(default_factory=list, description="What the last apply could not do")
+    warnings: list[str] = Field(default_factory=list, description="Boundaries that are not enforced")
 
     @property
     def settled(self) -> bool:
@@ -59,6 +62,7 @@ class FleetStatus(BaseModel):
     runtime: str
     isolation: str
     agents: list[AgentStatus]
+    warnings: list[str] = Field(default_factory=list, description="Boundaries that are not enforced")
     problems: list[str] = Field(default_factory=list, description="What the last apply could not do")
 
 
@@ -105,6 +109,7 @@ def agent_status(services: Services, agent: str, unit: UnitInfo | None, spent_to
         memory_bytes=checkin.rss_bytes if checkin else None,
         spend_today_usd=spent_today,
         pending=services.inbox.pending(agent),
+        dead_letters=services.inbox.dead_count(agent),
         hibernated=services.scheduler.is_hibernated(agent),
         unit_id=unit.id if unit else None,
         context_used=context.used_tokens if context else None,
@@ -115,6 +120,11 @@ def agent_status(services: Services, agent: str, unit: UnitInfo | None, spent_to
     )
 
 
+def fleet_warnings(services: Services) -> list[str]:
+    """What the operator must know is not enforced (an agent network without its firewall)."""
+    return [services.backend.fence_warning] if services.backend.fence_warning else []
+
+
 def fleet_status_of(services: Services) -> FleetStatus:
     units = services.manager.units_by_agent()
     spent = {costs.agent: costs.today_usd for costs in services.gateway.costs().agents}
@@ -123,6 +133,7 @@ def fleet_status_of(services: Services) -> FleetStatus:
         runtime=services.backend.name,
         isolation=services.backend.isolation,
         problems=services.manager.problems,
+        warnings=fleet_warnings(services),
         agents=[
             agent_status(services, name, units.get(name), spent.get(name, 0.0))
             for name in services.fleet.config.agents
@@ -142,6 +153,7 @@ def fleet_readiness(services: Services) -> FleetReadiness:
         healthy=sum(1 for agent in awake if services.health.is_checking_in(agent)),
         total=len(awake),
         problems=list(services.manager.problems),
+        warnings=fleet_warnings(services),
     )
 
 
@@ -186,6 +198,7 @@ async def send_message(
 ) -> MessageAccepted | StreamingResponse:
     """Queue an operator message. With ?stream=true, answer with the reply as server-sent events."""
     _require_agent(services, agent)
+    check_message(services, body.text)
     item = services.inbox.put(agent, ItemKind.OPERATOR_MESSAGE, "operator", body.text, priority=10)
     if not stream:
         return MessageAccepted(item_id=item.id)

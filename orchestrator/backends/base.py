@@ -100,6 +100,17 @@ class Backend(abc.ABC):
     def prepare_fleet(self, fleet: str) -> str:
         """Make fleet-wide resources (a network) ready; return the address agents dial to."""
 
+    fence_warning: str | None = None
+    """Set by guard_fleet when the fleet's agents could not be fenced in; shown by `up` and `ps`."""
+
+    def guard_fleet(self, fleet: str, address: str, port: int) -> str | None:
+        """Let the fleet's agents reach address:port on the host and nothing else there.
+
+        Called once the orchestrator listens, on every start. Returns a warning when the backend
+        cannot enforce it; a backend without a network of its own has nothing to fence.
+        """
+        return None
+
     @abc.abstractmethod
     def teardown_fleet(self, fleet: str) -> None:
         """Remove fleet-wide resources made by prepare_fleet."""

@@ -43,6 +43,7 @@ from orchestrator.backends.base import (
     UnitState,
 )
 from orchestrator.backends.docker_listing import InspectCache
+from orchestrator.backends.firewall import FirewallError, install_fence, remove_fence
 from orchestrator.config.capacity import Capacity, docker_capacity
 
 AGENT_UID = 10001
@@ -51,6 +52,7 @@ CONTAINER_DATA = "/data"
 NETWORK_PREFIX = "flotilla-"
 ICC_OPTION = "com.docker.network.bridge.enable_icc"
 DOCKER_API_VERSION = "1.41"  # Docker Engine 20.10 and later (services with capability and pid limits)
+BRIDGE_NAME_OPTION = "com.docker.network.bridge.name"
 UNAVAILABLE_HINT = "use --runtime process to run agents as local processes instead"
 HEALTH_INTERVAL_S = 5.0
 HEALTH_TIMEOUT_S = 3.0
@@ -237,7 +239,24 @@ class DockerBackend(Backend):
             raise BackendError(f"network {name} has no IPv4 gateway address")
         return str(gateway)
 
+    def guard_fleet(self, fleet: str, address: str, port: int) -> str | None:
+        """Install the fleet's firewall chain (see orchestrator.backends.firewall)."""
+        network = self._find_network(network_name(fleet))
+        if network is None:
+            raise BackendError(f"network {network_name(fleet)} does not exist: prepare the fleet first")
+        options = network.attrs.get("Options") or {}
+        bridge = options.get(BRIDGE_NAME_OPTION) or f"br-{network.id[:12]}"
+        try:
+            self.fence_warning = install_fence(fleet, bridge, address, port).warning
+        except FirewallError as exc:
+            raise BackendError(f"cannot fence the agents of fleet {fleet} in: {exc}") from exc
+        return self.fence_warning
+
     def teardown_fleet(self, fleet: str) -> None:
+        try:
+            remove_fence(fleet)
+        except FirewallError as exc:
+            raise BackendError(f"cannot remove the firewall rules of fleet {fleet}: {exc}") from exc
         name = network_name(fleet)
         network = self._find_network(name)
         if network is None or not _is_ours(network.attrs.get("Labels")):

@@ -3,6 +3,11 @@
 Delivery is at-least-once: `next` claims an item, `complete` acknowledges it. An item claimed
 by an agent process that then died is handed out again (`requeue_claimed`, called when an
 agent starts), with its attempt count raised so the agent can recognise a redelivery.
+
+An item handed out `limits.delivery_attempts` times without an answer is a poison item (it
+crashes its agent, or cannot reach it): instead of a further delivery it is dead-lettered
+(state `dead`, an event, a failed result for whoever waits on it) until the operator retries
+or drops it.
 """
 
 from __future__ import annotations
@@ -15,7 +20,10 @@ from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 from agent_runtime.protocol import HeartbeatReason, InboxItem, ItemKind, WorkResult, utcnow
+from orchestrator.events import EventType
 from orchestrator.loop_calls import call_in_loop
 
 if TYPE_CHECKING:
@@ -50,12 +58,28 @@ CREATE UNIQUE INDEX IF NOT EXISTS inbox_idem ON inbox(agent, idempotency_key)
 """
 
 _DONE = object()
+PREVIEW_CHARS = 200
+
+
+class DeadLetter(BaseModel):
+    """An inbox item that was handed out too many times without an answer."""
+
+    id: str
+    agent: str
+    kind: str
+    sender: str
+    operation: str | None
+    preview: str
+    attempts: int
+    created_at: datetime
+    dead_at: datetime | None
 
 
 class Inbox:
     def __init__(self, services: Services) -> None:
         self._db = services.db
         self._db.ensure_schema(SCHEMA)
+        self._services = services
         self._lock = threading.Lock()
         self._arrivals: dict[str, asyncio.Event] = {}
         self._results: dict[str, list[asyncio.Future[WorkResult]]] = {}
@@ -155,24 +179,86 @@ class Inbox:
 
     def _claim(self, agent: str) -> InboxItem | None:
         now = utcnow().isoformat()
+        allowed = self._services.fleet.config.limits.delivery_attempts
         with self._db.transaction() as conn:
             conn.execute(
                 "UPDATE inbox SET state = 'expired', finished_at = ? WHERE agent = ? AND state = 'queued'"
                 " AND expires_at IS NOT NULL AND expires_at < ?",
                 (now, agent, now),
             )
+            poisoned = _dead_letter_in(conn, agent, allowed, now)
             row = conn.execute(
                 "SELECT id FROM inbox WHERE agent = ? AND state = 'queued'"
                 " ORDER BY priority DESC, created_at LIMIT 1",
                 (agent,),
             ).fetchone()
-            if row is None:
-                return None
-            conn.execute(
-                "UPDATE inbox SET state = 'claimed', claimed_at = ?, attempt = attempt + 1 WHERE id = ?",
-                (now, row["id"]),
+            if row is not None:
+                conn.execute(
+                    "UPDATE inbox SET state = 'claimed', claimed_at = ?, attempt = attempt + 1 WHERE id = ?",
+                    (now, row["id"]),
+                )
+        self._announce_dead(agent, poisoned, allowed)
+        return self.get(row["id"]) if row is not None else None
+
+    def _announce_dead(self, agent: str, poisoned: list[tuple[str, int]], allowed: int) -> None:
+        for item_id, attempts in poisoned:
+            error = f"dead-lettered after {attempts} deliveries without an answer (limits.delivery_attempts = {allowed})"
+            self._resolve(item_id, WorkResult(ok=False, error=error))
+            self._services.events.publish(
+                EventType.MESSAGE_DEAD_LETTERED, agent=agent, item_id=item_id, attempts=attempts, error=error
             )
-        return self.get(row["id"])
+
+    # --- dead letters ----------------------------------------------------------------------
+
+    def dead_letters(self, agent: str | None = None) -> list[DeadLetter]:
+        where, params = ("AND agent = ?", (agent,)) if agent else ("", ())
+        rows = self._db.query(
+            f"SELECT * FROM inbox WHERE state = 'dead' {where} ORDER BY finished_at", params
+        )
+        return [
+            DeadLetter(
+                id=row["id"],
+                agent=row["agent"],
+                kind=row["kind"],
+                sender=row["sender"],
+                operation=row["operation"],
+                preview=(row["input"] if row["operation"] else row["text"])[:PREVIEW_CHARS],
+                attempts=row["attempt"],
+                created_at=datetime.fromisoformat(row["created_at"]),
+                dead_at=datetime.fromisoformat(row["finished_at"]) if row["finished_at"] else None,
+            )
+            for row in rows
+        ]
+
+    def dead_count(self, agent: str) -> int:
+        row = self._db.query_one(
+            "SELECT COUNT(*) AS n FROM inbox WHERE agent = ? AND state = 'dead'", (agent,)
+        )
+        return int(row["n"]) if row else 0
+
+    def retry(self, agent: str, item_id: str) -> bool:
+        """Queue a dead letter again with a fresh count of attempts. False when there is none."""
+        cursor = self._db.execute(
+            "UPDATE inbox SET state = 'queued', attempt = 0, result = NULL, finished_at = NULL,"
+            " claimed_at = NULL WHERE id = ? AND agent = ? AND state = 'dead'",
+            (item_id, agent),
+        )
+        if cursor.rowcount == 0:
+            return False
+        self._signal(agent)
+        item = self.get(item_id)
+        for hook in list(self.on_put):
+            if item is not None:
+                hook(agent, item)
+        return True
+
+    def drop(self, agent: str, item_id: str) -> bool:
+        """Give a dead letter up for good (it stays in the log as `dropped`). False when there is none."""
+        cursor = self._db.execute(
+            "UPDATE inbox SET state = 'dropped' WHERE id = ? AND agent = ? AND state = 'dead'",
+            (item_id, agent),
+        )
+        return cursor.rowcount > 0
 
     def requeue_claimed(self, agent: str) -> int:
         """Hand out again what a previous incarnation of the agent claimed but never acknowledged."""
@@ -351,6 +437,23 @@ class Inbox:
             queues = list(self._progress.get(item_id, []))
         for queue in queues:
             call_in_loop(self._loop, queue.put_nowait, chunk)
+
+
+def _dead_letter_in(conn: Any, agent: str, allowed: int, now: str) -> list[tuple[str, int]]:
+    """Within the claim's transaction: set aside queued items already handed out `allowed` times."""
+    rows = conn.execute(
+        "SELECT id, attempt FROM inbox WHERE agent = ? AND state = 'queued' AND attempt >= ?",
+        (agent, allowed),
+    ).fetchall()
+    for row in rows:
+        failure = WorkResult(
+            ok=False, error=f"dead-lettered after {row['attempt']} deliveries without an answer"
+        )
+        conn.execute(
+            "UPDATE inbox SET state = 'dead', finished_at = ?, result = ? WHERE id = ?",
+            (now, failure.model_dump_json(), row["id"]),
+        )
+    return [(row["id"], int(row["attempt"])) for row in rows]
 
 
 def _settle(future: asyncio.Future[WorkResult], result: WorkResult) -> None:

@@ -18,9 +18,11 @@ from agent_runtime.protocol import (
 )
 from orchestrator.api.deps import OperatorDep, ServicesDep
 from orchestrator.api.errors import ApiError
+from orchestrator.api.limits import check_payload
 from orchestrator.auth import Principal
 from orchestrator.broker.broker import MAX_TIMEOUT_S
 from orchestrator.broker.contracts_check import ContractsReport, check_services
+from orchestrator.broker.inbox import DeadLetter
 from orchestrator.broker.messages import MessageTrace
 from orchestrator.services import Services
 
@@ -84,11 +86,13 @@ async def list_peers(agent: AgentDep, services: FastServicesDep) -> list[PeerInf
 async def ask(body: AskRequest, agent: AgentDep, services: FastServicesDep) -> Response:
     """Ask a peer an operation and wait for its answer; broker refusals come back as `error`."""
     check_ask_timeout(body)
+    check_payload(services, body)
     return _json(await services.broker.ask(agent.name, body))
 
 
 @router.post(f"{AGENT_API_PREFIX}/tell", tags=["agent"], response_model=TellResult)
 async def tell(body: TellRequest, agent: AgentDep, services: FastServicesDep) -> Response:
+    check_payload(services, body)
     return _json(await services.broker.tell(agent.name, body))
 
 
@@ -105,6 +109,40 @@ def inbox(
 ) -> list[InboxItem]:
     _member(services, agent)
     return services.inbox.list(agent, limit=limit, include_done=all)
+
+
+@router.get("/api/v1/agents/{agent}/dead-letters", tags=["broker"])
+def dead_letters(agent: str, _: OperatorDep, services: ServicesDep) -> list[DeadLetter]:
+    """Items handed out `limits.delivery_attempts` times without an answer; they wait for the operator."""
+    _member(services, agent)
+    return services.inbox.dead_letters(agent)
+
+
+class DeadLetterAction(BaseModel):
+    item_id: str
+    state: str
+
+
+def _no_dead_letter(agent: str, item_id: str) -> ApiError:
+    return ApiError(404, "not_found", f"{agent} has no dead-lettered item {item_id!r}")
+
+
+@router.post("/api/v1/agents/{agent}/dead-letters/{item_id}/retry", tags=["broker"])
+def retry_dead_letter(agent: str, item_id: str, _: OperatorDep, services: ServicesDep) -> DeadLetterAction:
+    """Queue a dead letter again, with a fresh count of delivery attempts."""
+    _member(services, agent)
+    if not services.inbox.retry(agent, item_id):
+        raise _no_dead_letter(agent, item_id)
+    return DeadLetterAction(item_id=item_id, state="queued")
+
+
+@router.post("/api/v1/agents/{agent}/dead-letters/{item_id}/drop", tags=["broker"])
+def drop_dead_letter(agent: str, item_id: str, _: OperatorDep, services: ServicesDep) -> DeadLetterAction:
+    """Give a dead letter up: it is never delivered again."""
+    _member(services, agent)
+    if not services.inbox.drop(agent, item_id):
+        raise _no_dead_letter(agent, item_id)
+    return DeadLetterAction(item_id=item_id, state="dropped")
 
 
 @router.get("/api/v1/trace/{message_id}", tags=["broker"])

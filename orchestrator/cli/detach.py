@@ -121,6 +121,8 @@ def _wait_until_ready(paths: StatePaths, pid: int, console: Console) -> None:
                 raise CliError(f"the orchestrator runs, but some agents could not start:\n  {problems}")
             spinner.update(f"{readiness['healthy']}/{readiness['total']} agents healthy")
             if readiness["healthy"] >= readiness["total"]:
+                for warning in readiness.get("warnings", []):
+                    console.print(f"[bold red]warning: {warning}[/bold red]", highlight=False)
                 console.print(f"{readiness['total']} agents healthy")
                 console.print(f"API and dashboard: {endpoint.url}/?token={endpoint.token}", highlight=False)
                 return

@@ -232,6 +232,8 @@ def ps(fleet_file: Path, as_json: bool) -> None:
     console.print(fleet_table(status))
     for problem in status["problems"]:
         console.print(f"[red]problem: {problem}[/red]", highlight=False)
+    for warning in status.get("warnings", []):
+        console.print(f"[bold red]warning: {warning}[/bold red]", highlight=False)
     if status["runtime"] != "docker":
         console.print(f"[yellow]isolation {status['isolation']}[/yellow]")
 

@@ -66,8 +66,11 @@ def prepare(
     try:
         agent_host = backend.prepare_fleet(fleet.name)
         listeners = bind_listeners(agent_host, options.port)
+        fence_warning = backend.guard_fleet(fleet.name, agent_host, listeners.port)
     except (BackendError, PortTaken) as exc:
         raise CliError(str(exc)) from None
+    if fence_warning:
+        console.print(f"[bold red]warning: {fence_warning}[/bold red]", highlight=False)
     remember_runtime(paths, options.runtime)
     services.agent_url = listeners.agent_url
 

@@ -26,7 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "runs": ("orchestrator.cli.scheduler", "runs"),
     "events": ("orchestrator.cli.operator", "events"),
     "workspace": ("orchestrator.cli.operator", "workspace"),
-    "inbox": ("orchestrator.cli.broker", "inbox"),
+    "inbox": ("orchestrator.cli.inbox", "inbox"),
     "trace": ("orchestrator.cli.broker", "trace"),
     "contracts": ("orchestrator.cli.broker", "contracts"),
     "memory": ("orchestrator.cli.memory", "memory"),

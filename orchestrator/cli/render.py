@@ -30,6 +30,11 @@ def _context(agent: dict[str, Any]) -> str:
     return f"{mark}{100 * used / window:.0f}%"
 
 
+def _inbox(agent: dict[str, Any]) -> str:
+    dead = agent.get("dead_letters", 0)
+    return f"{agent['pending']} [red]+{dead} dead[/red]" if dead else str(agent["pending"])
+
+
 def fleet_table(status: dict[str, Any]) -> Table:
     table = Table(title=f"fleet {status['fleet']} ({status['runtime']})", title_justify="left")
     for column in (
@@ -58,7 +63,7 @@ def fleet_table(status: dict[str, Any]) -> Table:
             str(agent["restarts"]),
             _uptime(agent["uptime_s"]),
             format_bytes(memory) if memory else "-",
-            str(agent["pending"]),
+            _inbox(agent),
             _context(agent),
             f"${agent['spend_today_usd']:.4f}",
             agent["model"],

@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from agent_runtime.workspace import InvalidContent, Workspace, WorkspaceError
 from orchestrator.config.loader import set_aside_under
 from orchestrator.config.models import DNS_LABEL
+from orchestrator.config.reserved import reserved_reason
 from orchestrator.config.units import format_bytes
 
 if TYPE_CHECKING:
@@ -43,6 +44,8 @@ def agent_name_problem(name: str) -> str | None:
     """What is wrong with an agent's name. Names the orchestrator keeps for itself plug in here."""
     if not DNS_LABEL.match(name):
         return f"invalid agent name {name!r}: use a DNS label (a-z, 0-9, '-')"
+    if reason := reserved_reason(name):
+        return f"agent name {name!r} is reserved ({reason}); choose another name"
     return None
 
 

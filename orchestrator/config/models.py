@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from orchestrator.config.alerts import AlertsConfig
 from orchestrator.config.cron import cron_problem
+from orchestrator.config.limits import LimitsConfig
 from orchestrator.config.units import parse_duration, parse_memory
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
@@ -197,6 +198,7 @@ class FleetConfig(Strict):
     defaults: DefaultsConfig = Field(default_factory=DefaultsConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig, description="Fleet-wide caps")
+    limits: LimitsConfig = Field(default_factory=LimitsConfig, description="Size caps on every input")
     agents: dict[str, AgentConfig] = Field(min_length=1)
     alerts: AlertsConfig = Field(default_factory=AlertsConfig, description="Webhook alerts on events")
 

@@ -127,10 +127,12 @@ class FleetCollector(Collector):
     def _queue(self, agents: list[str]) -> Iterator[GaugeMetricFamily]:
         depths = queue_depths(self._services.db)
         depth = GaugeMetricFamily(
-            "flotilla_inbox_depth", "Inbox items waiting or being worked on", labels=["agent", "state"]
+            "flotilla_inbox_depth",
+            "Inbox items waiting, being worked on, or dead-lettered",
+            labels=["agent", "state"],
         )
         for agent in sorted(set(agents) | {agent for agent, _ in depths}):
-            for state in ("queued", "claimed"):
+            for state in ("queued", "claimed", "dead"):
                 depth.add_metric([agent, state], depths[(agent, state)])
         yield depth
 

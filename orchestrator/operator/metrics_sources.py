@@ -171,13 +171,14 @@ class EventReader:
 
 
 def queue_depths(db: Database) -> Counter[tuple[str, str]]:
-    """Inbox items waiting or being worked on, by (agent, state)."""
+    """Inbox items waiting, being worked on or dead-lettered, by (agent, state)."""
     depths: Counter[tuple[str, str]] = Counter()
     if not {"agent", "state"} <= columns_of(db, "inbox"):
         return depths
     for row in safe_query(
         db,
-        "SELECT agent, state, COUNT(*) AS n FROM inbox WHERE state IN ('queued', 'claimed') GROUP BY agent, state",
+        "SELECT agent, state, COUNT(*) AS n FROM inbox WHERE state IN ('queued', 'claimed', 'dead')"
+        " GROUP BY agent, state",
     ):
         depths[(str(row["agent"]), str(row["state"]))] = int(row["n"])
     return depths

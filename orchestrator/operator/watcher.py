@@ -32,6 +32,7 @@ from agent_runtime.workspace import (
     atomic_write_bytes,
 )
 from orchestrator.events import EventType
+from orchestrator.operator.retention import prune_file_history
 from orchestrator.services import Services
 
 log = logging.getLogger(__name__)
@@ -193,6 +194,8 @@ class WorkspaceWatcher:
                 return Outcome(agent, name, "unchanged")
             return self._refuse(workspace, agent, name, "the file was deleted outside Flotilla")
         if versions and versions[-1].sha256 == _sha256(live):
+            # The agent wrote it (its writes are versioned already): only the retention rule applies.
+            prune_file_history(workspace, name, self._services.fleet.config.limits)
             return Outcome(agent, name, "unchanged", versions[-1].version)
         try:
             content = live.decode("utf-8")
@@ -211,6 +214,7 @@ class WorkspaceWatcher:
             result = workspace.write(name, content, "operator", DIRECT_EDIT_REASON)
         except WorkspaceError as refused:
             return self._refuse(workspace, agent, name, str(refused))
+        prune_file_history(workspace, result.name, self._services.fleet.config.limits)
         self._services.events.publish(
             EventType.WORKSPACE_CHANGED,
             agent=agent,

@@ -37,6 +37,7 @@ from orchestrator.operator.models import (
     WorkspaceListing,
     WorkspaceVersionRow,
 )
+from orchestrator.operator.retention import prune_file_history
 from orchestrator.services import Services
 
 # Folders the runtime fills itself; the operator reads them here (learnings, daily memory logs).
@@ -289,6 +290,7 @@ def write_file(
         raise ApiError(
             500, "write_failed", f"{canonical} could not be written on the host: {failed.strerror or failed}"
         ) from None
+    prune_file_history(access.workspace, result.name, services.fleet.config.limits)
     services.events.publish(
         EventType.WORKSPACE_CHANGED,
         agent=access.agent,

@@ -61,8 +61,25 @@ def _stamp_release_0_1(conn: sqlite3.Connection) -> None:
     """Release 0.1.0's tables are version 1 as they are."""
 
 
+def _split_token_namespaces(conn: sqlite3.Connection) -> None:
+    """Tokens move from one namespace keyed by name into (kind, name): the row named `operator`
+    becomes the operator's, every other row an agent's, so running agents keep their tokens.
+    The old table stays as it was; nothing reads it any more."""
+    if not table_exists(conn, "tokens"):
+        return
+    from orchestrator.auth import OPERATOR, SCHEMA
+
+    conn.execute(SCHEMA)
+    conn.execute(
+        "INSERT OR IGNORE INTO principal_tokens(kind, name, digest) SELECT "
+        "CASE WHEN principal = ? THEN 'operator' ELSE 'agent' END, principal, digest FROM tokens",
+        (OPERATOR,),
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "release 0.1.0's tables, given a version", _stamp_release_0_1),
+    Migration(2, "tokens of the operator and of agents in separate namespaces", _split_token_namespaces),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
 

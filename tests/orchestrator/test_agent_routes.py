@@ -275,7 +275,7 @@ def test_readiness_answers_as_soon_as_every_awake_agent_checks_in(
 ) -> None:
     operator = {"authorization": f"Bearer {services.operator_token}"}
     now = httpx.get(f"{base_url}/api/v1/fleet/ready", headers=operator).json()
-    assert now == {"healthy": 0, "total": 2, "problems": []}
+    assert now == {"healthy": 0, "total": 2, "problems": [], "warnings": []}
 
     clients = [runtime_client(services, base_url, agent, tmp_path) for agent in ("alpha", "beta")]
 
@@ -288,7 +288,7 @@ def test_readiness_answers_as_soon_as_every_awake_agent_checks_in(
     later.start()
     try:
         waited = httpx.get(f"{base_url}/api/v1/fleet/ready", params={"wait": 8}, headers=operator, timeout=20)
-        assert waited.json() == {"healthy": 2, "total": 2, "problems": []}
+        assert waited.json() == {"healthy": 2, "total": 2, "problems": [], "warnings": []}
     finally:
         later.join()
         for client in clients:
@@ -304,7 +304,12 @@ def test_readiness_leaves_out_hibernated_agents_and_reports_problems(
     assert services.scheduler.store.set_hibernated("beta", True, now)
     services.manager.problems = ["alpha: cannot start: no space left"]
     answer = httpx.get(f"{base_url}/api/v1/fleet/ready", params={"wait": 8}, headers=operator, timeout=20)
-    assert answer.json() == {"healthy": 0, "total": 1, "problems": ["alpha: cannot start: no space left"]}
+    assert answer.json() == {
+        "healthy": 0,
+        "total": 1,
+        "problems": ["alpha: cannot start: no space left"],
+        "warnings": [],
+    }
     assert (
         httpx.get(f"{base_url}/api/v1/fleet/ready", params={"wait": 99}, headers=operator).status_code == 422
     )

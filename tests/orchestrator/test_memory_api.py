@@ -27,7 +27,6 @@ from agent_runtime.memory.models import FactSource, MemoryConfig, SaveOutcome  #
 from agent_runtime.memory.store import MemoryStore  # noqa: E402
 from agent_runtime.testing.embeddings import deterministic_embedding  # noqa: E402
 from orchestrator.api.app import create_app  # noqa: E402
-from orchestrator.auth import OPERATOR  # noqa: E402
 from orchestrator.cli.client import Endpoint, write_endpoint  # noqa: E402
 from orchestrator.cli.memory import memory  # noqa: E402
 from orchestrator.config.loader import load_fleet  # noqa: E402
@@ -57,7 +56,7 @@ def build(tmp_path: Path, model: str = "test") -> Services:
     fleet_file = tmp_path / "fleet.yaml"
     fleet_file.write_text(textwrap.dedent(FLEET.format(model=model)))
     services = core_services(load_fleet(fleet_file), FakeBackend())
-    services.operator_token = services.tokens.mint(OPERATOR)
+    services.operator_token = services.tokens.mint_operator()
     return services
 
 

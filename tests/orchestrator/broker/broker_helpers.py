@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from agent_runtime.protocol import AskRequest, AskResult, InboxItem, WorkResult
-from orchestrator.auth import OPERATOR
 from orchestrator.backends.process import ProcessBackend
 from orchestrator.broker.broker import Broker
 from orchestrator.broker.inbox import Inbox
@@ -89,7 +88,7 @@ def build_services(fleet_file: Path) -> Services:
     fleet = load_fleet(fleet_file)
     paths = StatePaths.for_fleet_file(fleet_file)
     services = core_services(fleet, ProcessBackend(paths.root), paths)
-    services.operator_token = services.tokens.mint(OPERATOR)
+    services.operator_token = services.tokens.mint_operator()
     services.inbox = Inbox(services)
     services.broker = Broker(services)
     return services

@@ -82,7 +82,7 @@ def launch(
             tokens=tokens,
             backend=None,  # type: ignore[arg-type]
         )
-        services.operator_token = tokens.mint(OPERATOR)
+        services.operator_token = tokens.mint_operator()
         minted = {name: tokens.mint(name) for name in fleet.config.agents}
         minted[OPERATOR] = services.operator_token
         the_clock = clock or Clock(datetime(2030, 5, 17, 12, 0, tzinfo=UTC))

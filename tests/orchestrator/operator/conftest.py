@@ -18,7 +18,6 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from agent_runtime.workspace import scaffold  # noqa: E402
 from orchestrator.api.app import create_app  # noqa: E402
-from orchestrator.auth import OPERATOR  # noqa: E402
 from orchestrator.backends.process import ProcessBackend  # noqa: E402
 from orchestrator.broker.inbox import Inbox  # noqa: E402
 from orchestrator.config.loader import load_fleet  # noqa: E402
@@ -63,7 +62,7 @@ def build_services(fleet_file: Path) -> Services:
     fleet = load_fleet(fleet_file)
     paths = StatePaths.for_fleet_file(fleet_file)
     services = core_services(fleet, ProcessBackend(paths.root), paths)
-    services.operator_token = services.tokens.mint(OPERATOR)
+    services.operator_token = services.tokens.mint_operator()
     services.inbox = Inbox(services)
     for agent in fleet.config.agents:
         scaffold(

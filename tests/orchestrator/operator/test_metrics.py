@@ -130,6 +130,7 @@ def test_metrics_reflect_usage_runs_queue_and_restarts(operator: TestClient, ser
     assert value(samples, "flotilla_heartbeats_total", agent="beta", outcome="run") == 1
     assert value(samples, "flotilla_heartbeats_total", agent="beta", outcome="skipped") == 0
     assert value(samples, "flotilla_inbox_depth", agent="beta", state="queued") == 2
+    assert value(samples, "flotilla_inbox_depth", agent="beta", state="dead") == 0
     assert value(samples, "flotilla_agent_restarts_total", agent="alpha") == 2
     assert value(samples, "flotilla_agent_restarts_total", agent="beta") == 0
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from agent_runtime.protocol import InboxItem, ItemKind, RunOutcome, RunRecord, WorkResult
 from agent_runtime.workspace import scaffold
-from orchestrator.auth import OPERATOR
 from orchestrator.broker.inbox import Inbox
 from orchestrator.config.loader import load_fleet
 from orchestrator.scheduler.clock import ManualClock
@@ -40,7 +39,7 @@ def write_fleet(root: Path, text: str) -> Path:
 
 def build_services(fleet_file: Path) -> Services:
     services = core_services(load_fleet(fleet_file), FakeBackend())
-    services.operator_token = services.tokens.mint(OPERATOR)
+    services.operator_token = services.tokens.mint_operator()
     services.inbox = Inbox(services)
     return services
 

@@ -1,0 +1,73 @@
+"""The `limits:` section of fleet.yaml: how much the orchestrator accepts from anyone.
+
+Every input has a cap, so that no agent (and no mistaken operator) can break a channel, loop an
+item forever or grow the orchestrator's state without bound. Sizes take the units of
+`resources.memory` (64k, 1m, ...); each has a floor below which normal work would fail.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from orchestrator.config.units import parse_duration, parse_memory
+
+KIB = 1024
+MIB = 1024 * KIB
+# Below these, ordinary requests (a chat completion, a config reply) would be refused.
+FLOORS = {
+    "request_body": 64 * KIB,
+    "channel_frame": 64 * KIB,
+    "message": 1 * KIB,
+    "payload": 1 * KIB,
+    "event": 1 * KIB,
+}
+
+
+class LimitsConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    request_body: str | int = Field(
+        default="16m", description="Largest HTTP request body on any route (413 above it)"
+    )
+    channel_frame: str | int = Field(
+        default="16m", description="Largest WebSocket message an agent may send on its channel"
+    )
+    message: str | int = Field(default="1m", description="Largest operator message text")
+    payload: str | int = Field(
+        default="1m", description="Largest ask input, tell text or work result an agent sends"
+    )
+    event: str | int = Field(default="16k", description="Largest event data (JSON) an agent reports")
+    delivery_attempts: int = Field(
+        default=5, ge=1, le=100, description="Deliveries of an inbox item before it is dead-lettered"
+    )
+    workspace_versions: int = Field(
+        default=100, ge=1, description="Versions kept per workspace file (the newest always stays)"
+    )
+    workspace_version_age: str | None = Field(
+        default=None, description="Drop versions older than this (e.g. 90d); the newest always stays"
+    )
+
+    @field_validator("request_body", "channel_frame", "message", "payload", "event")
+    @classmethod
+    def _size(cls, value: str | int, info: ValidationInfo) -> str | int:
+        size = parse_memory(value)
+        floor = FLOORS.get(info.field_name or "", 0)
+        if size < floor:
+            raise ValueError(f"{value!r} is below the floor of {floor // KIB}k")
+        return value
+
+    @field_validator("workspace_version_age")
+    @classmethod
+    def _age(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_duration(value)
+        return value
+
+    def bytes_of(self, name: str) -> int:
+        """One size limit in bytes: request_body, channel_frame, message, payload or event."""
+        value: str | int = getattr(self, name)
+        return parse_memory(value)
+
+    @property
+    def workspace_version_age_s(self) -> float | None:
+        return parse_duration(self.workspace_version_age) if self.workspace_version_age else None
