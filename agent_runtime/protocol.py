@@ -147,7 +147,8 @@ class AgentRuntimeConfig(WireModel):
     heartbeat_model: str | None = None
     context_window: int
     embedding_model: str | None = None
-    embedding_dimensions: int = 1536
+    # None: the embedding model's own size, learnt from its first answer (not sent to it).
+    embedding_dimensions: int | None = None
     thresholds: ContextThresholds = Field(default_factory=ContextThresholds)
     limits: LoopLimits = Field(default_factory=LoopLimits)
     talks_to: list[str] = Field(default_factory=list)

@@ -148,7 +148,7 @@ def _cross_checks(
                 problem(("agents", name, key), why)
         interfaces[name] = _resolve_interface(agent.interface, root, problem, ("agents", name, "interface"))
     for model in filter(
-        None, [config.llm.default_model, config.llm.fallback_model, config.llm.embedding.model]
+        None, [config.llm.default_model, config.llm.fallback_model, config.embedding_model()]
     ):
         if why := _model_problems(config, model):
             problem(("llm",), why)
