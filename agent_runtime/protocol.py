@@ -40,6 +40,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 PROTOCOL_VERSION = 1
 AGENT_API_PREFIX = "/agent/v1"
+# Sent with each model call an agent makes for a run: the gateway's ledger keeps it, and the
+# run record then carries the settled tokens, cost and answering model of that run's calls.
+RUN_HEADER = "x-flotilla-run"
 
 
 def utcnow() -> datetime:

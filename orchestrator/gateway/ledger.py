@@ -172,7 +172,6 @@ class Ledger:
         db.ensure_schema(SCHEMA)
         ensure_columns(db)
 
-
     def recover(self) -> int:
         """At start-up: reservations left by a previous process keep their estimate as their
         charge (status `interrupted`), and the daily rollup is rebuilt from the ledger."""

@@ -21,7 +21,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from agent_runtime.protocol import TokenCountRequest, TokenCountResult
+from agent_runtime.protocol import RUN_HEADER, TokenCountRequest, TokenCountResult
 from orchestrator.api.deps import AgentDep, OperatorDep, ServicesDep
 from orchestrator.api.errors import ApiError
 from orchestrator.gateway.errors import GatewayError
@@ -37,8 +37,6 @@ from orchestrator.gateway.service import Gateway
 from orchestrator.services import Services
 
 MODEL_HEADER = "x-flotilla-model"
-# The agent's own run this call belongs to; the ledger keeps it so run records carry settled spend.
-RUN_HEADER = "x-flotilla-run"
 RUN_ID_MAX = 64
 
 

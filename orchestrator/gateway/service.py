@@ -238,7 +238,9 @@ class Gateway:
         """Usage counted by the gateway (cl100k) for a provider that reported none."""
         tokens_in = ctx.reservation.estimate.tokens_in if counts_prompt else 0
         tokens_out = self.counter.count(written)
-        return Usage(prompt_tokens=tokens_in, completion_tokens=tokens_out, total_tokens=tokens_in + tokens_out)
+        return Usage(
+            prompt_tokens=tokens_in, completion_tokens=tokens_out, total_tokens=tokens_in + tokens_out
+        )
 
     def _prompt_tokens(self, request: ChatCompletionRequest) -> int:
         return self.counter.count_chat(request.counted_messages, request.tools)
