@@ -12,6 +12,7 @@ import yaml
 from pydantic import ValidationError
 
 from orchestrator.config.models import DNS_LABEL, TEST_MODEL, FleetConfig
+from orchestrator.gateway.prices import unpriced_budget_problems
 
 FieldPath = tuple[str | int, ...]
 
@@ -152,6 +153,9 @@ def _cross_checks(
     ):
         if why := _model_problems(config, model):
             problem(("llm",), why)
+    if not problems:
+        for path, why in unpriced_budget_problems(config):
+            problem(path, why)
     return problems, interfaces
 
 
