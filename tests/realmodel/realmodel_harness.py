@@ -1,11 +1,12 @@
-"""Shared by the realmodel tests and their fixtures."""
+"""Shared by the realmodel tests."""
 
 from __future__ import annotations
 
 import socket
 
-# The window the server runs the model with: the size SmolLM2 was trained for.
-MODEL_WINDOW = 8192
+from orchestrator.testing.llama_server import SMOLLM2_WINDOW
+
+MODEL_WINDOW = SMOLLM2_WINDOW
 
 
 def free_port() -> int:
