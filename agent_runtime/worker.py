@@ -49,6 +49,9 @@ log = logging.getLogger(__name__)
 
 PROGRESS_MIN_CHARS = 512
 PROGRESS_MAX_DELAY_S = 0.2
+# The SDK's retries cover only what the gateway never answered (the orchestrator unreachable or
+# restarting): every answer the gateway gives after retrying the provider itself says
+# `x-should-retry: false`, which the SDK obeys, so retries never multiply.
 MODEL_RETRIES = 2
 Trigger = Literal["operator", "heartbeat", "peer", "maintenance"]
 TRIGGERS: dict[ItemKind, Trigger] = {
