@@ -87,4 +87,20 @@ def _refused(response: httpx.Response) -> OrchestratorRefused:
         error = ErrorBody.model_validate_json(response.content)
         return OrchestratorRefused(response.status_code, error.error, error.message)
     except ValidationError:
+        pass
+    try:
+        # The /v1/ routes answer in OpenAI's shape: {"error": {"message", "type", "param", "code"}}.
+        nested = _OpenAIErrorBody.model_validate_json(response.content).error
+        return OrchestratorRefused(response.status_code, nested.code or nested.type, nested.message)
+    except ValidationError:
         return OrchestratorRefused(response.status_code, "error", response.text[:200])
+
+
+class _OpenAIError(BaseModel):
+    message: str
+    type: str = "error"
+    code: str | None = None
+
+
+class _OpenAIErrorBody(BaseModel):
+    error: _OpenAIError

@@ -28,10 +28,20 @@ from agent_runtime.condense import CompletionFailed
 from agent_runtime.context import ContextManager
 from agent_runtime.history import Turn
 from agent_runtime.prompt import StaticBlocks
-from agent_runtime.protocol import LoopLimits, RunOutcome
+from agent_runtime.protocol import RUN_HEADER, LoopLimits, RunOutcome
 from agent_runtime.tools.registry import ToolRegistry
 
 DeltaSink = Callable[[str], None]
+
+
+class RunTag:
+    """The run the model calls being made belong to (sent to the gateway as a header)."""
+
+    def __init__(self) -> None:
+        self.run_id: str | None = None
+
+    def headers(self) -> dict[str, str]:
+        return {RUN_HEADER: self.run_id} if self.run_id else {}
 
 
 class LoopFailed(RuntimeError):
@@ -91,12 +101,14 @@ class ToolLoop:
         context: ContextManager,
         static_blocks: Callable[[], StaticBlocks],
         limits: LoopLimits,
+        tag: RunTag | None = None,
     ) -> None:
         self.client = client
         self.registry = registry
         self.context = context
         self.static_blocks = static_blocks
         self.limits = limits
+        self.tag = tag or RunTag()
 
     def run(self, item_id: str, message: str, model: str, on_delta: DeltaSink) -> LoopResult:
         """Work one item; the message (with its header) is the item's first turn."""
@@ -204,6 +216,7 @@ class ToolLoop:
                 tools=tools if tools else openai.omit,
                 stream=True,
                 stream_options={"include_usage": True},
+                extra_headers=self.tag.headers(),
             )
             return _collect(stream, on_delta)
         except openai.APIError as failed:
@@ -241,21 +254,24 @@ def _collect(stream: Any, on_delta: DeltaSink) -> ModelReply:
 class OpenAICompleter:
     """Single non-streaming completions, for flushes and summaries."""
 
-    def __init__(self, client: OpenAI, model: Callable[[], str]) -> None:
+    def __init__(self, client: OpenAI, model: Callable[[], str], tag: RunTag | None = None) -> None:
         self.client = client
         self.model = model
+        self.tag = tag or RunTag()
 
     def complete(self, system: str, user: str) -> str:
-        return self._create([{"role": "system", "content": system}, {"role": "user", "content": user}])
+        """A flush or a summary, made for (and charged to) the run under way."""
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        return self._create(messages, self.tag.headers())
 
     def ask(self, prompt: str) -> str:
-        """One prompt, one answer (the memory maintenance jobs' model call)."""
-        return self._create([{"role": "user", "content": prompt}])
+        """One prompt, one answer (the memory maintenance jobs' model call, part of no run)."""
+        return self._create([{"role": "user", "content": prompt}], {})
 
-    def _create(self, messages: list[dict[str, str]]) -> str:
+    def _create(self, messages: list[dict[str, str]], headers: dict[str, str]) -> str:
         try:
             completions: Any = self.client.chat.completions
-            response = completions.create(model=self.model(), messages=messages)
+            response = completions.create(model=self.model(), messages=messages, extra_headers=headers)
         except openai.APIError as failed:
             raise CompletionFailed(api_error_text(failed)) from None
         if not response.choices:

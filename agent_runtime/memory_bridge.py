@@ -20,12 +20,15 @@ from agent_runtime.state import MemoryMode
 from agent_runtime.tools.registry import Handler, Tool, ToolError
 
 if TYPE_CHECKING:
+    from agent_runtime.memory.embeddings import GatewayEmbedder
     from agent_runtime.memory.store import MemoryStore
     from agent_runtime.memory.tools import MemoryTools
 
 log = logging.getLogger(__name__)
 
 MEMORY_DB = "memory.db"
+# The vector table's size when there is no embedding model to ask (no vector is ever stored).
+DEFAULT_DIMENSIONS = 1536
 TEST_MODEL = "test"
 TokenSource = Callable[[], str]
 Complete = Callable[[str], str]
@@ -88,7 +91,6 @@ class MemoryBridge:
         try:
             from agent_runtime.memory import sqlite
             from agent_runtime.memory.bm25 import WorkspaceIndex
-            from agent_runtime.memory.embeddings import GatewayEmbedder
             from agent_runtime.memory.factlog import FactLog, is_fact_line
             from agent_runtime.memory.maintenance import MaintenanceRunner
             from agent_runtime.memory.models import MemoryConfig
@@ -98,17 +100,14 @@ class MemoryBridge:
             log.warning("memory store unavailable (%s): facts go to MEMORY.md only", missing)
             return cls()
         workspace_root = settings.data_dir / "workspace"
-        embedder = None
-        if config.embedding_model:
-            embedder = GatewayEmbedder(
-                settings.orchestrator_url, token, config.embedding_model, config.embedding_dimensions
-            )
+        embedder, dimensions = _embedder(settings, config, token)
         try:
             store = MemoryStore(
                 settings.data_dir / MEMORY_DB,
                 embedder=embedder,
                 config=MemoryConfig(
-                    dimensions=config.embedding_dimensions, embedding_model=config.embedding_model
+                    dimensions=dimensions,
+                    embedding_model=config.embedding_model if embedder is not None else None,
                 ),
                 fact_log=FactLog(workspace_root),
             )
@@ -137,6 +136,34 @@ class MemoryBridge:
             maintenance=runner,
             failures=(sqlite.Error, OSError, ValueError),
         )
+
+
+def _embedder(
+    settings: Settings, config: AgentRuntimeConfig, token: TokenSource
+) -> tuple[GatewayEmbedder | None, int]:
+    """The gateway embedder for the fleet's embedding model (none: keyword-only memory) and the
+    size of its vectors; an unstated size is learnt from one probe, and a failed probe leaves
+    memory keyword-only for this process rather than storing vectors of a guessed size."""
+    from agent_runtime.memory.embeddings import EmbeddingError, GatewayEmbedder
+
+    if not config.embedding_model:
+        log.info("no embedding model configured: memory search is keyword-only")
+        return None, config.embedding_dimensions or DEFAULT_DIMENSIONS
+    embedder = GatewayEmbedder(
+        settings.orchestrator_url, token, config.embedding_model, config.embedding_dimensions
+    )
+    if config.embedding_dimensions is not None:
+        return embedder, config.embedding_dimensions
+    try:
+        return embedder, embedder.probe_dimensions()
+    except EmbeddingError as failed:
+        log.warning(
+            "embedding model %s did not answer (%s): memory search is keyword-only",
+            config.embedding_model,
+            failed,
+        )
+        embedder.close()
+        return None, DEFAULT_DIMENSIONS
 
 
 def _database_errors_as_tool_errors(handler: Handler, error: type[Exception]) -> Handler:

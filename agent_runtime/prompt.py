@@ -48,6 +48,18 @@ who you are (SOUL.md), how you work (INSTRUCTIONS.md), who you serve (USER.md), 
 - Each incoming message starts with a header: [time · kind · from whom].
 - Keep durable facts in MEMORY.md; older conversation is summarized to save room."""
 
+# Workspace files may take at most this share of the model's window (and never more than the
+# 48 KiB cap), at about four bytes per token: on an 8K-token model they leave room for the
+# tools, the conversation and the answer.
+BOOTSTRAP_WINDOW_SHARE = 0.25
+BYTES_PER_TOKEN = 4
+
+
+def bootstrap_cap(window_tokens: int) -> int:
+    """Bytes of workspace files injected into the prompt of a model with this window."""
+    return min(INJECTION_TOTAL_CAP, int(window_tokens * BOOTSTRAP_WINDOW_SHARE * BYTES_PER_TOKEN))
+
+
 # Peers answer typed requests with JSON; the built-in test model recognises this phrase.
 OUTPUT_SCHEMA_MARKER = "Answer with one JSON object matching this output schema"
 
@@ -67,6 +79,7 @@ class Injector:
     """Applies per-file caps and the total cap; every cut leaves a visible notice."""
 
     def __init__(self, total_cap: int = INJECTION_TOTAL_CAP) -> None:
+        self.total_cap = total_cap
         self.remaining = total_cap
 
     def take(self, name: str, text: str, cap: int | None = None) -> Injected:
@@ -77,9 +90,8 @@ class Injector:
             return Injected(name, text, cut=False)
         kept = _clip_bytes(text, limit)
         self.remaining -= len(kept.encode("utf-8"))
-        reason = (
-            "its cap" if cap is not None and limit == cap else "the 48 KiB prompt budget for workspace files"
-        )
+        budget = f"the {self.total_cap // 1024} KiB prompt budget for workspace files"
+        reason = "its cap" if cap is not None and limit == cap else budget
         notice = (
             f"\n[NOTICE: {name} was cut to {len(kept.encode('utf-8'))} of {size} bytes by {reason}; "
             f"read the rest with read_file]"
@@ -109,7 +121,7 @@ class StaticBlocks:
 def build_static_blocks(
     config: AgentRuntimeConfig, workspace: Workspace, learnings: Learnings
 ) -> StaticBlocks:
-    injector = Injector()
+    injector = Injector(bootstrap_cap(config.context_window))
     identity = [policy_text(config)]
     cut: list[str] = []
     for name in IDENTITY_FILES:

@@ -40,6 +40,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 PROTOCOL_VERSION = 1
 AGENT_API_PREFIX = "/agent/v1"
+# Sent with each model call an agent makes for a run: the gateway's ledger keeps it, and the
+# run record then carries the settled tokens, cost and answering model of that run's calls.
+RUN_HEADER = "x-flotilla-run"
 
 
 def utcnow() -> datetime:
@@ -147,7 +150,8 @@ class AgentRuntimeConfig(WireModel):
     heartbeat_model: str | None = None
     context_window: int
     embedding_model: str | None = None
-    embedding_dimensions: int = 1536
+    # None: the embedding model's own size, learnt from its first answer (not sent to it).
+    embedding_dimensions: int | None = None
     thresholds: ContextThresholds = Field(default_factory=ContextThresholds)
     limits: LoopLimits = Field(default_factory=LoopLimits)
     talks_to: list[str] = Field(default_factory=list)

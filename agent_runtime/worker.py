@@ -26,7 +26,7 @@ from agent_runtime.facts import MemoryFileFacts
 from agent_runtime.files import WorkspaceFiles
 from agent_runtime.history import HistoryLog
 from agent_runtime.learnings import Learnings
-from agent_runtime.loop import LoopFailed, LoopResult, OpenAICompleter, ToolLoop
+from agent_runtime.loop import LoopFailed, LoopResult, OpenAICompleter, RunTag, ToolLoop
 from agent_runtime.memory_bridge import MemoryBridge
 from agent_runtime.prompt import HEARTBEAT_OK, StaticBlocks, build_static_blocks, current_message
 from agent_runtime.protocol import (
@@ -49,6 +49,9 @@ log = logging.getLogger(__name__)
 
 PROGRESS_MIN_CHARS = 512
 PROGRESS_MAX_DELAY_S = 0.2
+# The SDK's retries cover only what the gateway never answered (the orchestrator unreachable or
+# restarting): every answer the gateway gives after retrying the provider itself says
+# `x-should-retry: false`, which the SDK obeys, so retries never multiply.
 MODEL_RETRIES = 2
 Trigger = Literal["operator", "heartbeat", "peer", "maintenance"]
 TRIGGERS: dict[ItemKind, Trigger] = {
@@ -167,7 +170,8 @@ class Worker:
         self.llm = OpenAI(
             base_url=f"{settings.orchestrator_url}/v1", api_key=client.token, max_retries=model_retries
         )
-        completer = OpenAICompleter(self.llm, lambda: self.config.model)
+        self.run_tag = RunTag()
+        completer = OpenAICompleter(self.llm, lambda: self.config.model, self.run_tag)
         self.memory = MemoryBridge.open(settings, config, lambda: self.client.token, completer.ask)
         state.set_memory_mode(self.memory.mode)
         self._current_item: str | None = None
@@ -195,7 +199,9 @@ class Worker:
             emit=self.emit,
         )
         self.context.load()
-        self.loop = ToolLoop(self.llm, self.registry, self.context, self.static_blocks, config.limits)
+        self.loop = ToolLoop(
+            self.llm, self.registry, self.context, self.static_blocks, config.limits, self.run_tag
+        )
 
     def _peer_tools(self) -> list[Tool]:
         try:
@@ -248,6 +254,7 @@ class Worker:
             return
         self._refresh_token()
         self._current_item = item.id
+        run_id = self.run_tag.run_id = f"run-{secrets.token_hex(8)}"
         started = datetime.now(UTC)
         before = _snapshot(self.workspace_root)
         model = self._model_for(item)
@@ -261,8 +268,8 @@ class Worker:
             result = LoopResult(text="", outcome=RunOutcome.ERROR, detail=str(failed))
         finally:
             self._current_item = None
+            self.run_tag.run_id = None
         stream.flush()
-        run_id = f"run-{secrets.token_hex(8)}"
         work = self._work_result(item, result, run_id)
         self.processed.record(item.id, work)
         self._acknowledge(item, work)

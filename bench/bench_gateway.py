@@ -42,6 +42,8 @@ fleet: benchgateway
 llm:
   providers:
     fake: {{base_url: "{upstream}", api_key_env: {key_env}}}
+  models:
+    fake:fake-model: {{input_per_mtok: 1, output_per_mtok: 2}}
 agents:
   worker:
     models: [fake:fake-model]

@@ -18,6 +18,11 @@ ensure_venv() {
       fi
     fi
   fi
+  # llama-cpp-python (the realmodel test tier's server) compiles on install. Build it for a
+  # portable CPU: a native build uses AMX and AVX-512 when the CPU lists them, and some virtual
+  # machines list them but fault on their first use.
+  export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF}"
+  export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}"
   local stamp="$VENV/.flotilla-$extras-$(sha256sum "$ROOT/pyproject.toml" | cut -c1-12)"
   if [ ! -f "$stamp" ]; then
     echo "==> installing flotilla[$extras] into $VENV"

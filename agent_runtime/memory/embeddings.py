@@ -63,6 +63,8 @@ class GatewayEmbedder:
     """Posts to the orchestrator's OpenAI-compatible `POST /v1/embeddings` with a bearer token.
 
     `token` may be a callable so a rotated token is picked up without rebuilding the embedder.
+    `dims` is sent as `dimensions` only when given: many embedding servers refuse the parameter,
+    and without it a model answers in its own size (see `probe_dimensions`).
     """
 
     def __init__(
@@ -70,7 +72,7 @@ class GatewayEmbedder:
         base_url: str,
         token: TokenSource,
         model: str,
-        dims: int,
+        dims: int | None,
         *,
         timeout_s: float = 30.0,
         client: httpx.Client | None = None,
@@ -92,7 +94,9 @@ class GatewayEmbedder:
         return vectors
 
     def _post(self, texts: list[str]) -> list[list[float]]:
-        body = {"model": self.model, "input": texts, "dimensions": self.dims, "encoding_format": "base64"}
+        body: dict[str, object] = {"model": self.model, "input": texts, "encoding_format": "base64"}
+        if self.dims is not None:
+            body["dimensions"] = self.dims
         try:
             response = self._client.post(
                 self.url, json=body, headers={"authorization": f"Bearer {self._bearer()}"}
@@ -124,6 +128,14 @@ class GatewayEmbedder:
     def close(self) -> None:
         if self._owns_client:
             self._client.close()
+
+    def probe_dimensions(self) -> int:
+        """The size of this model's vectors, from one short embedding; raises EmbeddingError."""
+        [vector] = self(["dimensions probe"])
+        if not vector:
+            raise EmbeddingError(f"{self.model} answered an empty vector")
+        self.dims = len(vector)
+        return self.dims
 
 
 class EmbeddingService:

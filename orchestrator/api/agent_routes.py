@@ -22,6 +22,7 @@ from orchestrator.api.errors import ApiError
 from orchestrator.api.limits import check_event, check_result
 from orchestrator.config.windows import window_for
 from orchestrator.events import EventType
+from orchestrator.gateway.embedding import embedding_dimensions
 from orchestrator.services import Services
 
 router = APIRouter(prefix=AGENT_API_PREFIX, tags=["agent"])
@@ -54,8 +55,8 @@ def runtime_config(services: Services, agent: str) -> AgentRuntimeConfig:
         model=model,
         heartbeat_model=config.heartbeat_model_of(agent),
         context_window=config.context_window_of(agent, window_for(model)),
-        embedding_model=config.llm.embedding.model,
-        embedding_dimensions=config.llm.embedding.dimensions,
+        embedding_model=config.embedding_model(),
+        embedding_dimensions=embedding_dimensions(config),
         talks_to=list(config.agents[agent].talks_to),
         config_hash=fleet.runtime_hash(agent),
     )

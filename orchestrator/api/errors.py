@@ -1,12 +1,16 @@
-"""Every error leaves the API as a JSON ErrorBody: {"error": code, "message": text, "details": [...]}."""
+"""Every error leaves the API as a JSON ErrorBody: {"error": code, "message": text, "details": [...]},
+except under /v1/ (the OpenAI-compatible gateway), where it takes OpenAI's shape
+(`orchestrator.gateway.errors`) and an invalid request is a 400, as OpenAI answers it."""
 
 from __future__ import annotations
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
 
 from agent_runtime.protocol import ErrorBody
+from orchestrator.gateway.errors import is_gateway_path, openai_error_response
 
 _CODES = {
     400: "bad_request",
@@ -38,17 +42,46 @@ def _respond(status: int, body: ErrorBody) -> JSONResponse:
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
-    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
+    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+        if is_gateway_path(request.url.path):
+            return openai_error_response(
+                exc.status, exc.body.error, exc.body.message, details=exc.body.details
+            )
         return _respond(exc.status, exc.body)
 
     @app.exception_handler(HTTPException)
-    async def _http_error(_: Request, exc: HTTPException) -> JSONResponse:
+    async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
         code = _CODES.get(exc.status_code, "error")
-        return _respond(exc.status_code, ErrorBody(error=code, message=str(exc.detail)))
+        message = _http_message(request, exc)
+        if is_gateway_path(request.url.path):
+            headers = dict(exc.headers) if exc.headers else None
+            return openai_error_response(exc.status_code, code, message, headers=headers)
+        return _respond(exc.status_code, ErrorBody(error=code, message=message))
 
     @app.exception_handler(RequestValidationError)
-    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        details = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = [(_location(e["loc"]), e["msg"]) for e in exc.errors()]
+        details = [f"{where}: {what}" for where, what in problems]
+        if is_gateway_path(request.url.path):
+            param = problems[0][0] if problems else None
+            message = "invalid request: " + "; ".join(details) if details else "invalid request body"
+            return openai_error_response(400, "invalid_request", message, param=param, details=details)
         return _respond(
             422, ErrorBody(error="invalid_request", message="invalid request body", details=details)
         )
+
+
+def _location(loc: tuple[object, ...] | list[object]) -> str:
+    """'body.messages.0.role' -> 'messages.0.role': where in the body, as a client names it."""
+    parts = [str(part) for part in loc]
+    if parts and parts[0] == "body":
+        parts = parts[1:]
+    return ".".join(parts) or "body"
+
+
+def _http_message(request: Request, exc: HTTPException) -> str:
+    if exc.status_code == 404 and exc.detail == "Not Found":
+        return f"no route {request.method} {request.url.path}"
+    if exc.status_code == 405:
+        return f"{request.method} is not allowed on {request.url.path}"
+    return str(exc.detail)

@@ -35,6 +35,15 @@ def _inbox(agent: dict[str, Any]) -> str:
     return f"{agent['pending']} [red]+{dead} dead[/red]" if dead else str(agent["pending"])
 
 
+def _memory_search(agent: dict[str, Any]) -> str:
+    """How the agent searches its memory, and with which embedding model."""
+    model = agent.get("embedding_model")
+    mode = agent.get("memory_mode") or ("hybrid" if model else "keyword")
+    if mode == "unknown":
+        mode = "not open yet"
+    return f"{mode} ({model})" if model else f"{mode} (no embedding model)"
+
+
 def fleet_table(status: dict[str, Any]) -> Table:
     table = Table(title=f"fleet {status['fleet']} ({status['runtime']})", title_justify="left")
     for column in (
@@ -48,6 +57,7 @@ def fleet_table(status: dict[str, Any]) -> Table:
         "context",
         "spend today",
         "model",
+        "memory search",
     ):
         table.add_column(column, justify="right" if column in {"restarts", "memory", "inbox"} else "left")
     for agent in status["agents"]:
@@ -67,5 +77,6 @@ def fleet_table(status: dict[str, Any]) -> Table:
             _context(agent),
             f"${agent['spend_today_usd']:.4f}",
             agent["model"],
+            _memory_search(agent),
         )
     return table

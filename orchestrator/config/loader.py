@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from orchestrator.config.models import TEST_MODEL, FleetConfig
 from orchestrator.config.paths import FleetFolder
 from orchestrator.config.safe_yaml import FieldPath, YamlRefused, load_yaml_file
+from orchestrator.gateway.prices import unpriced_budget_problems
 
 if TYPE_CHECKING:
     from orchestrator.config.capacity import Capacity
@@ -201,6 +202,9 @@ def _cross_checks(config: FleetConfig, names: set[str], set_aside: set[str], pro
             problems.add(("agents", name), why)
     if not set_aside_under(set_aside, "llm"):
         _fleet_model_checks(config, set_aside, problems)
+    if not problems.found and not set_aside_under(set_aside, "llm"):
+        for path, why in unpriced_budget_problems(config):
+            problems.add(path, why)
 
 
 def _fleet_model_checks(config: FleetConfig, set_aside: set[str], problems: Problems) -> None:
@@ -208,7 +212,8 @@ def _fleet_model_checks(config: FleetConfig, set_aside: set[str], problems: Prob
     for key, model in (("default_model", llm.default_model), ("fallback_model", llm.fallback_model)):
         if model and (why := _model_problem(config, model)):
             problems.add(("llm", key), why)
-    if llm.embedding.model and (why := _model_problem(config, llm.embedding.model)):
+    embedding = config.embedding_model()
+    if embedding and (why := _model_problem(config, embedding)):
         problems.add(("llm", "embedding", "model"), why)
     if not set_aside_under(set_aside, "defaults"):
         for key in ("model", "heartbeat_model"):

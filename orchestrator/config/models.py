@@ -62,9 +62,16 @@ class ModelInfo(Strict):
 
 class EmbeddingConfig(Strict):
     model: str | None = Field(
-        default=TEST_MODEL, description="provider:model, 'test', or null for keyword-only memory"
+        default=None,
+        description="provider:model, 'test', or null for keyword-only memory. Unset: 'test' in a fleet "
+        "whose agents use only the test model, else keyword-only (see FleetConfig.embedding_model)",
     )
-    dimensions: int = Field(default=1536, ge=8, le=8192)
+    dimensions: int | None = Field(
+        default=None,
+        ge=8,
+        le=8192,
+        description="Sent to the embedding model only when set; unset, the model answers in its own size",
+    )
 
 
 class LLMConfig(Strict):
@@ -224,6 +231,16 @@ class FleetConfig(Strict):
 
     def heartbeat_model_of(self, name: str) -> str | None:
         return self.agents[name].heartbeat_model or self.defaults.heartbeat_model
+
+    def embedding_model(self) -> str | None:
+        """The embedding model agents use: the one fleet.yaml names (null: none), else the `test`
+        model only in a fleet that uses nothing but the test model. A fleet with a real chat model
+        and no embedding model searches memory by keyword only, rather than with test vectors."""
+        embedding = self.llm.embedding
+        if "model" in embedding.model_fields_set:
+            return embedding.model
+        chat_models = {model for name in self.agents for model in self.allowed_models(name)}
+        return TEST_MODEL if chat_models <= {TEST_MODEL} else None
 
     def allowed_models(self, name: str) -> list[str]:
         found = [self.model_of(name), self.heartbeat_model_of(name), self.llm.fallback_model]

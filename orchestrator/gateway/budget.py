@@ -144,7 +144,14 @@ class Budgets:
     # ------------------------------------------------------------------ charging
 
     def reserve(
-        self, agent: str, *, kind: CallKind, model: str, provider: str, estimate: Charge
+        self,
+        agent: str,
+        *,
+        kind: CallKind,
+        model: str,
+        provider: str,
+        estimate: Charge,
+        run_id: str | None = None,
     ) -> Reservation:
         """Check every cap and write the reservation atomically, or raise BudgetExhausted."""
         refused: tuple[BudgetWindow, float] | None = None
@@ -164,6 +171,7 @@ class Budgets:
                     model=model,
                     provider=provider,
                     estimate=estimate,
+                    run_id=run_id,
                 )
         if refused is not None:
             window, needed = refused

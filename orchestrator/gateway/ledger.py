@@ -37,7 +37,8 @@ CREATE TABLE IF NOT EXISTS gateway_usage (
     latency_ms INTEGER,
     status TEXT NOT NULL,
     estimated INTEGER NOT NULL DEFAULT 0,
-    error TEXT
+    error TEXT,
+    run_id TEXT
 );
 CREATE INDEX IF NOT EXISTS gateway_usage_agent_at ON gateway_usage(agent, at);
 CREATE INDEX IF NOT EXISTS gateway_usage_at ON gateway_usage(at);
@@ -50,6 +51,9 @@ CREATE TABLE IF NOT EXISTS gateway_spend_daily (
     PRIMARY KEY (subject, day)
 );
 """
+# Columns added after the first release, with their definitions (added to older databases).
+ADDED_COLUMNS = {"run_id": "TEXT"}
+RUN_INDEX = "CREATE INDEX IF NOT EXISTS gateway_usage_run ON gateway_usage(agent, run_id)"
 FLEET_SUBJECT = ""  # agent names are DNS labels, never empty
 _REBUILD_ROLLUP = """
 DELETE FROM gateway_spend_daily;
@@ -96,6 +100,18 @@ class Spend:
 
 
 @dataclass(frozen=True)
+class RunSpend:
+    """The settled calls one agent tagged with one run id."""
+
+    calls: int
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+    model: str | None  # the model that answered the run's last chat call
+    estimated: bool  # some figure was counted by the gateway, not reported by the provider
+
+
+@dataclass(frozen=True)
 class LedgerRow:
     id: int
     at: datetime
@@ -112,6 +128,7 @@ class LedgerRow:
     status: str
     estimated: bool
     error: str | None
+    run_id: str | None = None
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> LedgerRow:
@@ -131,6 +148,7 @@ class LedgerRow:
             status=row["status"],
             estimated=bool(row["estimated"]),
             error=row["error"],
+            run_id=row["run_id"],
         )
 
 
@@ -152,6 +170,7 @@ class Ledger:
     def __init__(self, db: Database) -> None:
         self._db = db
         db.ensure_schema(SCHEMA)
+        ensure_columns(db)
 
     def recover(self) -> int:
         """At start-up: reservations left by a previous process keep their estimate as their
@@ -192,11 +211,13 @@ class Ledger:
         model: str,
         provider: str,
         estimate: Charge,
+        run_id: str | None = None,
     ) -> int:
         """Write a reservation inside the caller's transaction; returns the row id."""
         cursor = conn.execute(
             "INSERT INTO gateway_usage(at, agent, kind, requested_model, model, provider, tokens_in, "
-            "tokens_out, cost_usd, status, estimated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'reserved', 1)",
+            "tokens_out, cost_usd, status, estimated, run_id) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'reserved', 1, ?)",
             (
                 timestamp(at),
                 agent,
@@ -207,6 +228,7 @@ class Ledger:
                 estimate.tokens_in,
                 estimate.tokens_out,
                 estimate.cost_usd,
+                run_id,
             ),
         )
         _add_spend(conn, agent, _day(at), estimate.cost_usd, estimate.tokens, 1)
@@ -292,3 +314,41 @@ class Ledger:
             )
             for row in self._db.query(sql, params)
         ]
+
+
+def ensure_columns(db: Database) -> None:
+    """Add the columns a database made by an older version lacks."""
+    with db.transaction() as conn:
+        present = {row[1] for row in conn.execute("PRAGMA table_info(gateway_usage)")}
+        for column, definition in ADDED_COLUMNS.items():
+            if column not in present:
+                conn.execute(f"ALTER TABLE gateway_usage ADD COLUMN {column} {definition}")
+        conn.execute(RUN_INDEX)
+
+
+def run_spend(db: Database, agent: str, run_id: str) -> RunSpend | None:
+    """What the ledger settled for the calls `agent` tagged with `run_id`; None when there are none
+    (or when this orchestrator has no gateway, and so no ledger)."""
+    if db.query_one("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'gateway_usage'") is None:
+        return None
+    row = db.query_one(
+        "SELECT COUNT(*) AS calls, COALESCE(SUM(tokens_in), 0) AS tin, COALESCE(SUM(tokens_out), 0) AS tout, "
+        "COALESCE(SUM(cost_usd), 0) AS cost, COALESCE(MAX(estimated), 0) AS estimated "
+        "FROM gateway_usage WHERE agent = ? AND run_id = ?",
+        (agent, run_id),
+    )
+    if row is None or not row["calls"]:
+        return None
+    last = db.query_one(
+        "SELECT model FROM gateway_usage WHERE agent = ? AND run_id = ? AND kind = 'chat' "
+        "AND status != 'error' ORDER BY id DESC LIMIT 1",
+        (agent, run_id),
+    )
+    return RunSpend(
+        calls=int(row["calls"]),
+        tokens_in=int(row["tin"]),
+        tokens_out=int(row["tout"]),
+        cost_usd=float(row["cost"]),
+        model=last["model"] if last is not None else None,
+        estimated=bool(row["estimated"]),
+    )

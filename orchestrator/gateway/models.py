@@ -72,6 +72,7 @@ class ChatCompletionRequest(Passthrough):
     tool_choice: str | dict[str, Any] | None = None
     max_tokens: int | None = Field(default=None, ge=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
+    n: int | None = Field(default=None, ge=1, le=128)
 
     @property
     def tool_names(self) -> list[str]:
@@ -177,6 +178,12 @@ class ChatCompletionChunk(Passthrough):
     choices: list[ChunkChoice] = Field(default_factory=list)
     usage: Usage | None = None
 
+    def usage_chunk(self, usage: Usage) -> ChatCompletionChunk:
+        """The closing chunk of a stream that reports usage: no choices, this stream's id."""
+        return ChatCompletionChunk(
+            id=self.id, object=self.object, created=self.created, model=self.model, choices=[], usage=usage
+        )
+
     def sse(self) -> bytes:
         """One server-sent event carrying this chunk."""
         return b"data: " + self.model_dump_json(exclude_unset=True).encode() + b"\n\n"
@@ -193,6 +200,20 @@ class EmbeddingResponse(Passthrough):
     data: list[Embedding]
     model: str
     usage: Usage = Field(default_factory=Usage)
+
+
+class ModelCard(BaseModel):
+    """One entry of `GET /v1/models`, in OpenAI's shape."""
+
+    id: str
+    object: Literal["model"] = "model"
+    created: int = 0
+    owned_by: str
+
+
+class ModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[ModelCard]
 
 
 # ------------------------------------------------------------------- gateway's own reports

@@ -1,15 +1,30 @@
-"""Model prices in USD per million tokens: a small built-in table, overridden by fleet.yaml.
+"""Model prices in USD per million tokens: the `genai-prices` library's data, overridden by fleet.yaml.
+
+The library's bundled snapshot is used as installed: nothing is fetched at run time (its
+auto-update is never started). A model is looked up at its provider, recognised by the
+provider's `base_url` (api.openai.com, openrouter.ai, ...) or, failing that, by the name the
+fleet gives the provider (`openai`, `anthropic`, ...). A model is never priced by a guess at
+another provider: a local server (Ollama, vLLM, llama.cpp on 127.0.0.1) is not in the library,
+so its models are unpriced until fleet.yaml gives them a price (0 for free ones).
 
 `fleet.llm.models["provider:model"]` may set `input_per_mtok`, `output_per_mtok` and
-`cached_input_per_mtok`; each field it sets wins over the built-in value. A model found in
-neither costs nothing (local models), so only token budgets can cap it.
+`cached_input_per_mtok`; each field it sets wins over the library's value. A dollar budget on a
+model with no known price is a configuration error (`unpriced_budget_problems`): it would never
+cap anything.
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
 
-from orchestrator.config.models import TEST_MODEL, LLMConfig
+from orchestrator.config.models import TEST_MODEL, BudgetConfig, FleetConfig, LLMConfig
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -34,44 +49,65 @@ class Price:
 
 # The nominal price of the built-in test model, so that dollar budgets can be exercised offline.
 TEST_PRICE = Price(1.0, 1.0, 1.0)
-
-# Public list prices of well-known models (USD per million tokens), matched by the upstream
-# model name or its longest known prefix (dated variants share their family's price).
-BUILTIN_PRICES: dict[str, Price] = {
-    "gpt-4o": Price(2.50, 10.00, 1.25),
-    "gpt-4o-mini": Price(0.15, 0.60, 0.075),
-    "gpt-4.1": Price(2.00, 8.00, 0.50),
-    "gpt-4.1-mini": Price(0.40, 1.60, 0.10),
-    "gpt-4.1-nano": Price(0.10, 0.40, 0.025),
-    "o3-mini": Price(1.10, 4.40, 0.55),
-    "o4-mini": Price(1.10, 4.40, 0.275),
-    "text-embedding-3-small": Price(0.02, 0.0),
-    "text-embedding-3-large": Price(0.13, 0.0),
-    "claude-3-5-haiku": Price(0.80, 4.00, 0.08),
-    "claude-sonnet-4": Price(3.00, 15.00, 0.30),
-    "claude-3-7-sonnet": Price(3.00, 15.00, 0.30),
-}
-
 UNPRICED = Price(known=False)
 
 
-def upstream_name(model: str) -> str:
-    """'openai:gpt-4o-mini' -> 'gpt-4o-mini'; 'openrouter:openai/gpt-4o' -> 'gpt-4o'."""
-    name = model.split(":", 1)[1] if ":" in model else model
-    return name.rsplit("/", 1)[-1]
+def _per_mtok(value: Any) -> float | None:
+    """A library price field: a Decimal, tiered prices (their base rate) or nothing."""
+    if value is None:
+        return None
+    if isinstance(value, Decimal | int | float):
+        return float(value)
+    base = getattr(value, "base", None)
+    return float(base) if base is not None else None
 
 
-def builtin_price(model: str) -> Price:
+@functools.lru_cache(maxsize=512)
+def library_price(upstream_model: str, provider: str, base_url: str | None) -> Price:
+    """The library's current price of `upstream_model` at this provider, or UNPRICED."""
+    try:
+        from genai_prices import data_snapshot
+    except ImportError:
+        log.warning("genai-prices is not installed: models without a price in fleet.yaml cost $0")
+        return UNPRICED
+    snapshot = data_snapshot.get_snapshot()
+    lookups: list[dict[str, str | None]] = [{"provider_id": provider, "provider_api_url": None}]
+    if base_url:
+        lookups.insert(0, {"provider_id": None, "provider_api_url": base_url})
+    for lookup in lookups:
+        try:
+            _, info = snapshot.find_provider_model(
+                upstream_model, None, lookup["provider_id"], lookup["provider_api_url"]
+            )
+        except LookupError:
+            continue
+        prices = info.get_prices(datetime.now(UTC))
+        input_rate = _per_mtok(getattr(prices, "input_mtok", None))
+        output_rate = _per_mtok(getattr(prices, "output_mtok", None))
+        if input_rate is None and output_rate is None:
+            continue
+        return Price(
+            input_per_mtok=input_rate or 0.0,
+            output_per_mtok=output_rate or 0.0,
+            cached_input_per_mtok=_per_mtok(getattr(prices, "cache_read_mtok", None)),
+        )
+    return UNPRICED
+
+
+def builtin_price(model: str, llm: LLMConfig) -> Price:
+    """The price before fleet.yaml's overrides: the test model's, or the library's."""
     if model == TEST_MODEL:
         return TEST_PRICE
-    name = upstream_name(model).lower()
-    matches = [key for key in BUILTIN_PRICES if name == key or name.startswith(key + "-")]
-    return BUILTIN_PRICES[max(matches, key=len)] if matches else UNPRICED
+    provider, _, upstream_model = model.partition(":")
+    if not upstream_model:
+        return UNPRICED
+    config = llm.providers.get(provider)
+    return library_price(upstream_model, provider, config.base_url if config else None)
 
 
 def price_of(model: str, llm: LLMConfig) -> Price:
-    """The price of a fleet model: fleet.yaml's figures over the built-in table."""
-    base = builtin_price(model)
+    """The price of a fleet model: fleet.yaml's figures over the library's."""
+    base = builtin_price(model, llm)
     info = llm.models.get(model)
     if info is None:
         return base
@@ -83,3 +119,32 @@ def price_of(model: str, llm: LLMConfig) -> Price:
         ),
         known=base.known or info.input_per_mtok is not None or info.output_per_mtok is not None,
     )
+
+
+def _has_dollar_cap(budget: BudgetConfig) -> bool:
+    return budget.daily_usd is not None or budget.monthly_usd is not None
+
+
+def unpriced_budget_problems(config: FleetConfig) -> list[tuple[tuple[str, ...], str]]:
+    """(field path, message) for each dollar budget that covers a model with no known price."""
+    fleet_capped = _has_dollar_cap(config.budget)
+    problems: list[tuple[tuple[str, ...], str]] = []
+    embedding_model = config.embedding_model()
+    for name in config.agents:
+        agent_capped = _has_dollar_cap(config.budget_of(name))
+        if not (agent_capped or fleet_capped):
+            continue
+        models = [*config.allowed_models(name), *([embedding_model] if embedding_model else [])]
+        for model in dict.fromkeys(models):
+            if price_of(model, config.llm).known:
+                continue
+            where = ("agents", name, "budget") if agent_capped else ("budget",)
+            problems.append(
+                (
+                    where,
+                    f"a dollar budget covers agent {name!r}, but model {model!r} has no known price: "
+                    f"give it one under llm.models.{model!r} (input_per_mtok, output_per_mtok; 0 for "
+                    "a free local model) or cap it in tokens instead",
+                )
+            )
+    return problems

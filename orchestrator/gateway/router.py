@@ -3,6 +3,8 @@
 Agents (bearer = their own token):
     POST /v1/chat/completions    OpenAI-compatible, `stream: true` answered as SSE
     POST /v1/embeddings          OpenAI-compatible
+    GET  /v1/models              OpenAI-compatible: the models this agent may call
+    GET  /v1/models/{model}      one of them (404 for any other)
     POST /v1/tokens/count        TokenCountRequest -> TokenCountResult
 Operator:
     GET  /api/v1/costs           CostsReport: spend per agent today and this month, budgets
@@ -16,17 +18,26 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, FastAPI, Query
+from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from agent_runtime.protocol import TokenCountRequest, TokenCountResult
+from agent_runtime.protocol import RUN_HEADER, TokenCountRequest, TokenCountResult
 from orchestrator.api.deps import AgentDep, OperatorDep, ServicesDep
+from orchestrator.api.errors import ApiError
 from orchestrator.gateway.errors import GatewayError
-from orchestrator.gateway.models import ChatCompletionRequest, CostsReport, EmbeddingRequest, UsageSeries
+from orchestrator.gateway.models import (
+    ChatCompletionRequest,
+    CostsReport,
+    EmbeddingRequest,
+    ModelCard,
+    ModelList,
+    UsageSeries,
+)
 from orchestrator.gateway.service import Gateway
 from orchestrator.services import Services
 
 MODEL_HEADER = "x-flotilla-model"
+RUN_ID_MAX = 64
 
 
 @asynccontextmanager
@@ -48,27 +59,61 @@ def _gateway(services: Services) -> Gateway:
     return gateway
 
 
+def _operator_gateway(services: Services) -> Gateway:
+    gateway: Gateway | None = getattr(services, "gateway", None)
+    if gateway is None:
+        raise ApiError(503, "unavailable", "the LLM gateway is not running in this orchestrator")
+    return gateway
+
+
+def _run_id(request: Request) -> str | None:
+    """The run an agent tags its call with; anything unusable is ignored (the call is not refused)."""
+    value = request.headers.get(RUN_HEADER, "").strip()
+    return value if 0 < len(value) <= RUN_ID_MAX and value.isprintable() else None
+
+
 @router.post("/v1/chat/completions", response_model=None)
-async def chat_completions(body: ChatCompletionRequest, agent: AgentDep, services: ServicesDep) -> Response:
+async def chat_completions(
+    body: ChatCompletionRequest, request: Request, agent: AgentDep, services: ServicesDep
+) -> Response:
     try:
         gateway = _gateway(services)
+        run_id = _run_id(request)
         if body.stream:
-            route, events = await gateway.open_stream(agent.name, body)
+            route, events = await gateway.open_stream(agent.name, body, run_id=run_id)
             headers = {"cache-control": "no-cache", "x-accel-buffering": "no", MODEL_HEADER: route.model}
             return StreamingResponse(events, media_type="text/event-stream", headers=headers)
-        route, completion = await gateway.chat(agent.name, body)
+        route, completion = await gateway.chat(agent.name, body, run_id=run_id)
     except GatewayError as exc:
         return exc.response()
     return JSONResponse(completion.wire(), headers={MODEL_HEADER: route.model})
 
 
 @router.post("/v1/embeddings", response_model=None)
-async def embeddings(body: EmbeddingRequest, agent: AgentDep, services: ServicesDep) -> Response:
+async def embeddings(
+    body: EmbeddingRequest, request: Request, agent: AgentDep, services: ServicesDep
+) -> Response:
     try:
-        route, result = await _gateway(services).embeddings(agent.name, body)
+        route, result = await _gateway(services).embeddings(agent.name, body, run_id=_run_id(request))
     except GatewayError as exc:
         return exc.response()
     return JSONResponse(result.wire(), headers={MODEL_HEADER: route.model})
+
+
+@router.get("/v1/models", response_model=None)
+async def list_models(agent: AgentDep, services: ServicesDep) -> ModelList | Response:
+    try:
+        return _gateway(services).models(agent.name)
+    except GatewayError as exc:
+        return exc.response()
+
+
+@router.get("/v1/models/{model:path}", response_model=None)
+async def get_model(model: str, agent: AgentDep, services: ServicesDep) -> ModelCard | Response:
+    try:
+        return _gateway(services).model(agent.name, model)
+    except GatewayError as exc:
+        return exc.response()
 
 
 @router.post("/v1/tokens/count", response_model=None)
@@ -81,12 +126,9 @@ async def count_tokens(
         return exc.response()
 
 
-@router.get("/api/v1/costs", response_model=None)
-async def costs(_: OperatorDep, services: ServicesDep) -> CostsReport | Response:
-    try:
-        return _gateway(services).costs()
-    except GatewayError as exc:
-        return exc.response()
+@router.get("/api/v1/costs")
+async def costs(_: OperatorDep, services: ServicesDep) -> CostsReport:
+    return _operator_gateway(services).costs()
 
 
 @router.get("/api/v1/usage", response_model=None)
@@ -96,10 +138,7 @@ async def usage(
     agent: Annotated[str | None, Query(description="Only this agent")] = None,
     since: Annotated[datetime | None, Query(description="ISO 8601 start; default 24 hours ago")] = None,
     bucket: Annotated[Literal["hour", "day"], Query(description="Width of a time bucket")] = "hour",
-) -> UsageSeries | Response:
+) -> UsageSeries:
     if since is not None and since.tzinfo is None:
         since = since.replace(tzinfo=UTC)
-    try:
-        return _gateway(services).usage(since, bucket, agent or None)
-    except GatewayError as exc:
-        return exc.response()
+    return _operator_gateway(services).usage(since, bucket, agent or None)

@@ -21,7 +21,8 @@ import anyio
 from agent_runtime.protocol import TokenCountRequest, TokenCountResult, utcnow
 from orchestrator.config.models import TEST_MODEL, FleetConfig
 from orchestrator.gateway.budget import BudgetExhausted, Budgets, Clock, Reservation, day_window, month_window
-from orchestrator.gateway.errors import GatewayError, budget_error, upstream_error
+from orchestrator.gateway.embedding import TEST_EMBEDDING_DIMENSIONS
+from orchestrator.gateway.errors import GatewayError, budget_error, unsupported_parameter, upstream_error
 from orchestrator.gateway.ledger import CallKind, CallStatus, Charge, Ledger
 from orchestrator.gateway.models import (
     AgentCosts,
@@ -32,6 +33,8 @@ from orchestrator.gateway.models import (
     CostsReport,
     EmbeddingRequest,
     EmbeddingResponse,
+    ModelCard,
+    ModelList,
     SpendFigures,
     StreamOptions,
     Usage,
@@ -107,19 +110,44 @@ class Gateway:
 
     # ------------------------------------------------------------------ routing
 
-    def _route(self, agent: str, model: str, *, embedding: bool = False) -> Route:
+    def _allowed(self, agent: str, *, embedding: bool = False) -> list[str]:
         config = self._config
         if agent not in config.agents:
             raise GatewayError(403, "unknown_agent", f"agent '{agent}' is not in fleet '{config.fleet}'")
         allowed = config.allowed_models(agent)
-        if embedding and config.llm.embedding.model:
-            allowed = [*allowed, config.llm.embedding.model]
+        embedding_model = config.embedding_model()
+        if embedding and embedding_model:
+            allowed = list(dict.fromkeys([*allowed, embedding_model]))
+        return allowed
+
+    def models(self, agent: str) -> ModelList:
+        """The models `agent` may call (chat, and the fleet's embedding model), for GET /v1/models."""
+        return ModelList(data=[self._card(name) for name in self._allowed(agent, embedding=True)])
+
+    def model(self, agent: str, model: str) -> ModelCard:
+        if model not in self._allowed(agent, embedding=True):
+            raise GatewayError(
+                404,
+                "model_not_found",
+                f"model '{model}' does not exist or agent '{agent}' may not use it",
+                param="model",
+            )
+        return self._card(model)
+
+    @staticmethod
+    def _card(model: str) -> ModelCard:
+        owner = "flotilla" if model == TEST_MODEL else model.partition(":")[0]
+        return ModelCard(id=model, owned_by=owner)
+
+    def _route(self, agent: str, model: str, *, embedding: bool = False) -> Route:
+        allowed = self._allowed(agent, embedding=embedding)
         if model not in allowed:
             raise GatewayError(
                 403,
                 "model_not_allowed",
                 f"agent '{agent}' may not use model '{model}'; allowed: {', '.join(allowed)}",
                 details=[f"allowed: {name}" for name in allowed],
+                param="model",
             )
         return self._resolve(model)
 
@@ -130,7 +158,10 @@ class Gateway:
         config = self._config.llm.providers.get(name)
         if config is None or not upstream_model:
             raise GatewayError(
-                400, "unknown_model", f"model '{model}' names no provider declared in fleet.yaml"
+                400,
+                "unknown_model",
+                f"model '{model}' names no provider declared in fleet.yaml",
+                param="model",
             )
         provider = self._upstreams.get(name)
         if provider is None or provider.config != config:
@@ -151,13 +182,24 @@ class Gateway:
     # ------------------------------------------------------------------ charging
 
     def _reserve(
-        self, agent: str, kind: CallKind, route: Route, tokens_in: int, tokens_out: int
+        self,
+        agent: str,
+        kind: CallKind,
+        route: Route,
+        tokens_in: int,
+        tokens_out: int,
+        run_id: str | None = None,
     ) -> CallContext:
         price = price_of(route.model, self._config.llm)
         estimate = Charge(tokens_in, tokens_out, price.cost(tokens_in, tokens_out))
         try:
             reservation = self.budgets.reserve(
-                agent, kind=kind, model=route.model, provider=route.provider.name, estimate=estimate
+                agent,
+                kind=kind,
+                model=route.model,
+                provider=route.provider.name,
+                estimate=estimate,
+                run_id=run_id,
             )
         except BudgetExhausted as exc:
             raise budget_error(exc, self._clock()) from None
@@ -175,8 +217,7 @@ class Gateway:
     ) -> None:
         estimated = usage is None
         if usage is None:
-            tokens_in = ctx.reservation.estimate.tokens_in if status != "error" else 0
-            usage = Usage(prompt_tokens=tokens_in, completion_tokens=self.counter.count(written))
+            usage = self._counted_usage(ctx, written, counts_prompt=status != "error")
         price = price_of(route.model, self._config.llm)
         tokens_in, tokens_out, cached = usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens
         charge = Charge(tokens_in, tokens_out, price.cost(tokens_in, tokens_out, cached), cached)
@@ -192,6 +233,14 @@ class Gateway:
             error=error,
         )
         self.budgets.after_settle(ctx.agent)
+
+    def _counted_usage(self, ctx: CallContext, written: str, *, counts_prompt: bool = True) -> Usage:
+        """Usage counted by the gateway (cl100k) for a provider that reported none."""
+        tokens_in = ctx.reservation.estimate.tokens_in if counts_prompt else 0
+        tokens_out = self.counter.count(written)
+        return Usage(
+            prompt_tokens=tokens_in, completion_tokens=tokens_out, total_tokens=tokens_in + tokens_out
+        )
 
     def _prompt_tokens(self, request: ChatCompletionRequest) -> int:
         return self.counter.count_chat(request.counted_messages, request.tools)
@@ -218,10 +267,14 @@ class Gateway:
         assert failure is not None  # routes is never empty
         raise upstream_error(failure[1], failure[0].model)
 
-    def _reserve_chat(self, agent: str, request: ChatCompletionRequest) -> tuple[Route, CallContext]:
+    def _reserve_chat(
+        self, agent: str, request: ChatCompletionRequest, run_id: str | None
+    ) -> tuple[Route, CallContext]:
+        _check_supported(request)
         primary = self._route(agent, request.model)
         estimate_out = request.output_limit or DEFAULT_OUTPUT_ESTIMATE
-        return primary, self._reserve(agent, "chat", primary, self._prompt_tokens(request), estimate_out)
+        tokens_in = self._prompt_tokens(request)
+        return primary, self._reserve(agent, "chat", primary, tokens_in, estimate_out, run_id)
 
     @contextmanager
     def _settled_on_failure(self, ctx: CallContext, route: Route) -> Iterator[None]:
@@ -229,7 +282,7 @@ class Gateway:
         try:
             yield
         except GatewayError as exc:
-            self._settle(ctx, route, status="error", error=exc.body.message)
+            self._settle(ctx, route, status="error", error=exc.message)
             raise
         except BaseException:
             self._settle(ctx, route, status="interrupted")
@@ -239,9 +292,11 @@ class Gateway:
     def _for(route: Route, request: ChatCompletionRequest) -> ChatCompletionRequest:
         return request.model_copy(update={"model": route.upstream_model})
 
-    async def chat(self, agent: str, request: ChatCompletionRequest) -> tuple[Route, ChatCompletion]:
+    async def chat(
+        self, agent: str, request: ChatCompletionRequest, *, run_id: str | None = None
+    ) -> tuple[Route, ChatCompletion]:
         """A non-streamed completion; returns the route that served it (the fallback, maybe)."""
-        primary, ctx = self._reserve_chat(agent, request)
+        primary, ctx = self._reserve_chat(agent, request, run_id)
         with self._settled_on_failure(ctx, primary):
             route, completion = await self._call(
                 self._chat_routes(primary), lambda r: r.provider.complete(self._for(r, request))
@@ -251,11 +306,11 @@ class Gateway:
         return route, completion
 
     async def open_stream(
-        self, agent: str, request: ChatCompletionRequest
+        self, agent: str, request: ChatCompletionRequest, *, run_id: str | None = None
     ) -> tuple[Route, AsyncGenerator[bytes, None]]:
         """Start a streamed completion. Errors before the first chunk raise GatewayError (a plain
         HTTP error); later ones end the stream with an error event."""
-        primary, ctx = self._reserve_chat(agent, request)
+        primary, ctx = self._reserve_chat(agent, request, run_id)
         wants_usage = bool(request.stream_options and request.stream_options.include_usage)
         # Usage is always requested upstream, for the ledger; the agent gets it only if it asked.
         upstream_request = request.model_copy(update={"stream_options": StreamOptions(include_usage=True)})
@@ -304,17 +359,24 @@ class Gateway:
                 yield error_event("upstream_error", f"model '{route.model}': {exc.message}")
                 return
             settle("ok")
+            if wants_usage and tracker.usage is None and tracker.last is not None:
+                # The provider streamed no usage: the agent gets the gateway's own count, as settled.
+                yield tracker.last.usage_chunk(self._counted_usage(ctx, tracker.written)).sse()
             yield DONE_EVENT
         finally:
             if not settled:
                 settle("interrupted")
             await _close(chunks)
 
-    async def embeddings(self, agent: str, request: EmbeddingRequest) -> tuple[Route, EmbeddingResponse]:
+    async def embeddings(
+        self, agent: str, request: EmbeddingRequest, *, run_id: str | None = None
+    ) -> tuple[Route, EmbeddingResponse]:
         route = self._route(agent, request.model, embedding=True)
         if route.model == TEST_MODEL and request.dimensions is None:
-            request = request.model_copy(update={"dimensions": self._config.llm.embedding.dimensions})
-        ctx = self._reserve(agent, "embeddings", route, sum(self.counter.count_many(request.texts)), 0)
+            dimensions = self._config.llm.embedding.dimensions or TEST_EMBEDDING_DIMENSIONS
+            request = request.model_copy(update={"dimensions": dimensions})
+        tokens_in = sum(self.counter.count_many(request.texts))
+        ctx = self._reserve(agent, "embeddings", route, tokens_in, 0, run_id)
         with self._settled_on_failure(ctx, route):
             # Never a fallback model: its vectors would live in another space.
             _, response = await self._call(
@@ -370,6 +432,16 @@ class Gateway:
             await provider.aclose()
         self._upstreams.clear()
         self._retired.clear()
+
+
+def _check_supported(request: ChatCompletionRequest) -> None:
+    """Refuse, rather than silently ignore, what the gateway cannot honour."""
+    if request.n is not None and request.n > 1:
+        raise unsupported_parameter(
+            "n",
+            f"n={request.n} is not supported: the gateway returns one choice per request "
+            "(send separate requests for several answers)",
+        )
 
 
 async def _close(chunks: AsyncIterator[ChatCompletionChunk]) -> None:

@@ -21,10 +21,12 @@ class StreamTracker:
     def __init__(self) -> None:
         self.usage: Usage | None = None
         self.model: str | None = None
+        self.last: ChatCompletionChunk | None = None
         self._written: list[str] = []
 
     def see(self, chunk: ChatCompletionChunk) -> None:
         self.model = self.model or chunk.model
+        self.last = chunk
         if chunk.usage is not None:
             self.usage = chunk.usage
         for choice in chunk.choices:

@@ -26,6 +26,7 @@ from agent_runtime.memory.store import FactNotFound, MemoryInputError, MemorySto
 from agent_runtime.memory.vectors import VectorError
 from orchestrator.api.errors import ApiError
 from orchestrator.config.models import TEST_MODEL, EmbeddingConfig
+from orchestrator.gateway.embedding import TEST_EMBEDDING_DIMENSIONS, embedding_dimensions
 from orchestrator.services import Services
 
 MEMORY_DB = "memory.db"
@@ -34,7 +35,7 @@ EmbedderFactory = Callable[[EmbeddingConfig], Embedder | None]
 
 
 def _test_embedder(config: EmbeddingConfig) -> Embedder | None:
-    return DeterministicEmbedder(config.dimensions)
+    return DeterministicEmbedder(config.dimensions or TEST_EMBEDDING_DIMENSIONS)
 
 
 OPERATOR_EMBEDDERS: dict[str, EmbedderFactory] = {TEST_MODEL: _test_embedder}
@@ -54,10 +55,14 @@ def open_memory(services: Services, agent: str) -> Iterator[MemoryStore | None]:
     if not path.exists():
         yield None
         return
-    embedding = services.fleet.config.llm.embedding
-    factory = OPERATOR_EMBEDDERS.get(embedding.model or "")
+    fleet = services.fleet.config
+    embedding = fleet.llm.embedding
+    model = fleet.embedding_model()
+    factory = OPERATOR_EMBEDDERS.get(model or "")
     config = MemoryConfig(
-        dimensions=embedding.dimensions, embedding_model=embedding.model, reindex_on_model_change=False
+        dimensions=embedding_dimensions(fleet) or TEST_EMBEDDING_DIMENSIONS,
+        embedding_model=model,
+        reindex_on_model_change=False,
     )
     try:
         store = MemoryStore(

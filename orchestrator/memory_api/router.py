@@ -58,9 +58,17 @@ def _log_saved(store: MemoryStore, result: SaveResult) -> SaveResult:
 
 @router.get("/status")
 def memory_status(agent: str, _: OperatorDep, services: ServicesDep) -> MemoryStatus:
-    """Counts, the search mode and the embedding model of the agent's memory."""
+    """Counts, the search mode and the embedding model of the agent's memory. The mode is the
+    one the agent reports (the host opens the file without the agent's embedder)."""
     with open_memory(services, agent) as store:
-        return require(store, agent).status()
+        status = require(store, agent).status()
+    sighting = services.health.last(agent)
+    reported = sighting.checkin.memory_mode if sighting is not None else "unknown"
+    if reported in (MemoryMode.HYBRID.value, MemoryMode.KEYWORD.value):
+        status = status.model_copy(update={"mode": MemoryMode(reported)})
+    if status.mode is MemoryMode.HYBRID:
+        status = status.model_copy(update={"embedding_model": services.fleet.config.embedding_model()})
+    return status
 
 
 @router.get("/facts")

@@ -2,7 +2,9 @@
 
 Ticks are written by the scheduler: `idle` (nothing to do, zero tokens), `skipped` (busy,
 budget, missed) or `run` (a heartbeat item was queued, or queued work was woken). Turns are the
-RunRecords agents post after each model-driven run, with tokens, cost and files changed.
+RunRecords agents post after each model-driven run, with files changed. Their tokens, cost and
+model are the gateway ledger's settled figures for the calls the agent tagged with the run's id
+(what the provider reported, or what the gateway counted), not the agent's own guess.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from agent_runtime.protocol import RunRecord
+from orchestrator.gateway.ledger import run_spend
 from orchestrator.scheduler.store import iso
 from orchestrator.state.db import Database
 
@@ -110,6 +113,21 @@ class RunStore:
                 "outcome": outcome,
                 "detail": detail,
                 "files_changed": json.dumps(files_changed or []),
+            }
+        )
+
+    def settled(self, record: RunRecord) -> RunRecord:
+        """The record with the ledger's tokens, cost and answering model for its calls (as sent,
+        when the gateway recorded no call for it)."""
+        spend = run_spend(self._db, record.agent, record.id)
+        if spend is None:
+            return record
+        return record.model_copy(
+            update={
+                "tokens_in": spend.tokens_in,
+                "tokens_out": spend.tokens_out,
+                "cost_usd": spend.cost_usd,
+                "model": spend.model or record.model,
             }
         )
 

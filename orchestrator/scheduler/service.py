@@ -359,7 +359,9 @@ class Scheduler:
     # --- agent turns -----------------------------------------------------------------------
 
     def record_turn(self, record: RunRecord) -> bool:
-        """Store a RunRecord posted by an agent; False if this id was recorded before."""
+        """Store a RunRecord posted by an agent, with the ledger's figures for its model calls;
+        False if this id was recorded before."""
+        record = self.runs.settled(record)
         stored = self.runs.add_turn(record)
         if stored:
             self.store.note_activity(record.agent, self.clock.now())

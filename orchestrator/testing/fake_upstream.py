@@ -44,6 +44,7 @@ class Reply:
     completion_tokens: int = 5
     cached_tokens: int = 0
     break_stream: bool = False
+    stream_usage: bool = True  # False: a stream that never reports usage, even when asked
 
     @classmethod
     def say(
@@ -223,7 +224,7 @@ class FakeUpstream:
             call = {"index": i, "id": f"call_fake_{i}", "type": "function", "function": function}
             yield chunk({"tool_calls": [call]})
         yield chunk({}, _finish(reply))
-        if include_usage:
+        if include_usage and reply.stream_usage:
             yield event(head | {"choices": [], "usage": self._usage(reply)})
         yield b"data: [DONE]\n\n"
 

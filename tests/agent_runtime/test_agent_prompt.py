@@ -95,11 +95,21 @@ def test_total_injection_budget_cuts_later_files_with_a_notice(tmp_path: Path) -
     ws, learnings = _workspace(tmp_path)
     (tmp_path / "workspace" / "PROJECT.md").write_text("p" * 47_000, encoding="utf-8")
     (tmp_path / "workspace" / "MEMORY.md").write_text("m" * 10_000, encoding="utf-8")
-    static = build_static_blocks(make_config(), ws, learnings)  # type: ignore[arg-type]
+    static = build_static_blocks(make_config(context_window=128_000), ws, learnings)  # type: ignore[arg-type]
     assert "MEMORY.md" in static.cut
     assert "by the 48 KiB prompt budget" in static.memory
     injected = static.identity.count("p") + static.memory.count("m")
     assert injected <= 48 * 1024 + 2000  # notices and headings aside
+
+
+def test_a_small_window_gets_a_smaller_workspace_budget(tmp_path: Path) -> None:
+    """On an 8K-token model the workspace files take at most a quarter of the window."""
+    ws, learnings = _workspace(tmp_path)
+    (tmp_path / "workspace" / "PROJECT.md").write_text("p" * 12_000, encoding="utf-8")
+    static = build_static_blocks(make_config(context_window=8192), ws, learnings)  # type: ignore[arg-type]
+    assert "PROJECT.md" in static.cut
+    assert "by the 8 KiB prompt budget" in static.identity
+    assert static.identity.count("p" * 100) * 100 <= 8192
 
 
 def test_heartbeat_message_carries_reasons_and_the_checklist(tmp_path: Path) -> None:

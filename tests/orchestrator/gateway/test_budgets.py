@@ -43,12 +43,12 @@ def test_exhausted_budget_is_429_with_a_clear_json_body(launch: Launch) -> None:
     assert refused.status_code == 429
     assert refused.response.headers["x-should-retry"] == "false"
     body = refused.response.json()
-    assert body["error"] == "budget_exhausted"
-    message = body["message"]
+    assert body["error"]["code"] == "budget_exhausted"
+    message = body["error"]["message"]
     assert "daily_tokens" in message and "agent 'alice'" in message
     assert "of 200 tokens" in message and "resets at 2030-05-18T00:00:00Z" in message
-    assert "budget: daily_tokens" in body["details"] and "limit: 200" in body["details"]
-    details = dict(d.split(": ", 1) for d in body["details"])
+    assert "budget: daily_tokens" in body["error"]["details"] and "limit: 200" in body["error"]["details"]
+    details = dict(d.split(": ", 1) for d in body["error"]["details"])
     assert float(details["spent"]) + float(details["needed"]) > 200
     assert float(details["spent"]) == orch.gateway.budget_status("alice").windows[0].spent
     assert len(_events(orch, EventType.BUDGET_EXHAUSTED)) == 1
@@ -90,7 +90,7 @@ def test_concurrent_calls_cannot_both_slip_under_the_limit(launch: Launch) -> No
         try:
             client.chat.completions.create(model="fake:fake-model", messages=HI, max_tokens=100)  # type: ignore[arg-type]
         except openai.RateLimitError as exc:
-            return exc.response.json()["error"]
+            return exc.response.json()["error"]["code"]
         return "ok"
 
     with ThreadPoolExecutor(max_workers=6) as pool:
@@ -177,8 +177,8 @@ def test_windows_reset_at_utc_midnight_and_month_start(launch: Launch) -> None:
     )
     client = orch.client("alice")
     refused = _spend_until_refused(client)
-    assert "daily_tokens" in refused.response.json()["message"]
-    assert "resets at 2030-06-01T00:00:00Z" in refused.response.json()["message"]
+    assert "daily_tokens" in refused.response.json()["error"]["message"]
+    assert "resets at 2030-06-01T00:00:00Z" in refused.response.json()["error"]["message"]
     clock.now = datetime(2030, 5, 31, 23, 59, tzinfo=UTC)
     with pytest.raises(openai.RateLimitError):
         client.chat.completions.create(model="test", messages=HI, max_tokens=20)  # type: ignore[arg-type]
@@ -202,8 +202,8 @@ def test_monthly_budget_outlives_the_day(launch: Launch) -> None:
     _spend_until_refused(client)
     clock.now += timedelta(days=1)
     refused = _spend_until_refused(client)
-    assert "monthly_tokens" in refused.response.json()["message"]
-    assert "resets at 2030-06-01T00:00:00Z" in refused.response.json()["message"]
+    assert "monthly_tokens" in refused.response.json()["error"]["message"]
+    assert "resets at 2030-06-01T00:00:00Z" in refused.response.json()["error"]["message"]
 
 
 def test_dollar_budget_with_the_test_model_price(launch: Launch) -> None:
@@ -214,7 +214,7 @@ def test_dollar_budget_with_the_test_model_price(launch: Launch) -> None:
         budget: {daily_usd: 0.0002}
     """)
     refused = _spend_until_refused(orch.client("alice"))
-    assert "daily_usd" in refused.response.json()["message"]
+    assert "daily_usd" in refused.response.json()["error"]["message"]
     status = orch.gateway.budget_status("alice")
     assert 0 < status.windows[0].spent <= 0.0002
 
@@ -232,7 +232,7 @@ def test_fleet_wide_budget_covers_every_agent(launch: Launch) -> None:
             alice.chat.completions.create(model="test", messages=HI, max_tokens=20)  # type: ignore[arg-type]
             bob.chat.completions.create(model="test", messages=HI, max_tokens=20)  # type: ignore[arg-type]
     body = caught.value.response.json()
-    assert "the fleet" in body["message"] and "scope: fleet" in body["details"]
+    assert "the fleet" in body["error"]["message"] and "scope: fleet" in body["error"]["details"]
     assert {row.agent for row in orch.gateway.ledger.rows()} == {"alice", "bob"}
     fleet_window = next(w for w in orch.gateway.budget_status("bob").windows if w.scope == "fleet")
     total = sum(r.tokens_in + r.tokens_out for r in orch.gateway.ledger.rows())
@@ -293,5 +293,5 @@ def test_a_streamed_request_over_budget_is_refused_before_streaming(launch: Laun
     response = orch.http(orch.tokens["alice"]).post("/v1/chat/completions", json=body)
     assert response.status_code == 429
     assert response.headers["content-type"] == "application/json"
-    assert response.json()["error"] == "budget_exhausted"
+    assert response.json()["error"]["code"] == "budget_exhausted"
     assert orch.gateway.ledger.rows("alice") == []

@@ -51,7 +51,7 @@ def test_no_token_is_refused_with_401(launch: Launch) -> None:
     anonymous = orch.http()
     response = anonymous.post("/v1/chat/completions", json={"model": "test", "messages": [{"role": "user"}]})
     assert response.status_code == 401
-    assert response.json()["error"] == "unauthorized"
+    assert response.json()["error"]["code"] == "unauthorized"
     bad = openai.OpenAI(base_url=orch.url + "/v1", api_key="not-a-token", max_retries=0)
     with pytest.raises(openai.AuthenticationError):
         bad.chat.completions.create(model="test", messages=[{"role": "user", "content": "hi"}])
@@ -73,9 +73,9 @@ def test_model_outside_the_allowlist_is_403_with_json(launch: Launch) -> None:
             model="fake:fake-model", messages=[{"role": "user", "content": "hi"}]
         )
     body = caught.value.response.json()
-    assert body["error"] == "model_not_allowed"
-    assert "alice" in body["message"] and "fake:fake-model" in body["message"]
-    assert "allowed: test" in body["details"]
+    assert body["error"]["code"] == "model_not_allowed"
+    assert "alice" in body["error"]["message"] and "fake:fake-model" in body["error"]["message"]
+    assert "allowed: test" in body["error"]["details"]
     assert orch.upstream.requests == []
 
 

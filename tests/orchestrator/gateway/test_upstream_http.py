@@ -127,8 +127,8 @@ def test_missing_key_variable_is_a_clear_error(launch: Launch) -> None:
         )
     assert caught.value.status_code == 503
     body = caught.value.response.json()
-    assert body["error"] == "provider_key_missing"
-    assert "FLT_TEST_UNSET_KEY_VARIABLE" in body["message"]
+    assert body["error"]["code"] == "provider_key_missing"
+    assert "FLT_TEST_UNSET_KEY_VARIABLE" in body["error"]["message"]
     assert orch.upstream.requests == []
     [row] = orch.gateway.ledger.rows("alice")
     assert row.status == "error" and row.cost_usd == 0
@@ -181,7 +181,7 @@ def test_exhausted_retries_without_fallback_give_502(launch: Launch) -> None:
         )
     assert caught.value.status_code == 502
     body = caught.value.response.json()
-    assert body["error"] == "upstream_error" and "still boom" in body["message"]
+    assert body["error"]["code"] == "upstream_error" and "still boom" in body["error"]["message"]
     assert len(orch.upstream.requests) == 3  # bounded attempts
     assert orch.gateway.ledger.rows("alice")[0].status == "error"
 
@@ -194,7 +194,7 @@ def test_long_retry_after_is_not_waited_for(launch: Launch) -> None:
             model="fake:fake-model", messages=[{"role": "user", "content": "hi"}]
         )
     assert caught.value.status_code == 503
-    assert caught.value.response.json()["error"] == "upstream_rate_limited"
+    assert caught.value.response.json()["error"]["code"] == "upstream_rate_limited"
     assert caught.value.response.headers["retry-after"] == "3600"
     assert len(orch.upstream.requests) == 1
 
@@ -207,7 +207,7 @@ def test_client_errors_are_not_retried(launch: Launch) -> None:
             model="fake:fake-model", messages=[{"role": "user", "content": "hi"}]
         )
     body = caught.value.response.json()
-    assert body["error"] == "upstream_rejected" and "context too long" in body["message"]
+    assert body["error"]["code"] == "upstream_rejected" and "context too long" in body["error"]["message"]
     assert len(orch.upstream.requests) == 1
 
 
@@ -276,8 +276,8 @@ def test_a_key_echoed_by_the_provider_never_reaches_the_agent(launch: Launch, st
         )
     assert caught.value.status_code == 502
     body = caught.value.response.json()
-    assert body["error"] == "upstream_auth"
-    assert SECRET_KEY not in caught.value.response.text and "[redacted]" in body["message"]
+    assert body["error"]["code"] == "upstream_auth"
+    assert SECRET_KEY not in caught.value.response.text and "[redacted]" in body["error"]["message"]
     [row] = orch.gateway.ledger.rows("alice")
     assert row.error is not None and SECRET_KEY not in row.error
     assert len(orch.upstream.requests) == 1  # a refused key is not retried
