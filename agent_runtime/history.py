@@ -3,7 +3,8 @@
 Each line holds at least `id`, `at`, `role` and `content`, plus `tool_calls`, `tool_call_id`,
 `name` (the tool's name on tool results) and `item_id` when they apply. Lines are only ever
 appended: compaction and pruning change what the model sees, never this log, which is what
-memory extraction and audits read.
+memory extraction and audits read. A turn is redacted (`agent_runtime.redaction`) before it is
+written: no credential reaches the log verbatim.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ import secrets
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
+
+from agent_runtime.redaction import redact
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -97,6 +100,29 @@ class Turn:
         return f"{self.content}\n{calls}"
 
 
+def redact_turn(turn: Turn) -> Turn:
+    """The turn with credential-shaped text replaced by markers, in its content and in the
+    arguments of its tool calls (the same object when there was nothing to redact)."""
+    content = redact(turn.content)
+    calls = []
+    changed = content.changed
+    for call in turn.tool_calls:
+        function = call.get("function")
+        arguments = function.get("arguments") if isinstance(function, dict) else None
+        if (
+            isinstance(function, dict)
+            and isinstance(arguments, str)
+            and (cleaned := redact(arguments)).changed
+        ):
+            calls.append({**call, "function": {**function, "arguments": cleaned.text}})
+            changed = True
+        else:
+            calls.append(call)
+    if not changed:
+        return turn
+    return replace(turn, content=content.text, tool_calls=tuple(calls))
+
+
 class HistoryLog:
     """Appends turns to the day's file; each line is written with one `write` and fsynced."""
 
@@ -108,6 +134,7 @@ class HistoryLog:
         return self.root / f"{at[:10]}.jsonl"
 
     def append(self, turn: Turn) -> None:
+        turn = redact_turn(turn)
         line = (json.dumps(turn.to_record(), ensure_ascii=False) + "\n").encode("utf-8")
         with self._lock:
             self.root.mkdir(parents=True, exist_ok=True)

@@ -14,12 +14,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent_runtime.facts import FactStoreError
-from agent_runtime.protocol import AgentRuntimeConfig
+from agent_runtime.protocol import AgentRuntimeConfig, InboxItem, ItemKind
+from agent_runtime.redaction import redact
 from agent_runtime.settings import Settings
 from agent_runtime.state import MemoryMode
 from agent_runtime.tools.registry import Handler, Tool, ToolError
 
 if TYPE_CHECKING:
+    from agent_runtime.memory.provenance import PersonWords
     from agent_runtime.memory.store import MemoryStore
     from agent_runtime.memory.tools import MemoryTools
 
@@ -61,7 +63,15 @@ class MemoryBridge:
     tools: list[Tool] = field(default_factory=list)
     memory_store: Any = None
     maintenance: Any = None
+    people: PersonWords | None = None
     failures: tuple[type[BaseException], ...] = (OSError,)
+
+    def heard(self, item: InboxItem) -> None:
+        """Note what a person said (an operator message): the model's `memory_save` may claim a
+        person's word as its source only for what such a message states. Peers, heartbeats and
+        tool outputs are not people."""
+        if self.people is not None and item.kind == ItemKind.OPERATOR_MESSAGE:
+            self.people.heard(redact(item.text).text)
 
     def tick(self) -> list[str]:
         """Start the memory maintenance jobs that are due, in the background; their names."""
@@ -92,6 +102,7 @@ class MemoryBridge:
             from agent_runtime.memory.factlog import FactLog, is_fact_line
             from agent_runtime.memory.maintenance import MaintenanceRunner
             from agent_runtime.memory.models import MemoryConfig
+            from agent_runtime.memory.provenance import PersonWords
             from agent_runtime.memory.store import MemoryStore
             from agent_runtime.memory.tools import MemoryTools
         except ImportError as missing:
@@ -115,7 +126,10 @@ class MemoryBridge:
         except (sqlite.Error, sqlite.SqliteVecUnavailable, OSError, ValueError) as failed:
             log.warning("memory store did not open (%s): facts go to MEMORY.md only", failed)
             return cls()
-        memory_tools = MemoryTools(store, WorkspaceIndex(workspace_root, skip_line=is_fact_line))
+        people = PersonWords()
+        memory_tools = MemoryTools(
+            store, WorkspaceIndex(workspace_root, skip_line=is_fact_line), people=people
+        )
         handlers = memory_tools.handlers()
         tools = [
             Tool(
@@ -135,6 +149,7 @@ class MemoryBridge:
             tools=tools,
             memory_store=store,
             maintenance=runner,
+            people=people,
             failures=(sqlite.Error, OSError, ValueError),
         )
 

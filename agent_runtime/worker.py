@@ -255,6 +255,7 @@ class Worker:
         message = current_message(
             item, self.workspace, self.static_blocks().remaining_budget, self._schema(item)
         )
+        self.memory.heard(item)
         try:
             result = self.loop.run(item.id, message, model, stream.add)
         except LoopFailed as failed:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from agent_runtime.memory.models import Fact
 from agent_runtime.memory.text import one_line
+from agent_runtime.redaction import redact
 from agent_runtime.workspace import atomic_write_bytes
 
 FACT_LINE = re.compile(r"^- (?P<time>[^·]*)· memory · \[fact (?P<id>\d+)\]")
@@ -49,7 +50,7 @@ class FactLog:
         when = self._now()
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{when:%Y-%m-%d}.md"
-        text = one_line(fact.text, MAX_LINE_CHARS)
+        text = one_line(redact(fact.text).text, MAX_LINE_CHARS)
         header = f"# {when:%Y-%m-%d}\n\n" if not path.exists() else ""
         line = f"{header}- {when:%H:%M:%S} · memory · [fact {fact.id}] {text} ({fact.source.value}, {fact.category})\n"
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -82,6 +82,9 @@ class SaveResult(BaseModel):
     replaced_id: int | None = Field(default=None, description="The fact this one superseded or merged into")
     contradiction_id: int | None = None
     detail: str = ""
+    redacted: list[str] = Field(
+        default_factory=list, description="Kinds of credential replaced by a marker before saving"
+    )
 
 
 class FactHit(BaseModel):

@@ -46,6 +46,7 @@ from agent_runtime.memory.sqlite import Connection, connect
 from agent_runtime.memory.text import content_key, has_word
 from agent_runtime.memory.vectors import Vector, to_blob
 from agent_runtime.memory.writes import insert_fact, reinforce_fact, retire_fact
+from agent_runtime.redaction import redact
 
 BACKFILL_BATCH = 32
 
@@ -146,7 +147,12 @@ class MemoryStore:
     # Saving
 
     def _clean(self, text: str) -> str:
-        cleaned = " ".join(str(text).split())
+        return self._clean_and_redact(text)[0]
+
+    def _clean_and_redact(self, text: str) -> tuple[str, tuple[str, ...]]:
+        """The text on one line, with credentials replaced by markers (and which kinds were)."""
+        redacted = redact(str(text))
+        cleaned = " ".join(redacted.text.split())
         if not has_word(cleaned):
             raise MemoryInputError("fact text is empty: give at least one word")
         if len(cleaned) > self.config.max_text_chars:
@@ -154,7 +160,7 @@ class MemoryStore:
                 f"fact text is {len(cleaned)} characters, over the limit of {self.config.max_text_chars}: "
                 "save one fact at a time"
             )
-        return cleaned
+        return cleaned, redacted.kinds
 
     def prepare(
         self,
@@ -169,8 +175,9 @@ class MemoryStore:
         supersedes: int | None = None,
         embed: bool = True,
     ) -> truth.Candidate:
-        """Validate a fact and compute its embedding (outside any transaction)."""
-        cleaned = self._clean(text)
+        """Validate a fact, redact any credential in it and compute its embedding (outside any
+        transaction)."""
+        cleaned, redacted = self._clean_and_redact(text)
         try:
             origin = FactSource(source)
         except ValueError:
@@ -193,6 +200,7 @@ class MemoryStore:
             salience=salience,
             vector=blob,
             supersedes=supersedes,
+            redacted=redacted,
         )
 
     def save(
@@ -222,6 +230,12 @@ class MemoryStore:
         return self.save_prepared(candidate)
 
     def save_prepared(self, candidate: truth.Candidate) -> SaveResult:
+        result = self._save_prepared(candidate)
+        if candidate.redacted:
+            result.redacted = list(candidate.redacted)
+        return result
+
+    def _save_prepared(self, candidate: truth.Candidate) -> SaveResult:
         now = iso(self._now())
         with self.transaction() as conn:
             barrier = truth.find_barrier(conn, candidate.key, candidate.vector, self.config)
@@ -452,7 +466,7 @@ class MemoryStore:
         self, start: str | datetime, end: str | datetime, turn_ids: Sequence[str], summary: str
     ) -> Episode:
         """Store the summary of a compacted stretch of history (called after each compaction)."""
-        text = summary.strip()
+        text = redact(summary).text.strip()
         if not text:
             raise MemoryInputError("episode summary is empty")
         start_text = iso(start) if isinstance(start, datetime) else str(start)

@@ -52,6 +52,7 @@ class Candidate:
     salience: float | None = None
     vector: bytes | None = None
     supersedes: int | None = None
+    redacted: tuple[str, ...] = ()
 
 
 def active_fact(conn: Connection, fact_id: int) -> Row | None:
