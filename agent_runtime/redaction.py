@@ -87,12 +87,20 @@ def _looks_random(candidate: str) -> bool:
     )
 
 
-def _looks_like_a_secret_value(value: str, assigned: bool) -> bool:
-    """A value after "password is": a secret unless it is a plain word ("required", "strong").
-    After "password:" or "token=" (an assignment) any value is one."""
+def _looks_like_a_secret_value(value: str, separator: str) -> bool:
+    """Whether the value after a credential word is the credential.
+
+    After "password:" or "token=" (an assignment), any value is. After "password is", one that
+    is not a plain word ("required", "strong"). After a bare space ("pin 4512"), one with a
+    digit, or a long one that is not a plain word."""
     if value.startswith("[REDACTED"):
         return False
-    return assigned or not _PLAIN_WORD.match(value) or len(value) >= 16
+    if ":" in separator or "=" in separator:
+        return True
+    plain = _PLAIN_WORD.match(value) is not None
+    if separator.strip():
+        return not plain or len(value) >= 16
+    return any(ch.isdigit() for ch in value) or (not plain and len(value) >= 16)
 
 
 def redact(text: str) -> Redacted:
@@ -110,11 +118,12 @@ def redact(text: str) -> Redacted:
     text = _URL_PASSWORD.sub(lambda m: f"{m['user']}:{replace_with('password')}", text)
 
     def keyword_value(match: re.Match[str]) -> str:
-        assigned = ":" in match["sep"] or "=" in match["sep"]
-        if not _looks_like_a_secret_value(match["secret"], assigned):
+        if not _looks_like_a_secret_value(match["secret"], match["sep"]):
             return match.group(0)
-        word = match["word"].lower()
+        word = match["word"].lower().strip(" _-")
         kind = "password" if word.startswith(("pass", "pwd", "pin")) else "secret"
+        if kind != "password" and match["secret"].isdigit():
+            return match.group(0)  # "token 8000", "key 2": a count, not a credential
         return f"{match['word']}{match['sep']}{replace_with(kind)}"
 
     text = _KEYWORD_VALUE.sub(keyword_value, text)
@@ -126,8 +135,8 @@ def redact(text: str) -> Redacted:
 
 def redacted_note(kinds: tuple[str, ...]) -> str:
     """What the model is told when its text lost a secret."""
-    found = ", ".join(kind.replace("-", " ") for kind in kinds)
+    # Worded so that the note itself holds nothing the detectors would take for a secret.
     return (
-        f"what looked like a credential ({found}) was replaced by [REDACTED ...]: secrets are never "
-        "stored in memory, history or logs; keep them out of what you save"
+        f"redacted before saving ({', '.join(kinds)}): secrets never go into memory, history or "
+        "logs, so leave them out of what you save"
     )
