@@ -11,6 +11,7 @@ how facts are ranked.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -19,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from agent_runtime.memory import contradictions, episodes, migrate, truth
+from agent_runtime.memory import contradictions, episodes, forgetting, migrate, truth
 from agent_runtime.memory.checkpointer import Checkpointer
 from agent_runtime.memory.embeddings import Embedder, EmbeddingService
 from agent_runtime.memory.factlog import FactLog
@@ -49,6 +50,7 @@ from agent_runtime.memory.writes import insert_fact, reinforce_fact, retire_fact
 from agent_runtime.redaction import redact
 
 BACKFILL_BATCH = 32
+log = logging.getLogger(__name__)
 
 
 class MemoryInputError(ValueError):
@@ -407,19 +409,25 @@ class MemoryStore:
         return self.save_prepared(candidate)
 
     def forget(self, fact_id: int, reason: str = "forgotten on request") -> list[int]:
-        """Forget a fact and its older versions: text erased, out of every index, barrier left.
+        """Forget a fact and its older versions: text erased, out of every index, barrier left,
+        and the records derived from it redacted (`forgetting`); then the WAL is checkpointed and
+        truncated, so with `secure_delete` no file of the store holds the text any more.
 
         Returns the ids forgotten (empty when it was already forgotten).
         """
         now = iso(self._now())
         forgotten: list[int] = []
+        texts: list[str] = []
         with self.transaction() as conn:
             row = self._row(fact_id)
             if row is None:
                 raise FactNotFound(fact_id)
+            key = forgetting.salt(conn)
             while row is not None and row["status"] != FactStatus.FORGOTTEN.value:
                 vector = self.index.embedding(row["id"])
-                truth.add_barrier(conn, row["content_key"], vector, row["id"], reason, now)
+                words = forgetting.fingerprint(row["text"], key)
+                truth.add_barrier(conn, row["content_key"], vector, row["id"], reason, now, words)
+                texts.append(row["text"])
                 self.index.remove(row["id"], row["category_id"], keep_embedding=False)
                 conn.execute(
                     "UPDATE facts SET status = 'forgotten', text = '', subject = NULL, turn_ids = '[]', "
@@ -429,9 +437,30 @@ class MemoryStore:
                 truth.dismiss_contradictions(conn, row["id"], now)
                 forgotten.append(int(row["id"]))
                 row = self._row(row["supersedes"]) if row["supersedes"] is not None else None
-        if forgotten and self.fact_log is not None:
-            self.fact_log.redact(forgotten)
+            if forgotten:
+                forgetting.scrub_derived(conn, texts, forgotten)
+                # Deleted FTS5 rows stay in the index segments until they are merged.
+                conn.execute("INSERT INTO fact_fts(fact_fts) VALUES ('optimize')")
+        if forgotten:
+            self.truncate_wal()
+            if self.fact_log is not None:
+                self.fact_log.redact(forgotten, texts)
         return forgotten
+
+    def truncate_wal(self) -> bool:
+        """Copy the WAL into the database file and empty it; False when a reader held it back."""
+        if self._checkpointer is None:
+            return True
+        with self._lock:
+            busy, _frames, _done = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy:
+            log.warning("WAL of %s not truncated: a reader holds it; the next checkpoint will", self.path)
+        return not busy
+
+    def forgotten_matcher(self) -> forgetting.ForgottenMatcher:
+        """Recognises text stating a forgotten fact (for workspace passages and MEMORY.md)."""
+        with self._lock:
+            return forgetting.ForgottenMatcher.load(self._conn)
 
     # Contradictions
 

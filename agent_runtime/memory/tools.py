@@ -323,7 +323,18 @@ class MemoryTools:
         return kept
 
     def _barred_lines(self, hits: list[FileHit]) -> set[str]:
-        """Lines of these passages that state a forgotten fact (MEMORY.md may lag behind a forget)."""
+        """Lines of these passages that state a forgotten fact (MEMORY.md may lag behind a forget):
+        in the same words, or holding its distinctive words (`forgetting.ForgottenMatcher`)."""
+        matcher = self.store.forgotten_matcher()
+        barred = {
+            line
+            for hit in hits
+            for line in hit.text.splitlines()
+            if line.strip() and matcher.states_forgotten(line)
+        }
+        return barred | self._lines_with_barred_keys(hits)
+
+    def _lines_with_barred_keys(self, hits: list[FileHit]) -> set[str]:
         by_key: dict[str, list[str]] = {}
         for hit in hits:
             for line in hit.text.splitlines():
