@@ -115,9 +115,9 @@ def test_other_daily_log_lines_stating_it_are_redacted(tools: MemoryTools, data_
 
 
 def test_the_keyword_index_keeps_no_row_or_term(store: MemoryStore) -> None:
-    saved = store.save(FACT, source="user_stated")
     for number in range(30):
-        store.save(f"Filler note {number} about the garden", category="misc")
+        store.save(f"Filler note {number} about the garden", category=f"misc {number}")
+    saved = store.save(FACT, source="user_stated")
     store.forget(saved.fact_id or 0)
     assert store.query("SELECT rowid FROM fact_fts WHERE fact_fts MATCH 'quokka OR 4512'") == []
     blobs = b"".join(bytes(row[0]) for row in store.query("SELECT block FROM fact_fts_data"))
@@ -128,12 +128,12 @@ def test_the_keyword_index_keeps_no_row_or_term(store: MemoryStore) -> None:
 def test_no_file_of_the_store_holds_the_forgotten_bytes(tools: MemoryTools, data_dir: Path) -> None:
     store = tools.store
     for number in range(40):
-        store.save(f"Filler note {number} about topic {number * 7}", category="misc")
+        store.save(f"Filler note {number} about topic {number * 7}", category=f"misc {number}")
     saved = tools.memory_save(FACT, source="user_stated", category="personal")
     store.add_episode("2025-05-01T08:00:00Z", "2025-05-01T08:30:00Z", ["t1"], f"Smalltalk. {FACT}. Lunch.")
     store.search("locker code")  # an access-count update rewrites the row once more
     for number in range(40, 50):
-        store.save(f"Filler note {number} about topic {number * 7}", category="misc")
+        store.save(f"Filler note {number} about topic {number * 7}", category=f"misc {number}")
 
     def holding() -> list[str]:
         return sorted(
