@@ -65,6 +65,22 @@ class MemoryBridge:
     maintenance: Any = None
     people: PersonWords | None = None
     failures: tuple[type[BaseException], ...] = (OSError,)
+    salient: str = ""
+    """The salient-facts block for the prompt, as of the last `refresh_salient`."""
+
+    def refresh_salient(self, memory_file: str, budget_tokens: int | None = None) -> str:
+        """Recompute the salient-facts block (once per item, so every model call of the item
+        shares the prompt's prefix); facts MEMORY.md already states are left out."""
+        if self.memory_store is None:
+            return ""
+        from agent_runtime.memory.salience import DEFAULT_BUDGET_TOKENS, salient_block
+
+        budget = DEFAULT_BUDGET_TOKENS if budget_tokens is None else budget_tokens
+        try:
+            self.salient = salient_block(self.memory_store, budget, memory_file.splitlines())
+        except self.failures as failed:
+            log.warning("salient facts not refreshed: %s", failed)
+        return self.salient
 
     def heard(self, item: InboxItem) -> None:
         """Note what a person said (an operator message): the model's `memory_save` may claim a

@@ -218,7 +218,7 @@ class Worker:
         self.files.quota_bytes = config.workspace_quota_bytes
 
     def static_blocks(self) -> StaticBlocks:
-        return build_static_blocks(self.config, self.workspace, self.learnings)
+        return build_static_blocks(self.config, self.workspace, self.learnings, self.memory.salient)
 
     def emit(self, event_type: str, data: dict[str, Any]) -> None:
         try:
@@ -252,10 +252,11 @@ class Worker:
         before = _snapshot(self.workspace_root)
         model = self._model_for(item)
         stream = ProgressStream(self.client, item.id)
+        self.memory.heard(item)
+        self.memory.refresh_salient(self.workspace.read("MEMORY.md"))
         message = current_message(
             item, self.workspace, self.static_blocks().remaining_budget, self._schema(item)
         )
-        self.memory.heard(item)
         try:
             result = self.loop.run(item.id, message, model, stream.add)
         except LoopFailed as failed:

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from agent_runtime.memory import contradictions, episodes, forgetting, migrate, truth
+from agent_runtime.memory import categories, contradictions, episodes, forgetting, migrate, truth
 from agent_runtime.memory.checkpointer import Checkpointer
 from agent_runtime.memory.embeddings import Embedder, EmbeddingService
 from agent_runtime.memory.factlog import FactLog
@@ -192,10 +192,13 @@ class MemoryStore:
             blob = found[0] if found else None
         else:
             blob = None
+        if not (category and category.strip()):
+            with self._lock:
+                category = categories.choose(self.index, cleaned, blob, self.config)
         return truth.Candidate(
             text=cleaned,
             key=content_key(cleaned),
-            category=category or "",
+            category=category,
             source=origin,
             subject=truth.normalize_subject(subject),
             turn_ids=[str(t) for t in turn_ids],

@@ -1,0 +1,30 @@
+"""Salient facts of the memory store in the prompt: present, stable within an item, refreshed
+for the next one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.agent_runtime.conftest import HarnessFactory
+from tests.agent_runtime.fakes import Reply, system_text
+
+
+def test_salient_facts_are_in_the_prompt_and_stable_within_an_item(harness: HarnessFactory) -> None:
+    seen: list[str] = []
+
+    def model(body: dict[str, Any]) -> Reply:
+        seen.append(system_text(body))
+        if body["messages"][-1]["role"] == "tool" or len(seen) > 1:
+            return Reply("noted")
+        return Reply.call(
+            "memory_save", text="The user's train leaves at 7:40 from platform 3", source="user_stated"
+        )
+
+    h = harness(model)
+    h.worker.memory.memory_store.save("The user is allergic to peanuts", source="operator", category="health")
+    h.send("My train leaves at 7:40 from platform 3.")
+    first, second = seen[0], seen[1]
+    assert "## Salient facts" in first and "- The user is allergic to peanuts (operator)" in first
+    assert first == second  # the save during the item leaves this item's prompt prefix alone
+    h.send("Anything else?")
+    assert "- The user's train leaves at 7:40 from platform 3 (user_stated)" in seen[-1]
