@@ -66,18 +66,26 @@ class MemoryBridge:
     people: PersonWords | None = None
     failures: tuple[type[BaseException], ...] = (OSError,)
     salient: str = ""
-    """The salient-facts block for the prompt, as of the last `refresh_salient`."""
+    """The salient-facts block for the prompt, as of the last refresh that changed it."""
+    _salient_basis: tuple[str, int] | None = None
 
-    def refresh_salient(self, memory_file: str, budget_tokens: int | None = None) -> str:
-        """Recompute the salient-facts block (once per item, so every model call of the item
-        shares the prompt's prefix); facts MEMORY.md already states are left out."""
+    def refresh_salient(self, memory_file: str, epoch: int, budget_tokens: int | None = None) -> str:
+        """The salient-facts block (facts MEMORY.md already states left out), recomputed only
+        when the prompt's prefix changes anyway from the memory block on: MEMORY.md changed, or
+        the context was compacted (`epoch`, the compaction count). In between it stays as it
+        was, so a fact saved now does not break the cached prefix of every later request; it is
+        in the conversation meanwhile."""
         if self.memory_store is None:
             return ""
+        basis = (memory_file, epoch)
+        if basis == self._salient_basis:
+            return self.salient
         from agent_runtime.memory.salience import DEFAULT_BUDGET_TOKENS, salient_block
 
         budget = DEFAULT_BUDGET_TOKENS if budget_tokens is None else budget_tokens
         try:
             self.salient = salient_block(self.memory_store, budget, memory_file.splitlines())
+            self._salient_basis = basis
         except self.failures as failed:
             log.warning("salient facts not refreshed: %s", failed)
         return self.salient

@@ -253,7 +253,7 @@ class Worker:
         model = self._model_for(item)
         stream = ProgressStream(self.client, item.id)
         self.memory.heard(item)
-        self.memory.refresh_salient(self.workspace.read("MEMORY.md"))
+        self.memory.refresh_salient(self.workspace.read("MEMORY.md"), self.context.compactions)
         message = current_message(
             item, self.workspace, self.static_blocks().remaining_budget, self._schema(item)
         )

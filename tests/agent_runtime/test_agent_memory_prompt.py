@@ -1,5 +1,5 @@
-"""Salient facts of the memory store in the prompt: present, stable within an item, refreshed
-for the next one."""
+"""Salient facts of the memory store in the prompt: present, stable while the prompt's prefix
+is, refreshed when the memory block changes anyway."""
 
 from __future__ import annotations
 
@@ -26,5 +26,9 @@ def test_salient_facts_are_in_the_prompt_and_stable_within_an_item(harness: Harn
     first, second = seen[0], seen[1]
     assert "## Salient facts" in first and "- The user is allergic to peanuts (operator)" in first
     assert first == second  # the save during the item leaves this item's prompt prefix alone
+    train = "- The user's train leaves at 7:40 from platform 3 (user_stated)"
     h.send("Anything else?")
-    assert "- The user's train leaves at 7:40 from platform 3 (user_stated)" in seen[-1]
+    assert train not in seen[-1] and seen[-1].startswith(first)  # the cached prefix holds
+    h.worker.workspace.write("MEMORY.md", "# Memory\n\n- The office is on Rue Verte\n", "operator", "edit")
+    h.send("And now?")
+    assert train in seen[-1]  # the memory block changed anyway: the facts were refreshed with it
