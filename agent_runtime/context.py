@@ -356,6 +356,16 @@ class ContextManager:
                     turns[index] = replace(turn, content=_cut(turn.content, keep_chars))
                     return
 
+    def rewrite_summary(self, rewrite: Callable[[str], str]) -> bool:
+        """Apply `rewrite` to the summary of compacted history (a forgotten fact leaves it);
+        True when it changed."""
+        rewritten = rewrite(self.summary) if self.summary else self.summary
+        if rewritten == self.summary:
+            return False
+        self.summary = rewritten
+        self.save()
+        return True
+
     # Persistence across restarts
 
     def save(self) -> None:

@@ -195,6 +195,7 @@ class Worker:
             emit=self.emit,
         )
         self.context.load()
+        self.memory.on_forget(self.context.rewrite_summary)
         self.loop = ToolLoop(self.llm, self.registry, self.context, self.static_blocks, config.limits)
 
     def _peer_tools(self) -> list[Tool]:

@@ -91,6 +91,8 @@ class MemoryStore:
             clock=monotonic,
         )
         self.vector_note: str | None = None
+        self.forget_listeners: list[Callable[[list[str]], None]] = []
+        """Called with the texts of the facts just forgotten (copies of them elsewhere go too)."""
         self.index = FactIndex(self._conn, self.config.dimensions)
         try:
             self._prepare()
@@ -448,6 +450,8 @@ class MemoryStore:
             self.truncate_wal()
             if self.fact_log is not None:
                 self.fact_log.redact(forgotten, texts)
+            for listener in self.forget_listeners:
+                listener(texts)
         return forgotten
 
     def truncate_wal(self) -> bool:

@@ -99,3 +99,15 @@ def test_a_planted_key_is_in_no_file_of_the_agents_storage(harness: HarnessFacto
     store.close()
     assert files_holding(h.data_dir, PLANTED_KEY.encode()) == []
     assert files_holding(h.data_dir, b"REDACTED api-key") != []
+
+
+def test_a_forget_reaches_the_summary_in_context(harness: HarnessFactory) -> None:
+    h = harness(scripted())
+    store = h.worker.memory.memory_store
+    saved = store.save("The user's locker code is 4512", source="user_stated")
+    h.worker.context.summary = "We set up the gym plan. The user's locker code is 4512. Then lunch."
+    h.worker.context.save()
+    store.forget(saved.fact_id)
+    assert h.worker.context.summary == "We set up the gym plan. (forgotten) Then lunch."
+    state = h.settings.runtime_dir / "context.json"
+    assert "4512" not in state.read_text(encoding="utf-8")
