@@ -31,7 +31,7 @@ from agent_runtime.condense import (
     summarize,
 )
 from agent_runtime.facts import FactStore, FactStoreError, MemoryFileFacts, MemoryFileFull
-from agent_runtime.history import HistoryLog, Turn, redact_turn
+from agent_runtime.history import HistoryLog, Turn
 from agent_runtime.prompt import StaticBlocks, assemble, summary_message
 from agent_runtime.protocol import ContextStatus, ContextThresholds
 from agent_runtime.tokens import TOKENS_PER_MESSAGE, TOKENS_REPLY_PRIMING, TokenCounter
@@ -107,9 +107,7 @@ class ContextManager:
     def add(self, turn: Turn) -> None:
         """Log the turn on disk (append-only) and put it in the current item's context, with any
         credential in it redacted first: neither the model nor any file sees it afterwards."""
-        turn = redact_turn(turn)
-        self.history_log.append(turn)
-        self.current.append(turn)
+        self.current.append(self.history_log.append(turn))
 
     def end_item(self) -> None:
         self.history.extend(self.current)

@@ -133,7 +133,8 @@ class HistoryLog:
     def path_for(self, at: str) -> Path:
         return self.root / f"{at[:10]}.jsonl"
 
-    def append(self, turn: Turn) -> None:
+    def append(self, turn: Turn) -> Turn:
+        """Write the turn, redacted; returns the turn as written."""
         turn = redact_turn(turn)
         line = (json.dumps(turn.to_record(), ensure_ascii=False) + "\n").encode("utf-8")
         with self._lock:
@@ -144,6 +145,7 @@ class HistoryLog:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+        return turn
 
     def append_all(self, turns: Iterable[Turn]) -> None:
         for turn in turns:

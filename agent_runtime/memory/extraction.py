@@ -237,7 +237,8 @@ class ExtractionJob(Job):
             input_from=str(after),
             input_to=str(last),
             model=model,
-            detail=f"{len(turns)} turns, {len(candidates)} facts, {len(rewrites)} stale facts dated",
+            detail=f"{len(turns)} turns, {len(candidates)} facts"
+            + (f", {len(rewrites)} stale facts dated" if rewrites else ""),
         )
 
     @staticmethod

@@ -50,6 +50,7 @@ from agent_runtime.memory.writes import insert_fact, reinforce_fact, retire_fact
 from agent_runtime.redaction import redact
 
 BACKFILL_BATCH = 32
+TRUNCATE_ATTEMPTS = 5
 log = logging.getLogger(__name__)
 
 
@@ -458,8 +459,15 @@ class MemoryStore:
         """Copy the WAL into the database file and empty it; False when a reader held it back."""
         if self._checkpointer is None:
             return True
-        with self._lock:
-            busy, _frames, _done = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        busy = 1
+        for attempt in range(TRUNCATE_ATTEMPTS):
+            # The background checkpointer is held off, so only another process's reader can
+            # make this one busy: it usually lets go within milliseconds.
+            with self._checkpointer.lock, self._lock:
+                busy, _frames, _done = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if not busy:
+                break
+            time.sleep(0.01 * (attempt + 1))
         if busy:
             log.warning("WAL of %s not truncated: a reader holds it; the next checkpoint will", self.path)
         return not busy
