@@ -100,6 +100,31 @@ class Turn:
         return f"{self.content}\n{calls}"
 
 
+def _redact_value(value: Any) -> tuple[Any, bool]:
+    """A decoded JSON value with every string in it redacted, and whether anything changed."""
+    if isinstance(value, str):
+        cleaned = redact(value)
+        return cleaned.text, cleaned.changed
+    if isinstance(value, list):
+        items = [_redact_value(item) for item in value]
+        return [item for item, _ in items], any(changed for _, changed in items)
+    if isinstance(value, dict):
+        pairs = {key: _redact_value(item) for key, item in value.items()}
+        return {key: item for key, (item, _) in pairs.items()}, any(c for _, c in pairs.values())
+    return value, False
+
+
+def _redact_arguments(arguments: str) -> tuple[str, bool]:
+    """Tool-call arguments redacted value by value, so they stay valid JSON."""
+    try:
+        decoded = json.loads(arguments)
+    except json.JSONDecodeError:
+        cleaned = redact(arguments)
+        return cleaned.text, cleaned.changed
+    value, changed = _redact_value(decoded)
+    return (json.dumps(value, ensure_ascii=False), True) if changed else (arguments, False)
+
+
 def redact_turn(turn: Turn) -> Turn:
     """The turn with credential-shaped text replaced by markers, in its content and in the
     arguments of its tool calls (the same object when there was nothing to redact)."""
@@ -109,12 +134,9 @@ def redact_turn(turn: Turn) -> Turn:
     for call in turn.tool_calls:
         function = call.get("function")
         arguments = function.get("arguments") if isinstance(function, dict) else None
-        if (
-            isinstance(function, dict)
-            and isinstance(arguments, str)
-            and (cleaned := redact(arguments)).changed
-        ):
-            calls.append({**call, "function": {**function, "arguments": cleaned.text}})
+        cleaned, redacted = _redact_arguments(arguments) if isinstance(arguments, str) else ("", False)
+        if isinstance(function, dict) and redacted:
+            calls.append({**call, "function": {**function, "arguments": cleaned}})
             changed = True
         else:
             calls.append(call)

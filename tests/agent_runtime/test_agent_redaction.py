@@ -83,6 +83,11 @@ def test_turns_are_redacted_in_content_and_tool_call_arguments(tmp_path: Path) -
     clean = redact_turn(turn)
     assert "sk-proj" not in clean.content and "ghp_" not in clean.tool_calls[0]["function"]["arguments"]
     json.loads(clean.tool_calls[0]["function"]["arguments"])  # still valid JSON
+    quoted = {"function": {"name": "x", "arguments": json.dumps({"note": 'password: abc\\"def'})}}
+    kept = redact_turn(Turn(role="assistant", content="", tool_calls=(quoted,)))
+    assert json.loads(kept.tool_calls[0]["function"]["arguments"]) == {
+        "note": "password: [REDACTED password]"
+    }
     plain = Turn(role="user", content="hello")
     assert redact_turn(plain) is plain
     log = HistoryLog(tmp_path)

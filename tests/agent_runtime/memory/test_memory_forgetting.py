@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import ManualClock
+from conftest import ManualClock, StoreFactory
 
 from agent_runtime.dailylog import append_daily
 from agent_runtime.memory.bm25 import WorkspaceIndex
@@ -149,3 +149,16 @@ def test_no_file_of_the_store_holds_the_forgotten_bytes(tools: MemoryTools, data
     assert holding() == []  # the store still open: memory.db, its -wal and -shm, the daily log
     store.close()
     assert holding() == []
+
+
+def test_a_version_1_file_gains_the_barrier_fingerprints(open_store: StoreFactory, data_dir: Path) -> None:
+    first = open_store()
+    old = first.save("The user's locker code is 4512", source="user_stated")
+    with first.transaction() as conn:
+        conn.execute("ALTER TABLE barriers DROP COLUMN words")
+        conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    first.close()
+    store = open_store()
+    assert store.query("SELECT value FROM meta WHERE key = 'schema_version'")[0][0] == "2"
+    store.forget(old.fact_id or 0)
+    assert store.forgotten_matcher().states_forgotten("locker code: 4512")
