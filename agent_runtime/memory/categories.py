@@ -19,155 +19,34 @@ from agent_runtime.memory.models import MemoryConfig
 from agent_runtime.memory.text import content_words
 
 MIN_MEMBERS = 3
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 # Category -> words (as `text.content_words` normalizes them: lower case, final "s" dropped).
 KEYWORDS: dict[str, frozenset[str]] = {
-    "preferences": frozenset(
-        [
-            "prefer",
-            "like",
-            "love",
-            "hate",
-            "dislike",
-            "favourite",
-            "favorite",
-            "enjoy",
-            "rather",
-            "want",
-            "wish",
-            "fan",
-            "avoid",
-        ]
+    "preferences": _words(
+        "prefer like love hate dislike favourite favorite enjoy rather want wish fan avoid"
     ),
-    "people": frozenset(
-        [
-            "name",
-            "wife",
-            "husband",
-            "partner",
-            "friend",
-            "colleague",
-            "boss",
-            "mother",
-            "father",
-            "mum",
-            "mom",
-            "dad",
-            "son",
-            "daughter",
-            "brother",
-            "sister",
-            "manager",
-            "child",
-            "kid",
-            "family",
-            "neighbour",
-            "neighbor",
-            "cousin",
-            "called",
-        ]
+    "people": _words(
+        "name wife husband partner friend colleague boss mother father mum mom dad son daughter brother "
+        "sister manager child kid family neighbour neighbor cousin called"
     ),
-    "schedule": frozenset(
-        [
-            "meeting",
-            "appointment",
-            "deadline",
-            "tomorrow",
-            "monday",
-            "tuesday",
-            "wednesday",
-            "thursday",
-            "friday",
-            "saturday",
-            "sunday",
-            "calendar",
-            "birthday",
-            "anniversary",
-            "weekly",
-            "daily",
-            "due",
-            "schedule",
-            "reminder",
-        ]
+    "schedule": _words(
+        "meeting appointment deadline tomorrow monday tuesday wednesday thursday friday saturday sunday "
+        "calendar birthday anniversary weekly daily due schedule reminder"
     ),
-    "places": frozenset(
-        [
-            "live",
-            "city",
-            "address",
-            "home",
-            "office",
-            "moved",
-            "located",
-            "country",
-            "town",
-            "street",
-            "flat",
-            "apartment",
-        ]
+    "places": _words("live city address home office moved located country town street flat apartment"),
+    "work": _words("job work employer company role salary client customer career position hired"),
+    "projects": _words(
+        "project repo repository release build deploy feature bug ticket sprint milestone roadmap launch"
     ),
-    "work": frozenset(
-        [
-            "job",
-            "work",
-            "employer",
-            "company",
-            "role",
-            "salary",
-            "client",
-            "customer",
-            "career",
-            "position",
-            "hired",
-        ]
+    "health": _words(
+        "doctor dentist allergy allergic medication diet vegetarian vegan health sleep gym exercise"
     ),
-    "projects": frozenset(
-        [
-            "project",
-            "repo",
-            "repository",
-            "release",
-            "build",
-            "deploy",
-            "feature",
-            "bug",
-            "ticket",
-            "sprint",
-            "milestone",
-            "roadmap",
-            "launch",
-        ]
-    ),
-    "health": frozenset(
-        [
-            "doctor",
-            "dentist",
-            "allergy",
-            "allergic",
-            "medication",
-            "diet",
-            "vegetarian",
-            "vegan",
-            "health",
-            "sleep",
-            "gym",
-            "exercise",
-        ]
-    ),
-    "accounts": frozenset(
-        [
-            "account",
-            "login",
-            "username",
-            "email",
-            "bank",
-            "billing",
-            "subscription",
-            "plan",
-            "invoice",
-            "payment",
-            "card",
-        ]
-    ),
+    "accounts": _words("account login username email bank billing subscription plan invoice payment card"),
 }
 
 
