@@ -71,13 +71,15 @@ class MemoryBridge:
 
     def on_forget(self, rewrite_summary: Callable[[Callable[[str], str]], bool]) -> None:
         """After a forget, have the context's summary of compacted history rewritten without
-        the sentences that state the forgotten facts, as the stored episodes are."""
+        the sentences that state the forgotten facts, as the stored episodes are, and the
+        salient facts recomputed for the next item."""
         if self.memory_store is None:
             return
         from agent_runtime.memory.forgetting import redact_statements
 
         def forgotten(texts: list[str]) -> None:
             rewrite_summary(lambda summary: redact_statements(summary, texts)[0])
+            self._salient_basis = None
 
         self.memory_store.forget_listeners.append(forgotten)
 

@@ -32,3 +32,20 @@ def test_salient_facts_are_in_the_prompt_and_stable_within_an_item(harness: Harn
     h.worker.workspace.write("MEMORY.md", "# Memory\n\n- The office is on Rue Verte\n", "operator", "edit")
     h.send("And now?")
     assert train in seen[-1]  # the memory block changed anyway: the facts were refreshed with it
+
+
+def test_a_forgotten_fact_leaves_the_salient_facts_at_the_next_item(harness: HarnessFactory) -> None:
+    seen: list[str] = []
+
+    def model(body: dict[str, Any]) -> Reply:
+        seen.append(system_text(body))
+        return Reply("ok")
+
+    h = harness(model)
+    store = h.worker.memory.memory_store
+    saved = store.save("The user's locker code is 4512", source="user_stated", category="personal")
+    h.send("Hello")
+    assert "4512" in seen[-1]
+    store.forget(saved.fact_id)
+    h.send("Hello again")
+    assert "4512" not in seen[-1]
