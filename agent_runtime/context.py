@@ -105,9 +105,9 @@ class ContextManager:
         self.end_item()
 
     def add(self, turn: Turn) -> None:
-        """Log the turn on disk (append-only) and put it in the current item's context."""
-        self.history_log.append(turn)
-        self.current.append(turn)
+        """Log the turn on disk (append-only) and put it in the current item's context, with any
+        credential in it redacted first: neither the model nor any file sees it afterwards."""
+        self.current.append(self.history_log.append(turn))
 
     def end_item(self) -> None:
         self.history.extend(self.current)
@@ -353,6 +353,16 @@ class ContextManager:
                 if turn.id == turn_id:
                     turns[index] = replace(turn, content=_cut(turn.content, keep_chars))
                     return
+
+    def rewrite_summary(self, rewrite: Callable[[str], str]) -> bool:
+        """Apply `rewrite` to the summary of compacted history (a forgotten fact leaves it);
+        True when it changed."""
+        rewritten = rewrite(self.summary) if self.summary else self.summary
+        if rewritten == self.summary:
+            return False
+        self.summary = rewritten
+        self.save()
+        return True
 
     # Persistence across restarts
 

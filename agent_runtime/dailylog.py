@@ -1,10 +1,12 @@
-"""Daily logs: `workspace/memory/YYYY-MM-DD.md`, one line per finished item."""
+"""Daily logs: `workspace/memory/YYYY-MM-DD.md`, one line per finished item (credentials redacted)."""
 
 from __future__ import annotations
 
 import os
 from datetime import UTC, datetime
 from pathlib import Path
+
+from agent_runtime.redaction import redact
 
 MAX_OUTCOME_CHARS = 160
 
@@ -14,7 +16,7 @@ def append_daily(workspace_root: Path, trigger: str, outcome: str, at: datetime 
     folder = workspace_root / "memory"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{when:%Y-%m-%d}.md"
-    summary = " ".join(outcome.split())
+    summary = " ".join(redact(outcome).text.split())
     if len(summary) > MAX_OUTCOME_CHARS:
         summary = summary[: MAX_OUTCOME_CHARS - 1] + "…"
     header = f"# {when:%Y-%m-%d}\n\n" if not path.exists() else ""

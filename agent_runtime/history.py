@@ -3,7 +3,8 @@
 Each line holds at least `id`, `at`, `role` and `content`, plus `tool_calls`, `tool_call_id`,
 `name` (the tool's name on tool results) and `item_id` when they apply. Lines are only ever
 appended: compaction and pruning change what the model sees, never this log, which is what
-memory extraction and audits read.
+memory extraction and audits read. A turn is redacted (`agent_runtime.redaction`) before it is
+written: no credential reaches the log verbatim.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ import secrets
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
+
+from agent_runtime.redaction import redact
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -97,6 +100,51 @@ class Turn:
         return f"{self.content}\n{calls}"
 
 
+def _redact_value(value: Any) -> tuple[Any, bool]:
+    """A decoded JSON value with every string in it redacted, and whether anything changed."""
+    if isinstance(value, str):
+        cleaned = redact(value)
+        return cleaned.text, cleaned.changed
+    if isinstance(value, list):
+        items = [_redact_value(item) for item in value]
+        return [item for item, _ in items], any(changed for _, changed in items)
+    if isinstance(value, dict):
+        pairs = {key: _redact_value(item) for key, item in value.items()}
+        return {key: item for key, (item, _) in pairs.items()}, any(c for _, c in pairs.values())
+    return value, False
+
+
+def _redact_arguments(arguments: str) -> tuple[str, bool]:
+    """Tool-call arguments redacted value by value, so they stay valid JSON."""
+    try:
+        decoded = json.loads(arguments)
+    except json.JSONDecodeError:
+        cleaned = redact(arguments)
+        return cleaned.text, cleaned.changed
+    value, changed = _redact_value(decoded)
+    return (json.dumps(value, ensure_ascii=False), True) if changed else (arguments, False)
+
+
+def redact_turn(turn: Turn) -> Turn:
+    """The turn with credential-shaped text replaced by markers, in its content and in the
+    arguments of its tool calls (the same object when there was nothing to redact)."""
+    content = redact(turn.content)
+    calls = []
+    changed = content.changed
+    for call in turn.tool_calls:
+        function = call.get("function")
+        arguments = function.get("arguments") if isinstance(function, dict) else None
+        cleaned, redacted = _redact_arguments(arguments) if isinstance(arguments, str) else ("", False)
+        if isinstance(function, dict) and redacted:
+            calls.append({**call, "function": {**function, "arguments": cleaned}})
+            changed = True
+        else:
+            calls.append(call)
+    if not changed:
+        return turn
+    return replace(turn, content=content.text, tool_calls=tuple(calls))
+
+
 class HistoryLog:
     """Appends turns to the day's file; each line is written with one `write` and fsynced."""
 
@@ -107,7 +155,9 @@ class HistoryLog:
     def path_for(self, at: str) -> Path:
         return self.root / f"{at[:10]}.jsonl"
 
-    def append(self, turn: Turn) -> None:
+    def append(self, turn: Turn) -> Turn:
+        """Write the turn, redacted; returns the turn as written."""
+        turn = redact_turn(turn)
         line = (json.dumps(turn.to_record(), ensure_ascii=False) + "\n").encode("utf-8")
         with self._lock:
             self.root.mkdir(parents=True, exist_ok=True)
@@ -117,6 +167,7 @@ class HistoryLog:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+        return turn
 
     def append_all(self, turns: Iterable[Turn]) -> None:
         for turn in turns:

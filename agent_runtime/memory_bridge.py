@@ -14,13 +14,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent_runtime.facts import FactStoreError
-from agent_runtime.protocol import AgentRuntimeConfig
+from agent_runtime.protocol import AgentRuntimeConfig, InboxItem, ItemKind
+from agent_runtime.redaction import redact
 from agent_runtime.settings import Settings
 from agent_runtime.state import MemoryMode
 from agent_runtime.tools.registry import Handler, Tool, ToolError
 
 if TYPE_CHECKING:
     from agent_runtime.memory.embeddings import GatewayEmbedder
+    from agent_runtime.memory.provenance import PersonWords
     from agent_runtime.memory.store import MemoryStore
     from agent_runtime.memory.tools import MemoryTools
 
@@ -64,7 +66,53 @@ class MemoryBridge:
     tools: list[Tool] = field(default_factory=list)
     memory_store: Any = None
     maintenance: Any = None
+    people: PersonWords | None = None
     failures: tuple[type[BaseException], ...] = (OSError,)
+    salient: str = ""
+    """The salient-facts block for the prompt, as of the last refresh that changed it."""
+    _salient_basis: tuple[str, int] | None = None
+
+    def on_forget(self, rewrite_summary: Callable[[Callable[[str], str]], bool]) -> None:
+        """After a forget, have the context's summary of compacted history rewritten without
+        the sentences that state the forgotten facts, as the stored episodes are, and the
+        salient facts recomputed for the next item."""
+        if self.memory_store is None:
+            return
+        from agent_runtime.memory.forgetting import redact_statements
+
+        def forgotten(texts: list[str]) -> None:
+            rewrite_summary(lambda summary: redact_statements(summary, texts)[0])
+            self._salient_basis = None
+
+        self.memory_store.forget_listeners.append(forgotten)
+
+    def refresh_salient(self, memory_file: str, epoch: int, budget_tokens: int | None = None) -> str:
+        """The salient-facts block (facts MEMORY.md already states left out), recomputed only
+        when the prompt's prefix changes anyway from the memory block on: MEMORY.md changed, or
+        the context was compacted (`epoch`, the compaction count). In between it stays as it
+        was, so a fact saved now does not break the cached prefix of every later request; it is
+        in the conversation meanwhile."""
+        if self.memory_store is None:
+            return ""
+        basis = (memory_file, epoch)
+        if basis == self._salient_basis:
+            return self.salient
+        from agent_runtime.memory.salience import DEFAULT_BUDGET_TOKENS, salient_block
+
+        budget = DEFAULT_BUDGET_TOKENS if budget_tokens is None else budget_tokens
+        try:
+            self.salient = salient_block(self.memory_store, budget, memory_file.splitlines())
+            self._salient_basis = basis
+        except self.failures as failed:
+            log.warning("salient facts not refreshed: %s", failed)
+        return self.salient
+
+    def heard(self, item: InboxItem) -> None:
+        """Note what a person said (an operator message): the model's `memory_save` may claim a
+        person's word as its source only for what such a message states. Peers, heartbeats and
+        tool outputs are not people."""
+        if self.people is not None and item.kind == ItemKind.OPERATOR_MESSAGE:
+            self.people.heard(redact(item.text).text)
 
     def tick(self) -> list[str]:
         """Start the memory maintenance jobs that are due, in the background; their names."""
@@ -94,6 +142,7 @@ class MemoryBridge:
             from agent_runtime.memory.factlog import FactLog, is_fact_line
             from agent_runtime.memory.maintenance import MaintenanceRunner
             from agent_runtime.memory.models import MemoryConfig
+            from agent_runtime.memory.provenance import PersonWords
             from agent_runtime.memory.store import MemoryStore
             from agent_runtime.memory.tools import MemoryTools
         except ImportError as missing:
@@ -114,7 +163,10 @@ class MemoryBridge:
         except (sqlite.Error, sqlite.SqliteVecUnavailable, OSError, ValueError) as failed:
             log.warning("memory store did not open (%s): facts go to MEMORY.md only", failed)
             return cls()
-        memory_tools = MemoryTools(store, WorkspaceIndex(workspace_root, skip_line=is_fact_line))
+        people = PersonWords()
+        memory_tools = MemoryTools(
+            store, WorkspaceIndex(workspace_root, skip_line=is_fact_line), people=people
+        )
         handlers = memory_tools.handlers()
         tools = [
             Tool(
@@ -134,6 +186,7 @@ class MemoryBridge:
             tools=tools,
             memory_store=store,
             maintenance=runner,
+            people=people,
             failures=(sqlite.Error, OSError, ValueError),
         )
 

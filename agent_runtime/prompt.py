@@ -1,7 +1,7 @@
 """Prompt assembly, ordered from the most stable text to the most volatile.
 
     1. system: runtime policy, then SYSTEM, PROJECT, SOUL, INSTRUCTIONS, USER, AGENTS, INTERFACE
-    2. system: MEMORY.md and the learnings
+    2. system: MEMORY.md, the learnings and the most salient facts of the memory store
     3. system: the summary of compacted history (when there is one)
     4. the recent turns, as they were sent
     5. the current message, which alone carries the clock ("[2025-05-01 09:30:00 UTC · ...]")
@@ -119,8 +119,10 @@ class StaticBlocks:
 
 
 def build_static_blocks(
-    config: AgentRuntimeConfig, workspace: Workspace, learnings: Learnings
+    config: AgentRuntimeConfig, workspace: Workspace, learnings: Learnings, salient: str = ""
 ) -> StaticBlocks:
+    """`salient`: the memory store's salient-facts block (`memory.salience`), computed once per
+    item by the caller so that it stays the same for every model call of the item."""
     injector = Injector(bootstrap_cap(config.context_window))
     identity = [policy_text(config)]
     cut: list[str] = []
@@ -139,6 +141,11 @@ def build_static_blocks(
         memory_parts.append(f"## Learnings\n{learned.text}")
     if learned.cut:
         cut.append("learnings")
+    if salient.strip():
+        facts = injector.take("salient facts", salient.strip())
+        memory_parts.append(facts.text)
+        if facts.cut:
+            cut.append("salient facts")
     return StaticBlocks(
         identity="\n\n".join(part for part in identity if part),
         memory="\n\n".join(memory_parts),

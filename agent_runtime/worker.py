@@ -199,6 +199,7 @@ class Worker:
             emit=self.emit,
         )
         self.context.load()
+        self.memory.on_forget(self.context.rewrite_summary)
         self.loop = ToolLoop(
             self.llm, self.registry, self.context, self.static_blocks, config.limits, self.run_tag
         )
@@ -224,7 +225,7 @@ class Worker:
         self.files.quota_bytes = config.workspace_quota_bytes
 
     def static_blocks(self) -> StaticBlocks:
-        return build_static_blocks(self.config, self.workspace, self.learnings)
+        return build_static_blocks(self.config, self.workspace, self.learnings, self.memory.salient)
 
     def emit(self, event_type: str, data: dict[str, Any]) -> None:
         try:
@@ -259,6 +260,8 @@ class Worker:
         before = _snapshot(self.workspace_root)
         model = self._model_for(item)
         stream = ProgressStream(self.client, item.id)
+        self.memory.heard(item)
+        self.memory.refresh_salient(self.workspace.read("MEMORY.md"), self.context.compactions)
         message = current_message(
             item, self.workspace, self.static_blocks().remaining_budget, self._schema(item)
         )

@@ -122,7 +122,9 @@ def _config(window: int) -> AgentRuntimeConfig:
     )
 
 
-def _agent(root: Path, window: int, counter: TokenCounter) -> tuple[ContextManager, Any, Any]:
+def _agent(
+    root: Path, window: int, counter: TokenCounter, salient: Callable[[], str] | None = None
+) -> tuple[ContextManager, Any, Any]:
     workspace = scaffold(
         root,
         {
@@ -155,7 +157,7 @@ def _agent(root: Path, window: int, counter: TokenCounter) -> tuple[ContextManag
     )
 
     def static() -> Any:
-        return build_static_blocks(config, workspace, learnings)
+        return build_static_blocks(config, workspace, learnings, salient() if salient else "")
 
     return context, static, registry
 
@@ -191,10 +193,25 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
     return index
 
 
-def prefix_stability(turns: int = 50, window: int = 32_768) -> dict[str, float]:
+def prefix_stability(turns: int = 50, window: int = 32_768, salient: bool = False) -> dict[str, float]:
+    """`salient`: the facts to remember also go to a memory store, whose salient-facts block is
+    in the prompt, recomputed once per item as the agent does."""
     encoding = _cl100k()
     with tempfile.TemporaryDirectory(prefix="flt-bench-context-") as folder:
-        context, static, registry = _agent(Path(folder), window, _local_cl100k_counter())
+        block = [""]
+        refreshed_for: list[tuple[str, int] | None] = [None]
+        store = None
+        if salient:
+            from agent_runtime.memory.salience import salient_block
+            from agent_runtime.memory.store import MemoryStore
+
+            store = MemoryStore(Path(folder) / "memory.db")
+            for number in range(12):  # what earlier sessions left in long-term memory
+                store.save(
+                    f"Customer {WORDS[number % len(WORDS)]} {number} ships on lane {number % 5}",
+                    source="operator",
+                )
+        context, static, registry = _agent(Path(folder), window, _local_cl100k_counter(), lambda: block[0])
         tools = registry.specs()
         clock = datetime(2025, 5, 1, 9, 0, tzinfo=UTC)
         requests: list[list[int]] = []
@@ -207,7 +224,15 @@ def prefix_stability(turns: int = 50, window: int = 32_768) -> dict[str, float]:
             clock += timedelta(minutes=3)
             text = f"Turn {turn}: please look at {_text(turn, 60 + (turn % 5) * 25)}."
             if turn % 6 == 2:
-                text += f"\nremember: the {WORDS[turn % len(WORDS)]} owner for item {turn} is team {turn % 4}"
+                fact = f"the {WORDS[turn % len(WORDS)]} owner for item {turn} is team {turn % 4}"
+                text += f"\nremember: {fact}"
+                if store is not None:
+                    store.save(fact.capitalize(), source="user_stated")
+            basis = (context.memory_file.workspace.read("MEMORY.md"), context.compactions)
+            if store is not None and basis != refreshed_for[0]:
+                # As the agent does: only when the prefix changes from the memory block on anyway.
+                block[0] = salient_block(store, known_lines=basis[0].splitlines())
+                refreshed_for[0] = basis
             item = InboxItem(
                 id=f"i{turn}", kind=ItemKind.OPERATOR_MESSAGE, created_at=clock, sender="operator", text=text
             )
@@ -237,6 +262,9 @@ def prefix_stability(turns: int = 50, window: int = 32_768) -> dict[str, float]:
                 Turn("assistant", f"Done with turn {turn}. " + _text(turn + 100, 120 + (turn % 3) * 60))
             )
             context.end_item()
+        salient_chars = len(block[0])
+        if store is not None:
+            store.close()
         shares = [_common_prefix(prev, cur) / len(cur) for prev, cur in itertools.pairwise(requests)]
         return {
             "mean": statistics.fmean(shares),
@@ -245,6 +273,7 @@ def prefix_stability(turns: int = 50, window: int = 32_768) -> dict[str, float]:
             "flushes": context.flushes,
             "compactions": context.compactions,
             "last_tokens": context.last_tokens,
+            "salient_chars": salient_chars,
         }
 
 
@@ -452,6 +481,15 @@ def run(quick: bool) -> list[Row]:
         )
     )
     rows.append(_row("context", "prompt prefix reused, worst request", f"{session['min']:.1%}", ""))
+    with_facts = prefix_stability(salient=True)
+    rows.append(
+        _row(
+            "context",
+            "prompt prefix reused, same session with salient facts in the prompt (mean / worst)",
+            f"{with_facts['mean']:.1%} / {with_facts['min']:.1%}",
+            ">= 90%",
+        )
+    )
     rows.append(
         _row(
             "context",

@@ -38,6 +38,7 @@ CATEGORIES = 20
 VOCABULARY = 4000
 SEED = 20250501
 TARGET_RATIO = 2.0
+FORGETS = 5
 TARGET_INSERTS_PER_S = 500.0
 TARGET_MAX_INSERT_MS = 50.0
 PLANTED_COSINES = (0.7, 0.5)
@@ -120,6 +121,12 @@ def measure(size: int, queries: int, folder: Path) -> list[Row]:
                 text, 10, vector=noisy.astype(np.float32).tobytes(), min_similarity=0.0, record_access=False
             )
             planted_found[cosine] += any(hit.fact.id == target + 1 for hit in hits)
+    # A forget erases the text everywhere derived (keyword index merged, WAL truncated).
+    forget_times = []
+    for fact_id in rng.choice(size, FORGETS, replace=False):
+        t0 = time.perf_counter()
+        store.forget(int(fact_id) + 1)
+        forget_times.append(time.perf_counter() - t0)
     store.close()
 
     search_p50, brute_p50 = statistics.median(search_times), statistics.median(brute_times)
@@ -167,6 +174,11 @@ def measure(size: int, queries: int, folder: Path) -> list[Row]:
             f"<= {TARGET_RATIO:.0f}x at 100k",
         ),
         _row(size, "vector recall@10, random queries", f"{statistics.mean(recalls):.2f}"),
+        _row(
+            size,
+            f"forget one fact p50 / max of {FORGETS} (ms)",
+            f"{statistics.median(forget_times) * ms:.0f} / {max(forget_times) * ms:.0f}",
+        ),
     ] + [
         _row(size, f"planted fact in top 10, query cosine {cosine}", f"{found}/{queries}")
         for cosine, found in planted_found.items()

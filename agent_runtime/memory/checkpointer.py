@@ -31,6 +31,8 @@ class Checkpointer:
         self._written = threading.Event()
         self._stopping = threading.Event()
         self._conn: Connection | None = None
+        self.lock = threading.Lock()
+        """Held while this thread checkpoints: a caller's own checkpoint takes it to not collide."""
         self.runs = 0
         """Checkpoints done so far."""
         self._thread = threading.Thread(target=self._run, name=f"checkpoint-{path.name}", daemon=True)
@@ -68,7 +70,8 @@ class Checkpointer:
     def _checkpoint(self) -> None:
         assert self._conn is not None
         try:
-            self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            with self.lock:
+                self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
             self.runs += 1
         except OperationalError as busy:
             # Another checkpoint is running (a writer's backstop): the next write brings us back.

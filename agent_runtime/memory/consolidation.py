@@ -104,8 +104,10 @@ def consolidate(
     written_on: Callable[[str], date],
     cap: int,
     stored_keys: set[str],
+    forgotten: Callable[[str], bool] | None = None,
 ) -> Consolidated:
-    """The deterministic pass (see the module docstring)."""
+    """The deterministic pass (see the module docstring). `forgotten` tells lines that state a
+    forgotten fact in other words than its own."""
     out: list[str] = []
     changes: list[str] = []
     seen: set[str] = set()
@@ -117,6 +119,10 @@ def consolidate(
             key = content_key(statement)
             if _RESOLVED.search(line):
                 changes.append(f"removed resolved: {statement[:80]}")
+                continue
+            if forgotten is not None and forgotten(statement):
+                # Not quoted: the run record must not keep what was forgotten.
+                changes.append("removed a line stating a forgotten fact")
                 continue
             if key in drop_keys:
                 changes.append(f"removed flagged: {statement[:80]}")
@@ -224,7 +230,8 @@ class ConsolidationJob(Job):
             DROP_KINDS,
         )
         drop_keys = {str(row[1]) for row in flags}
-        drop_keys |= {str(row[0]) for row in ctx.store.query("SELECT content_key FROM barriers")}
+        barrier_keys = {str(row[0]) for row in ctx.store.query("SELECT content_key FROM barriers")}
+        drop_keys |= barrier_keys
         checkpoint = {"review_cursor": max([cursor, *(int(row[0]) for row in flags)]), "at": iso(ctx.now())}
         if not current.strip():
             return JobPlan(write=nothing_to_write, checkpoint=checkpoint, detail=f"{MEMORY_FILE} is empty")
@@ -242,7 +249,12 @@ class ConsolidationJob(Job):
                 source, model, dated_by = answer, ctx.model, _Fixed(today)
             else:
                 detail = "model answer unusable (empty or over the cap): deterministic pass only; "
-        result = consolidate(source, drop_keys, dated_by, cap, stored)
+        matcher = ctx.store.forgotten_matcher()
+
+        def forgotten(statement: str) -> bool:
+            return content_key(statement) in barrier_keys or matcher.states_forgotten(statement)
+
+        result = consolidate(source, drop_keys, dated_by, cap, stored, forgotten)
         ctx.check()
 
         def write() -> list[str]:

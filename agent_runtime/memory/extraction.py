@@ -6,6 +6,11 @@ pick up explicit statements ("remember that ...", "my X is Y", "I live in ...", 
 Every fact is saved with source `extracted` and the ids of the turns it came from, so the
 store's rules apply: repeats merge, a user-stated fact is never overwritten (a contradiction is
 recorded instead) and a forgotten fact is not learned again.
+
+It also acts on the review job's flags: a fact flagged stale for its relative time ("tomorrow",
+"next week") is rewritten with absolute dates, counted from the day it was saved, as a new
+version that supersedes it (same source and turns: the words are the same claim, only dated);
+lines flagged stale or forgotten are not promoted again.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from agent_runtime.memory.maintenance import Job, JobContext, JobFailed, JobPlan, nothing_to_write
 from agent_runtime.memory.models import FactSource
+from agent_runtime.memory.records import load_ids, parse_time
+from agent_runtime.memory.review import RELATIVE_TIME
 from agent_runtime.memory.store import MemoryInputError
 from agent_runtime.memory.text import content_key, one_line
 from agent_runtime.memory.truth import Candidate
@@ -182,10 +189,17 @@ class ExtractionJob(Job):
     artifact = "facts in memory.db (source extracted)"
 
     def plan(self, ctx: JobContext) -> JobPlan:
+        rewrites = _stale_rewrites(ctx)
         after = Position.from_json(ctx.checkpoint.get("position"))
         batch = read_turns(ctx.history_dir, after, MAX_TURNS_PER_RUN)
-        if not batch:
+        if not batch and not rewrites:
             return JobPlan(write=nothing_to_write, checkpoint=dict(ctx.checkpoint), detail="no new turns")
+        if not batch:
+            return JobPlan(
+                write=lambda: _save(ctx, rewrites, "rewrote stale"),
+                checkpoint=dict(ctx.checkpoint),
+                detail=f"no new turns, {len(rewrites)} stale facts dated",
+            )
         turns = [turn for turn, _ in batch]
         last = batch[-1][1]
         model = None
@@ -215,13 +229,7 @@ class ExtractionJob(Job):
             ctx.check()
 
         def write() -> list[str]:
-            changes = []
-            for candidate in candidates:
-                result = ctx.store.save_prepared(candidate)
-                changes.append(
-                    f"{result.outcome.value} fact {result.fact_id}: {one_line(candidate.text, 120)}"
-                )
-            return changes
+            return _save(ctx, rewrites, "rewrote stale") + _save(ctx, candidates, "")
 
         return JobPlan(
             write=write,
@@ -229,7 +237,8 @@ class ExtractionJob(Job):
             input_from=str(after),
             input_to=str(last),
             model=model,
-            detail=f"{len(turns)} turns, {len(candidates)} facts",
+            detail=f"{len(turns)} turns, {len(candidates)} facts"
+            + (f", {len(rewrites)} stale facts dated" if rewrites else ""),
         )
 
     @staticmethod
@@ -241,3 +250,45 @@ class ExtractionJob(Job):
             FLAGGED_KINDS,
         )
         return {str(row[0]) for row in rows}
+
+
+def _save(ctx: JobContext, candidates: list[Candidate], label: str) -> list[str]:
+    changes = []
+    for candidate in candidates:
+        result = ctx.store.save_prepared(candidate)
+        prefix = f"{label} fact {candidate.supersedes}: " if label else ""
+        changes.append(
+            f"{prefix}{result.outcome.value} fact {result.fact_id}: {one_line(candidate.text, 120)}"
+        )
+    return changes
+
+
+def _stale_rewrites(ctx: JobContext) -> list[Candidate]:
+    """New, dated versions of the active facts the review flagged stale for their relative time."""
+    from agent_runtime.memory.consolidation import absolute_dates
+
+    rows = ctx.store.query(
+        "SELECT f.id, f.text, f.source, f.subject, f.turn_ids, f.created_at, c.name AS category "
+        "FROM review_items r JOIN facts f ON f.id = CAST(r.target_ref AS INTEGER) "
+        "JOIN categories c ON c.id = f.category_id "
+        "WHERE r.status = 'open' AND r.kind = 'stale' AND r.target_kind = 'fact' AND f.status = 'active'"
+    )
+    rewrites = []
+    for row in rows:
+        if not RELATIVE_TIME.search(row["text"]):
+            continue
+        dated = absolute_dates(row["text"], parse_time(row["created_at"]).date())
+        if dated == row["text"]:
+            continue
+        rewrites.append(
+            ctx.store.prepare(
+                dated,
+                category=row["category"],
+                source=row["source"],
+                turn_ids=load_ids(row["turn_ids"]),
+                subject=row["subject"],
+                supersedes=int(row["id"]),
+            )
+        )
+        ctx.check()
+    return rewrites

@@ -39,11 +39,21 @@ def stored_model(conn: Connection) -> str | None:
     return _meta(conn, "embedding_model") or None
 
 
+def _upgrade(conn: Connection) -> None:
+    """Version 2: barriers keep a fingerprint of the forgotten fact's words (`forgetting`)."""
+    columns = {str(row[1]) for row in conn.execute("PRAGMA table_info(barriers)").fetchall()}
+    if "words" not in columns:
+        conn.execute("ALTER TABLE barriers ADD COLUMN words TEXT")
+    if _meta(conn, "schema_version") not in (None, SCHEMA_VERSION):
+        _set_meta(conn, "schema_version", SCHEMA_VERSION)
+
+
 def prepare(conn: Connection, config: MemoryConfig, has_embedder: bool) -> Prepared:
     """Run inside a transaction."""
     for statement in TABLES.split(";"):
         if statement.strip():
             conn.execute(statement)
+    _upgrade(conn)
     wanted_dims, wanted_model = config.dimensions, config.embedding_model or ""
     stored_dims, model = _meta(conn, "dimensions"), _meta(conn, "embedding_model") or ""
     if stored_dims is None:

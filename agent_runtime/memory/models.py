@@ -82,6 +82,9 @@ class SaveResult(BaseModel):
     replaced_id: int | None = Field(default=None, description="The fact this one superseded or merged into")
     contradiction_id: int | None = None
     detail: str = ""
+    redacted: list[str] = Field(
+        default_factory=list, description="Kinds of credential replaced by a marker before saving"
+    )
 
 
 class FactHit(BaseModel):
@@ -171,6 +174,9 @@ class MemoryConfig(BaseModel):
     subject_similarity: float = Field(default=0.85, description="Same subject above this, in one category")
     barrier_similarity: float = Field(default=0.95, description="A forgotten fact matches above this")
     category_similarity: float = Field(default=0.35, description="A category is relevant above this")
+    auto_category_similarity: float = Field(
+        default=0.5, description="A fact saved without a category joins the nearest centroid above this"
+    )
     good_similarity: float = Field(default=0.5, description="Category results this good skip the flat pass")
     min_similarity: float = Field(
         default=0.2, description="Search leaves out facts below this similarity unless a keyword matched"

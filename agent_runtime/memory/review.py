@@ -132,7 +132,8 @@ class ReviewJob(Job):
             key = content_key(line)
             text = one_line(line, 120)
             if key in barred:
-                flags.append(Flag("forgotten", "key", key, f"MEMORY.md states a forgotten fact: {text}"))
+                # Not quoted: the flag must not keep what was forgotten.
+                flags.append(Flag("forgotten", "key", key, "MEMORY.md states a forgotten fact"))
             elif key in superseded:
                 flags.append(Flag("stale", "key", key, f"MEMORY.md states a replaced fact: {text}"))
             elif key in seen:

@@ -11,7 +11,7 @@ construction.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 TABLES = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -89,7 +89,8 @@ CREATE TABLE IF NOT EXISTS barriers (
     embedding BLOB,
     fact_id INTEGER,
     reason TEXT NOT NULL,
-    created_at TEXT NOT NULL
+    created_at TEXT NOT NULL,
+    words TEXT
 );
 CREATE INDEX IF NOT EXISTS barriers_by_key ON barriers(content_key);
 CREATE TABLE IF NOT EXISTS review_items (

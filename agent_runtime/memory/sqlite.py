@@ -79,6 +79,9 @@ def connect(
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
     conn.execute("PRAGMA foreign_keys=ON")
+    # Deleted and overwritten content is zeroed on its page, so a forgotten fact's text does
+    # not linger in free space of the file (see forgetting.py).
+    conn.execute("PRAGMA secure_delete=ON")
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     conn.execute(f"PRAGMA cache_size=-{int(cache_mb) * 1024}")
     conn.execute(f"PRAGMA mmap_size={int(mmap_mb) * 1024 * 1024}")

@@ -11,6 +11,7 @@ how facts are ranked.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -19,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from agent_runtime.memory import contradictions, episodes, migrate, truth
+from agent_runtime.memory import categories, contradictions, episodes, forgetting, migrate, truth
 from agent_runtime.memory.checkpointer import Checkpointer
 from agent_runtime.memory.embeddings import Embedder, EmbeddingService
 from agent_runtime.memory.factlog import FactLog
@@ -46,8 +47,11 @@ from agent_runtime.memory.sqlite import Connection, connect
 from agent_runtime.memory.text import content_key, has_word
 from agent_runtime.memory.vectors import Vector, to_blob
 from agent_runtime.memory.writes import insert_fact, reinforce_fact, retire_fact
+from agent_runtime.redaction import redact
 
 BACKFILL_BATCH = 32
+TRUNCATE_ATTEMPTS = 5
+log = logging.getLogger(__name__)
 
 
 class MemoryInputError(ValueError):
@@ -88,6 +92,8 @@ class MemoryStore:
             clock=monotonic,
         )
         self.vector_note: str | None = None
+        self.forget_listeners: list[Callable[[list[str]], None]] = []
+        """Called with the texts of the facts just forgotten (copies of them elsewhere go too)."""
         self.index = FactIndex(self._conn, self.config.dimensions)
         try:
             self._prepare()
@@ -146,7 +152,12 @@ class MemoryStore:
     # Saving
 
     def _clean(self, text: str) -> str:
-        cleaned = " ".join(str(text).split())
+        return self._clean_and_redact(text)[0]
+
+    def _clean_and_redact(self, text: str) -> tuple[str, tuple[str, ...]]:
+        """The text on one line, with credentials replaced by markers (and which kinds were)."""
+        redacted = redact(str(text))
+        cleaned = " ".join(redacted.text.split())
         if not has_word(cleaned):
             raise MemoryInputError("fact text is empty: give at least one word")
         if len(cleaned) > self.config.max_text_chars:
@@ -154,7 +165,7 @@ class MemoryStore:
                 f"fact text is {len(cleaned)} characters, over the limit of {self.config.max_text_chars}: "
                 "save one fact at a time"
             )
-        return cleaned
+        return cleaned, redacted.kinds
 
     def prepare(
         self,
@@ -169,8 +180,9 @@ class MemoryStore:
         supersedes: int | None = None,
         embed: bool = True,
     ) -> truth.Candidate:
-        """Validate a fact and compute its embedding (outside any transaction)."""
-        cleaned = self._clean(text)
+        """Validate a fact, redact any credential in it and compute its embedding (outside any
+        transaction)."""
+        cleaned, redacted = self._clean_and_redact(text)
         try:
             origin = FactSource(source)
         except ValueError:
@@ -183,16 +195,20 @@ class MemoryStore:
             blob = found[0] if found else None
         else:
             blob = None
+        if not (category and category.strip()):
+            with self._lock:
+                category = categories.choose(self.index, cleaned, blob, self.config)
         return truth.Candidate(
             text=cleaned,
             key=content_key(cleaned),
-            category=category or "",
+            category=category,
             source=origin,
             subject=truth.normalize_subject(subject),
             turn_ids=[str(t) for t in turn_ids],
             salience=salience,
             vector=blob,
             supersedes=supersedes,
+            redacted=redacted,
         )
 
     def save(
@@ -222,6 +238,12 @@ class MemoryStore:
         return self.save_prepared(candidate)
 
     def save_prepared(self, candidate: truth.Candidate) -> SaveResult:
+        result = self._save_prepared(candidate)
+        if candidate.redacted:
+            result.redacted = list(candidate.redacted)
+        return result
+
+    def _save_prepared(self, candidate: truth.Candidate) -> SaveResult:
         now = iso(self._now())
         with self.transaction() as conn:
             barrier = truth.find_barrier(conn, candidate.key, candidate.vector, self.config)
@@ -393,19 +415,25 @@ class MemoryStore:
         return self.save_prepared(candidate)
 
     def forget(self, fact_id: int, reason: str = "forgotten on request") -> list[int]:
-        """Forget a fact and its older versions: text erased, out of every index, barrier left.
+        """Forget a fact and its older versions: text erased, out of every index, barrier left,
+        and the records derived from it redacted (`forgetting`); then the WAL is checkpointed and
+        truncated, so with `secure_delete` no file of the store holds the text any more.
 
         Returns the ids forgotten (empty when it was already forgotten).
         """
         now = iso(self._now())
         forgotten: list[int] = []
+        texts: list[str] = []
         with self.transaction() as conn:
             row = self._row(fact_id)
             if row is None:
                 raise FactNotFound(fact_id)
+            key = forgetting.salt(conn)
             while row is not None and row["status"] != FactStatus.FORGOTTEN.value:
                 vector = self.index.embedding(row["id"])
-                truth.add_barrier(conn, row["content_key"], vector, row["id"], reason, now)
+                words = forgetting.fingerprint(row["text"], key)
+                truth.add_barrier(conn, row["content_key"], vector, row["id"], reason, now, words)
+                texts.append(row["text"])
                 self.index.remove(row["id"], row["category_id"], keep_embedding=False)
                 conn.execute(
                     "UPDATE facts SET status = 'forgotten', text = '', subject = NULL, turn_ids = '[]', "
@@ -415,9 +443,39 @@ class MemoryStore:
                 truth.dismiss_contradictions(conn, row["id"], now)
                 forgotten.append(int(row["id"]))
                 row = self._row(row["supersedes"]) if row["supersedes"] is not None else None
-        if forgotten and self.fact_log is not None:
-            self.fact_log.redact(forgotten)
+            if forgotten:
+                forgetting.scrub_derived(conn, texts, forgotten)
+                # Deleted FTS5 rows stay in the index segments until they are merged.
+                conn.execute("INSERT INTO fact_fts(fact_fts) VALUES ('optimize')")
+        if forgotten:
+            self.truncate_wal()
+            if self.fact_log is not None:
+                self.fact_log.redact(forgotten, texts)
+            for listener in self.forget_listeners:
+                listener(texts)
         return forgotten
+
+    def truncate_wal(self) -> bool:
+        """Copy the WAL into the database file and empty it; False when a reader held it back."""
+        if self._checkpointer is None:
+            return True
+        busy = 1
+        for attempt in range(TRUNCATE_ATTEMPTS):
+            # The background checkpointer is held off, so only another process's reader can
+            # make this one busy: it usually lets go within milliseconds.
+            with self._checkpointer.lock, self._lock:
+                busy, _frames, _done = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if not busy:
+                break
+            time.sleep(0.01 * (attempt + 1))
+        if busy:
+            log.warning("WAL of %s not truncated: a reader holds it; the next checkpoint will", self.path)
+        return not busy
+
+    def forgotten_matcher(self) -> forgetting.ForgottenMatcher:
+        """Recognises text stating a forgotten fact (for workspace passages and MEMORY.md)."""
+        with self._lock:
+            return forgetting.ForgottenMatcher.load(self._conn)
 
     # Contradictions
 
@@ -452,7 +510,7 @@ class MemoryStore:
         self, start: str | datetime, end: str | datetime, turn_ids: Sequence[str], summary: str
     ) -> Episode:
         """Store the summary of a compacted stretch of history (called after each compaction)."""
-        text = summary.strip()
+        text = redact(summary).text.strip()
         if not text:
             raise MemoryInputError("episode summary is empty")
         start_text = iso(start) if isinstance(start, datetime) else str(start)

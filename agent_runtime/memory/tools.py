@@ -9,6 +9,11 @@ memory_search merges three sources, facts (the store), episodes (compacted conve
 workspace files (BM25), by reciprocal rank fusion: each source ranks its own results with its
 own score, and a result's fused score is the sum of 1 / (60 + rank) over the sources, which
 needs no common scale between a cosine and a BM25 score. Every result says where it came from.
+
+What the model calls (`call`, `handlers`) is not trusted with provenance: the source of a fact it
+saves is stamped by `provenance.PersonWords` (a person's word only when a person's message
+states it), and it forgets a person's fact only when a person asked for it. The Python methods
+(`memory_save`, `memory_forget`) are the runtime's own, trusted entry points.
 """
 
 from __future__ import annotations
@@ -22,8 +27,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agent_runtime.memory.bm25 import FileHit, WorkspaceIndex
 from agent_runtime.memory.factlog import FactLog
 from agent_runtime.memory.models import EpisodeHit, FactHit, FactSource, MemoryMode, SaveOutcome
+from agent_runtime.memory.provenance import PersonWords
 from agent_runtime.memory.store import MemoryStore
 from agent_runtime.memory.text import content_key, one_line
+from agent_runtime.redaction import redacted_note
 
 RRF_K = 60
 FORGET_SIMILARITY = 0.8
@@ -79,8 +86,9 @@ SAVE_SPEC: dict[str, Any] = {
                 "source": {
                     "type": "string",
                     "enum": ["user_stated", "agent", "inferred"],
-                    "description": "user_stated: the user said it; agent: you decided to note it; "
-                    "inferred: your guess. Default agent.",
+                    "description": "user_stated: the user said it (kept only when a message of the user "
+                    "states it in these words; otherwise recorded as agent); agent: you decided to note "
+                    "it; inferred: your guess. Default agent.",
                 },
             },
             "required": ["text"],
@@ -149,10 +157,12 @@ class MemoryTools:
         store: MemoryStore,
         workspace_index: WorkspaceIndex | None = None,
         fact_log: FactLog | None = None,
+        people: PersonWords | None = None,
     ) -> None:
         self.store = store
         self.workspace_index = workspace_index
         self.fact_log = fact_log if fact_log is not None else store.fact_log
+        self.people = people if people is not None else PersonWords()
 
     @staticmethod
     def tool_specs() -> list[dict[str, Any]]:
@@ -169,13 +179,17 @@ class MemoryTools:
         """Run a tool by name with the model's arguments (a dict or its JSON text)."""
         if name == "memory_save":
             save = _parse(SaveArgs, arguments)
-            return self.memory_save(save.text, save.category, save.source, save.turn_ids, save.subject)
+            stamp = self.people.stamp(save.text, save.source)
+            result = self.memory_save(save.text, save.category, stamp.source, save.turn_ids, save.subject)
+            if stamp.note:
+                result["message"] += f"; {stamp.note}"
+            return result
         if name == "memory_search":
             search = _parse(SearchArgs, arguments)
             return self.memory_search(search.query, search.k)
         if name == "memory_forget":
             forget = _parse(ForgetArgs, arguments)
-            return self.memory_forget(forget.id, forget.query)
+            return self.memory_forget(forget.id, forget.query, asked_by_model=True)
         raise ToolInputError(f"unknown memory tool {name!r}: use memory_save, memory_search or memory_forget")
 
     # The tools
@@ -204,11 +218,16 @@ class MemoryTools:
             f"more trusted source; recorded for the operator as contradiction {result.contradiction_id}",
             SaveOutcome.BLOCKED: "not saved: this fact was deliberately forgotten",
         }
+        message = messages[result.outcome]
+        if result.redacted:
+            message += f"; {redacted_note(tuple(result.redacted))}"
+        saved_as = self.store.get(result.fact_id) if saved and result.fact_id is not None else None
         return {
             "status": result.outcome.value,
             "id": result.fact_id,
             "replaced": result.replaced_id if result.outcome is SaveOutcome.SUPERSEDED else None,
-            "message": messages[result.outcome],
+            "provenance": saved_as.source.value if saved_as is not None else None,
+            "message": message,
         }
 
     def memory_search(self, query: str, k: int = 8) -> dict[str, Any]:
@@ -229,10 +248,17 @@ class MemoryTools:
         ranked.sort(key=lambda item: (-item[0], item[1]))
         return {"mode": self.store.embeddings.mode.value, "results": [item[2] for item in ranked[:k]]}
 
-    def memory_forget(self, fact_id: int | None = None, query: str | None = None) -> dict[str, Any]:
+    def memory_forget(
+        self, fact_id: int | None = None, query: str | None = None, *, asked_by_model: bool = False
+    ) -> dict[str, Any]:
+        """Forget a fact by id, or the one fact that clearly matches `query`. When the model asks,
+        a fact a person stated is forgotten only if a person asked for it."""
         if fact_id is None and not (query and query.strip()):
             raise ToolInputError("give the fact's id, or a query describing it")
         if fact_id is not None:
+            refusal = self._person_fact_refusal(fact_id) if asked_by_model else None
+            if refusal is not None:
+                return refusal
             forgotten = self.store.forget(fact_id)
             return {
                 "status": "forgotten",
@@ -243,6 +269,9 @@ class MemoryTools:
         hits = self.store.search(query, 3, record_access=False)
         best = hits[0] if hits else None
         if best is not None and self._clear_match(query, best, hits):
+            refusal = self._person_fact_refusal(best.fact.id) if asked_by_model else None
+            if refusal is not None:
+                return refusal
             forgotten = self.store.forget(best.fact.id)
             return {
                 "status": "forgotten",
@@ -258,6 +287,20 @@ class MemoryTools:
         }
 
     # Helpers
+
+    def _person_fact_refusal(self, fact_id: int) -> dict[str, Any] | None:
+        """The answer refusing the model's forget of a person's fact no person asked to forget."""
+        fact = self.store.get(fact_id)
+        if fact is None or fact.source not in (FactSource.USER_STATED, FactSource.OPERATOR):
+            return None
+        if self.people.asked_to_forget(fact.text, fact.id):
+            return None
+        return {
+            "status": "refused",
+            "ids": [],
+            "message": f"not forgotten: fact:{fact.id} was stated by a person ({fact.source.value}) and no "
+            "recent message of a person asks to forget it; the operator can (flotilla memory forget)",
+        }
 
     def _clear_match(self, query: str, best: FactHit, hits: list[FactHit]) -> bool:
         if content_key(query) == content_key(best.fact.text):
@@ -280,7 +323,18 @@ class MemoryTools:
         return kept
 
     def _barred_lines(self, hits: list[FileHit]) -> set[str]:
-        """Lines of these passages that state a forgotten fact (MEMORY.md may lag behind a forget)."""
+        """Lines of these passages that state a forgotten fact (MEMORY.md may lag behind a forget):
+        in the same words, or holding its distinctive words (`forgetting.ForgottenMatcher`)."""
+        matcher = self.store.forgotten_matcher()
+        barred = {
+            line
+            for hit in hits
+            for line in hit.text.splitlines()
+            if line.strip() and matcher.states_forgotten(line)
+        }
+        return barred | self._lines_with_barred_keys(hits)
+
+    def _lines_with_barred_keys(self, hits: list[FileHit]) -> set[str]:
         by_key: dict[str, list[str]] = {}
         for hit in hits:
             for line in hit.text.splitlines():

@@ -52,6 +52,7 @@ class Candidate:
     salience: float | None = None
     vector: bytes | None = None
     supersedes: int | None = None
+    redacted: tuple[str, ...] = ()
 
 
 def active_fact(conn: Connection, fact_id: int) -> Row | None:
@@ -136,11 +137,18 @@ def lift_barriers(conn: Connection, key: str, vector: bytes | None, config: Memo
 
 
 def add_barrier(
-    conn: Connection, key: str, vector: bytes | None, fact_id: int | None, reason: str, now: str
+    conn: Connection,
+    key: str,
+    vector: bytes | None,
+    fact_id: int | None,
+    reason: str,
+    now: str,
+    words: str | None = None,
 ) -> int:
+    """`words`: the fact's fingerprint (`forgetting.fingerprint`), to recognise it in other text."""
     cursor = conn.execute(
-        "INSERT INTO barriers(content_key, embedding, fact_id, reason, created_at) VALUES (?, ?, ?, ?, ?)",
-        (key, vector, fact_id, reason, now),
+        "INSERT INTO barriers(content_key, embedding, fact_id, reason, created_at, words) VALUES (?, ?, ?, ?, ?, ?)",
+        (key, vector, fact_id, reason, now, words),
     )
     return int(cursor.lastrowid or 0)
 

@@ -31,6 +31,7 @@ def test_tool_specs_are_valid_openai_function_schemas() -> None:
 
 
 def test_save_appends_to_the_daily_log(tools: MemoryTools, data_dir: Path, clock: ManualClock) -> None:
+    tools.people.heard("My dentist is Dr. Okafor, by the way.")
     result = tools.call(
         "memory_save",
         {"text": "The user's dentist is Dr. Okafor", "category": "health", "source": "user_stated"},
@@ -70,6 +71,7 @@ def test_search_returns_facts_episodes_and_files_saying_where_from(
 
 def test_forget_by_id_redacts_the_daily_log(tools: MemoryTools, data_dir: Path) -> None:
     saved = tools.memory_save("The user's alarm code is 7731", source="user_stated")
+    tools.people.heard("Please forget my alarm code.")
     result = tools.call("memory_forget", {"id": saved["id"]})
     assert result["status"] == "forgotten" and result["ids"] == [saved["id"]]
     log = (data_dir / "workspace" / "memory" / "2025-05-01.md").read_text()

@@ -1,0 +1,194 @@
+"""Forgetting that reaches what was derived from a fact, down to the bytes.
+
+When a fact is forgotten (`MemoryStore.forget`), the store erases its text and takes it out of
+every index; this module finds the copies of it that other records hold, inside the same
+transaction:
+- episodes (compaction summaries): each sentence that states the fact becomes "(forgotten)",
+  the keyword index is rebuilt for the episode and its embedding recomputed later (the raw
+  turns stay in history/ for the operator);
+- the run records of the maintenance jobs and the review flags, whose details quote facts;
+- pending contradictions whose claim states the fact.
+The barrier it leaves keeps a fingerprint of the fact's distinctive words (keyed hashes, not
+the words), so that text saved elsewhere that states the fact, such as a MEMORY.md line the
+consolidation job has not rewritten yet, is recognised (`ForgottenMatcher`) and kept out of
+search results.
+
+"States" is `provenance.states`: every word of the fact holding a digit, and most of its other
+distinctive words, are in the sentence.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import secrets
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from agent_runtime.memory.provenance import distinctive_words, states
+from agent_runtime.memory.sqlite import Connection
+from agent_runtime.memory.text import content_words, fts_query, words
+
+SALT_KEY = "barrier_salt"
+FORGOTTEN = "(forgotten)"
+# Share of a fact's words (besides those with digits) a sentence must hold to state it.
+STATEMENT_SHARE = 0.75
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n")
+
+
+def salt(conn: Connection) -> bytes:
+    """The key of the fingerprints' hashes, made once per memory.db."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (SALT_KEY,)).fetchone()
+    if row is not None:
+        return bytes.fromhex(str(row[0]))
+    made = secrets.token_bytes(16)
+    conn.execute("INSERT INTO meta(key, value) VALUES (?, ?)", (SALT_KEY, made.hex()))
+    return made
+
+
+def _hash(key: bytes, word: str) -> str:
+    return hmac.new(key, word.encode("utf-8"), hashlib.sha256).hexdigest()[:16]
+
+
+def fingerprint(text: str, key: bytes) -> str:
+    """The JSON fingerprint stored with a barrier: hashed words, those with digits apart."""
+    wanted = distinctive_words(text)
+    numbers = sorted(_hash(key, w) for w in wanted if any(ch.isdigit() for ch in w))
+    others = sorted(_hash(key, w) for w in wanted if not any(ch.isdigit() for ch in w))
+    return json.dumps({"n": numbers, "w": others})
+
+
+@dataclass(frozen=True)
+class _Print:
+    numbers: frozenset[str]
+    others: frozenset[str]
+
+    def stated_by(self, said: set[str]) -> bool:
+        if not (self.numbers or self.others) or not self.numbers <= said:
+            return False
+        return not self.others or len(self.others & said) >= STATEMENT_SHARE * len(self.others)
+
+
+class ForgottenMatcher:
+    """Recognises text that states a forgotten fact, from the barriers' fingerprints."""
+
+    def __init__(self, key: bytes, prints: Sequence[_Print]) -> None:
+        self.key = key
+        self.prints = list(prints)
+
+    @classmethod
+    def load(cls, conn: Connection) -> ForgottenMatcher:
+        prints = []
+        for (raw,) in conn.execute("SELECT words FROM barriers WHERE words IS NOT NULL").fetchall():
+            loaded = json.loads(raw)
+            prints.append(_Print(frozenset(loaded.get("n", [])), frozenset(loaded.get("w", []))))
+        return cls(salt(conn) if prints else b"", prints)
+
+    def __bool__(self) -> bool:
+        return bool(self.prints)
+
+    def states_forgotten(self, text: str) -> bool:
+        if not self.prints:
+            return False
+        said = {_hash(self.key, word) for word in content_words(text)}
+        return any(p.stated_by(said) for p in self.prints)
+
+
+def states_any(sentence: str, facts: Iterable[str]) -> bool:
+    return any(states(sentence, fact, STATEMENT_SHARE) for fact in facts)
+
+
+def redact_statements(text: str, facts: Sequence[str]) -> tuple[str, int]:
+    """The text with each sentence that states one of the facts replaced by "(forgotten)"."""
+    pieces = _SENTENCE_END.split(text)
+    separators = _SENTENCE_END.findall(text)
+    changed = 0
+    for number, piece in enumerate(pieces):
+        if piece.strip() and piece.strip() != FORGOTTEN and states_any(piece, facts):
+            pieces[number] = FORGOTTEN
+            changed += 1
+    if not changed:
+        return text, 0
+    out = pieces[0]
+    for separator, piece in zip(separators, pieces[1:], strict=True):
+        out += separator + piece
+    return out, changed
+
+
+def scrub_derived(conn: Connection, facts: Sequence[str], fact_ids: Sequence[int]) -> list[str]:
+    """Redact the forgotten facts from every record derived from them; what was changed."""
+    facts = [fact for fact in facts if fact.strip()]
+    if not facts:
+        return []
+    changes = _scrub_episodes(conn, facts)
+    changes += _scrub_records(conn, facts, fact_ids)
+    return changes
+
+
+def _scrub_episodes(conn: Connection, facts: Sequence[str]) -> list[str]:
+    expression = fts_query(" ".join(" ".join(sorted(distinctive_words(fact))) for fact in facts))
+    if expression is None:
+        return []
+    rows = conn.execute(
+        "SELECT e.id, e.summary FROM episode_fts JOIN episodes e ON e.id = episode_fts.rowid "
+        "WHERE episode_fts MATCH ?",
+        (expression,),
+    ).fetchall()
+    changes = []
+    for episode_id, summary in rows:
+        redacted, count = redact_statements(str(summary), facts)
+        if not count:
+            continue
+        conn.execute("UPDATE episodes SET summary = ?, embedding = NULL WHERE id = ?", (redacted, episode_id))
+        conn.execute("DELETE FROM episode_fts WHERE rowid = ?", (episode_id,))
+        conn.execute("INSERT INTO episode_fts(rowid, summary) VALUES (?, ?)", (episode_id, redacted))
+        changes.append(f"episode {episode_id}: {count} sentence(s)")
+    if changes:
+        conn.execute("INSERT INTO episode_fts(episode_fts) VALUES ('optimize')")
+    return changes
+
+
+def _longest_word(fact: str) -> str:
+    return max(words(fact), key=len, default="")
+
+
+def _scrub_records(conn: Connection, facts: Sequence[str], fact_ids: Sequence[int]) -> list[str]:
+    """Job run records, review flags and pending claims that quote a forgotten fact."""
+    changes = []
+    ids = [str(fact_id) for fact_id in fact_ids]
+    conn.execute(
+        "UPDATE review_items SET detail = ? WHERE target_kind = 'fact' AND target_ref IN "
+        "(SELECT value FROM json_each(?))",
+        (FORGOTTEN, json.dumps(ids)),
+    )
+    for probe in {_longest_word(fact) for fact in facts if _longest_word(fact)}:
+        pattern = f"%{probe}%"
+        for row_id, detail in conn.execute(
+            "SELECT id, detail FROM review_items WHERE detail LIKE ?", (pattern,)
+        ).fetchall():
+            if states_any(str(detail), facts):
+                conn.execute("UPDATE review_items SET detail = ? WHERE id = ?", (FORGOTTEN, row_id))
+                changes.append(f"review item {row_id}")
+        for row_id, detail, raw in conn.execute(
+            "SELECT id, detail, changes FROM job_runs WHERE changes LIKE ? OR detail LIKE ?",
+            (pattern, pattern),
+        ).fetchall():
+            entries = [FORGOTTEN if states_any(str(e), facts) else str(e) for e in json.loads(raw or "[]")]
+            cleaned_detail = FORGOTTEN if states_any(str(detail), facts) else str(detail)
+            conn.execute(
+                "UPDATE job_runs SET changes = ?, detail = ? WHERE id = ?",
+                (json.dumps(entries), cleaned_detail, row_id),
+            )
+            changes.append(f"job run {row_id}")
+        for row_id, text in conn.execute(
+            "SELECT id, text FROM contradictions WHERE status = 'pending' AND text LIKE ?", (pattern,)
+        ).fetchall():
+            if states_any(str(text), facts):
+                conn.execute(
+                    "UPDATE contradictions SET status = 'dismissed', text = ?, embedding = NULL WHERE id = ?",
+                    (FORGOTTEN, row_id),
+                )
+                changes.append(f"contradiction {row_id}")
+    return changes
