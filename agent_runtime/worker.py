@@ -15,8 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from openai import OpenAI
-
+from agent_runtime.chat import ChatClient
 from agent_runtime.client import OrchestratorClient
 from agent_runtime.context import ContextManager
 from agent_runtime.dailylog import append_daily
@@ -164,9 +163,7 @@ class Worker:
         self.learnings = Learnings(self.workspace_root)
         self.files = WorkspaceFiles(self.workspace_root, config.workspace_quota_bytes)
         self.processed = ProcessedLog(data)
-        self.llm = OpenAI(
-            base_url=f"{settings.orchestrator_url}/v1", api_key=client.token, max_retries=model_retries
-        )
+        self.llm = ChatClient(f"{settings.orchestrator_url}/v1", client.token, max_retries=model_retries)
         completer = OpenAICompleter(self.llm, lambda: self.config.model)
         self.memory = MemoryBridge.open(settings, config, lambda: self.client.token, completer.ask)
         state.set_memory_mode(self.memory.mode)
