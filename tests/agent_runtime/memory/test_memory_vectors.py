@@ -19,7 +19,8 @@ QUERIES = 20
 
 def unit(rng: np.random.Generator, count: int) -> np.ndarray:
     vectors = rng.standard_normal((count, DIMS)).astype(np.float32)
-    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    normalized: np.ndarray = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    return normalized
 
 
 def codes_of(store: MemoryStore) -> int:
@@ -77,12 +78,14 @@ def test_forgotten_facts_leave_the_codes_and_reembedding_clears_them(tmp_path: P
     config = MemoryConfig(dimensions=DIMS, embedding_model="test-random")
     rng = np.random.default_rng(10)
     with MemoryStore(tmp_path / "memory.db", config=config) as store:
-        ids = [store.save(f"fact {i}", vector=v.tobytes()).fact_id for i, v in enumerate(unit(rng, 4))]
+        ids = [store.save(f"fact {i}", vector=v.tobytes()).fact_id or 0 for i, v in enumerate(unit(rng, 4))]
         assert codes_of(store) == 4
         store.forget(ids[0], reason="test")
         assert codes_of(store) == 3
         with store.transaction():
-            assert ids[0] not in {fact_id for fact_id, _ in store.index.nearest(unit(rng, 1)[0].tobytes(), 10)}
+            assert ids[0] not in {
+                fact_id for fact_id, _ in store.index.nearest(unit(rng, 1)[0].tobytes(), 10)
+            }
         with store.transaction():
             store.index.reset_vectors()
         assert codes_of(store) == 0
