@@ -136,7 +136,7 @@ class FactIndex:
 
     def flat_pool(self, k: int) -> int:
         """How many candidates the scan over every fact proposes for `k` results."""
-        return max(k, math.ceil(FLAT_POOL_SCALE * float(self.indexed_count()) ** FLAT_POOL_EXPONENT))
+        return max(k, math.ceil(FLAT_POOL_SCALE * math.pow(self.indexed_count(), FLAT_POOL_EXPONENT)))
 
     def scan(self, query: bytes, pool: int) -> list[int]:
         """Candidate fact ids over every active fact, by Hamming distance of the level codes."""
