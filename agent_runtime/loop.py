@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import openai
-from openai import OpenAI
-
+from agent_runtime.chat import ChatClient, ChatError
 from agent_runtime.condense import CompletionFailed
 from agent_runtime.context import ContextManager
 from agent_runtime.history import Turn
@@ -68,22 +66,6 @@ class ModelReply:
     tokens_out: int
 
 
-def api_error_text(error: openai.APIError) -> str:
-    """The gateway's clear JSON message when there is one, else the SDK's text."""
-    if not isinstance(error, openai.APIStatusError):
-        return str(error)
-    try:
-        body = error.response.json()
-    except ValueError:
-        return str(error)
-    message = None
-    if isinstance(body, dict):
-        nested = body.get("error")
-        message = nested.get("message") if isinstance(nested, dict) else None
-        message = message or body.get("message")
-    return f"HTTP {error.status_code}: {message}" if message else str(error)
-
-
 def call_key(name: str, arguments: str) -> tuple[str, str]:
     """Identical calls compare equal whatever the key order or spacing of their JSON."""
     try:
@@ -96,7 +78,7 @@ def call_key(name: str, arguments: str) -> tuple[str, str]:
 class ToolLoop:
     def __init__(
         self,
-        client: OpenAI,
+        client: ChatClient,
         registry: ToolRegistry,
         context: ContextManager,
         static_blocks: Callable[[], StaticBlocks],
@@ -208,43 +190,37 @@ class ToolLoop:
         on_delta: DeltaSink,
     ) -> ModelReply:
         try:
-            # Messages and tool specs are plain dicts in the wire format, not the SDK's TypedDicts.
-            completions: Any = self.client.chat.completions
-            stream = completions.create(
-                model=model,
-                messages=messages,
-                tools=tools if tools else openai.omit,
-                stream=True,
-                stream_options={"include_usage": True},
-                extra_headers=self.tag.headers(),
-            )
-            return _collect(stream, on_delta)
-        except openai.APIError as failed:
-            raise LoopFailed(f"model call failed: {api_error_text(failed)}") from None
+            return _collect(self.client.stream(model, messages, tools, self.tag.headers()), on_delta)
+        except ChatError as failed:
+            raise LoopFailed(f"model call failed: {failed}") from None
 
 
-def _collect(stream: Any, on_delta: DeltaSink) -> ModelReply:
+def _collect(stream: Iterator[dict[str, Any]], on_delta: DeltaSink) -> ModelReply:
     content: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
     tokens_in = tokens_out = 0
     for chunk in stream:
-        if chunk.usage is not None:
-            tokens_in = chunk.usage.prompt_tokens
-            tokens_out = chunk.usage.completion_tokens
-        for choice in chunk.choices:
-            delta = choice.delta
-            if delta.content:
-                content.append(delta.content)
-                on_delta(delta.content)
-            for part in delta.tool_calls or []:
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            tokens_in = int(usage.get("prompt_tokens") or 0)
+            tokens_out = int(usage.get("completion_tokens") or 0)
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            text = delta.get("content")
+            if text:
+                content.append(text)
+                on_delta(text)
+            for part in delta.get("tool_calls") or []:
                 call = calls.setdefault(
-                    part.index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+                    int(part.get("index") or 0),
+                    {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
                 )
-                if part.id:
-                    call["id"] = part.id
-                if part.function is not None:
-                    call["function"]["name"] += part.function.name or ""
-                    call["function"]["arguments"] += part.function.arguments or ""
+                if part.get("id"):
+                    call["id"] = part["id"]
+                function = part.get("function")
+                if isinstance(function, dict):
+                    call["function"]["name"] += function.get("name") or ""
+                    call["function"]["arguments"] += function.get("arguments") or ""
     ordered = [calls[index] for index in sorted(calls)]
     for number, call in enumerate(ordered):
         call["id"] = call["id"] or f"call_{number}"
@@ -254,7 +230,7 @@ def _collect(stream: Any, on_delta: DeltaSink) -> ModelReply:
 class OpenAICompleter:
     """Single non-streaming completions, for flushes and summaries."""
 
-    def __init__(self, client: OpenAI, model: Callable[[], str], tag: RunTag | None = None) -> None:
+    def __init__(self, client: ChatClient, model: Callable[[], str], tag: RunTag | None = None) -> None:
         self.client = client
         self.model = model
         self.tag = tag or RunTag()
@@ -268,12 +244,14 @@ class OpenAICompleter:
         """One prompt, one answer (the memory maintenance jobs' model call, part of no run)."""
         return self._create([{"role": "user", "content": prompt}], {})
 
-    def _create(self, messages: list[dict[str, str]], headers: dict[str, str]) -> str:
+    def _create(self, messages: list[dict[str, Any]], headers: dict[str, str]) -> str:
         try:
-            completions: Any = self.client.chat.completions
-            response = completions.create(model=self.model(), messages=messages, extra_headers=headers)
-        except openai.APIError as failed:
-            raise CompletionFailed(api_error_text(failed)) from None
-        if not response.choices:
+            response = self.client.create(self.model(), messages, headers)
+        except ChatError as failed:
+            raise CompletionFailed(str(failed)) from None
+        choices = response.get("choices")
+        if not isinstance(choices, list) or not choices:
             raise CompletionFailed("the model returned no choice")
-        return response.choices[0].message.content or ""
+        message = choices[0].get("message") if isinstance(choices[0], dict) else None
+        content = message.get("content") if isinstance(message, dict) else None
+        return content if isinstance(content, str) else ""

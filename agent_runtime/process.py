@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("agent_runtime")
 
 LONG_POLL_S = 25.0
+MIN_POLL_S = 1.0
 STOP_GRACE_S = 8.0
 MAINTENANCE_EVERY_S = 60.0
 
@@ -113,7 +114,7 @@ class AgentProcess:
             if self._config_stale.is_set():
                 self._reload_config()
             try:
-                item = self.client.next_item(LONG_POLL_S)
+                item = self.client.next_item(self._poll_wait_s())
             except OrchestratorRefused as refused:
                 if refused.status == GONE:
                     log.error("removed from the fleet: stopping")
@@ -130,6 +131,13 @@ class AgentProcess:
             if item is None or self.stopping.is_set():
                 continue
             self._handle(item)
+
+    def _poll_wait_s(self) -> float:
+        """The long-poll's length, cut short so that an idle release happens on time."""
+        if self._worker is None or self.settings.idle_release_s <= 0:
+            return LONG_POLL_S
+        until_release = self.settings.idle_release_s - (time.monotonic() - self._last_work)
+        return min(LONG_POLL_S, max(until_release, MIN_POLL_S))
 
     def _should_release(self) -> bool:
         worker = self._worker

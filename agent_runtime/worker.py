@@ -15,8 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from openai import OpenAI
-
+from agent_runtime.chat import ChatClient
 from agent_runtime.client import OrchestratorClient
 from agent_runtime.context import ContextManager
 from agent_runtime.dailylog import append_daily
@@ -49,9 +48,9 @@ log = logging.getLogger(__name__)
 
 PROGRESS_MIN_CHARS = 512
 PROGRESS_MAX_DELAY_S = 0.2
-# The SDK's retries cover only what the gateway never answered (the orchestrator unreachable or
+# The chat client's retries cover only what the gateway never answered (the orchestrator unreachable or
 # restarting): every answer the gateway gives after retrying the provider itself says
-# `x-should-retry: false`, which the SDK obeys, so retries never multiply.
+# `x-should-retry: false`, which the chat client obeys, so retries never multiply.
 MODEL_RETRIES = 2
 Trigger = Literal["operator", "heartbeat", "peer", "maintenance"]
 TRIGGERS: dict[ItemKind, Trigger] = {
@@ -167,9 +166,7 @@ class Worker:
         self.learnings = Learnings(self.workspace_root)
         self.files = WorkspaceFiles(self.workspace_root, config.workspace_quota_bytes)
         self.processed = ProcessedLog(data)
-        self.llm = OpenAI(
-            base_url=f"{settings.orchestrator_url}/v1", api_key=client.token, max_retries=model_retries
-        )
+        self.llm = ChatClient(f"{settings.orchestrator_url}/v1", client.token, max_retries=model_retries)
         self.run_tag = RunTag()
         completer = OpenAICompleter(self.llm, lambda: self.config.model, self.run_tag)
         self.memory = MemoryBridge.open(settings, config, lambda: self.client.token, completer.ask)

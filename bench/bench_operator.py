@@ -75,12 +75,12 @@ def _fill(services: Services, agents: int, usage_rows: int, events: int) -> None
 
 
 def _median_ms(samples: list[float]) -> str:
-    return f"{statistics.median(samples) * 1000:.1f} ms"
+    return f"{statistics.median(samples) * 1000:.2f} ms"
 
 
 def _p95_ms(samples: list[float]) -> str:
     ordered = sorted(samples)
-    return f"{ordered[int(0.95 * (len(ordered) - 1))] * 1000:.1f} ms"
+    return f"{ordered[int(0.95 * (len(ordered) - 1))] * 1000:.2f} ms"
 
 
 def _scrapes(client: httpx.Client, count: int) -> tuple[float, list[float]]:

@@ -1,105 +1,119 @@
-"""Start N idle agents with the Docker runtime: time until all are healthy, idle memory each.
+"""Start N agents with the Docker runtime: from the command to every agent answering a first
+message, beside bare `docker run -d` of N containers from the same base image.
 
-Time is measured from running `flotilla up -d` (orchestrator start, reconcile, container
-creation) until every agent has checked in. Memory is what `docker stats` reports per agent
-container once the fleet idles. Peer figure on this machine (OpenLegion, 0.15 CPU, 384 MiB):
-ten agents answer after 4.9 s (median), each idles at 45.5 MiB.
+One run per N:
+- `flotilla up -d` starts in the background; as soon as the orchestrator's API answers, one
+  operator message is queued for every agent (the built-in `test` model answers it through the
+  gateway). Counted by wall clock from the moment the command starts: when `up -d` printed that
+  every agent had checked in and that every agent takes messages (runtime loaded), when `up -d`
+  returned, and when the last agent had answered its message (the item's result is stored).
+- The baseline: `docker run -d` of N containers from the base image the agent image is built
+  on (`sleep`, no network), one after the other as a shell loop would, until the last returns.
+- Memory: what `docker stats` reports per agent container once all have answered (the worker,
+  model client and memory store are loaded then; see bench_idle for what an agent gives back).
 """
 
 from __future__ import annotations
 
-import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
+from contextlib import closing
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from bench.fleet_run import (
+    READY_LINE,
+    TIMEOUT_S,
+    Answers,
+    agent_names,
+    container_memory,
+    fleet_yaml,
+    flotilla,
+    send,
+    start_up,
+    wait_endpoint,
+)
+from orchestrator.cli.client import ApiClient
+
 Row = dict[str, str]
-TARGETS = {1: "", 10: "<= 3 s", 50: "<= 15 s"}
+BASE_IMAGE = "flotilla/base:bookworm"
+TARGETS = {1: "", 10: "<= 4 s", 50: "<= 20 s"}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _fleet_yaml(n: int, name: str) -> str:
-    agents = "".join(f"  a{i:03d}:\n    role: idle agent {i}\n" for i in range(n))
-    return f"version: 1\nfleet: {name}\nagents:\n{agents}"
-
-
-def _flotilla(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli.main", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-
-
-def _mem_mib(text: str) -> float:
-    value = text.split("/", maxsplit=1)[0].strip()
-    for unit, factor in (("GiB", 1024.0), ("MiB", 1.0), ("KiB", 1 / 1024), ("B", 1 / 1024 / 1024)):
-        if value.endswith(unit):
-            return float(value[: -len(unit)]) * factor
-    raise ValueError(f"unexpected docker stats value {text!r}")
-
-
-def _idle_memory(prefix: str) -> list[float]:
-    out = subprocess.run(
-        ["docker", "stats", "--no-stream", "--format", "{{.Name}}\t{{.MemUsage}}"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return [_mem_mib(line.split("\t")[1]) for line in out.splitlines() if line.startswith(prefix)]
+def bare_docker_run(n: int, tag: str) -> float:
+    """Seconds for `docker run -d` of n containers from the base image, one after the other."""
+    names = [f"flt-bench-bare-{tag}-{i}" for i in range(n)]
+    started = time.monotonic()
+    try:
+        for name in names:
+            subprocess.run(
+                ["docker", "run", "-d", "--name", name, "--network", "none", BASE_IMAGE, "sleep", "600"],
+                capture_output=True,
+                check=True,
+            )
+        return time.monotonic() - started
+    finally:
+        subprocess.run(["docker", "rm", "-f", *names], capture_output=True, check=False)
 
 
 def measure(n: int) -> list[Row]:
     name = f"bench-start-{n}"
+    agents = agent_names(n)
     with tempfile.TemporaryDirectory(prefix="flotilla-bench-") as tmp:
         folder = Path(tmp)
-        (folder / "fleet.yaml").write_text(_fleet_yaml(n, name))
+        (folder / "fleet.yaml").write_text(fleet_yaml(n, name))
         started = time.monotonic()
-        result = _flotilla(
-            "up", "-d", "-f", "fleet.yaml", "--runtime", "docker", "--port", str(_free_port()), cwd=folder
-        )
-        elapsed = time.monotonic() - started
+        deadline = started + TIMEOUT_S
+        up = start_up(folder)
         try:
-            if result.returncode != 0:
-                raise RuntimeError(f"up failed: {result.stderr.strip() or result.stdout.strip()}")
-            time.sleep(10)  # let start-up work settle before reading idle memory
-            memory = _idle_memory(f"flotilla-{name}-")
+            endpoint = wait_endpoint(folder, deadline)
+            with closing(ApiClient(endpoint)) as client:
+                items = {agent: send(client, agent, f"hello {agent}") for agent in agents}
+                answers = Answers(started)
+                answers.wait(client, items, deadline)
+            out, err = up.communicate(timeout=TIMEOUT_S)
+            if up.returncode != 0:
+                raise RuntimeError(f"up failed: {err.strip() or out.strip()}")
+            memory = container_memory(f"flotilla-{name}-")
         finally:
-            _flotilla("down", "-v", "-f", "fleet.yaml", cwd=folder)
+            if up.poll() is None:
+                up.kill()
+            flotilla("down", "-v", "-f", "fleet.yaml", cwd=folder)
+    ready = READY_LINE.search(out)
+    checked_in_s, taking_s = (float(ready.group(1)), float(ready.group(2))) if ready else (float("nan"),) * 2
+    answered_s = max(answers.at.values())
+    bare_s = bare_docker_run(n, str(n))
     bench = f"startup N={n}"
+
+    def row(metric: str, value: str, target: str = "") -> Row:
+        return {"benchmark": bench, "metric": metric, "value": value, "target": target}
+
     return [
-        {
-            "benchmark": bench,
-            "metric": "time until all healthy",
-            "value": f"{elapsed:.2f} s",
-            "target": TARGETS[n],
-        },
-        {
-            "benchmark": bench,
-            "metric": "idle memory per agent (median)",
-            "value": f"{statistics.median(memory):.1f} MiB",
-            "target": "<= 40 MiB",
-        },
-        {
-            "benchmark": bench,
-            "metric": "idle memory per agent (max)",
-            "value": f"{max(memory):.1f} MiB",
-            "target": "<= 40 MiB",
-        },
+        row("command -> every agent checked in (wall clock, printed by up -d)", f"{checked_in_s:.2f} s"),
+        row("command -> every agent takes messages (wall clock, printed by up -d)", f"{taking_s:.2f} s"),
+        row(
+            "command -> every agent answered a first message (wall clock)",
+            f"{answered_s:.2f} s",
+            TARGETS[n],
+        ),
+        row(f"bare `docker run -d` x{n} from {BASE_IMAGE}, one after the other", f"{bare_s:.2f} s"),
+        row("every agent answered / bare docker run -d", f"{answered_s / bare_s:.1f}x"),
+        row(
+            "memory per agent after its first message, median / max (docker stats)",
+            f"{statistics.median(memory):.1f} / {max(memory):.1f} MiB",
+        ),
     ]
 
 
 def run(quick: bool) -> list[Row]:
     sizes = (1, 10) if quick else (1, 10, 50)
     return [row for n in sizes for row in measure(n)]
+
+
+if __name__ == "__main__":
+    import sys
+
+    for size in [int(a) for a in sys.argv[1:]] or [1, 10]:
+        for r in measure(size):
+            print(f"{r['benchmark']:14} {r['metric']:72} {r['value']:>16}  {r['target']}", flush=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import platform
 import sys
 import time
@@ -28,10 +29,19 @@ def topics() -> list[str]:
     return sorted(p.stem.removeprefix("bench_") for p in BENCH_DIR.glob("bench_*.py"))
 
 
+def load_average() -> str:
+    """The machine's 1, 5 and 15-minute load averages (2 cores shared with other work here)."""
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
+
+
 def run_topic(topic: str, quick: bool) -> list[Row]:
     module = importlib.import_module(f"bench.bench_{topic}")
     started = time.monotonic()
-    print(f"==> {topic}", flush=True)
+    load_before = load_average()
+    print(f"==> {topic} (load {load_before})", flush=True)
     try:
         rows: list[Row] = module.run(quick)
     except Exception as exc:  # noqa: BLE001 - one failing benchmark must not hide the others' figures
@@ -39,7 +49,16 @@ def run_topic(topic: str, quick: bool) -> list[Row]:
         rows = [
             {"benchmark": topic, "metric": "error", "value": f"{type(exc).__name__}: {exc}", "target": ""}
         ]
-    print(f"    {topic} took {time.monotonic() - started:.0f}s", flush=True)
+    load_after = load_average()
+    print(f"    {topic} took {time.monotonic() - started:.0f}s (load {load_after})", flush=True)
+    rows.append(
+        {
+            "benchmark": topic,
+            "metric": "machine load average (1/5/15 min) before / after",
+            "value": f"{load_before} / {load_after}",
+            "target": "",
+        }
+    )
     return rows
 
 
@@ -61,10 +80,13 @@ def main() -> None:
     unknown = sorted(set(chosen) - set(topics()))
     if unknown:
         parser.error(f"unknown benchmark(s): {', '.join(unknown)}; known: {', '.join(topics())}")
+    load_before = load_average()
     rows = [row for topic in chosen for row in run_topic(topic, args.quick)]
+    load_after = load_average()
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H%M%SZ")
     header = f"# Flotilla benchmarks ({'quick' if args.quick else 'full'}), {stamp}\n\n"
-    header += f"{platform.node()} · {platform.machine()} · Python {platform.python_version()}\n\n"
+    header += f"{platform.node()} · {platform.machine()} · {os.cpu_count()} cores · Python {platform.python_version()}\n\n"
+    header += f"Load average (1/5/15 min) before the run: {load_before}; after: {load_after}\n\n"
     report = header + table(rows) + "\n"
     out = args.out or RESULTS / f"bench-{stamp}.md"
     out.parent.mkdir(parents=True, exist_ok=True)

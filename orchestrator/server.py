@@ -31,6 +31,12 @@ log = logging.getLogger(__name__)
 GRACEFUL_SHUTDOWN_S = 3
 
 
+def _load_token_table() -> None:
+    from orchestrator.gateway.tokens import token_counter
+
+    log.debug("token counting with %s", token_counter().tokenizer)
+
+
 class _Server(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -92,6 +98,9 @@ class OrchestratorServer:
             self.services.paths,
             Endpoint(url=self.listeners.operator_url, token=self.services.operator_token, pid=os.getpid()),
         )
+        # Every agent's first message counts tokens through the gateway: load the table while
+        # the agents start, not on the path of their first answers.
+        threading.Thread(target=_load_token_table, name="token-table", daemon=True).start()
         serving = asyncio.create_task(self.server.serve(sockets=self.listeners.sockets))
         while not self.server.started and not serving.done():
             await asyncio.sleep(0.02)

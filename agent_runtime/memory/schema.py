@@ -2,9 +2,10 @@
 
 Facts keep their text and bookkeeping in `facts`; their float32 embedding in
 `fact_embeddings` (the exact vector, used to rescore and to rebuild); a binary-quantized copy
-in the sqlite-vec table `fact_index`, partitioned by category, which is what a KNN query scans
-(1 bit per dimension: 48 times less to read than float32, so a scan of 100k facts stays within
-a few milliseconds); and their words in the FTS5 table `fact_fts`. Only active facts are in
+in the sqlite-vec table `fact_index`, partitioned by category, which is what a KNN query within
+a category scans (1 bit per dimension: 48 times less to read than float32); a 3-bit level code
+per dimension in `fact_codes`, which the search over every fact scans for candidates (see
+vectors.level_code); and their words in the FTS5 table `fact_fts`. Only active facts are in
 `fact_index` and `fact_fts`: superseded and forgotten facts are out of ordinary search by
 construction.
 """
@@ -46,6 +47,10 @@ CREATE INDEX IF NOT EXISTS facts_by_key ON facts(content_key) WHERE status = 'ac
 CREATE INDEX IF NOT EXISTS facts_by_subject ON facts(subject) WHERE status = 'active' AND subject IS NOT NULL;
 CREATE INDEX IF NOT EXISTS facts_by_status ON facts(status, id);
 CREATE INDEX IF NOT EXISTS facts_missing_vector ON facts(id) WHERE status = 'active' AND has_vector = 0;
+CREATE TABLE IF NOT EXISTS fact_codes (
+    fact_id INTEGER PRIMARY KEY,
+    code BLOB NOT NULL
+);
 CREATE TABLE IF NOT EXISTS fact_embeddings (
     fact_id INTEGER PRIMARY KEY REFERENCES facts(id),
     embedding BLOB NOT NULL

@@ -4,7 +4,7 @@ Vector candidates come in up to three tiers:
 1. categories: the query is compared with each category's centroid;
 2. facts in the best categories (those at least `category_similarity` close), searched in
    their own partitions of the index;
-3. a flat search over every active fact, run when tier 2 found fewer than k facts at least
+3. a flat search over every active fact (a level-code scan, then exact rescoring), run when tier 2 found fewer than k facts at least
    `good_similarity` close (or no category was close enough).
 Keyword candidates come from FTS5 in every mode. The keyword score is BM25 divided by the best
 BM25 among the candidates, so both parts lie in [0, 1]. Without a query vector (keyword-only
@@ -51,7 +51,7 @@ def _vector_candidates(
         tier.update(dict.fromkeys(found, "category"))
     good = sum(1 for sim in similarity.values() if sim >= config.good_similarity)
     if category_id is None and good < k:
-        found = index.similarities(vector, [i for i in index.knn(vector, pool) if i not in similarity])
+        found = {i: sim for i, sim in index.nearest(vector, pool) if i not in similarity}
         similarity.update(found)
         tier.update(dict.fromkeys(found, "flat"))
     return similarity, tier

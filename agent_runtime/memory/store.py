@@ -106,6 +106,7 @@ class MemoryStore:
     def _prepare(self) -> None:
         with self.transaction() as conn:
             prepared = migrate.prepare(conn, self.config, self.embeddings.embedder is not None)
+            FactIndex(conn, prepared.dims).backfill_codes()
         self.index = FactIndex(self._conn, prepared.dims)
         if not prepared.vectors_usable:
             self.vector_note = prepared.note

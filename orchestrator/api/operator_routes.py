@@ -47,15 +47,18 @@ class AgentStatus(BaseModel):
 
 
 class FleetReadiness(BaseModel):
-    healthy: int = Field(description="Agents checking in")
+    healthy: int = Field(description="Agents checking in (the first check-in comes before the runtime loads)")
+    answering: int = Field(
+        default=0, description="Agents whose runtime is loaded: they take a message from their inbox"
+    )
     total: int = Field(description="Agents that should be running (hibernated ones are not counted)")
     problems: list[str] = Field(default_factory=list, description="What the last apply could not do")
     warnings: list[str] = Field(default_factory=list, description="Boundaries that are not enforced")
 
     @property
     def settled(self) -> bool:
-        """Every agent is up, or something went wrong that waiting will not fix."""
-        return self.healthy >= self.total or bool(self.problems)
+        """Every agent takes messages, or something went wrong that waiting will not fix."""
+        return self.answering >= self.total or bool(self.problems)
 
 
 class FleetStatus(BaseModel):
@@ -147,12 +150,26 @@ READY_CHECK_S = 0.02
 MAX_READY_WAIT_S = 10.0
 
 
+# Check-in states sent once the runtime is loaded and the agent long-polls its inbox.
+ANSWERING_STATES = frozenset({"idle", "busy"})
+
+
+def _answering(services: Services, agent: str) -> bool:
+    sighting = services.health.last(agent)
+    return (
+        sighting is not None
+        and sighting.checkin.state in ANSWERING_STATES
+        and services.health.is_checking_in(agent)
+    )
+
+
 def fleet_readiness(services: Services) -> FleetReadiness:
     """From the agents' check-ins alone: no runtime call, cheap enough to ask every 20 ms."""
     hibernated = services.manager.hibernated()
     awake = [agent for agent in services.fleet.config.agents if agent not in hibernated]
     return FleetReadiness(
         healthy=sum(1 for agent in awake if services.health.is_checking_in(agent)),
+        answering=sum(1 for agent in awake if _answering(services, agent)),
         total=len(awake),
         problems=list(services.manager.problems),
         warnings=fleet_warnings(services),
@@ -165,8 +182,9 @@ async def fleet_ready(
     services: ServicesDep,
     wait: Annotated[float, Query(ge=0, le=MAX_READY_WAIT_S, description="seconds to wait for all")] = 0.0,
 ) -> FleetReadiness:
-    """How many agents are up. With `wait`, answers as soon as all are (or a problem shows),
-    at the latest after `wait` seconds: what `up -d` waits on."""
+    """How many agents are up, and how many take messages. With `wait`, answers as soon as all
+    take messages (or a problem shows), at the latest after `wait` seconds: what `up -d` waits
+    on."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait
     readiness = fleet_readiness(services)

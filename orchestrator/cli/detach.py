@@ -11,6 +11,7 @@ import time
 import traceback
 from contextlib import closing
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from rich.console import Console
 
@@ -19,6 +20,7 @@ from orchestrator.cli.client import ApiClient, CliError, read_endpoint
 from orchestrator.config.loader import LoadedFleet
 from orchestrator.state.paths import StatePaths
 
+_IMPORTED = time.monotonic()
 READY_TIMEOUT_S = 180.0
 READY_WAIT_S = 2.0
 ENDPOINT_CHECK_S = 0.05
@@ -103,7 +105,10 @@ def _serve_child(fleet: LoadedFleet, options: LaunchOptions, paths: StatePaths) 
 
 
 def _wait_until_ready(paths: StatePaths, pid: int, console: Console) -> None:
+    """Until every agent takes messages (its runtime loaded); prints when all had checked in
+    and when all could take a message, counted from the start of this command."""
     deadline = time.monotonic() + READY_TIMEOUT_S
+    checked_in_s: float | None = None
     with console.status("waiting for the agents to check in...") as spinner:
         while time.monotonic() < deadline:
             if _exited(pid):
@@ -114,19 +119,39 @@ def _wait_until_ready(paths: StatePaths, pid: int, console: Console) -> None:
                 time.sleep(ENDPOINT_CHECK_S)
                 continue
             with closing(ApiClient(endpoint)) as client:
-                # Answers as soon as every agent is up, else after READY_WAIT_S.
+                # Answers as soon as every agent takes messages, else after READY_WAIT_S.
                 readiness = client.get("/api/v1/fleet/ready", wait=READY_WAIT_S)
             if readiness["problems"]:
                 problems = "\n  ".join(readiness["problems"])
                 raise CliError(f"the orchestrator runs, but some agents could not start:\n  {problems}")
-            spinner.update(f"{readiness['healthy']}/{readiness['total']} agents healthy")
-            if readiness["healthy"] >= readiness["total"]:
+            total, answering = readiness["total"], readiness.get("answering", readiness["healthy"])
+            if checked_in_s is None and readiness["healthy"] >= total:
+                checked_in_s = _since_start()
+            spinner.update(
+                f"{readiness['healthy']}/{total} agents checked in, {answering}/{total} take messages"
+            )
+            if answering >= total:
                 for warning in readiness.get("warnings", []):
                     console.print(f"[bold red]warning: {warning}[/bold red]", highlight=False)
-                console.print(f"{readiness['total']} agents healthy")
+                ready_s = _since_start()
+                console.print(
+                    f"{total} agents checked in after {checked_in_s or ready_s:.1f}s, "
+                    f"all take messages after {ready_s:.1f}s"
+                )
                 console.print(f"API and dashboard: {endpoint.url}/?token={endpoint.token}", highlight=False)
                 return
-    raise CliError(f"the agents did not all become healthy within {READY_TIMEOUT_S:.0f}s; see `flotilla ps`")
+    raise CliError(f"the agents did not all become ready within {READY_TIMEOUT_S:.0f}s; see `flotilla ps`")
+
+
+def _since_start() -> float:
+    """Seconds since this CLI process started (the moment the operator ran the command), from
+    /proc where there is one, else since this module was imported."""
+    try:
+        stat = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        uptime_s = float(Path("/proc/uptime").read_text().split()[0])
+        return uptime_s - int(stat[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return time.monotonic() - _IMPORTED
 
 
 def _exited(pid: int) -> bool:

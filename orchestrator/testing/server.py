@@ -18,6 +18,8 @@ from typing import Any
 
 import uvicorn
 
+from orchestrator.listeners import tcp_listener
+
 STARTUP_TIMEOUT_S = 15.0
 SHUTDOWN_TIMEOUT_S = 15.0
 
@@ -28,8 +30,7 @@ class ServerStartError(RuntimeError):
 
 def _bind_loopback(host: str) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock = tcp_listener(family)
     sock.bind((host, 0))
     sock.listen(128)
     sock.set_inheritable(True)

@@ -270,25 +270,30 @@ def test_calls_fail_as_unavailable_when_the_orchestrator_is_gone(services: Servi
 # --- readiness: what `up -d` waits on ------------------------------------------------------
 
 
-def test_readiness_answers_as_soon_as_every_awake_agent_checks_in(
+def test_readiness_answers_as_soon_as_every_awake_agent_takes_messages(
     services: Services, base_url: str, tmp_path: Path
 ) -> None:
     operator = {"authorization": f"Bearer {services.operator_token}"}
     now = httpx.get(f"{base_url}/api/v1/fleet/ready", headers=operator).json()
-    assert now == {"healthy": 0, "total": 2, "problems": [], "warnings": []}
+    assert now == {"healthy": 0, "answering": 0, "total": 2, "problems": [], "warnings": []}
 
     clients = [runtime_client(services, base_url, agent, tmp_path) for agent in ("alpha", "beta")]
+    # Reported in, runtime not loaded yet: checked in, but not taking messages.
+    for client in clients:
+        client.checkin(CheckIn(state="starting", pid=1, uptime_s=0.1))
+    starting = httpx.get(f"{base_url}/api/v1/fleet/ready", params={"wait": 0.5}, headers=operator, timeout=20)
+    assert starting.json() == {"healthy": 2, "answering": 0, "total": 2, "problems": []}
 
-    def check_in_later() -> None:
+    def load_runtime_later() -> None:
         time.sleep(0.3)
         for client in clients:
             client.checkin(CheckIn(state="idle", pid=1, uptime_s=1.0))
 
-    later = threading.Thread(target=check_in_later)
+    later = threading.Thread(target=load_runtime_later)
     later.start()
     try:
         waited = httpx.get(f"{base_url}/api/v1/fleet/ready", params={"wait": 8}, headers=operator, timeout=20)
-        assert waited.json() == {"healthy": 2, "total": 2, "problems": [], "warnings": []}
+        assert waited.json() == {"healthy": 2, "answering": 2, "total": 2, "problems": [], "warnings": []}
     finally:
         later.join()
         for client in clients:
@@ -306,6 +311,7 @@ def test_readiness_leaves_out_hibernated_agents_and_reports_problems(
     answer = httpx.get(f"{base_url}/api/v1/fleet/ready", params={"wait": 8}, headers=operator, timeout=20)
     assert answer.json() == {
         "healthy": 0,
+        "answering": 0,
         "total": 1,
         "problems": ["alpha: cannot start: no space left"],
         "warnings": [],

@@ -1,0 +1,139 @@
+"""Helpers for the benchmarks that start a real fleet with the Docker runtime: `flotilla up -d`
+in a subprocess, operator messages through the API, and `docker stats` readings."""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from orchestrator.cli.client import ApiClient, Endpoint, read_endpoint
+from orchestrator.state.paths import StatePaths
+
+REPO = Path(__file__).resolve().parents[1]
+POLL_S = 0.05
+TIMEOUT_S = 300.0
+READY_LINE = re.compile(r"checked in after ([\d.]+)s, all take messages after ([\d.]+)s")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def fleet_yaml(n: int, name: str) -> str:
+    agents = "".join(f"  a{i:03d}:\n    role: agent {i}\n" for i in range(n))
+    return f"version: 1\nfleet: {name}\nagents:\n{agents}"
+
+
+def agent_names(n: int) -> list[str]:
+    return [f"a{i:03d}" for i in range(n)]
+
+
+def flotilla(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator.cli.main", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def start_up(folder: Path) -> subprocess.Popen[str]:
+    """`flotilla up -d` with the Docker runtime, in the background."""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "orchestrator.cli.main",
+            "up",
+            "-d",
+            "-f",
+            "fleet.yaml",
+            "--runtime",
+            "docker",
+            "--port",
+            str(free_port()),
+        ],
+        cwd=folder,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_endpoint(folder: Path, deadline: float) -> Endpoint:
+    paths = StatePaths.for_fleet_file(folder / "fleet.yaml")
+    while time.monotonic() < deadline:
+        endpoint = read_endpoint(paths)
+        if endpoint is not None:
+            return endpoint
+        time.sleep(POLL_S)
+    raise RuntimeError("the orchestrator did not write its endpoint in time")
+
+
+def send(client: ApiClient, agent: str, text: str) -> str:
+    return str(client.post(f"/api/v1/agents/{agent}/messages", {"text": text})["item_id"])
+
+
+@dataclass
+class Answers:
+    """When each queued message was answered, in seconds from `started`."""
+
+    started: float
+    at: dict[str, float] = field(default_factory=dict)
+
+    def wait(self, client: ApiClient, items: dict[str, str], deadline: float) -> None:
+        pending = dict(items)
+        while pending and time.monotonic() < deadline:
+            for agent, item_id in list(pending.items()):
+                status = client.get(f"/api/v1/items/{item_id}")
+                if status["result"] is not None:
+                    self.at[agent] = time.monotonic() - self.started
+                    del pending[agent]
+            time.sleep(POLL_S)
+        if pending:
+            raise RuntimeError(f"no answer from {', '.join(sorted(pending))} in time")
+
+
+def timed_message(client: ApiClient, agent: str, text: str) -> float:
+    """Seconds from queueing one message to its answer."""
+    answers = Answers(time.monotonic())
+    answers.wait(client, {agent: send(client, agent, text)}, time.monotonic() + TIMEOUT_S)
+    return answers.at[agent]
+
+
+def mem_mib(text: str) -> float:
+    value = text.split("/", maxsplit=1)[0].strip()
+    for unit, factor in (
+        ("GiB", 1024.0),
+        ("MiB", 1.0),
+        ("KiB", 1 / 1024),
+        ("kB", 1 / 1024),
+        ("B", 1 / 1024 / 1024),
+    ):
+        if value.endswith(unit):
+            return float(value[: -len(unit)]) * factor
+    raise ValueError(f"unexpected docker stats value {text!r}")
+
+
+def container_memory(prefix: str) -> list[float]:
+    """`docker stats` memory usage (MiB) of every container whose name starts with `prefix`."""
+    out = subprocess.run(
+        ["docker", "stats", "--no-stream", "--format", "{{.Name}}\t{{.MemUsage}}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [mem_mib(line.split("\t")[1]) for line in out.splitlines() if line.startswith(prefix)]
+
+
+def load_average() -> str:
+    """The 1, 5 and 15-minute load averages."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
