@@ -10,7 +10,10 @@ from typing import Literal
 from orchestrator.backends.base import (
     LABEL_ENDPOINT,
     LABEL_FLEET,
+    LABEL_LAYOUT,
     LABEL_MANAGED,
+    LABEL_STATE,
+    STORAGE_LAYOUT,
     AgentSpec,
     Backend,
     BackendError,
@@ -61,6 +64,8 @@ def plan(
             actions.append(PlanAction("create", agent, "not running"))
         elif found[0].config_hash != wanted:
             actions.append(PlanAction("recreate", agent, "configuration changed", found[0].id))
+        elif _older_layout(found[0]):
+            actions.append(PlanAction("recreate", agent, "storage layout changed", found[0].id))
         elif endpoint and found[0].labels.get(LABEL_ENDPOINT, endpoint) != endpoint:
             actions.append(PlanAction("recreate", agent, "the orchestrator's address changed", found[0].id))
         elif found[0].state != "running" and agent not in hibernated:
@@ -71,6 +76,13 @@ def plan(
     for agent, leftovers in sorted(by_agent.items()):
         actions += [PlanAction("remove", agent, "no longer in fleet.yaml", unit.id) for unit in leftovers]
     return actions
+
+
+def _older_layout(unit: UnitInfo) -> bool:
+    """A unit made for another storage layout (units from before layout labels have a state
+    label and no layout label) must be recreated: it may share a folder with the host."""
+    layout = unit.labels.get(LABEL_LAYOUT)
+    return layout != STORAGE_LAYOUT if layout is not None else LABEL_STATE in unit.labels
 
 
 @dataclass(frozen=True)

@@ -105,10 +105,28 @@ class HeartbeatConfig(Strict):
         return self
 
 
+MIN_DISK_BYTES = 16 * 1024 * 1024
+
+
 class ResourcesConfig(Strict):
     memory: str | int = "128m"
     cpus: float = 0.5
     pids: int = 64
+    disk: str | int = Field(
+        default="256m", description="Quota of the agent's own storage (/data), enforced by the kernel"
+    )
+
+    @field_validator("disk")
+    @classmethod
+    def _disk(cls, value: str | int) -> str | int:
+        size = parse_memory(value)
+        if size < MIN_DISK_BYTES:
+            raise ValueError(f"disk {value!r} is below the floor of 16m")
+        return value
+
+    @property
+    def disk_bytes(self) -> int:
+        return parse_memory(self.disk)
 
     @field_validator("memory")
     @classmethod
