@@ -59,11 +59,18 @@ async def _connected(services: Services, agent: str, wait: bool) -> None:
 
 
 async def ask_agent(
-    services: Services, agent: str, op: AgentOp, body: dict[str, Any], model: type[Model]
+    services: Services,
+    agent: str,
+    op: AgentOp,
+    body: dict[str, Any],
+    model: type[Model],
+    *,
+    wait: bool = True,
 ) -> Model:
-    """The agent's answer to `op`, as `model`; its refusals as ApiErrors."""
+    """The agent's answer to `op`, as `model`; its refusals as ApiErrors. With `wait` false, an
+    agent whose channel is not open is not woken nor waited for (an immediate 503)."""
     require_agent(services, agent)
-    await _connected(services, agent)
+    await _connected(services, agent, wait)
     try:
         answer = await services.channels.request(agent, op, body, ANSWER_TIMEOUT_S)
     except AgentUnreachable as failed:
