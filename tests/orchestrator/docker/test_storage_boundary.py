@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -84,6 +85,12 @@ class Fleet:
         return agents.get(AGENT, {}).get("health") == "healthy"
 
 
+def free_port() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return str(sock.getsockname()[1])
+
+
 def wait_for(condition: Any, what: str, deadline_s: float = DEADLINE_S) -> None:
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline:
@@ -112,7 +119,7 @@ def fleet(
     )
     running = Fleet(name, folder)
     try:
-        running.flotilla("up", "-d", "--runtime", "docker", "--image", agent_image.tag)
+        running.flotilla("up", "-d", "--runtime", "docker", "--image", agent_image.tag, "--port", free_port())
         wait_for(running.healthy, "the agent to be healthy")
         yield running
     finally:
@@ -210,3 +217,56 @@ def test_a_token_file_symlinked_to_a_host_file_is_never_overwritten(
     assert victim.read_text() == "precious host configuration\n"
     assert victim.stat().st_mode & 0o777 == 0o644
     wait_for(fleet.healthy, "the recreated agent to be healthy")
+
+
+def test_memory_add_works_right_after_up_on_a_fresh_agent(
+    docker_client: Any, agent_image: ImageBuildResult, tmp_path: Path
+) -> None:
+    """The memory database lives in the agent's storage: the agent creates it when asked."""
+    name = f"flt-test-fresh-{secrets.token_hex(3)}"
+    (tmp_path / "fleet.yaml").write_text(f"version: 1\nfleet: {name}\nagents:\n  {AGENT}:\n    role: fresh\n")
+    fresh = Fleet(name, tmp_path)
+    try:
+        fresh.flotilla("up", "-d", "--runtime", "docker", "--image", agent_image.tag, "--port", free_port())
+        added = fresh.flotilla("memory", "add", AGENT, "The harbour master is Ines Duarte")
+        assert "saved as #1" in added.stdout, added.stdout
+        listed = fresh.flotilla("memory", "list", AGENT)
+        assert "The harbour master is Ines Duarte" in listed.stdout
+        container = fresh.container(docker_client)
+        assert as_agent(container, "test -f /data/memory.db && echo yes").strip() == "yes"
+        assert not (fresh.paths.agent_dir(AGENT) / "memory.db").exists()
+        # Stopped and started again: the volume keeps the agent's memory.
+        fresh.flotilla("down")
+        fresh.flotilla("up", "-d", "--runtime", "docker", "--image", agent_image.tag, "--port", free_port())
+        assert "Ines Duarte" in fresh.flotilla("memory", "search", AGENT, "harbour master").stdout
+    finally:
+        fresh.flotilla("down", "-v", check=False)
+    assert docker_client.volumes.list(filters={"label": f"{LABEL_FLEET}={name}"}) == []
+
+
+def test_an_agents_own_workspace_write_goes_through_the_operator_copy(
+    fleet: Fleet, docker_client: Any
+) -> None:
+    """The agent's tool writes are accepted (capped, versioned with the agent as author) by the
+    orchestrator's copy, and an operator edit reaches the agent's working copy."""
+    result = fleet.flotilla(
+        "send", AGENT, 'call update_workspace {"name": "USER.md", "content": "The operator likes tea."}'
+    )
+    assert "ERROR" not in result.stdout, result.stdout
+    operator_copy = fleet.paths.workspace(AGENT) / "USER.md"
+    assert operator_copy.read_text() == "The operator likes tea."
+    history = fleet.flotilla("workspace", "history", AGENT, "USER.md").stdout
+    assert "agent" in history
+    over_cap = "x" * 5000
+    refused = fleet.flotilla(
+        "send", AGENT, f'call update_workspace {{"name": "USER.md", "content": "{over_cap}"}}'
+    )
+    assert "cap" in refused.stdout
+    assert operator_copy.read_text() == "The operator likes tea."
+    operator_copy.write_text("Edited by hand on the host.\n")
+    container = fleet.container(docker_client)
+    wait_for(
+        lambda: as_agent(container, "cat /data/workspace/USER.md") == "Edited by hand on the host.\n",
+        "the operator's edit to reach the agent",
+        deadline_s=15,
+    )
