@@ -52,6 +52,7 @@ def report_in(settings: Settings, stopping: threading.Event) -> bytes | None:
     by a first check-in. None when stopping first, or when the orchestrator no longer knows this
     agent."""
     backoff = Backoff()
+    _make_own_folders(settings)
     while not stopping.is_set():
         try:
             token = read_token(settings.token_file)  # read each time: it may have been rotated
@@ -70,6 +71,18 @@ def report_in(settings: Settings, stopping: threading.Event) -> bytes | None:
             log.warning("config refused (HTTP %d), retrying: %s", status, _message(body))
         stopping.wait(backoff.next())
     return None
+
+
+OWN_FOLDERS = ("workspace", "workspace/memory", "workspace/learnings", "history", ".runtime")
+
+
+def _make_own_folders(settings: Settings) -> None:
+    """The agent's storage starts empty: its folders are made by the agent itself."""
+    for folder in OWN_FOLDERS:
+        try:
+            (settings.data_dir / folder).mkdir(parents=True, exist_ok=True)
+        except OSError as failed:
+            log.warning("cannot make %s: %s", folder, failed)
 
 
 def _first_checkin(base_url: str, token: str) -> None:

@@ -4,6 +4,10 @@ An HTTP request costs each side about a millisecond of Python (routing, headers,
 pool); a frame on an open WebSocket costs a tenth of that. `AgentChannel.call` is safe to use
 from any thread: frames carry ids, a reader thread hands each reply to the thread waiting for it.
 
+The orchestrator sends requests of its own on the same connection (`AgentRequest`: the
+workspace, memory questions from the operator); `serve` names who answers them. Workspace
+updates are applied by the reader thread itself, in order; the others run on a worker thread.
+
 The connection is opened on first use and again after it breaks; calls in flight when it breaks
 fail with `OrchestratorUnavailable`, as an HTTP request would. What they were doing is safe to
 repeat: the inbox hands out again what was claimed and never acknowledged, and asks and tells
@@ -17,14 +21,23 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, Protocol
 
+from pydantic import TypeAdapter
 from websockets.exceptions import InvalidStatus, WebSocketException
 from websockets.sync.client import ClientConnection, connect
 
 from agent_runtime.errors import OrchestratorRefused, OrchestratorUnavailable
-from agent_runtime.protocol import AGENT_API_PREFIX, ChannelFrame, ChannelReply, ErrorBody
+from agent_runtime.protocol import (
+    AGENT_API_PREFIX,
+    AgentRequest,
+    ChannelAnswer,
+    ChannelFrame,
+    ChannelReply,
+    ErrorBody,
+)
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +47,15 @@ CLOSE_TIMEOUT_S = 1.0
 # Frames are small JSON documents; an inbox item with a large input is the biggest.
 MAX_FRAME_BYTES = 16 * 1024 * 1024
 CHANNEL_PATH = f"{AGENT_API_PREFIX}/channel"
+
+
+_incoming: TypeAdapter[ChannelReply | AgentRequest] = TypeAdapter(ChannelReply | AgentRequest)
+
+
+class RequestHandler(Protocol):
+    def inline(self, request: AgentRequest) -> bool: ...
+
+    def answer(self, request: AgentRequest) -> tuple[int, Any]: ...
 
 
 def channel_url(base_url: str) -> str:
@@ -56,6 +78,12 @@ class AgentChannel:
         self._conn: ClientConnection | None = None
         self._pending: dict[int, Future[ChannelReply]] = {}
         self._closed = False
+        self._handler: RequestHandler | None = None
+        self._workers: ThreadPoolExecutor | None = None
+
+    def serve(self, handler: RequestHandler) -> None:
+        """Answer the orchestrator's requests with `handler` from now on."""
+        self._handler = handler
 
     def call(self, frame: ChannelFrame, timeout_s: float) -> ChannelReply:
         """Send one frame (its id is assigned here) and wait for the reply; 4xx/5xx raise."""
@@ -144,17 +172,43 @@ class AgentChannel:
     def _read(self, conn: ClientConnection) -> None:
         try:
             for message in conn:
-                reply = ChannelReply.model_validate_json(message)
+                incoming = _incoming.validate_json(message)
+                if isinstance(incoming, AgentRequest):
+                    self._take_request(conn, incoming)
+                    continue
                 with self._lock:
-                    future = self._pending.pop(reply.id, None)
+                    future = self._pending.pop(incoming.id, None)
                 if future is not None:
-                    future.set_result(reply)
+                    future.set_result(incoming)
         except (OSError, WebSocketException, ValueError) as failed:
             log.warning("channel to the orchestrator broke: %s", failed)
         finally:
             with self._lock:
                 orphans = self._forget(conn)
             _abandon(conn, orphans)
+
+    def _take_request(self, conn: ClientConnection, request: AgentRequest) -> None:
+        handler = self._handler
+        if handler is None:
+            body = ErrorBody(error="unavailable", message="the agent is still starting").model_dump()
+            self._answer(conn, request, 503, body)
+        elif handler.inline(request):
+            self._answer(conn, request, *handler.answer(request))
+        else:
+            if self._workers is None:
+                self._workers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="orchestrator-request")
+            self._workers.submit(self._answer_later, conn, handler, request)
+
+    def _answer_later(self, conn: ClientConnection, handler: RequestHandler, request: AgentRequest) -> None:
+        self._answer(conn, request, *handler.answer(request))
+
+    def _answer(self, conn: ClientConnection, request: AgentRequest, status: int, body: Any) -> None:
+        frame = ChannelAnswer(request=request.request, status=status, body=body)
+        try:
+            with self._lock:
+                conn.send(frame.model_dump_json())
+        except (OSError, WebSocketException) as failed:
+            log.warning("answer to %s not sent: %s", request.op.value, failed)
 
     def _forget(self, conn: ClientConnection) -> list[Future[ChannelReply]]:
         """Let go of a broken connection; returns the calls that waited on it (lock held)."""

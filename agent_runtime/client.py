@@ -24,6 +24,7 @@ from agent_runtime.protocol import (
     ChannelDone,
     ChannelNext,
     ChannelProgress,
+    ChannelWorkspaceWrite,
     CheckIn,
     CheckInReply,
     InboxItem,
@@ -31,6 +32,8 @@ from agent_runtime.protocol import (
     TokenCountRequest,
     TokenCountResult,
     WorkResult,
+    WorkspaceWrite,
+    WorkspaceWriteResult,
 )
 from agent_runtime.settings import read_token
 
@@ -90,6 +93,11 @@ class OrchestratorClient:
 
     def done(self, item_id: str, result: WorkResult) -> None:
         self.channel.call(ChannelDone(item_id=item_id, result=result), REQUEST_TIMEOUT_S)
+
+    def write_workspace(self, name: str, write: WorkspaceWrite) -> WorkspaceWriteResult:
+        """A workspace write, accepted (capped, versioned) by the orchestrator's copy or refused."""
+        reply = self.channel.call(ChannelWorkspaceWrite(name=name, write=write), REQUEST_TIMEOUT_S)
+        return _validate(reply.body, WorkspaceWriteResult)
 
     def record_run(self, run: RunRecord) -> None:
         self.http.send("POST", f"{AGENT_API_PREFIX}/runs", run)

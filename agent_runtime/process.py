@@ -21,9 +21,10 @@ from agent_runtime.boot import GONE, Backoff
 from agent_runtime.checkin import CheckInThread
 from agent_runtime.client import OrchestratorClient
 from agent_runtime.errors import OrchestratorError, OrchestratorRefused
-from agent_runtime.protocol import AgentRuntimeConfig, InboxItem
+from agent_runtime.protocol import AgentRuntimeConfig, InboxItem, WorkspaceWrite, WorkspaceWriteResult
 from agent_runtime.settings import Settings
 from agent_runtime.state import RuntimeState
+from agent_runtime.workspace import Author, WorkspaceError
 
 if TYPE_CHECKING:
     from agent_runtime.worker import Worker
@@ -65,6 +66,7 @@ class AgentProcess:
             return 1
         self.config = config
         log.info("agent %s of fleet %s started (model %s)", config.agent, config.fleet, config.model)
+        self._serve_orchestrator()
         checkin = CheckInThread(self.client, self.state, self.settings.alive_file, self._on_config_hash)
         self.state.set_state("idle")
         checkin.start()
@@ -73,6 +75,26 @@ class AgentProcess:
         self.stopping.wait()
         self._shutdown(work, checkin)
         return 1 if self.crashed else 0
+
+    def _serve_orchestrator(self) -> None:
+        """Before the channel opens: who answers the orchestrator's requests, and where this
+        agent's workspace writes go (the orchestrator's copy is the truth)."""
+        from agent_runtime.serving import AgentService
+        from agent_runtime.workspace import write_through
+
+        self.client.channel.serve(AgentService(self.settings, lambda: self.config, lambda: self.client.token))
+        write_through(self.settings.data_dir, self._write_workspace)
+
+    def _write_workspace(self, name: str, content: str, author: Author, reason: str) -> WorkspaceWriteResult:
+        write = WorkspaceWrite(content=content, author="job" if author == "job" else "agent", reason=reason)
+        try:
+            return self.client.write_workspace(name, write)
+        except OrchestratorRefused as refused:
+            raise WorkspaceError(str(refused)) from None
+        except OrchestratorError as failed:
+            raise WorkspaceError(
+                f"{name} was not written: the orchestrator cannot be reached ({failed})"
+            ) from None
 
     def _work_thread(self) -> None:
         """Run the work loop; if it dies on an unexpected error, stop the process so the

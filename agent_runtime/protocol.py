@@ -16,7 +16,6 @@ Agent-facing routes (all under the orchestrator's base URL, bearer = the agent's
     GET  /agent/v1/peers                  -> list[PeerInfo]
     POST /agent/v1/ask                    AskRequest -> AskResult
     POST /agent/v1/tell                   TellRequest -> TellResult
-    PUT  /agent/v1/workspace/{name}       WorkspaceWrite -> WorkspaceWriteResult
     POST /v1/chat/completions             OpenAI-compatible (LLM gateway)
     POST /v1/embeddings                   OpenAI-compatible (LLM gateway)
     POST /v1/tokens/count                 TokenCountRequest -> TokenCountResult
@@ -28,6 +27,14 @@ sides. Each request frame has an id chosen by the agent; the reply with that id 
 HTTP-like status and the body the matching route would return (204 and no body for an empty
 long-poll). A new agent process fetches its first config and posts its first check-in over
 plain HTTP, before it loads this module (see agent_runtime.boot).
+
+The channel also carries the workspace, whose truth is the orchestrator's copy: the agent's
+writes go up as `workspace_write` frames (answered like a write route: 200, 413, 422...), and
+the orchestrator sends the whole workspace when the channel opens and each accepted change as
+it happens. Those arrive as `AgentRequest` messages: the orchestrator's own requests, with ids
+of its own, which the agent answers with `answer` frames (never replied to). What the operator
+reads from the agent's own storage (memory, learnings, daily logs) is asked the same way; the
+operations are listed in `AgentOp`.
 """
 
 from __future__ import annotations
@@ -332,10 +339,90 @@ class ChannelProgress(ChannelFrame):
     delta: str
 
 
+class WorkspaceFileCopy(WireModel):
+    name: str
+    content: str
+    version: int | None = None
+
+
+class WorkspaceCopy(WireModel):
+    """Workspace files as the orchestrator holds them (all of them, or the ones that changed)."""
+
+    files: list[WorkspaceFileCopy] = Field(default_factory=list)
+
+
+class ChannelWorkspaceWrite(ChannelFrame):
+    """A write by the agent (its tool, a fact flush, compaction, a job) of one workspace file:
+    the orchestrator checks, caps and versions it, then the agent mirrors it. Replies with a
+    WorkspaceWriteResult, or 413 (over the cap), 422 (invalid), 403 (read-only)."""
+
+    type: Literal["workspace_write"] = "workspace_write"
+    name: str
+    write: WorkspaceWrite
+
+
+class ChannelAnswer(ChannelFrame):
+    """The agent's answer to an AgentRequest: HTTP-like status and body; no reply comes back."""
+
+    type: Literal["answer"] = "answer"
+    request: int
+    status: int
+    body: Any = None
+
+
 ChannelRequest = Annotated[
-    ChannelConfig | ChannelCheckIn | ChannelAsk | ChannelTell | ChannelNext | ChannelDone | ChannelProgress,
+    ChannelConfig
+    | ChannelCheckIn
+    | ChannelAsk
+    | ChannelTell
+    | ChannelNext
+    | ChannelDone
+    | ChannelProgress
+    | ChannelWorkspaceWrite
+    | ChannelAnswer,
     Field(discriminator="type"),
 ]
+
+
+class AgentOp(StrEnum):
+    """What the orchestrator may ask of an agent over its channel."""
+
+    WORKSPACE_SYNC = "workspace.sync"  # WorkspaceCopy: the whole workspace; replaces the working copy
+    WORKSPACE_PUT = "workspace.put"  # WorkspaceCopy: files that changed
+    MEMORY_STATUS = "memory.status"
+    MEMORY_LIST = "memory.list"
+    MEMORY_ADD = "memory.add"
+    MEMORY_GET = "memory.get"
+    MEMORY_EDIT = "memory.edit"
+    MEMORY_FORGET = "memory.forget"
+    MEMORY_SEARCH = "memory.search"
+    MEMORY_CONTRADICTIONS = "memory.contradictions"
+    MEMORY_RESOLVE = "memory.resolve"
+    FILES_LIST = "files.list"  # {"folder": "learnings"} -> FileListing
+    FILES_READ = "files.read"  # {"path": "learnings/x.md", "limit": n} -> FileText
+
+
+class AgentRequest(WireModel):
+    """A request from the orchestrator to the agent, on the agent's channel."""
+
+    request: int = Field(ge=1)
+    op: AgentOp
+    body: dict[str, Any] = Field(default_factory=dict)
+
+
+class FileEntry(WireModel):
+    path: str
+    size: int
+    is_dir: bool = False
+
+
+class FileListing(WireModel):
+    files: list[FileEntry] = Field(default_factory=list)
+
+
+class FileText(WireModel):
+    path: str
+    content: str
 
 
 class ChannelReply(WireModel):

@@ -1,7 +1,9 @@
 """Process settings of an agent, from its environment and its data folder.
 
-The bearer token is never taken from the environment: the orchestrator writes it to
-`<data>/.runtime/token`, where it can be rotated without restarting the container.
+The bearer token is never taken from the environment: the orchestrator hands the agent a
+read-only file (`FLOTILLA_BEARER_FILE`; in a container `/run/flotilla/token`), which it may
+rewrite to rotate the token without restarting the agent. The agent's data folder is its own:
+the orchestrator never writes into it.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class Settings:
     agent: str
     data_dir: Path
     idle_release_s: float = DEFAULT_IDLE_RELEASE_S
+    token_path: Path | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -49,7 +52,14 @@ class Settings:
             raise SettingsError(
                 f"FLOTILLA_IDLE_RELEASE_S must be a number of seconds, got {raw_release!r}"
             ) from None
-        return cls(orchestrator_url=url, agent=agent, data_dir=data, idle_release_s=max(release, 0.0))
+        token = values.get("FLOTILLA_BEARER_FILE", "").strip()
+        return cls(
+            orchestrator_url=url,
+            agent=agent,
+            data_dir=data,
+            idle_release_s=max(release, 0.0),
+            token_path=Path(token) if token else None,
+        )
 
     @property
     def runtime_dir(self) -> Path:
@@ -57,7 +67,7 @@ class Settings:
 
     @property
     def token_file(self) -> Path:
-        return self.runtime_dir / "token"
+        return self.token_path or self.runtime_dir / "token"
 
     @property
     def alive_file(self) -> Path:
@@ -69,7 +79,7 @@ def read_token(path: Path) -> str:
         token = path.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         raise SettingsError(
-            f"no token at {path}: the orchestrator writes it before starting the agent"
+            f"no token at {path}: the orchestrator hands it over before starting the agent"
         ) from None
     if not token:
         raise SettingsError(f"the token file {path} is empty")

@@ -188,6 +188,25 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+RemoteWrite = Callable[[str, str, Author, str], WorkspaceWriteResult]
+"""Sends a checked write (canonical name, content, author, reason) to where the truth is kept."""
+
+_REMOTES: dict[Path, RemoteWrite] = {}
+
+
+def write_through(data_dir: Path | str, remote: RemoteWrite | None) -> None:
+    """Make every `Workspace` on `data_dir` send its writes to `remote` (None: write locally).
+
+    Inside an agent the orchestrator's copy is the truth: a write is accepted (capped,
+    validated, versioned) there first, then mirrored into the local working copy.
+    """
+    key = Path(data_dir).absolute()
+    if remote is None:
+        _REMOTES.pop(key, None)
+    else:
+        _REMOTES[key] = remote
+
+
 class Workspace:
     """The capped, versioned workspace files of one agent, rooted at its data folder."""
 
@@ -195,6 +214,7 @@ class Workspace:
         self.data_dir = Path(data_dir)
         self.root = self.data_dir / "workspace"
         self.versions_root = self.data_dir / "versions"
+        self._remote = _REMOTES.get(self.data_dir.absolute())
 
     # Reading
 
@@ -278,6 +298,10 @@ class Workspace:
         leaves the file unchanged in each case.
         """
         canonical = self.check(name, content, author)
+        if self._remote is not None:
+            result = self._remote(canonical, content, author, reason)
+            self.mirror(canonical, content)
+            return result
         data = content.encode("utf-8")
         with self.locked(canonical):
             known = self.history(canonical)
@@ -288,6 +312,10 @@ class Workspace:
                 return WorkspaceWriteResult(name=canonical, size=len(data), version=known[-1].version)
             record = self._record(canonical, data, author, reason, known, live_too=True)
         return WorkspaceWriteResult(name=canonical, size=record.size, version=record.version)
+
+    def mirror(self, name: str, content: str) -> None:
+        """Replace the live file with content accepted elsewhere (no version recorded here)."""
+        atomic_write_bytes(self.path(name), content.encode("utf-8"))
 
     def append(self, name: str, text: str, author: Author, reason: str = "") -> WorkspaceWriteResult:
         """Append text (on a new line) through the same capped, versioned write path."""
@@ -375,14 +403,7 @@ def scaffold(data_dir: Path | str, seeds: Mapping[str, str], readonly: Mapping[s
     is created empty so the layout is the same for every agent.
     """
     workspace = Workspace(data_dir)
-    for folder in (
-        workspace.root,
-        workspace.root / "memory",
-        workspace.root / "learnings",
-        workspace.data_dir / "history",
-        workspace.versions_root,
-        workspace.data_dir / ".runtime",
-    ):
+    for folder in (workspace.root, workspace.versions_root):
         folder.mkdir(parents=True, exist_ok=True)
     generated = {normalize_name(name): text for name, text in readonly.items()}
     for name in generated:

@@ -14,7 +14,14 @@ from orchestrator.backends.base import AgentSpec, BackendError, UnitInfo
 from orchestrator.config.loader import LoadedFleet
 from orchestrator.events import EventType
 from orchestrator.image_name import DEFAULT_IMAGE
-from orchestrator.scaffold import prepare_agent_dir, refresh_generated
+from orchestrator.scaffold import (
+    has_previous_layout,
+    import_previous_layout,
+    prepare_operator_copy,
+    refresh_generated,
+    write_token,
+)
+from orchestrator.operator.workspace_access import open_workspace, push_files
 from orchestrator.scheduler.store import SchedulerStore
 
 if TYPE_CHECKING:
@@ -31,6 +38,7 @@ class FleetManager:
         """What the last apply could not do, for `ps`, the dashboard and `up -d`."""
         self._heartbeats = SchedulerStore(services.db)
         self._applying = threading.Lock()
+        self.migrate_previous_layout()
 
     @property
     def fleet(self) -> LoadedFleet:
@@ -43,23 +51,42 @@ class FleetManager:
         return {unit.agent: unit for unit in self.units()}
 
     def spec_for(self, agent: str) -> AgentSpec:
-        """Mint the agent's token, prepare its folder, and describe its unit."""
+        """Mint the agent's token, prepare the operator's copy of its workspace, and describe
+        its unit. Nothing is written where the agent can write."""
         services = self._services
-        data_dir = services.paths.agent_dir(agent)
-        token = services.tokens.mint(agent)
-        prepare_agent_dir(self.fleet, agent, data_dir, token, chown=services.backend.name == "docker")
+        paths = services.paths
+        prepare_operator_copy(self.fleet, agent, paths)
+        token_file = write_token(paths, agent, services.tokens.mint(agent))
         resources = self.fleet.config.resources_of(agent)
         return AgentSpec(
             fleet=self.fleet.name,
             agent=agent,
             image=self.image,
-            data_dir=data_dir,
+            data_dir=paths.agent_storage(agent),
             orchestrator_url=services.agent_url,
             config_hash=self.fleet.agent_hash(agent),
             memory_bytes=resources.memory_bytes,
             cpus=resources.cpus,
             pids=resources.pids,
+            token_file=token_file,
+            disk_bytes=resources.disk_bytes,
         )
+
+    def migrate_previous_layout(self) -> list[str]:
+        """Once, for folders of the layout that shared /data with the host: remove the agent's
+        old unit (it still has the folder mounted), then import its workspace files."""
+        services = self._services
+        migrated = []
+        for agent in self.fleet.config.agents:
+            if not has_previous_layout(services.paths, agent):
+                continue
+            for unit in self.units():
+                if unit.agent == agent:
+                    services.backend.remove(unit.id)
+            imported = import_previous_layout(services.paths, agent)
+            services.events.publish("storage.migrated", agent=agent, imported=imported)
+            migrated.append(agent)
+        return migrated
 
     def hibernated(self) -> frozenset[str]:
         # Read from the scheduler's table, not through the scheduler: the first apply runs
@@ -82,7 +109,9 @@ class FleetManager:
         have moved on since is the seeding's decision, not this one's.
         """
         if any(change.effect == "generated" for change in action.changes):
-            refresh_generated(self.fleet, action.agent, self._services.paths.agent_dir(action.agent))
+            services = self._services
+            names = refresh_generated(self.fleet, action.agent, services.paths)
+            push_files(services, open_workspace(services, action.agent), names)
 
     @contextlib.contextmanager
     def unless_applying(self) -> Iterator[bool]:

@@ -11,7 +11,10 @@ from typing import Literal
 from orchestrator.backends.base import (
     LABEL_ENDPOINT,
     LABEL_FLEET,
+    LABEL_LAYOUT,
     LABEL_MANAGED,
+    LABEL_STATE,
+    STORAGE_LAYOUT,
     AgentSpec,
     Backend,
     BackendError,
@@ -104,6 +107,8 @@ def _action_for(
     detail = describe_changes(changed)
     if unit.config_hash != fleet.agent_hash(agent):
         return PlanAction("recreate", agent, detail or "container settings changed", unit.id, changed)
+    if _older_layout(unit):
+        return PlanAction("recreate", agent, "storage layout changed", unit.id, changed)
     if endpoint and unit.labels.get(LABEL_ENDPOINT, endpoint) != endpoint:
         return PlanAction("recreate", agent, "the orchestrator's address changed", unit.id, changed)
     if unit.state != "running" and agent not in hibernated:
@@ -113,6 +118,13 @@ def _action_for(
         return PlanAction("update", agent, detail, unit.id, changed)
     reason = "hibernated" if agent in hibernated and unit.state != "running" else "unchanged"
     return PlanAction("keep", agent, reason, unit.id)
+
+
+def _older_layout(unit: UnitInfo) -> bool:
+    """A unit made for another storage layout (units from before layout labels have a state
+    label and no layout label) must be recreated: it may share a folder with the host."""
+    layout = unit.labels.get(LABEL_LAYOUT)
+    return layout != STORAGE_LAYOUT if layout is not None else LABEL_STATE in unit.labels
 
 
 @dataclass(frozen=True)

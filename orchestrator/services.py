@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from orchestrator.agent_requests import AgentChannels
 from orchestrator.auth import TokenStore
 from orchestrator.config.loader import LoadedFleet
 from orchestrator.events import EventBus
@@ -40,6 +41,8 @@ class Services:
     supervisor: Supervisor = field(init=False)
     manager: FleetManager = field(init=False)
     health: HealthBoard = field(default_factory=HealthBoard)
+    channels: AgentChannels = field(default_factory=AgentChannels)
+    """The agents' open channels: how the orchestrator asks something of an agent."""
     operator_token: str = field(init=False, default="")
     agent_url: str = field(init=False, default="")
     """The orchestrator's address as agents dial it (the fleet network's gateway, or loopback)."""

@@ -1,5 +1,10 @@
 """The agent channel: config, check-ins, inbox, ask and tell over one WebSocket per agent (see
-agent_runtime.protocol).
+agent_runtime.protocol), and the workspace both ways.
+
+When a channel opens, the agent is sent the operator's copy of its workspace (its working copy
+is replaced by it); its own workspace writes arrive as frames and go through the one write path
+of the operator's copy. The open channel is registered in `services.channels`, through which
+the orchestrator asks the agent for what lives in its own storage.
 
 The agent dials it, like every other route; its bearer token is checked once, at the handshake.
 Each frame is answered as its HTTP route would answer, with the same checks, statuses and error
@@ -12,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -20,6 +25,9 @@ from starlette.responses import JSONResponse
 
 from agent_runtime.protocol import (
     AGENT_API_PREFIX,
+    AgentOp,
+    AgentRequest,
+    ChannelAnswer,
     ChannelAsk,
     ChannelCheckIn,
     ChannelConfig,
@@ -28,6 +36,7 @@ from agent_runtime.protocol import (
     ChannelProgress,
     ChannelRequest,
     ChannelTell,
+    ChannelWorkspaceWrite,
     ErrorBody,
 )
 from orchestrator.api.agent_routes import (
@@ -41,6 +50,7 @@ from orchestrator.api.deps import bearer_token
 from orchestrator.api.errors import ApiError
 from orchestrator.api.limits import check_payload
 from orchestrator.broker.router import check_ask_timeout
+from orchestrator.operator import workspace_access
 from orchestrator.services import Services
 
 log = logging.getLogger(__name__)
@@ -48,7 +58,15 @@ router = APIRouter(prefix=AGENT_API_PREFIX, tags=["agent"])
 
 _frames: TypeAdapter[ChannelRequest] = TypeAdapter(ChannelRequest)
 # Every frame but `next` (the long-poll, answered when an item comes) is answered by `_perform`.
-Answered = ChannelConfig | ChannelCheckIn | ChannelAsk | ChannelTell | ChannelDone | ChannelProgress
+Answered = (
+    ChannelConfig
+    | ChannelCheckIn
+    | ChannelAsk
+    | ChannelTell
+    | ChannelDone
+    | ChannelProgress
+    | ChannelWorkspaceWrite
+)
 UNAUTHORIZED = ErrorBody(error="unauthorized", message="missing or invalid agent bearer token")
 
 
@@ -81,14 +99,33 @@ class ChannelSession:
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def serve(self) -> None:
+        channels = self.services.channels
+        channels.attach(self.agent, self)
+        self._spawn(self._sync_workspace())
         try:
             while True:
                 await self._receive(await self.websocket.receive_text())
         except WebSocketDisconnect:
             pass
         finally:
+            channels.detach(self.agent, self)
             for task in list(self._tasks):
                 task.cancel()
+
+    async def send_request(self, request: AgentRequest) -> None:
+        """An orchestrator request to the agent; its answer comes back as a ChannelAnswer."""
+        async with self._send_lock:
+            await self.websocket.send_text(request.model_dump_json())
+
+    async def _sync_workspace(self) -> None:
+        """The whole operator's copy, sent first: the agent's working copy starts from the truth."""
+        if self.agent not in self.services.fleet.config.agents:
+            return
+        access = workspace_access.open_workspace(self.services, self.agent)
+        copy = await asyncio.to_thread(workspace_access.workspace_copy, access)
+        answer = await self.services.channels.request(self.agent, AgentOp.WORKSPACE_SYNC, copy.model_dump())
+        if answer.status >= 400:
+            log.warning("agent %s did not take its workspace: %s", self.agent, answer.body)
 
     async def _receive(self, text: str) -> None:
         try:
@@ -99,7 +136,9 @@ class ChannelSession:
                 0, 422, ErrorBody(error="invalid_request", message=f"not a channel frame: {bad}")
             )
             return
-        if isinstance(frame, ChannelNext):
+        if isinstance(frame, ChannelAnswer):
+            self.services.channels.answered(self.agent, frame.request, frame.status, frame.body)
+        elif isinstance(frame, ChannelNext):
             self._spawn(self._next(frame))
         elif isinstance(frame, ChannelAsk):
             self._spawn(self._respond(frame))
@@ -136,12 +175,23 @@ class ChannelSession:
         if isinstance(frame, ChannelTell):
             check_payload(self.services, frame.request)
             return 200, await self.services.broker.tell(self.agent, frame.request)
+        if isinstance(frame, ChannelWorkspaceWrite):
+            return 200, await asyncio.to_thread(self._write_workspace, frame)
         if isinstance(frame, ChannelDone):
             acknowledge(self.services, self.agent, frame.item_id, frame.result)
         else:
             own_item(self.services, self.agent, frame.item_id)
             self.services.inbox.add_progress(frame.item_id, frame.delta)
         return 204, None
+
+    def _write_workspace(self, frame: ChannelWorkspaceWrite) -> BaseModel:
+        """The agent's write, through the operator copy's one write path. The agent cannot
+        write as the operator: anything but a maintenance job counts as the agent."""
+        access = workspace_access.open_workspace(self.services, self.agent)
+        author: Literal["agent", "job"] = "job" if frame.write.author == "job" else "agent"
+        return workspace_access.write_file(
+            self.services, access, frame.name, frame.write.content, frame.write.reason, author, "agent"
+        )
 
     async def _next(self, frame: ChannelNext) -> None:
         """The long-poll: an item claimed but not delivered goes back in the queue."""

@@ -1,20 +1,17 @@
 """Agents as hardened Docker containers: the main runtime backend.
 
 Each agent runs as uid 10001 with a read-only root filesystem, every capability dropped,
-no-new-privileges, memory/CPU/pid limits, a small /tmp tmpfs and its data folder bind-mounted
-at /data. Its only network is the fleet's `internal` bridge with inter-container traffic
-disabled: it reaches the orchestrator on the bridge's gateway address and nothing else.
-No port is published and no secret travels in the environment (the agent's token is a file
-under /data/.runtime/, written by the orchestrator before start).
-
-Ownership of the data folder: the container's user (uid 10001) must own it. `create` and
-`start` hand the whole folder to that uid (see `chown_for_agent`), so anything the
-orchestrator wrote there beforehand, the token included, is the agent's. Files the
-orchestrator writes while an agent runs should go through `chown_for_agent` too.
+no-new-privileges, memory/CPU/pid limits, a small /tmp tmpfs and its own named volume at
+/data (with a disk quota, see `docker_storage`). Its only network is the fleet's `internal`
+bridge with inter-container traffic disabled: it reaches the orchestrator on the bridge's
+gateway address and nothing else. No port is published and no secret travels in the
+environment: the agent's token is an orchestrator-owned file mounted read-only, alone, at
+/run/flotilla/token. No host folder is shared with a container.
 """
 
 from __future__ import annotations
 
+import builtins
 import math
 import os
 import re
@@ -26,7 +23,7 @@ from typing import Any
 
 import docker
 import docker.errors
-from docker.types import LogConfig
+from docker.types import LogConfig, Mount
 
 from orchestrator.backends.base import (
     LABEL_AGENT,
@@ -45,6 +42,7 @@ from orchestrator.backends.base import (
 from orchestrator.backends.docker_listing import InspectCache
 from orchestrator.backends.firewall import FirewallError, install_fence, remove_fence
 from orchestrator.config.capacity import Capacity, docker_capacity
+from orchestrator.backends.docker_storage import TOKEN_TARGET, AgentVolumes
 
 AGENT_UID = 10001
 AGENT_GID = 10001
@@ -117,20 +115,6 @@ def network_name(fleet: str) -> str:
     return f"{NETWORK_PREFIX}{fleet}"
 
 
-def chown_for_agent(path: Path) -> None:
-    """Give path (recursively) to the container user. Needs root; see DockerBackend for others.
-
-    Symbolic links are never followed, and the walk goes by directory descriptors, so an agent
-    that plants links in its folder cannot turn this into a chown of host files.
-    """
-    os.chown(path, AGENT_UID, AGENT_GID, follow_symlinks=False)
-    if path.is_symlink() or not path.is_dir():
-        return
-    for _, dirs, files, dir_fd in os.fwalk(path, follow_symlinks=False):
-        for name in (*dirs, *files):
-            os.chown(name, AGENT_UID, AGENT_GID, dir_fd=dir_fd, follow_symlinks=False)
-
-
 def _is_ours(labels: dict[str, str] | None) -> bool:
     return (labels or {}).get(LABEL_MANAGED) == "true"
 
@@ -184,10 +168,19 @@ class _NameTaken(Exception):
 
 class DockerBackend(Backend):
     name = "docker"
-    isolation = (
+    hardening = (
         "strong: one container per agent as uid 10001, read-only root, no capabilities, "
-        "no-new-privileges, memory/cpu/pid limits, internal network without agent-to-agent traffic"
+        "no-new-privileges, memory/cpu/pid limits, internal network without agent-to-agent traffic, "
+        "storage of its own"
     )
+
+    @property
+    def isolation(self) -> str:  # type: ignore[override]
+        """The hardening, and which agents run without a disk quota and why."""
+        missing = sorted(f"{agent} ({note})" for agent, note in self._volumes.notes.items())
+        if not missing:
+            return f"{self.hardening}, disk quota per agent"
+        return f"{self.hardening}; no disk quota for: {', '.join(missing)}"
 
     def __init__(
         self, client: docker.DockerClient | None = None, *, command: list[str] | None = None
@@ -196,6 +189,7 @@ class DockerBackend(Backend):
         self._client = client or connect_docker()
         self._command = command
         self._inspected = InspectCache(self._inspect_attrs)
+        self._volumes = AgentVolumes(self._client)
 
     def capacity(self) -> Capacity | None:
         try:
@@ -282,40 +276,6 @@ class DockerBackend(Backend):
             raise NameConflict(f"container {unit_id} was not created by Flotilla; leaving it alone")
         return container
 
-    def _own_data_dir(self, data_dir: Path, image: str) -> None:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        if os.geteuid() == 0:
-            chown_for_agent(data_dir)
-        else:
-            self._own_data_dir_in_container(data_dir, image)
-
-    def _own_data_dir_in_container(self, data_dir: Path, image: str) -> None:
-        """Without root on the host, a short-lived root container does the chown.
-
-        The folder goes to uid 10001 with the operator's group, group-writable and setgid, so
-        the orchestrator (same group) can still write the token and workspace files.
-        """
-        gid = os.getegid()
-        script = (
-            f"chown -R {AGENT_UID}:{gid} {CONTAINER_DATA} && chmod -R g+rwX {CONTAINER_DATA} "
-            f"&& find {CONTAINER_DATA} -type d -exec chmod g+s {{}} +"
-        )
-        try:
-            self._client.containers.run(
-                image,
-                entrypoint=["/bin/sh", "-c", script],
-                user="0:0",
-                volumes={str(data_dir.resolve()): {"bind": CONTAINER_DATA, "mode": "rw"}},
-                network_mode="none",
-                cap_drop=["ALL"],
-                cap_add=["CHOWN", "FOWNER", "DAC_OVERRIDE"],
-                security_opt=["no-new-privileges:true"],
-                read_only=True,
-                remove=True,
-            )
-        except docker.errors.DockerException as exc:
-            raise BackendError(f"cannot hand {data_dir} to uid {AGENT_UID}: {exc}") from exc
-
     def _environment(self, spec: AgentSpec) -> dict[str, str]:
         env = dict(spec.env)
         secret_like = sorted(name for name in env if SECRET_ENV_NAME.search(name))
@@ -328,6 +288,7 @@ class DockerBackend(Backend):
             "FLOTILLA_URL": spec.orchestrator_url,
             "FLOTILLA_AGENT": spec.agent,
             "FLOTILLA_DATA": CONTAINER_DATA,
+            "FLOTILLA_BEARER_FILE": TOKEN_TARGET,
         }
 
     def _replace_own_stale(self, spec: AgentSpec) -> None:
@@ -356,21 +317,28 @@ class DockerBackend(Backend):
         return unit_info(container.attrs)
 
     def _create(self, spec: AgentSpec) -> Any:
-        """The created container; its data folder is made (and handed over) only then."""
+        """The created container, with its volume (made when missing) at /data."""
         env = self._environment(spec)
+        volume = self._volumes.ensure(spec)
         try:
-            container = self._create_container(spec, env)
+            container = self._create_container(spec, env, volume)
         except _NameTaken:
             # Ours from an earlier run is replaced; anyone else's is left alone (NameConflict).
             self._replace_own_stale(spec)
             try:
-                container = self._create_container(spec, env)
+                container = self._create_container(spec, env, volume)
             except _NameTaken:
                 raise NameConflict(f"a container named {spec.unit_name} appeared meanwhile") from None
-        self._own_data_dir(spec.data_dir, spec.image)
         return container
 
-    def _create_container(self, spec: AgentSpec, env: dict[str, str]) -> Any:
+    @staticmethod
+    def _token_mounts(spec: AgentSpec) -> list[Mount]:
+        """The token file alone, read-only: the container can read it and change nothing."""
+        if spec.token_file is None:
+            return []
+        return [Mount(TOKEN_TARGET, str(spec.token_file.resolve()), type="bind", read_only=True)]
+
+    def _create_container(self, spec: AgentSpec, env: dict[str, str], volume: str) -> Any:
         network = network_name(spec.fleet)
         try:
             return self._client.containers.create(
@@ -380,7 +348,8 @@ class DockerBackend(Backend):
                 hostname=spec.agent,
                 labels=spec.labels,
                 environment=env,
-                volumes={str(spec.data_dir.resolve()): {"bind": CONTAINER_DATA, "mode": "rw"}},
+                volumes={volume: {"bind": CONTAINER_DATA, "mode": "rw"}},
+                mounts=self._token_mounts(spec),
                 user=f"{AGENT_UID}:{AGENT_GID}",
                 read_only=True,
                 tmpfs={"/tmp": "size=16m,mode=1777"},
@@ -417,8 +386,8 @@ class DockerBackend(Backend):
         if container is None:
             raise BackendError(f"no agent container {unit_id}")
         for mount in container.attrs.get("Mounts") or []:
-            if mount.get("Destination") == CONTAINER_DATA:
-                self._own_data_dir(Path(mount["Source"]), container.attrs["Config"]["Image"])
+            if mount.get("Destination") == CONTAINER_DATA and mount.get("Type") == "volume":
+                self._volumes.reattach(str(mount.get("Name")))
         self._start(container)
 
     def _start(self, container: Any) -> None:
@@ -490,6 +459,12 @@ class DockerBackend(Backend):
         except docker.errors.NotFound:
             return None
         return attrs
+
+    def release_storage(self, fleet: str, state_root: Path, delete: bool) -> builtins.list[str]:
+        return self._volumes.release(fleet, state_root, delete)
+
+    def storage_notes(self) -> dict[str, str]:
+        return dict(self._volumes.notes)
 
     def memory_usage(self, unit_id: str) -> int | None:
         container = self._get(unit_id)

@@ -1,7 +1,10 @@
 """Agents as local subprocesses: for machines without Docker, and for fast tests.
 
 Isolation is weak: agents run as the orchestrator's user, share its filesystem view and
-network, and have no memory, CPU or process limits. `flotilla ps` says so.
+network, and have no memory, CPU, process or disk limits. `flotilla ps` says so. Each agent's
+storage is a folder of its own (`.flotilla/agent-data/<agent>/`) that the orchestrator never
+opens; its token is read from `.flotilla/tokens/<agent>`. Nothing but the user's file
+permissions keeps such an agent from the rest of the host.
 
 Each unit is a JSON record under `<state>/units/`; a started unit records its pid and the
 process start time so that a recycled pid is never mistaken for the agent (adoption after an
@@ -10,7 +13,9 @@ orchestrator restart relies on this).
 
 from __future__ import annotations
 
+import builtins
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -64,7 +69,7 @@ class ProcessBackend(Backend):
     name = "process"
     isolation = (
         "weak: agents are local processes with the orchestrator's user, filesystem and network; "
-        "no resource limits"
+        "no resource or disk limits"
     )
 
     def __init__(self, state_root: Path, python: str | None = None) -> None:
@@ -112,6 +117,9 @@ class ProcessBackend(Backend):
             "PYTHONPATH": str(REPO_ROOT),
             "PYTHONUNBUFFERED": "1",
         }
+        if spec.token_file is not None:
+            env["FLOTILLA_BEARER_FILE"] = str(spec.token_file)
+        spec.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         record = UnitRecord(name=spec.unit_name, labels=spec.labels, data_dir=str(spec.data_dir), env=env)
         self._save(record)
         return self._info(record)
@@ -182,6 +190,13 @@ class ProcessBackend(Backend):
             if all(record.labels.get(k) == v for k, v in labels.items()):
                 found.append(self._info(record))
         return found
+
+    def release_storage(self, fleet: str, state_root: Path, delete: bool) -> builtins.list[str]:
+        folder = state_root / "agent-data"
+        if not delete or not folder.exists():
+            return []
+        shutil.rmtree(folder, ignore_errors=True)  # rmtree never follows links
+        return [f"deleted {folder}"]
 
     def memory_usage(self, unit_id: str) -> int | None:
         record = self._load(unit_id)

@@ -262,7 +262,10 @@ def logs(fleet_file: Path, follow: bool, tail: int, runtime: Runtime | None, age
 @click.command()
 @fleet_file_option
 @click.option(
-    "-v", "--volumes", is_flag=True, help="Also delete the agents' state folders (.flotilla/agents/)."
+    "-v",
+    "--volumes",
+    is_flag=True,
+    help="Also delete the agents' storage (volumes, disks) and the operator's copies (.flotilla/agents/).",
 )
 @click.option("--runtime", type=click.Choice(RUNTIMES), default=None)
 def down(fleet_file: Path, volumes: bool, runtime: Runtime | None) -> None:
@@ -273,10 +276,13 @@ def down(fleet_file: Path, volumes: bool, runtime: Runtime | None) -> None:
     backend = _backend_or_exit(_runtime_of(paths, runtime), paths)
     try:
         remove_fleet(backend, fleet.name, lambda unit: click.echo(f"removed {unit.name}"))
+        for line in backend.release_storage(fleet.name, paths.root, delete=volumes):
+            click.echo(line)
     except BackendError as exc:
         raise CliError(str(exc)) from None
     if volumes:
-        shutil.rmtree(paths.agents, ignore_errors=True)
+        for folder in (paths.agents, paths.tokens, paths.disks):
+            shutil.rmtree(folder, ignore_errors=True)
         click.echo(f"deleted {paths.agents}")
     click.echo(f"fleet {fleet.name!r} is down")
 

@@ -120,7 +120,9 @@ class ResourcesConfig(Strict):
     memory: str | int = "128m"
     cpus: float = 0.5
     pids: int = 64
-    disk: str | int = Field(default="256m", description="Size of the agent's own storage (/data)")
+    disk: str | int = Field(
+        default="256m", description="Quota of the agent's own storage (/data), enforced by the kernel"
+    )
 
     @field_validator("memory")
     @classmethod

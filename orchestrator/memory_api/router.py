@@ -20,17 +20,13 @@ from fastapi import APIRouter, Query
 
 from agent_runtime.memory.models import (
     Contradiction,
-    ContradictionStatus,
     FactSource,
-    FactStatus,
-    MemoryMode,
     MemoryStatus,
-    SaveOutcome,
     SaveResult,
 )
-from agent_runtime.memory.store import MemoryStore
+from agent_runtime.protocol import AgentOp
 from orchestrator.api.deps import OperatorDep, ServicesDep
-from orchestrator.memory_api.access import open_memory, require
+from orchestrator.memory_api.access import ask_memory
 from orchestrator.memory_api.models import (
     ContradictionList,
     FactCreate,
@@ -48,31 +44,14 @@ StatusFilter = Literal["active", "superseded", "forgotten", "all"]
 ContradictionFilter = Literal["pending", "resolved", "dismissed", "all"]
 
 
-def _log_saved(store: MemoryStore, result: SaveResult) -> SaveResult:
-    if result.outcome in (SaveOutcome.SAVED, SaveOutcome.SUPERSEDED) and result.fact_id is not None:
-        fact = store.get(result.fact_id)
-        if fact is not None and store.fact_log is not None:
-            store.fact_log.append(fact)
-    return result
-
-
 @router.get("/status")
-def memory_status(agent: str, _: OperatorDep, services: ServicesDep) -> MemoryStatus:
-    """Counts, the search mode and the embedding model of the agent's memory. The mode is the
-    one the agent reports (the host opens the file without the agent's embedder)."""
-    with open_memory(services, agent) as store:
-        status = require(store, agent).status()
-    sighting = services.health.last(agent)
-    reported = sighting.checkin.memory_mode if sighting is not None else "unknown"
-    if reported in (MemoryMode.HYBRID.value, MemoryMode.KEYWORD.value):
-        status = status.model_copy(update={"mode": MemoryMode(reported)})
-    if status.mode is MemoryMode.HYBRID:
-        status = status.model_copy(update={"embedding_model": services.fleet.config.embedding_model()})
-    return status
+async def memory_status(agent: str, _: OperatorDep, services: ServicesDep) -> MemoryStatus:
+    """Counts, the search mode and the embedding model of the agent's memory."""
+    return await ask_memory(services, agent, AgentOp.MEMORY_STATUS, MemoryStatus)
 
 
 @router.get("/facts")
-def list_facts(
+async def list_facts(
     agent: str,
     _: OperatorDep,
     services: ServicesDep,
@@ -83,52 +62,46 @@ def list_facts(
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> FactList:
     """Facts, newest first."""
-    with open_memory(services, agent) as store:
-        if store is None:
-            return FactList(facts=[])
-        wanted = None if status == "all" else FactStatus(status)
-        return FactList(
-            facts=store.list_facts(
-                status=wanted, category=category, source=source, limit=limit, offset=offset
-            )
-        )
+    return await ask_memory(
+        services,
+        agent,
+        AgentOp.MEMORY_LIST,
+        FactList,
+        status=status,
+        category=category,
+        source=source.value if source else None,
+        limit=limit,
+        offset=offset,
+    )
 
 
 @router.post("/facts")
-def add_fact(agent: str, body: FactCreate, _: OperatorDep, services: ServicesDep) -> SaveResult:
+async def add_fact(agent: str, body: FactCreate, _: OperatorDep, services: ServicesDep) -> SaveResult:
     """Teach the agent a fact as the operator (it outranks anything the agent inferred)."""
-    with open_memory(services, agent) as store:
-        found = require(store, agent)
-        result = found.save(
-            body.text, category=body.category, subject=body.subject, source=FactSource.OPERATOR
-        )
-        return _log_saved(found, result)
+    return await ask_memory(services, agent, AgentOp.MEMORY_ADD, SaveResult, **body.model_dump())
 
 
 @router.get("/facts/{fact_id}")
-def get_fact(agent: str, fact_id: int, _: OperatorDep, services: ServicesDep) -> FactDetail:
-    with open_memory(services, agent) as store:
-        history = require(store, agent).history(fact_id)
-        return FactDetail(fact=next(f for f in history if f.id == fact_id), history=history)
+async def get_fact(agent: str, fact_id: int, _: OperatorDep, services: ServicesDep) -> FactDetail:
+    return await ask_memory(services, agent, AgentOp.MEMORY_GET, FactDetail, id=fact_id)
 
 
 @router.put("/facts/{fact_id}")
-def edit_fact(agent: str, fact_id: int, body: FactEdit, _: OperatorDep, services: ServicesDep) -> SaveResult:
+async def edit_fact(
+    agent: str, fact_id: int, body: FactEdit, _: OperatorDep, services: ServicesDep
+) -> SaveResult:
     """Correct a fact: the correction is a new version (source operator); the old one is history."""
-    with open_memory(services, agent) as store:
-        found = require(store, agent)
-        return _log_saved(found, found.edit(fact_id, body.text, body.category))
+    return await ask_memory(services, agent, AgentOp.MEMORY_EDIT, SaveResult, id=fact_id, **body.model_dump())
 
 
 @router.delete("/facts/{fact_id}")
-def forget_fact(agent: str, fact_id: int, _: OperatorDep, services: ServicesDep) -> ForgetResult:
+async def forget_fact(agent: str, fact_id: int, _: OperatorDep, services: ServicesDep) -> ForgetResult:
     """Forget a fact and its older versions: erased, out of search, and barred from coming back."""
-    with open_memory(services, agent) as store:
-        return ForgetResult(forgotten=require(store, agent).forget(fact_id, "forgotten by the operator"))
+    return await ask_memory(services, agent, AgentOp.MEMORY_FORGET, ForgetResult, id=fact_id)
 
 
 @router.get("/search")
-def search_memory(
+async def search_memory(
     agent: str,
     _: OperatorDep,
     services: ServicesDep,
@@ -136,32 +109,22 @@ def search_memory(
     k: Annotated[int, Query(ge=1, le=100)] = 10,
 ) -> MemorySearchResult:
     """Facts and episodes matching the query, ranked as the agent ranks them (accesses not counted)."""
-    with open_memory(services, agent) as store:
-        if store is None:
-            return MemorySearchResult(mode=MemoryMode.KEYWORD, facts=[], episodes=[])
-        return MemorySearchResult(
-            mode=store.embeddings.mode,
-            facts=store.search(q, k, record_access=False),
-            episodes=store.search_episodes(q, min(k, 5)),
-        )
+    return await ask_memory(services, agent, AgentOp.MEMORY_SEARCH, MemorySearchResult, q=q, k=k)
 
 
 @router.get("/contradictions")
-def list_contradictions(
+async def list_contradictions(
     agent: str, _: OperatorDep, services: ServicesDep, status: ContradictionFilter = "pending"
 ) -> ContradictionList:
     """Facts of lower precedence that disputed a stored one and wait for the operator."""
-    with open_memory(services, agent) as store:
-        if store is None:
-            return ContradictionList(contradictions=[])
-        wanted = None if status == "all" else ContradictionStatus(status)
-        return ContradictionList(contradictions=store.contradictions(wanted))
+    return await ask_memory(services, agent, AgentOp.MEMORY_CONTRADICTIONS, ContradictionList, status=status)
 
 
 @router.post("/contradictions/{contradiction_id}/resolve")
-def resolve_contradiction(
+async def resolve_contradiction(
     agent: str, contradiction_id: int, body: ResolveContradiction, _: OperatorDep, services: ServicesDep
 ) -> Contradiction:
     """keep=old: the stored fact stays and the claim is barred; keep=new: the claim replaces it."""
-    with open_memory(services, agent) as store:
-        return require(store, agent).resolve(contradiction_id, body.keep)
+    return await ask_memory(
+        services, agent, AgentOp.MEMORY_RESOLVE, Contradiction, id=contradiction_id, keep=body.keep
+    )

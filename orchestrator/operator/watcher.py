@@ -1,12 +1,14 @@
-"""Notice edits made directly in an agent's workspace folder on the host, check them, record them.
+"""Notice edits made directly in the operator's copy of a workspace, check them, record them.
 
-An operator may open `.flotilla/agents/<name>/workspace/SOUL.md` in any editor. When such a
+An operator may open `.flotilla/agents/<name>/workspace/SOUL.md` in any editor. That folder is
+the orchestrator's own: no agent can write there (agents have storage of their own and send
+their writes over their channel), so what the watcher reads is the operator's. When such a
 file changes, the watcher waits for the editor's save to settle, then:
 
 - skips it when the live content is the latest recorded version (a write that went through
   `Workspace.write`, by the agent or the operator API, or our own restore);
 - checks it like any operator write (cap, INTERFACE.md contract); a good edit becomes a new
-  version by the operator, which the agent reads on its next turn (WORKSPACE_CHANGED);
+  version by the operator (WORKSPACE_CHANGED) and is handed to the agent over its channel;
 - a refused edit is reported (WORKSPACE_REFUSED, with the reason) and the last good version is
   written back atomically, so it stays in force.
 """
@@ -33,13 +35,14 @@ from agent_runtime.workspace import (
 )
 from orchestrator.events import EventType
 from orchestrator.operator.retention import prune_file_history
+from orchestrator.operator.workspace_access import AgentWorkspace, push_files
 from orchestrator.services import Services
 
 log = logging.getLogger(__name__)
 
 DEFAULT_DEBOUNCE_S = 0.4
 DIRECT_EDIT_REASON = "edited in the host folder"
-# Under the agent's data folder, outside workspace/: refused direct edits, kept for the operator.
+# Beside the operator's copy, outside workspace/: refused direct edits, kept for the operator.
 REFUSED_FOLDER = "refused"
 
 
@@ -224,6 +227,7 @@ class WorkspaceWatcher:
             size=result.size,
             source="host_folder",
         )
+        push_files(self._services, AgentWorkspace(agent, workspace), [result.name])
         log.info("recorded direct edit of %s/%s as version %d", agent, result.name, result.version)
         return Outcome(agent, result.name, "recorded", result.version)
 

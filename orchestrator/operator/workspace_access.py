@@ -1,8 +1,11 @@
-"""Reading and editing an agent's workspace on the host, on behalf of the operator.
+"""The operator's copy of an agent's workspace: reading it, and the one write path into it.
 
-The capped identity files (SOUL.md, MEMORY.md, ...) go through `agent_runtime.workspace.Workspace`,
-the same capped, validated, atomic and versioned path the agent itself writes through. The
-runtime-managed folders (learnings/, memory/) are readable here but not editable.
+The capped identity files (SOUL.md, MEMORY.md, ...) live in `.flotilla/agents/<name>/`, an
+orchestrator-owned folder that no unit mounts; every write (the operator's, and the agent's,
+sent over its channel) goes through `agent_runtime.workspace.Workspace` there: capped,
+validated, atomic and versioned with its author. An accepted change is then handed to the
+agent, which keeps a working copy in its own storage. The runtime-managed folders (learnings/,
+memory/) live in the agent's storage: they are asked of the agent, read-only.
 """
 
 from __future__ import annotations
@@ -12,11 +15,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from agent_runtime.files import FileAccessError, PathEscape, SymlinkRefused, WorkspaceFiles
-from agent_runtime.protocol import WorkspaceWriteResult
+from agent_runtime.protocol import (
+    AgentOp,
+    FileListing,
+    FileText,
+    WorkspaceCopy,
+    WorkspaceFileCopy,
+    WorkspaceWriteResult,
+)
 from agent_runtime.workspace import (
     CAPS,
     WORKSPACE_FILES,
+    Author,
     CapExceeded,
     InvalidContent,
     ReadOnlyFile,
@@ -26,6 +36,7 @@ from agent_runtime.workspace import (
     WorkspaceError,
     normalize_name,
 )
+from orchestrator.api.agent_ask import ask_agent
 from orchestrator.api.errors import ApiError
 from orchestrator.events import EventType
 from orchestrator.operator.models import (
@@ -51,11 +62,6 @@ class AgentWorkspace:
 
     agent: str
     workspace: Workspace
-
-    @property
-    def extras(self) -> WorkspaceFiles:
-        # No writes happen through this object, so the quota is irrelevant.
-        return WorkspaceFiles(self.workspace.root, quota_bytes=0)
 
 
 def open_workspace(services: Services, agent: str) -> AgentWorkspace:
@@ -127,43 +133,47 @@ def _identity_rows(ws: Workspace) -> list[WorkspaceFileRow]:
     return rows
 
 
-def _extra_rows(access: AgentWorkspace) -> list[WorkspaceFileRow]:
+async def _extra_rows(services: Services, agent: str) -> list[WorkspaceFileRow]:
+    """The agent's learnings and daily logs, as the agent lists them; none when it cannot answer."""
     rows = []
     for folder, kind in EXTRA_FOLDERS.items():
         try:
-            entries = access.extras.list(folder)
-        except FileAccessError:
-            continue
-        for entry in entries:
-            if entry.is_dir:
-                continue
-            rows.append(
-                WorkspaceFileRow(
-                    name=entry.path,
-                    kind=kind,
-                    size=entry.size,
-                    cap=None,
-                    fill_pct=None,
-                    exists=True,
-                    read_only=True,
-                    editable=False,
-                )
+            listing = await ask_agent(
+                services, agent, AgentOp.FILES_LIST, {"folder": folder}, FileListing, wait=False
             )
+        except ApiError:
+            continue
+        rows += [
+            WorkspaceFileRow(
+                name=entry.path,
+                kind=kind,
+                size=entry.size,
+                cap=None,
+                fill_pct=None,
+                exists=True,
+                read_only=True,
+                editable=False,
+            )
+            for entry in listing.files
+            if not entry.is_dir
+        ]
     return rows
 
 
-def list_files(access: AgentWorkspace) -> WorkspaceListing:
-    rows = _identity_rows(access.workspace) + _extra_rows(access)
+async def list_files(services: Services, access: AgentWorkspace) -> WorkspaceListing:
+    rows = _identity_rows(access.workspace) + await _extra_rows(services, access.agent)
     return WorkspaceListing(agent=access.agent, files=rows, total_bytes=sum(r.size for r in rows))
 
 
 # ---------------------------------------------------------------------------------- reading
 
 
-def read_file(access: AgentWorkspace, name: str, version: int | None) -> WorkspaceFileContent:
+async def read_file(
+    services: Services, access: AgentWorkspace, name: str, version: int | None
+) -> WorkspaceFileContent:
     canonical = canonical_identity(name)
     if canonical is None:
-        return _read_extra(access, name, version)
+        return await _read_extra(services, access, name, version)
     ws = access.workspace
     history = ws.history(canonical)
     latest = history[-1].version if history else None
@@ -185,16 +195,15 @@ def read_file(access: AgentWorkspace, name: str, version: int | None) -> Workspa
     )
 
 
-def _read_extra(access: AgentWorkspace, name: str, version: int | None) -> WorkspaceFileContent:
+async def _read_extra(
+    services: Services, access: AgentWorkspace, name: str, version: int | None
+) -> WorkspaceFileContent:
     extra_kind(name)
     if version is not None:
         raise ApiError(400, "not_versioned", f"{name} is not versioned: omit ?version")
-    try:
-        content = access.extras.read(name, limit=MAX_EXTRA_READ)
-    except (PathEscape, SymlinkRefused) as refused:
-        raise ApiError(400, "path_escape", str(refused)) from None
-    except FileAccessError as missing:
-        raise ApiError(404, "unknown_file", str(missing)) from None
+    relative = "/".join(check_relative(name))
+    body = {"path": relative, "limit": MAX_EXTRA_READ}
+    content = (await ask_agent(services, access.agent, AgentOp.FILES_READ, body, FileText)).content
     return WorkspaceFileContent(
         agent=access.agent,
         name=name,
@@ -266,15 +275,22 @@ def _joined(lines: Iterable[str]) -> str:
 
 
 def write_file(
-    services: Services, access: AgentWorkspace, name: str, content: str, reason: str
+    services: Services,
+    access: AgentWorkspace,
+    name: str,
+    content: str,
+    reason: str,
+    author: Author = "operator",
+    source: str = "api",
 ) -> WorkspaceWriteResult:
-    """An operator edit: same caps, validation and versioning as the agent's own writes."""
+    """The one write path into the operator's copy, for the operator and for the agent alike:
+    caps, validation and versioning with the author; the change is then handed to the agent."""
     canonical = canonical_identity(name)
     if canonical is None:
         extra_kind(name)
         raise ApiError(400, "not_editable", f"{name} is managed by the agent runtime; it cannot be edited")
     try:
-        result = access.workspace.write(canonical, content, "operator", reason or "edited by the operator")
+        result = access.workspace.write(canonical, content, author, reason or f"edited by the {author}")
     except CapExceeded as big:
         raise ApiError(
             413, "cap_exceeded", str(big), [f"cap: {big.cap} bytes", f"size: {big.size} bytes"]
@@ -295,9 +311,31 @@ def write_file(
         EventType.WORKSPACE_CHANGED,
         agent=access.agent,
         file=result.name,
-        author="operator",
+        author=author,
         version=result.version,
         size=result.size,
-        source="api",
+        source=source,
     )
+    if author == "operator":
+        # The agent's own writes are mirrored by the agent once accepted.
+        push_files(services, access, [result.name])
     return result
+
+
+def workspace_copy(access: AgentWorkspace, names: list[str] | None = None) -> WorkspaceCopy:
+    """The operator's copy of the given files (all of them by default), with their versions."""
+    ws = access.workspace
+    files = []
+    for name in names if names is not None else list(WORKSPACE_FILES):
+        history = ws.history(name)
+        files.append(
+            WorkspaceFileCopy(
+                name=name, content=ws.read(name), version=history[-1].version if history else None
+            )
+        )
+    return WorkspaceCopy(files=files)
+
+
+def push_files(services: Services, access: AgentWorkspace, names: list[str]) -> None:
+    """Hand changed files to the agent, if its channel is open (from any thread)."""
+    services.channels.push_workspace(access.agent, workspace_copy(access, names))

@@ -27,9 +27,9 @@ Version = Annotated[int | None, Query(ge=0)]
 
 
 @router.get("")
-def list_workspace(agent: str, _: OperatorDep, services: ServicesDep) -> WorkspaceListing:
+async def list_workspace(agent: str, _: OperatorDep, services: ServicesDep) -> WorkspaceListing:
     """Every workspace file with its size, its cap and how full it is."""
-    return access.list_files(access.open_workspace(services, agent))
+    return await access.list_files(services, access.open_workspace(services, agent))
 
 
 @router.get("/{file:path}/history")
@@ -47,11 +47,11 @@ def file_diff(
 
 
 @router.get("/{file:path}")
-def read_file(
+async def read_file(
     agent: str, file: str, _: OperatorDep, services: ServicesDep, version: Version = None
 ) -> WorkspaceFileContent:
     """The live content, or a past version with `?version=N`."""
-    return access.read_file(access.open_workspace(services, agent), file, version)
+    return await access.read_file(services, access.open_workspace(services, agent), file, version)
 
 
 @router.put("/{file:path}")

@@ -121,8 +121,10 @@ def test_scaffold_never_overwrites_but_regenerates_read_only(tmp_path: Path) -> 
     assert len(again.history("PROJECT.md")) == 1
     for name in WORKSPACE_FILES:
         assert (tmp_path / "workspace" / name).is_file()
-    for folder in ("workspace/memory", "workspace/learnings", "history"):
-        assert (tmp_path / folder).is_dir()
+    # The operator's copy holds the files and their versions; the agent's own folders
+    # (history, memory logs, learnings) live in its own storage, made by the agent.
+    assert (tmp_path / "versions").is_dir()
+    assert not (tmp_path / "history").exists() and not (tmp_path / ".runtime").exists()
 
 
 def test_scaffold_refuses_a_non_generated_read_only_name(tmp_path: Path) -> None:

@@ -1,7 +1,9 @@
 """The operator's memory routes and `flotilla memory ...`, against an agent's real memory.db.
 
-The routes are exercised through FastAPI's TestClient; the CLI and the agent's gateway
-embedder through a real orchestrator served by uvicorn on loopback.
+The memory database is in the agent's own storage, which the orchestrator never opens: every
+route is asked of the agent over its channel. Each test serves a real orchestrator with uvicorn
+on loopback and connects the agent's real channel (`agent_runtime.channel`) answering with
+`agent_runtime.serving`, on a storage folder of its own.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import os
 import sys
 import textwrap
 from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,14 +21,19 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+import httpx  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
-from fastapi.testclient import TestClient  # noqa: E402
 
+from agent_runtime.channel import AgentChannel  # noqa: E402
 from agent_runtime.memory.embeddings import DeterministicEmbedder, GatewayEmbedder  # noqa: E402
 from agent_runtime.memory.factlog import FactLog  # noqa: E402
 from agent_runtime.memory.models import FactSource, MemoryConfig, SaveOutcome  # noqa: E402
 from agent_runtime.memory.store import MemoryStore  # noqa: E402
+from agent_runtime.protocol import AgentRuntimeConfig, ChannelCheckIn, CheckIn  # noqa: E402
+from agent_runtime.serving import AgentService  # noqa: E402
+from agent_runtime.settings import Settings  # noqa: E402
 from agent_runtime.testing.embeddings import deterministic_embedding  # noqa: E402
+from orchestrator.api.agent_routes import runtime_config  # noqa: E402
 from orchestrator.api.app import create_app  # noqa: E402
 from orchestrator.cli.client import Endpoint, write_endpoint  # noqa: E402
 from orchestrator.cli.memory import memory  # noqa: E402
@@ -57,17 +65,44 @@ def build(tmp_path: Path, model: str = "test") -> Services:
     fleet_file.write_text(textwrap.dedent(FLEET.format(model=model)))
     services = core_services(load_fleet(fleet_file), FakeBackend())
     services.operator_token = services.tokens.mint_operator()
+    services.gateway = Gateway(services)
     return services
 
 
 def agent_store(services: Services, agent: str = "alpha", embedder: object = "test") -> MemoryStore:
-    """The store as the agent opens it in its container (same file, same model)."""
+    """The store as the agent opens it in its own storage (same file, same model)."""
+    storage = services.paths.agent_storage(agent)
     return MemoryStore(
-        services.paths.agent_dir(agent) / "memory.db",
+        storage / "memory.db",
         embedder=DeterministicEmbedder(DIMS) if embedder == "test" else None,
         config=MemoryConfig(dimensions=DIMS, embedding_model="test"),
-        fact_log=FactLog(services.paths.workspace(agent)),
+        fact_log=FactLog(storage / "workspace"),
     )
+
+
+@contextmanager
+def connected(services: Services, url: str, agent: str) -> Iterator[AgentChannel]:
+    """The agent's channel, open and answering the orchestrator's requests."""
+    token = services.tokens.mint(agent)
+    settings = Settings(orchestrator_url=url, agent=agent, data_dir=services.paths.agent_storage(agent))
+    config: AgentRuntimeConfig = runtime_config(services, agent)
+    channel = AgentChannel(url, lambda: token)
+    channel.serve(AgentService(settings, lambda: config, lambda: token))
+    # A check-in opens the connection (busy: no inbox bookkeeping in these services).
+    channel.call(ChannelCheckIn(checkin=CheckIn(state="busy", pid=os.getpid(), uptime_s=0.0)), 10)
+    try:
+        yield channel
+    finally:
+        channel.close()
+
+
+@contextmanager
+def live(services: Services, *agents: str) -> Iterator[str]:
+    """A real orchestrator on loopback, with these agents connected; yields its URL."""
+    with serve_app(create_app(services)) as url, ExitStack() as stack:
+        for agent in agents:
+            stack.enter_context(connected(services, url, agent))
+        yield url
 
 
 @pytest.fixture
@@ -95,11 +130,15 @@ def seeded(services: Services) -> Iterator[MemoryStore]:
 
 
 @pytest.fixture
-def operator(services: Services) -> Iterator[TestClient]:
-    with TestClient(
-        create_app(services), headers={"authorization": f"Bearer {services.operator_token}"}
-    ) as client:
+def operator(services: Services) -> Iterator[httpx.Client]:
+    with live(services, "alpha") as url, operator_client(services, url) as client:
         yield client
+
+
+def operator_client(services: Services, url: str) -> httpx.Client:
+    return httpx.Client(
+        base_url=url, headers={"authorization": f"Bearer {services.operator_token}"}, timeout=60
+    )
 
 
 def base(agent: str = "alpha") -> str:
@@ -107,16 +146,15 @@ def base(agent: str = "alpha") -> str:
 
 
 def test_only_the_operator_may_use_the_memory_routes(services: Services, seeded: MemoryStore) -> None:
-    app = create_app(services)
-    with TestClient(app) as anonymous:
-        assert anonymous.get(f"{base()}/facts").status_code == 401
-    agent_token = services.tokens.mint("alpha")
-    with TestClient(app, headers={"authorization": f"Bearer {agent_token}"}) as agent:
-        assert agent.get(f"{base()}/facts").status_code == 403
-        assert agent.delete(f"{base()}/facts/1").status_code == 403
+    with live(services, "alpha") as url:
+        assert httpx.get(f"{url}{base()}/facts").status_code == 401
+        agent_token = services.tokens.mint("beta")
+        with httpx.Client(base_url=url, headers={"authorization": f"Bearer {agent_token}"}) as agent:
+            assert agent.get(f"{base()}/facts").status_code == 403
+            assert agent.delete(f"{base()}/facts/1").status_code == 403
 
 
-def test_listing_and_reading_facts(operator: TestClient, seeded: MemoryStore) -> None:
+def test_listing_and_reading_facts(operator: httpx.Client, seeded: MemoryStore) -> None:
     facts = operator.get(f"{base()}/facts").json()["facts"]
     assert [f["text"] for f in facts] == ["The user prefers window seats", "The user's locker code is 4512"]
     assert (
@@ -129,18 +167,23 @@ def test_listing_and_reading_facts(operator: TestClient, seeded: MemoryStore) ->
     assert operator.get(f"{base()}/facts", params={"status": "bogus"}).status_code == 422
 
 
-def test_an_agent_without_memory_and_an_unknown_agent(operator: TestClient, services: Services) -> None:
-    assert operator.get(f"{base('beta')}/facts").json() == {"facts": []}
-    assert operator.get(f"{base('beta')}/contradictions").json() == {"contradictions": []}
-    missing = operator.get(f"{base('beta')}/status")
-    assert missing.status_code == 404 and "no memory yet" in missing.json()["message"]
-    assert not (services.paths.agent_dir("beta") / "memory.db").exists()
-    unknown = operator.get(f"{base('gamma')}/facts")
-    assert unknown.status_code == 404 and unknown.json()["error"] == "unknown_agent"
+def test_a_fresh_agent_creates_its_memory_when_asked_and_an_unknown_agent(services: Services) -> None:
+    with live(services, "beta") as url, operator_client(services, url) as operator:
+        assert operator.get(f"{base('beta')}/facts").json() == {"facts": []}
+        added = operator.post(f"{base('beta')}/facts", json={"text": "The operator's name is Ana"})
+        assert added.status_code == 200 and added.json()["outcome"] == "saved"
+        assert operator.get(f"{base('beta')}/status").json()["facts_active"] == 1
+        assert (services.paths.agent_storage("beta") / "memory.db").is_file()
+        assert not (services.paths.agent_dir("beta") / "memory.db").exists()
+        unknown = operator.get(f"{base('gamma')}/facts")
+        assert unknown.status_code == 404 and unknown.json()["error"] == "unknown_agent"
+        # alpha has no channel open and shows no sign of life: a clear 503, quickly.
+        absent = operator.get(f"{base('alpha')}/facts")
+        assert absent.status_code == 503 and "alpha cannot answer" in absent.json()["message"]
 
 
 def test_search_ranks_like_the_agent_without_counting_accesses(
-    operator: TestClient, seeded: MemoryStore
+    operator: httpx.Client, seeded: MemoryStore
 ) -> None:
     found = operator.get(f"{base()}/search", params={"q": "window seat", "k": 3}).json()
     assert found["mode"] == "hybrid"
@@ -150,7 +193,9 @@ def test_search_ranks_like_the_agent_without_counting_accesses(
     assert operator.get(f"{base()}/search").status_code == 422
 
 
-def test_add_and_edit_as_the_operator(operator: TestClient, seeded: MemoryStore, services: Services) -> None:
+def test_add_and_edit_as_the_operator(
+    operator: httpx.Client, seeded: MemoryStore, services: Services
+) -> None:
     added = operator.post(
         f"{base()}/facts", json={"text": "The user's manager is Ines", "category": "people"}
     ).json()
@@ -163,7 +208,9 @@ def test_add_and_edit_as_the_operator(operator: TestClient, seeded: MemoryStore,
     assert new is not None and new.source is FactSource.OPERATOR and new.category == "people"
     history = operator.get(f"{base()}/facts/{edited['fact_id']}").json()["history"]
     assert [v["status"] for v in history] == ["superseded", "active"]
-    logs = "".join(p.read_text() for p in (services.paths.workspace("alpha") / "memory").glob("*.md"))
+    logs = "".join(
+        p.read_text() for p in (services.paths.agent_storage("alpha") / "workspace" / "memory").glob("*.md")
+    )
     assert f"[fact {edited['fact_id']}] The user's manager is Ines Duarte (operator, people)" in logs
     bad = operator.put(f"{base()}/facts/{added['fact_id']}", json={"text": "again"})
     assert bad.status_code == 404  # only active facts can be edited
@@ -172,7 +219,7 @@ def test_add_and_edit_as_the_operator(operator: TestClient, seeded: MemoryStore,
 
 
 def test_forget_through_the_api_bars_the_agent_from_relearning(
-    operator: TestClient, seeded: MemoryStore, services: Services
+    operator: httpx.Client, seeded: MemoryStore, services: Services
 ) -> None:
     gone = operator.delete(f"{base()}/facts/1").json()
     assert gone == {"forgotten": [1]}
@@ -184,7 +231,7 @@ def test_forget_through_the_api_bars_the_agent_from_relearning(
     }  # dismissed with the fact
 
 
-def test_contradictions_can_be_listed_and_resolved(operator: TestClient, seeded: MemoryStore) -> None:
+def test_contradictions_can_be_listed_and_resolved(operator: httpx.Client, seeded: MemoryStore) -> None:
     pending = operator.get(f"{base()}/contradictions").json()["contradictions"]
     assert len(pending) == 1
     item = pending[0]
@@ -216,9 +263,7 @@ def test_without_an_embedding_model_the_operator_searches_by_keyword(tmp_path: P
     store = agent_store(services)
     store.save("The user's bike is a blue Brompton", category="things")
     store.close()
-    with TestClient(
-        create_app(services), headers={"authorization": f"Bearer {services.operator_token}"}
-    ) as client:
+    with live(services, "alpha") as url, operator_client(services, url) as client:
         found = client.get(f"{base()}/search", params={"q": "Brompton"}).json()
         assert found["mode"] == "keyword"
         assert found["facts"][0]["fact"]["text"] == "The user's bike is a blue Brompton"
@@ -230,9 +275,8 @@ def test_without_an_embedding_model_the_operator_searches_by_keyword(tmp_path: P
 def test_cli_and_gateway_embeddings_against_a_live_orchestrator(
     services: Services, seeded: MemoryStore
 ) -> None:
-    services.gateway = Gateway(services)
-    agent_token = services.tokens.mint("alpha")
-    with serve_app(create_app(services)) as url:
+    with live(services, "alpha") as url:
+        agent_token = services.tokens.mint("beta")
         # The agent's embedder gets the test model's vectors through the real gateway route.
         embedder = GatewayEmbedder(url, agent_token, "test", DIMS)
         vector = embedder(["locker code"])[0]

@@ -75,6 +75,9 @@ def fleet(docker_client: Any) -> Iterator[str]:
     for container in docker_client.containers.list(all=True, filters={"name": name}):
         if name in container.name:
             container.remove(force=True)
+    for volume in docker_client.volumes.list(filters={"label": f"io.flotilla.fleet={name}"}):
+        with contextlib.suppress(docker.errors.APIError):
+            volume.remove(force=True)
     for network in docker_client.networks.list(names=[network_name(name)]):
         if network.name == network_name(name):
             with contextlib.suppress(docker.errors.NotFound):

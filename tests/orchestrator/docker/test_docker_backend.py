@@ -30,30 +30,38 @@ from orchestrator.backends.docker import (
     AGENT_UID,
     ICC_OPTION,
     DockerBackend,
-    chown_for_agent,
     memory_without_cache,
     network_name,
     unit_info,
 )
+from orchestrator.backends.docker_storage import TOKEN_TARGET, volume_name
 from orchestrator.image import DEFAULT_TAG, LABEL_INPUTS_HASH, ImageBuildResult
+from orchestrator.scaffold import write_token
+from orchestrator.state.paths import StatePaths
 
 SLEEP = ["python3", "-c", "print('agent up'); print('second line'); import time; time.sleep(120)"]
 SECRET_LOOKING = re.compile(r"KEY|SECRET|TOKEN|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
 MIB = 1024 * 1024
 
 
-def make_spec(fleet: str, agent: str, image: str, data_dir: Path, url: str) -> AgentSpec:
+def make_spec(
+    fleet: str, agent: str, image: str, root: Path, url: str, disk_bytes: int | None = None
+) -> AgentSpec:
+    """A spec as the fleet manager makes it: `root` stands for the fleet folder."""
+    paths = StatePaths(root / ".flotilla")
     return AgentSpec(
         fleet=fleet,
         agent=agent,
         image=image,
-        data_dir=data_dir,
+        data_dir=paths.agent_storage(agent),
         orchestrator_url=url,
         config_hash="cfg-" + agent,
         memory_bytes=96 * MIB,
         cpus=0.5,
         pids=64,
         env={"FLOTILLA_LOG_LEVEL": "info"},
+        token_file=write_token(paths, agent, "not-a-real-token"),
+        disk_bytes=disk_bytes,
     )
 
 
@@ -68,16 +76,12 @@ def running(
 ) -> Iterator[tuple[AgentSpec, str, str]]:
     """One agent container started by the backend: (spec, container id, gateway)."""
     gateway = backend.prepare_fleet(fleet)
-    spec = make_spec(fleet, "scout", agent_image.tag, tmp_path / "scout", f"http://{gateway}:9")
+    spec = make_spec(fleet, "scout", agent_image.tag, tmp_path, f"http://{gateway}:9")
     unit = backend.create(spec)
-    # Written after create and owned by root, as the orchestrator may do: start hands it over.
-    token = spec.data_dir / ".runtime" / "token"
-    token.parent.mkdir(parents=True)
-    token.write_text("not-a-real-token\n")
-    token.chmod(0o600)
     backend.start(unit.id)
     yield spec, unit.id, gateway
     backend.remove(unit.id)
+    backend.release_storage(fleet, spec.state_root, delete=True)
 
 
 # --- without a daemon ------------------------------------------------------------------------
@@ -127,28 +131,6 @@ def test_unit_info_from_inspect_data() -> None:
     assert info.started_at is not None and info.started_at.year == 2025
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
-def test_chown_for_agent_never_follows_links(tmp_path: Path) -> None:
-    outside = tmp_path / "host-file"
-    outside.write_text("host")
-    data = tmp_path / "data"
-    (data / "workspace" / "memory").mkdir(parents=True)
-    (data / "workspace" / "memory" / "note.md").write_text("n")
-    (data / "workspace" / "escape").symlink_to(outside)
-    (data / "up").symlink_to(tmp_path, target_is_directory=True)
-    chown_for_agent(data)
-    for path in (
-        data,
-        data / "workspace",
-        data / "workspace" / "memory",
-        data / "workspace" / "memory" / "note.md",
-    ):
-        assert path.stat().st_uid == AGENT_UID, path
-    assert (data / "workspace" / "escape").lstat().st_uid == AGENT_UID
-    assert outside.stat().st_uid == os.geteuid()
-    assert tmp_path.stat().st_uid == os.geteuid()
-
-
 # --- hardening -------------------------------------------------------------------------------
 
 
@@ -173,8 +155,14 @@ def test_container_is_hardened(docker_client: Any, running: tuple[AgentSpec, str
     assert spec.labels.items() <= config["Labels"].items()
     assert config["Healthcheck"]["Test"] == ["CMD", "python3", "-m", "agent_runtime.health"]
     assert config["Healthcheck"]["Interval"] == 5 * 10**9
-    binds = [(m["Type"], m["Source"], m["Destination"], m["RW"]) for m in attrs["Mounts"]]
-    assert binds == [("bind", str(spec.data_dir.resolve()), "/data", True)]
+    # No host folder is shared: /data is the agent's own volume, the token one read-only file.
+    mounts = sorted(
+        (m["Type"], m.get("Name") or m["Source"], m["Destination"], m["RW"]) for m in attrs["Mounts"]
+    )
+    assert mounts == [
+        ("bind", str(spec.token_file), TOKEN_TARGET, False),
+        ("volume", volume_name(spec.fleet, "scout"), "/data", True),
+    ]
 
 
 @pytest.mark.docker
@@ -192,7 +180,7 @@ def test_environment_holds_no_secret(docker_client: Any, running: tuple[AgentSpe
 @pytest.mark.docker
 def test_secret_looking_env_is_refused(backend: DockerBackend, fleet: str, tmp_path: Path) -> None:
     backend.prepare_fleet(fleet)
-    spec = make_spec(fleet, "leaky", DEFAULT_TAG, tmp_path / "leaky", "http://127.0.0.1:9")
+    spec = make_spec(fleet, "leaky", DEFAULT_TAG, tmp_path, "http://127.0.0.1:9")
     leaky = AgentSpec(**{**spec.__dict__, "env": {"OPENAI_API_KEY": "sk-x"}})
     with pytest.raises(BackendError, match="OPENAI_API_KEY"):
         backend.create(leaky)
@@ -228,11 +216,16 @@ def test_inside_the_container(docker_client: Any, running: tuple[AgentSpec, str,
     assert code != 0 and "Read-only file system" in output
     assert run("open('/tmp/probe', 'w').write('x')")[0] == 0
     assert run("open('/data/probe', 'w').write('x')")[0] == 0
-    assert (spec.data_dir / "probe").stat().st_uid == AGENT_UID
-    # The token file written by root before start is readable by the agent, and only by it.
-    assert run("print(open('/data/.runtime/token').read().strip())") == (0, "not-a-real-token\n")
-    token = (spec.data_dir / ".runtime" / "token").stat()
-    assert token.st_uid == AGENT_UID and stat.S_IMODE(token.st_mode) == 0o600
+    assert run("import os; print(os.stat('/data/probe').st_uid)") == (0, f"{AGENT_UID}\n")
+    assert not spec.data_dir.exists(), "the agent's storage is not a host folder"
+    # The token is readable by the agent and by nobody else on the host; the agent cannot change it.
+    assert run(f"print(open('{TOKEN_TARGET}').read().strip())") == (0, "not-a-real-token\n")
+    code, output = run(f"open('{TOKEN_TARGET}', 'w')")
+    assert code != 0 and "Read-only file system" in output
+    assert spec.token_file is not None
+    token = spec.token_file.stat()
+    assert token.st_uid == os.geteuid() and stat.S_IMODE(token.st_mode) & 0o007 == 0
+    assert stat.S_IMODE(spec.token_file.parent.stat().st_mode) == 0o700
     code, output = run("import os; os.setuid(0)")
     assert code != 0 and "PermissionError" in output
 
@@ -263,6 +256,67 @@ def test_inspect_list_logs_and_memory(backend: DockerBackend, running: tuple[Age
     assert backend.memory_usage(unit_id) is None
 
 
+# --- storage and its quota -------------------------------------------------------------------
+
+
+@pytest.mark.docker
+@pytest.mark.skipif(os.geteuid() != 0, reason="loop devices need root; without it the volume has no quota")
+def test_a_write_past_the_disk_quota_fails_with_enospc_and_spares_the_host(
+    docker_client: Any, backend: DockerBackend, fleet: str, agent_image: ImageBuildResult, tmp_path: Path
+) -> None:
+    backend.prepare_fleet(fleet)
+    spec = make_spec(fleet, "filler", agent_image.tag, tmp_path, "http://127.0.0.1:9", disk_bytes=256 * MIB)
+    unit = backend.run(spec)
+    try:
+        assert "filler" not in backend.storage_notes(), backend.storage_notes()
+        host_free = os.statvfs(tmp_path)
+        free_before = host_free.f_bavail * host_free.f_frsize
+        _, output = docker_client.containers.get(unit.id).exec_run(
+            [
+                "python3",
+                "-c",
+                "import os\n"
+                "written = 0\n"
+                "try:\n"
+                "    with open('/data/fill', 'wb') as out:\n"
+                "        for _ in range(1024):\n"
+                "            out.write(b'x' * (1 << 20)); written += 1\n"
+                "except OSError as e:\n"
+                "    print(e.errno, written)\n",
+            ],
+            user=f"{AGENT_UID}:{AGENT_UID}",
+        )
+        errno, written_mib = output.decode().split()
+        assert errno == "28", output  # ENOSPC
+        assert 200 <= int(written_mib) <= 256, written_mib
+        host_free = os.statvfs(tmp_path)
+        free_after = host_free.f_bavail * host_free.f_frsize
+        # The disk image is sparse: the host lost at most the quota, not the gigabyte asked for.
+        assert free_before - free_after <= 300 * MIB
+    finally:
+        backend.remove(unit.id)
+        done = backend.release_storage(fleet, spec.state_root, delete=True)
+    assert any(line.startswith("detached /dev/loop") for line in done), done
+    assert not (spec.state_root / "disks" / "filler.img").exists()
+    assert docker_client.volumes.list(filters={"label": f"{LABEL_FLEET}={fleet}"}) == []
+
+
+@pytest.mark.docker
+def test_a_volume_of_another_fleet_folder_is_not_taken(
+    docker_client: Any, backend: DockerBackend, fleet: str, agent_image: ImageBuildResult, tmp_path: Path
+) -> None:
+    backend.prepare_fleet(fleet)
+    mine = make_spec(fleet, "scout", agent_image.tag, tmp_path / "one", "http://127.0.0.1:9")
+    theirs = make_spec(fleet, "scout", agent_image.tag, tmp_path / "two", "http://127.0.0.1:9")
+    unit = backend.create(mine)
+    try:
+        with pytest.raises(NameConflict, match="volume"):
+            backend.create(theirs)
+    finally:
+        backend.remove(unit.id)
+        backend.release_storage(fleet, mine.state_root, delete=True)
+
+
 # --- names that are not ours -----------------------------------------------------------------
 
 
@@ -271,7 +325,7 @@ def test_foreign_container_with_our_name_is_left_alone(
     docker_client: Any, backend: DockerBackend, fleet: str, agent_image: ImageBuildResult, tmp_path: Path
 ) -> None:
     backend.prepare_fleet(fleet)
-    spec = make_spec(fleet, "scout", agent_image.tag, tmp_path / "scout", "http://127.0.0.1:9")
+    spec = make_spec(fleet, "scout", agent_image.tag, tmp_path, "http://127.0.0.1:9")
     foreign = docker_client.containers.create(
         agent_image.tag, entrypoint=SLEEP, name=spec.unit_name, network_mode="none"
     )
@@ -294,7 +348,7 @@ def test_recreate_replaces_our_own_container(
     backend: DockerBackend, fleet: str, agent_image: ImageBuildResult, tmp_path: Path
 ) -> None:
     backend.prepare_fleet(fleet)
-    spec = make_spec(fleet, "scout", agent_image.tag, tmp_path / "scout", "http://127.0.0.1:9")
+    spec = make_spec(fleet, "scout", agent_image.tag, tmp_path, "http://127.0.0.1:9")
     first = backend.create(spec)
     second = backend.create(spec)
     assert first.id != second.id
@@ -323,7 +377,10 @@ def test_down_removes_only_labelled_containers_and_our_network(
         for unit in units:
             backend.remove(unit.id)
         backend.teardown_fleet(fleet)
+        backend.release_storage(fleet, tmp_path / "alpha" / ".flotilla", delete=True)
+        backend.release_storage(fleet, tmp_path / "beta" / ".flotilla", delete=True)
         assert backend.list({LABEL_FLEET: fleet}) == []
+        assert docker_client.volumes.list(filters={"label": f"{LABEL_FLEET}={fleet}"}) == []
         bystander.reload()
         assert bystander.status == "created"
         assert [

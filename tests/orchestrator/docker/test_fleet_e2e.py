@@ -157,7 +157,8 @@ def test_example_fleet_is_up_with_one_labelled_container_per_agent(
         "SYSTEM.md",
     ):
         assert (workspace / name).is_file(), name
-    assert (workspace / "memory").is_dir() and (workspace / "learnings").is_dir()
+    # The agent's own folders are in its own storage, not in the operator's copy.
+    assert not (workspace / "memory").exists() and not (workspace / "learnings").exists()
 
 
 def test_containers_are_hardened(running_fleet: RunningFleet, docker_client: Any) -> None:
@@ -180,12 +181,15 @@ def test_containers_are_hardened(running_fleet: RunningFleet, docker_client: Any
         assert not {n for n in env_names if any(s in n for s in ("KEY", "TOKEN", "SECRET", "PASSWORD"))}
 
 
-def test_send_reaches_an_agent_and_streams_its_reply(running_fleet: RunningFleet) -> None:
+def test_send_reaches_an_agent_and_streams_its_reply(running_fleet: RunningFleet, docker_client: Any) -> None:
     result = running_fleet.flotilla("send", "writer", "hello from the operator")
     assert "[test model]" in result.stdout
     assert "hello from the operator" in result.stdout
-    history = running_fleet.folder / ".flotilla" / "agents" / "writer" / "history"
-    lines = [json.loads(line) for f in sorted(history.glob("*.jsonl")) for line in f.read_text().splitlines()]
+    # The history is in the agent's own storage: read it from inside its container.
+    container = docker_client.containers.get(running_fleet.container_ids(docker_client)["writer"])
+    code, output = container.exec_run(["/bin/sh", "-c", "cat /data/history/*.jsonl"], user="10001:10001")
+    assert code == 0, output
+    lines = [json.loads(line) for line in output.decode().splitlines() if line.strip()]
     assert any(line["role"] == "user" and "hello from the operator" in line["content"] for line in lines)
 
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +11,6 @@ import pytest
 from click.testing import CliRunner
 from conftest import unique
 
-from orchestrator.backends.docker import AGENT_UID, DockerBackend
 from orchestrator.cli.image import image
 from orchestrator.image import (
     DOCKERFILE,
@@ -100,24 +97,3 @@ def test_build_errors_are_one_message_not_a_traceback(agent_image: ImageBuildRes
     result = CliRunner().invoke(image, ["build", "--source", str(tmp_path)])
     assert result.exit_code == 1
     assert "Dockerfile" in result.output and "Traceback" not in result.output
-
-
-@pytest.mark.docker
-def test_data_dir_handover_without_host_root(
-    docker_client: Any, agent_image: ImageBuildResult, tmp_path: Path
-) -> None:
-    """The path taken when the orchestrator is not root: a short-lived root container chowns."""
-    data = tmp_path / "agent"
-    (data / ".runtime").mkdir(parents=True)
-    (data / ".runtime" / "token").write_text("t")
-    (data / "workspace").mkdir()
-    DockerBackend(docker_client)._own_data_dir_in_container(data, agent_image.tag)
-    for path in (data, data / ".runtime", data / ".runtime" / "token", data / "workspace"):
-        info = path.stat()
-        assert (info.st_uid, info.st_gid) == (AGENT_UID, os.getegid()), path
-        assert info.st_mode & stat.S_IWGRP, path
-    assert (data / "workspace").stat().st_mode & stat.S_ISGID
-    assert (
-        docker_client.containers.list(all=True, filters={"ancestor": agent_image.tag, "status": "exited"})
-        == []
-    )

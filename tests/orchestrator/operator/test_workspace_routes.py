@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 from fastapi.testclient import TestClient
 
 from agent_runtime.workspace import CAPS, Workspace
 from orchestrator.services import Services
+from orchestrator.testing.agent_link import link_agent
 
 BASE = "/api/v1/agents/alpha/workspace"
 
@@ -38,15 +40,39 @@ def test_listing_shows_size_cap_and_fill(operator: TestClient, services: Service
     assert rows["HEARTBEAT.md"]["fill_pct"] is None
 
 
+def learnings(services: Services, agent: str = "alpha") -> Path:
+    """The learnings folder in the agent's own storage (the operator's copy has none)."""
+    return services.paths.agent_storage(agent) / "workspace" / "learnings"
+
+
 def test_listing_includes_learnings(operator: TestClient, services: Services) -> None:
-    learning = services.paths.workspace("alpha") / "learnings" / "2025-01-02.md"
-    learning.write_text("- Always cite the source.\n")
+    link_agent(operator.portal, services, "alpha")
+    (learnings(services) / "2025-01-02.md").write_text("- Always cite the source.\n")
     rows = {row["name"]: row for row in operator.get(BASE).json()["files"]}
     assert rows["learnings/2025-01-02.md"]["kind"] == "learning"
     assert rows["learnings/2025-01-02.md"]["editable"] is False
     content = operator.get(f"{BASE}/learnings/2025-01-02.md").json()
     assert content["content"] == "- Always cite the source.\n"
     assert content["version"] is None
+    assert not (services.paths.workspace("alpha") / "learnings" / "2025-01-02.md").exists()
+
+
+def test_without_its_agent_the_listing_has_the_operator_copy_and_learnings_are_503(
+    operator: TestClient,
+) -> None:
+    rows = {row["name"]: row for row in operator.get(BASE).json()["files"]}
+    assert "SOUL.md" in rows and not [name for name in rows if name.startswith("learnings/")]
+    missing = operator.get(f"{BASE}/learnings/2025-01-02.md")
+    assert missing.status_code == 503 and "alpha cannot answer" in missing.json()["message"]
+
+
+def test_an_operator_edit_reaches_the_agents_working_copy(operator: TestClient, services: Services) -> None:
+    agent = link_agent(operator.portal, services, "alpha")
+    operator.put(f"{BASE}/SOUL.md", json={"content": "# alpha\n\nPushed.\n"})
+    deadline = time.monotonic() + 10
+    while agent.workspace.read("SOUL.md") != "# alpha\n\nPushed.\n" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert agent.workspace.read("SOUL.md") == "# alpha\n\nPushed.\n"
 
 
 def test_read_live_and_past_versions(operator: TestClient, services: Services) -> None:
@@ -166,12 +192,12 @@ def test_unknown_file_is_404(operator: TestClient) -> None:
 
 
 def test_path_escape_is_400(operator: TestClient, services: Services) -> None:
-    secret = services.paths.agent_dir("alpha") / ".runtime" / "token"
+    secret = services.paths.token_file("alpha")
     secret.parent.mkdir(parents=True, exist_ok=True)
     secret.write_text("do-not-leak")
     for path in (
-        f"{BASE}/..%2F.runtime%2Ftoken",
-        f"{BASE}/learnings%2F..%2F..%2F.runtime%2Ftoken",
+        f"{BASE}/..%2F..%2Ftokens%2Falpha",
+        f"{BASE}/learnings%2F..%2F..%2F..%2Ftokens%2Falpha",
         f"{BASE}/%2Fetc%2Fpasswd",
     ):
         response = operator.get(path)
@@ -184,14 +210,14 @@ def test_path_escape_is_400(operator: TestClient, services: Services) -> None:
 def test_symlinked_learning_is_refused(operator: TestClient, services: Services, tmp_path: Path) -> None:
     outside = tmp_path / "outside.md"
     outside.write_text("outside the workspace")
-    (services.paths.workspace("alpha") / "learnings" / "link.md").symlink_to(outside)
+    link_agent(operator.portal, services, "alpha")
+    (learnings(services) / "link.md").symlink_to(outside)
     response = operator.get(f"{BASE}/learnings/link.md")
     assert response.status_code == 400
     assert "outside the workspace" not in response.text
 
 
 def test_runtime_managed_files_are_not_editable(operator: TestClient, services: Services) -> None:
-    (services.paths.workspace("alpha") / "learnings" / "a.md").write_text("- x\n")
     response = operator.put(f"{BASE}/learnings/a.md", json={"content": "- y\n"})
     assert response.status_code == 400
     assert response.json()["error"] == "not_editable"

@@ -1,0 +1,232 @@
+"""What the agent serves to the orchestrator over its channel (`AgentRequest` -> answer).
+
+The orchestrator never opens a path in the agent's storage: it hands the agent its workspace
+(`workspace.sync` when the channel opens, `workspace.put` for each accepted change) and asks the
+agent for what only the agent holds: its memory (the operator's memory commands) and the
+files it keeps itself (learnings, daily logs). The memory store is opened for a request and
+closed after it, so an idle agent stays small; a fresh agent creates its store when first asked.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+from agent_runtime.files import FileAccessError, PathEscape, SymlinkRefused, WorkspaceFiles
+from agent_runtime.protocol import (
+    AgentOp,
+    AgentRequest,
+    AgentRuntimeConfig,
+    ErrorBody,
+    FileEntry,
+    FileListing,
+    FileText,
+    WorkspaceCopy,
+)
+from agent_runtime.settings import Settings
+from agent_runtime.workspace import UnknownFile, Workspace
+
+if TYPE_CHECKING:
+    from agent_runtime.memory.store import MemoryStore
+
+log = logging.getLogger(__name__)
+
+MEMORY_DB = "memory.db"
+# What the operator may read of the agent's own files (the rest of /data is the agent's alone).
+READABLE_FOLDERS = frozenset({"learnings", "memory"})
+MAX_READ = 1024 * 1024
+OPERATOR_FORGET_REASON = "forgotten by the operator"
+Answer = tuple[int, Any]
+
+
+def refusal(status: int, error: str, message: str) -> Answer:
+    return status, ErrorBody(error=error, message=message).model_dump()
+
+
+class AgentService:
+    """Answers the orchestrator's requests for one agent."""
+
+    def __init__(
+        self, settings: Settings, config: Callable[[], AgentRuntimeConfig | None], token: Callable[[], str]
+    ) -> None:
+        self.settings = settings
+        self._config = config
+        self._token = token
+        self.workspace = Workspace(settings.data_dir)
+
+    @staticmethod
+    def inline(request: AgentRequest) -> bool:
+        """Workspace updates are applied in the order they arrive, before later replies."""
+        return request.op in (AgentOp.WORKSPACE_SYNC, AgentOp.WORKSPACE_PUT)
+
+    def answer(self, request: AgentRequest) -> Answer:
+        try:
+            if self.inline(request):
+                return self._take_workspace(WorkspaceCopy.model_validate(request.body))
+            if request.op in (AgentOp.FILES_LIST, AgentOp.FILES_READ):
+                return self._files(request)
+            return self._memory(request)
+        except ValidationError as bad:
+            return refusal(422, "invalid_request", f"{request.op.value}: {bad}")
+        except OSError as failed:
+            return refusal(503, "unavailable", f"{request.op.value} failed in the agent: {failed}")
+
+    # --- the working copy ------------------------------------------------------------------
+
+    def _take_workspace(self, copy: WorkspaceCopy) -> Answer:
+        for entry in copy.files:
+            try:
+                self.workspace.mirror(entry.name, entry.content)
+            except UnknownFile as unknown:
+                return refusal(422, "unknown_file", str(unknown))
+        return 200, {"files": len(copy.files)}
+
+    # --- files the agent keeps itself ------------------------------------------------------
+
+    def _files(self, request: AgentRequest) -> Answer:
+        files = WorkspaceFiles(self.workspace.root, quota_bytes=0)  # read-only use: no quota
+        if request.op == AgentOp.FILES_LIST:
+            folder = str(request.body.get("folder", ""))
+            if folder not in READABLE_FOLDERS:
+                return refusal(403, "forbidden", f"{folder!r} is not readable by the operator")
+            try:
+                entries = files.list(folder)
+            except FileAccessError:
+                entries = []
+            listing = FileListing(
+                files=[FileEntry(path=e.path, size=e.size, is_dir=e.is_dir) for e in entries]
+            )
+            return 200, listing.model_dump()
+        path = str(request.body.get("path", ""))
+        if path.split("/", 1)[0] not in READABLE_FOLDERS:
+            return refusal(403, "forbidden", f"{path!r} is not readable by the operator")
+        limit = min(int(request.body.get("limit", MAX_READ)), MAX_READ)
+        try:
+            content = files.read(path, limit=limit)
+        except (PathEscape, SymlinkRefused) as refused:
+            return refusal(400, "path_escape", str(refused))
+        except FileAccessError as missing:
+            return refusal(404, "unknown_file", str(missing))
+        return 200, FileText(path=path, content=content).model_dump()
+
+    # --- memory ----------------------------------------------------------------------------
+
+    def _memory(self, request: AgentRequest) -> Answer:
+        try:
+            from agent_runtime.memory import sqlite
+            from agent_runtime.memory.contradictions import ContradictionNotFound
+            from agent_runtime.memory.store import FactNotFound, MemoryInputError
+            from agent_runtime.memory.vectors import VectorError
+        except ImportError as missing:
+            return refusal(503, "unavailable", f"this agent has no memory store: {missing}")
+        try:
+            with self._store() as store:
+                return 200, _memory_op(store, request.op, request.body)
+        except (FactNotFound, ContradictionNotFound) as gone:
+            return refusal(404, "not_found", str(gone))
+        except (MemoryInputError, VectorError, ValueError, KeyError) as bad:
+            return refusal(422, "invalid_request", str(bad))
+        except (sqlite.Error, sqlite.SqliteVecUnavailable) as failed:
+            return refusal(503, "unavailable", f"the memory store is busy or unreadable: {failed}")
+
+    @contextmanager
+    def _store(self) -> Iterator[MemoryStore]:
+        from agent_runtime.memory.embeddings import GatewayEmbedder
+        from agent_runtime.memory.factlog import FactLog
+        from agent_runtime.memory.models import MemoryConfig
+        from agent_runtime.memory.store import MemoryStore
+
+        config = self._config()
+        embedder = None
+        dimensions = config.embedding_dimensions if config else 1536
+        model = config.embedding_model if config else None
+        if model:
+            embedder = GatewayEmbedder(self.settings.orchestrator_url, self._token, model, dimensions)
+        store = MemoryStore(
+            self.settings.data_dir / MEMORY_DB,
+            embedder=embedder,
+            config=MemoryConfig(dimensions=dimensions, embedding_model=model, reindex_on_model_change=False),
+            fact_log=FactLog(self.workspace.root),
+        )
+        try:
+            yield store
+        finally:
+            store.close()
+            if embedder is not None:
+                embedder.close()
+
+
+def _dump(value: BaseModel | list[BaseModel]) -> Any:
+    if isinstance(value, list):
+        return [item.model_dump(mode="json") for item in value]
+    return value.model_dump(mode="json")
+
+
+def _logged(store: MemoryStore, result: Any) -> Any:
+    """An operator's fact goes to the agent's fact log too, as the agent's own saves do."""
+    from agent_runtime.memory.models import SaveOutcome
+
+    if result.outcome in (SaveOutcome.SAVED, SaveOutcome.SUPERSEDED) and result.fact_id is not None:
+        fact = store.get(result.fact_id)
+        if fact is not None and store.fact_log is not None:
+            store.fact_log.append(fact)
+    return result
+
+
+def _memory_op(store: MemoryStore, op: AgentOp, body: dict[str, Any]) -> Any:
+    from agent_runtime.memory.models import ContradictionStatus, FactSource, FactStatus, MemoryMode
+    from agent_runtime.memory.store import FactNotFound
+
+    if op == AgentOp.MEMORY_STATUS:
+        return _dump(store.status())
+    if op == AgentOp.MEMORY_LIST:
+        status = str(body.get("status", "active"))
+        source = body.get("source")
+        facts = store.list_facts(
+            status=None if status == "all" else FactStatus(status),
+            category=body.get("category"),
+            source=FactSource(source) if source else None,
+            limit=int(body.get("limit", 100)),
+            offset=int(body.get("offset", 0)),
+        )
+        return {"facts": _dump(list(facts))}
+    if op == AgentOp.MEMORY_ADD:
+        result = store.save(
+            str(body["text"]),
+            category=body.get("category"),
+            subject=body.get("subject"),
+            source=FactSource.OPERATOR,
+        )
+        return _dump(_logged(store, result))
+    if op == AgentOp.MEMORY_GET:
+        fact_id = int(body["id"])
+        history = store.history(fact_id)
+        fact = next((f for f in history if f.id == fact_id), None)
+        if fact is None:
+            raise FactNotFound(fact_id)
+        return {"fact": _dump(fact), "history": _dump(list(history))}
+    if op == AgentOp.MEMORY_EDIT:
+        return _dump(_logged(store, store.edit(int(body["id"]), str(body["text"]), body.get("category"))))
+    if op == AgentOp.MEMORY_FORGET:
+        return {"forgotten": store.forget(int(body["id"]), OPERATOR_FORGET_REASON)}
+    if op == AgentOp.MEMORY_SEARCH:
+        query, k = str(body["q"]), int(body.get("k", 10))
+        return {
+            "mode": MemoryMode(store.embeddings.mode).value,
+            "facts": _dump(list(store.search(query, k, record_access=False))),
+            "episodes": _dump(list(store.search_episodes(query, min(k, 5)))),
+        }
+    if op == AgentOp.MEMORY_CONTRADICTIONS:
+        status = str(body.get("status", "pending"))
+        found = store.contradictions(None if status == "all" else ContradictionStatus(status))
+        return {"contradictions": _dump(list(found))}
+    if op == AgentOp.MEMORY_RESOLVE:
+        keep = str(body["keep"])
+        if keep not in ("old", "new"):
+            raise ValueError(f"keep must be 'old' or 'new', got {keep!r}")
+        return _dump(store.resolve(int(body["id"]), "old" if keep == "old" else "new"))
+    raise ValueError(f"unknown operation {op.value}")

@@ -1,0 +1,133 @@
+"""Requests from the orchestrator to an agent, over the channel the agent dialled.
+
+Nothing dials an agent: an agent's channel (`orchestrator.api.channel`) registers here while it
+is open, and carries the orchestrator's requests (`AgentRequest`) as well as the agent's own.
+This is how the orchestrator reaches what lives in an agent's own storage (memory, learnings)
+without opening a path in it, and how it hands the agent its workspace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from agent_runtime.protocol import AgentOp, AgentRequest, WorkspaceCopy
+from orchestrator.loop_calls import call_in_loop
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class AgentAnswer:
+    status: int
+    body: Any
+
+
+class AgentUnreachable(Exception):
+    """The agent could not be asked: the message says why (not connected, gone, too slow)."""
+
+
+class RequestSender(Protocol):
+    async def send_request(self, request: AgentRequest) -> None: ...
+
+
+class AgentChannels:
+    """The open channels, by agent, and the orchestrator's requests waiting for an answer."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, RequestSender] = {}
+        self._arrivals: dict[str, list[asyncio.Future[None]]] = {}
+        self._waiting: dict[int, tuple[str, asyncio.Future[AgentAnswer]]] = {}
+        self._ids = itertools.count(1)
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # --- the channel's side ---------------------------------------------------------------
+
+    def attach(self, agent: str, sender: RequestSender) -> None:
+        """Called on the event loop when the agent's channel opens."""
+        self._loop = asyncio.get_running_loop()
+        self._open[agent] = sender
+        for arrival in self._arrivals.pop(agent, []):
+            if not arrival.done():
+                arrival.set_result(None)
+
+    def detach(self, agent: str, sender: RequestSender) -> None:
+        if self._open.get(agent) is not sender:
+            return
+        del self._open[agent]
+        for request_id, (owner, future) in list(self._waiting.items()):
+            if owner == agent and not future.done():
+                future.set_exception(AgentUnreachable(f"agent {agent}'s channel closed before it answered"))
+                self._waiting.pop(request_id, None)
+
+    def answered(self, agent: str, request_id: int, status: int, body: Any) -> None:
+        waiting = self._waiting.get(request_id)
+        if waiting is None or waiting[0] != agent:
+            return  # late, or not this agent's to answer
+        del self._waiting[request_id]
+        if not waiting[1].done():
+            waiting[1].set_result(AgentAnswer(status, body))
+
+    # --- asking ---------------------------------------------------------------------------
+
+    def is_open(self, agent: str) -> bool:
+        return agent in self._open
+
+    async def wait_open(self, agent: str, timeout_s: float) -> bool:
+        """True once the agent's channel is open, False after timeout_s."""
+        if agent in self._open:
+            return True
+        arrival: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._arrivals.setdefault(agent, []).append(arrival)
+        try:
+            await asyncio.wait_for(arrival, timeout_s)
+        except TimeoutError:
+            return False
+        finally:
+            waiting = self._arrivals.get(agent, [])
+            if arrival in waiting:
+                waiting.remove(arrival)
+        return True
+
+    async def request(
+        self, agent: str, op: AgentOp, body: dict[str, Any], timeout_s: float = DEFAULT_TIMEOUT_S
+    ) -> AgentAnswer:
+        sender = self._open.get(agent)
+        if sender is None:
+            raise AgentUnreachable(f"agent {agent} is not connected")
+        request = AgentRequest(request=next(self._ids), op=op, body=body)
+        future: asyncio.Future[AgentAnswer] = asyncio.get_running_loop().create_future()
+        self._waiting[request.request] = (agent, future)
+        try:
+            await sender.send_request(request)
+            return await asyncio.wait_for(future, timeout_s)
+        except TimeoutError:
+            raise AgentUnreachable(f"agent {agent} did not answer {op.value} within {timeout_s:g}s") from None
+        finally:
+            self._waiting.pop(request.request, None)
+
+    def push_workspace(self, agent: str, copy: WorkspaceCopy) -> None:
+        """Hand an accepted change to the agent, from any thread; an agent that is not
+        connected gets the whole workspace when its channel opens."""
+        call_in_loop(self._loop, self._start_push, agent, copy)
+
+    def _start_push(self, agent: str, copy: WorkspaceCopy) -> None:
+        if agent not in self._open:
+            return
+        task = asyncio.ensure_future(self._push(agent, copy))
+        task.add_done_callback(_log_failure)
+
+    async def _push(self, agent: str, copy: WorkspaceCopy) -> None:
+        answer = await self.request(agent, AgentOp.WORKSPACE_PUT, copy.model_dump())
+        if answer.status >= 400:
+            log.warning("agent %s refused a workspace update: %s", agent, answer.body)
+
+
+def _log_failure(task: asyncio.Future[None]) -> None:
+    if not task.cancelled() and (failed := task.exception()) is not None:
+        log.warning("workspace update not delivered: %s", failed)
