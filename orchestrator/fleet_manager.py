@@ -14,6 +14,7 @@ from orchestrator.backends.base import AgentSpec, BackendError, UnitInfo
 from orchestrator.config.loader import LoadedFleet
 from orchestrator.events import EventType
 from orchestrator.image_name import DEFAULT_IMAGE
+from orchestrator.operator.workspace_access import open_workspace, push_files
 from orchestrator.scaffold import (
     has_previous_layout,
     import_previous_layout,
@@ -21,7 +22,6 @@ from orchestrator.scaffold import (
     refresh_generated,
     write_token,
 )
-from orchestrator.operator.workspace_access import open_workspace, push_files
 from orchestrator.scheduler.store import SchedulerStore
 
 if TYPE_CHECKING:

@@ -40,9 +40,9 @@ from orchestrator.backends.base import (
     UnitState,
 )
 from orchestrator.backends.docker_listing import InspectCache
+from orchestrator.backends.docker_storage import TOKEN_TARGET, AgentVolumes
 from orchestrator.backends.firewall import FirewallError, install_fence, remove_fence
 from orchestrator.config.capacity import Capacity, docker_capacity
-from orchestrator.backends.docker_storage import TOKEN_TARGET, AgentVolumes
 
 AGENT_UID = 10001
 AGENT_GID = 10001
