@@ -53,6 +53,7 @@ class FleetManager:
             memory_bytes=resources.memory_bytes,
             cpus=resources.cpus,
             pids=resources.pids,
+            placement=self.fleet.config.placement_of(agent),
         )
 
     def hibernated(self) -> frozenset[str]:

@@ -8,6 +8,7 @@ fleets, reconcile plans or supervision: those live above it.
 from __future__ import annotations
 
 import abc
+import builtins
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,6 +23,10 @@ LABEL_MANAGED = f"{LABEL_PREFIX}.managed"
 LABEL_ENDPOINT = f"{LABEL_PREFIX}.endpoint"
 LABEL_STATE = f"{LABEL_PREFIX}.state"
 """The .flotilla folder that owns a unit: two folders cannot run fleets of the same name."""
+LABEL_LAYOUT = f"{LABEL_PREFIX}.layout"
+"""How the unit's storage is laid out; a unit of an older layout is recreated."""
+STORAGE_LAYOUT = "2"
+"""2: the agent's /data is its own storage, the token a read-only file; nothing is shared."""
 
 UnitState = Literal["created", "running", "exited", "dead", "missing"]
 Health = Literal["starting", "healthy", "unhealthy", "none"]
@@ -41,18 +46,31 @@ class NameConflict(BackendError):
 
 @dataclass(frozen=True)
 class AgentSpec:
-    """Everything a backend needs to run one agent. Holds no secret."""
+    """Everything a backend needs to run one agent. Holds no secret (the token is a file path)."""
 
     fleet: str
     agent: str
     image: str
     data_dir: Path
+    """The agent's own storage for backends that use a host folder (the process runtime);
+    the orchestrator never opens a path in it. Docker gives each agent a volume instead."""
     orchestrator_url: str
     config_hash: str
     memory_bytes: int
     cpus: float
     pids: int
     env: dict[str, str] = field(default_factory=dict)
+    token_file: Path | None = None
+    """An orchestrator-owned file holding the agent's token, handed to the unit read-only."""
+    disk_bytes: int | None = None
+    """The quota of the agent's storage, where the backend can enforce one."""
+    placement: tuple[str, ...] = ()
+    """Scheduling constraints for backends that place units on nodes (Swarm), e.g. node.hostname==a."""
+
+    @property
+    def state_root(self) -> Path:
+        """The fleet's .flotilla folder."""
+        return self.data_dir.parent.parent
 
     @property
     def unit_name(self) -> str:
@@ -66,7 +84,8 @@ class AgentSpec:
             LABEL_AGENT: self.agent,
             LABEL_CONFIG_HASH: self.config_hash,
             LABEL_ENDPOINT: self.orchestrator_url,
-            LABEL_STATE: str(self.data_dir.parent.parent),
+            LABEL_STATE: str(self.state_root),
+            LABEL_LAYOUT: STORAGE_LAYOUT,
         }
 
 
@@ -85,6 +104,8 @@ class UnitInfo:
     exit_code: int | None = None
     restart_count: int = 0
     labels: dict[str, str] = field(default_factory=dict)
+    node: str | None = None
+    """The machine the unit runs on, for backends that span several."""
 
 
 class Backend(abc.ABC):
@@ -132,3 +153,18 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def memory_usage(self, unit_id: str) -> int | None:
         """Resident memory of the unit in bytes, when known."""
+
+    def dial_url(self, fleet: str, bind_url: str) -> str:
+        """The orchestrator's address as agents dial it, given the address it listens on for them.
+        The same for most backends; one that puts a relay between agents and the orchestrator
+        returns the relay's address (and makes sure it relays to `bind_url`)."""
+        return bind_url
+
+    def release_storage(self, fleet: str, state_root: Path, delete: bool) -> builtins.list[str]:
+        """After the fleet's units are gone: let go of what holds their storage (for example
+        loop devices) and, with `delete`, remove the storage itself. What was done, one line each."""
+        return []
+
+    def storage_notes(self) -> dict[str, str]:
+        """Per agent, what the operator should know about its storage (for example: no quota)."""
+        return {}

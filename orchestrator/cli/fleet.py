@@ -22,6 +22,7 @@ from orchestrator.cli.common import (
     load_or_exit,
 )
 from orchestrator.cli.render import fleet_table
+from orchestrator.config.loader import LoadedFleet
 from orchestrator.config.models import FleetConfig
 from orchestrator.image_name import DEFAULT_IMAGE
 from orchestrator.reconcile import fleet_labels, plan, remove_fleet
@@ -50,8 +51,10 @@ def _backend_or_exit(runtime: Runtime, paths: StatePaths) -> Backend:
         raise CliError(str(exc)) from None
 
 
-def _runtime_of(paths: StatePaths, runtime: Runtime | None) -> Runtime:
-    return runtime or remembered_runtime(paths) or "docker"
+def _runtime_of(paths: StatePaths, runtime: Runtime | None, fleet: LoadedFleet | None = None) -> Runtime:
+    """The --runtime flag, else fleet.yaml's `runtime:`, else the one the fleet last ran on, else docker."""
+    declared = fleet.config.runtime if fleet is not None else None
+    return runtime or declared or remembered_runtime(paths) or "docker"
 
 
 @click.command()
@@ -66,7 +69,8 @@ def _runtime_of(paths: StatePaths, runtime: Runtime | None) -> Runtime:
     "--runtime",
     type=click.Choice(RUNTIMES),
     default=None,
-    help="Where agents run: docker (default when a daemon answers) or local processes.",
+    help="Where agents run: docker (the default), swarm (Docker Swarm services) or local processes "
+    "(default: fleet.yaml's runtime, else the last one used).",
 )
 @click.option(
     "--port", type=int, default=DEFAULT_PORT, show_default=True, help="The orchestrator's API port."
@@ -85,7 +89,7 @@ def up(
         click.echo("the orchestrator is already running; applying fleet.yaml to it")
         _apply_remote(fleet_file, dry_run=False)
         return
-    chosen = _runtime_of(paths, runtime)
+    chosen = _runtime_of(paths, runtime, fleet)
     backend = _backend_or_exit(chosen, paths)
     options = LaunchOptions(chosen, port, image, log_json)
     if detach:
@@ -118,7 +122,7 @@ def apply(fleet_file: Path, dry_run: bool, runtime: Runtime | None) -> None:
         return
     if not dry_run:
         raise CliError("no orchestrator is running: `flotilla up` starts it and applies fleet.yaml")
-    backend = _backend_or_exit(_runtime_of(paths, runtime), paths)
+    backend = _backend_or_exit(_runtime_of(paths, runtime, fleet), paths)
     for action in plan(fleet, backend.list(fleet_labels(fleet.name))):
         click.echo(str(action))
 

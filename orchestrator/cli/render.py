@@ -32,6 +32,7 @@ def _context(agent: dict[str, Any]) -> str:
 
 def fleet_table(status: dict[str, Any]) -> Table:
     table = Table(title=f"fleet {status['fleet']} ({status['runtime']})", title_justify="left")
+    with_node = any(agent.get("node") for agent in status["agents"])
     for column in (
         "agent",
         "state",
@@ -45,12 +46,15 @@ def fleet_table(status: dict[str, Any]) -> Table:
         "model",
     ):
         table.add_column(column, justify="right" if column in {"restarts", "memory", "inbox"} else "left")
+    if with_node:
+        table.add_column("node")
     for agent in status["agents"]:
         state = "hibernated" if agent["hibernated"] else agent["state"]
         if agent.get("busy"):
             state += " (busy)"
         health = agent["health"]
         memory = agent["memory_bytes"]
+        node = [agent.get("node") or "-"] if with_node else []
         table.add_row(
             agent["name"],
             state,
@@ -62,5 +66,6 @@ def fleet_table(status: dict[str, Any]) -> Table:
             _context(agent),
             f"${agent['spend_today_usd']:.4f}",
             agent["model"],
+            *node,
         )
     return table
