@@ -70,6 +70,7 @@ class FleetManager:
             pids=resources.pids,
             token_file=token_file,
             disk_bytes=resources.disk_bytes,
+            placement=self.fleet.config.placement_of(agent),
         )
 
     def migrate_previous_layout(self) -> list[str]:

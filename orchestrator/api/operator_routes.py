@@ -37,6 +37,7 @@ class AgentStatus(BaseModel):
     pending: int
     hibernated: bool
     unit_id: str | None
+    node: str | None = None
     context_used: int | None = None
     context_window: int | None = None
     tokenizer: str | None = None
@@ -116,6 +117,7 @@ def agent_status(services: Services, agent: str, unit: UnitInfo | None, spent_to
         dead_letters=services.inbox.dead_count(agent),
         hibernated=services.scheduler.is_hibernated(agent),
         unit_id=unit.id if unit else None,
+        node=unit.node if unit else None,
         context_used=context.used_tokens if context else None,
         context_window=context.window if context else None,
         tokenizer=context.tokenizer if context else None,

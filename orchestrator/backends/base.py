@@ -66,6 +66,8 @@ class AgentSpec:
     """An orchestrator-owned file holding the agent's token, handed to the unit read-only."""
     disk_bytes: int | None = None
     """The quota of the agent's storage, where the backend can enforce one."""
+    placement: tuple[str, ...] = ()
+    """Scheduling constraints for backends that place units on nodes (Swarm), e.g. node.hostname==a."""
 
     @property
     def state_root(self) -> Path:
@@ -104,6 +106,8 @@ class UnitInfo:
     exit_code: int | None = None
     restart_count: int = 0
     labels: dict[str, str] = field(default_factory=dict)
+    node: str | None = None
+    """The machine the unit runs on, for backends that span several."""
 
 
 class Backend(abc.ABC):
@@ -166,6 +170,12 @@ class Backend(abc.ABC):
     def capacity(self) -> Capacity | None:
         """The most CPUs and memory one unit can be given, when this backend enforces limits."""
         return None
+
+    def dial_url(self, fleet: str, bind_url: str) -> str:
+        """The orchestrator's address as agents dial it, given the address it listens on for them.
+        The same for most backends; one that puts a relay between agents and the orchestrator
+        returns the relay's address (and makes sure it relays to `bind_url`)."""
+        return bind_url
 
     def release_storage(self, fleet: str, state_root: Path, delete: bool) -> builtins.list[str]:
         """After the fleet's units are gone: let go of what holds their storage (for example

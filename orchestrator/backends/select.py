@@ -7,8 +7,10 @@ from typing import Literal
 from orchestrator.backends.base import Backend, BackendUnavailable
 from orchestrator.state.paths import StatePaths
 
-Runtime = Literal["docker", "process"]
-RUNTIMES: tuple[Runtime, ...] = ("docker", "process")
+Runtime = Literal["docker", "process", "swarm"]
+RUNTIMES: tuple[Runtime, ...] = ("docker", "process", "swarm")
+IMAGE_RUNTIMES: tuple[Runtime, ...] = ("docker", "swarm")
+"""Runtimes that run the agent image (and need it built)."""
 
 
 def open_backend(runtime: Runtime, paths: StatePaths) -> Backend:
@@ -17,6 +19,10 @@ def open_backend(runtime: Runtime, paths: StatePaths) -> Backend:
         from orchestrator.backends.process import ProcessBackend
 
         return ProcessBackend(paths.root / "process")
+    if runtime == "swarm":
+        from orchestrator.backends.swarm import SwarmBackend
+
+        return SwarmBackend()
     try:
         from orchestrator.backends.docker import DockerBackend
     except ImportError as exc:
@@ -30,7 +36,8 @@ def remembered_runtime(paths: StatePaths) -> Runtime | None:
         value = paths.runtime_file.read_text().strip()
     except FileNotFoundError:
         return None
-    return "process" if value == "process" else "docker" if value == "docker" else None
+    known: dict[str, Runtime] = {name: name for name in RUNTIMES}
+    return known.get(value)
 
 
 def remember_runtime(paths: StatePaths, runtime: Runtime) -> None:

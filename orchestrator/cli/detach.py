@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from orchestrator.backends.select import Runtime
+from orchestrator.backends.select import IMAGE_RUNTIMES, Runtime
 from orchestrator.cli.client import ApiClient, CliError, read_endpoint
 from orchestrator.config.loader import LoadedFleet
 from orchestrator.state.paths import StatePaths
@@ -55,7 +55,7 @@ def ensure_agent_image(image: str, console: Console) -> None:
 def launch_detached(fleet: LoadedFleet, options: LaunchOptions, paths: StatePaths) -> None:
     console = Console()
     paths.ensure()
-    if options.runtime == "docker":
+    if options.runtime in IMAGE_RUNTIMES:
         ensure_agent_image(options.image, console)
     pid = _fork_server(fleet, options, paths)
     paths.pid_file.write_text(f"{pid}\n")

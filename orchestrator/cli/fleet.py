@@ -25,6 +25,7 @@ from orchestrator.cli.common import (
 )
 from orchestrator.cli.render import fleet_table
 from orchestrator.config.capacity import Capacity
+from orchestrator.config.loader import LoadedFleet
 from orchestrator.config.models import FleetConfig
 from orchestrator.image_name import DEFAULT_IMAGE
 from orchestrator.reconcile import fleet_labels, plan, remove_fleet
@@ -76,8 +77,10 @@ def _backend_or_exit(runtime: Runtime, paths: StatePaths) -> Backend:
         raise CliError(str(exc)) from None
 
 
-def _runtime_of(paths: StatePaths, runtime: Runtime | None) -> Runtime:
-    return runtime or remembered_runtime(paths) or "docker"
+def _runtime_of(paths: StatePaths, runtime: Runtime | None, fleet: LoadedFleet | None = None) -> Runtime:
+    """The --runtime flag, else fleet.yaml's `runtime:`, else the one the fleet last ran on, else docker."""
+    declared = fleet.config.runtime if fleet is not None else None
+    return runtime or declared or remembered_runtime(paths) or "docker"
 
 
 @click.command()
@@ -92,7 +95,8 @@ def _runtime_of(paths: StatePaths, runtime: Runtime | None) -> Runtime:
     "--runtime",
     type=click.Choice(RUNTIMES),
     default=None,
-    help="Where agents run: docker (default when a daemon answers) or local processes.",
+    help="Where agents run: docker (the default), swarm (Docker Swarm services) or local processes "
+    "(default: fleet.yaml's runtime, else the last one used).",
 )
 @click.option(
     "--port", type=int, default=DEFAULT_PORT, show_default=True, help="The orchestrator's API port."
@@ -125,7 +129,7 @@ def up(
         _apply_remote(fleet_file, dry_run=False)
         return
     fleet = load_or_exit(fleet_file)
-    chosen = _runtime_of(paths, runtime)
+    chosen = _runtime_of(paths, runtime, fleet)
     backend = _backend_or_exit(chosen, paths)
     check_capacity_or_exit(fleet, backend.capacity())
     options = LaunchOptions(chosen, port, image, log_json)
@@ -202,7 +206,7 @@ def _dry_run(fleet_file: Path, paths: StatePaths, runtime: Runtime | None) -> bo
         load_or_exit(fleet_file)
         return _apply_remote(fleet_file, dry_run=True)
     fleet = load_or_exit(fleet_file)
-    backend = _backend_or_exit(_runtime_of(paths, runtime), paths)
+    backend = _backend_or_exit(_runtime_of(paths, runtime, fleet), paths)
     check_capacity_or_exit(fleet, backend.capacity())
     try:
         actions = [a for a in plan(fleet, backend.list(fleet_labels(fleet.name))) if a.pending]

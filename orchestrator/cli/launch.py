@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.live import Live
 
 from orchestrator.backends.base import LABEL_STATE, Backend, BackendError
-from orchestrator.backends.select import remember_runtime
+from orchestrator.backends.select import IMAGE_RUNTIMES, remember_runtime
 from orchestrator.cli.client import CliError
 from orchestrator.cli.detach import LaunchOptions, ensure_agent_image
 from orchestrator.cli.render import fleet_table
@@ -56,7 +56,7 @@ def prepare(
     os.umask(0o002)
     paths = StatePaths.for_fleet_file(fleet.path)
     paths.ensure()
-    if options.runtime == "docker" and options.check_image:
+    if options.runtime in IMAGE_RUNTIMES and options.check_image:
         ensure_agent_image(options.image, console)
     _refuse_foreign_units(fleet, backend, paths)
     try:
@@ -72,7 +72,10 @@ def prepare(
     if fence_warning:
         console.print(f"[bold red]warning: {fence_warning}[/bold red]", highlight=False)
     remember_runtime(paths, options.runtime)
-    services.agent_url = listeners.agent_url
+    try:
+        services.agent_url = backend.dial_url(fleet.name, listeners.agent_url)
+    except BackendError as exc:
+        raise CliError(str(exc)) from None
 
     def report(result: ApplyResult) -> None:
         mark = "[green]ok[/green]" if result.ok else f"[red]failed: {result.error}[/red]"

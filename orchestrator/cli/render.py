@@ -46,6 +46,7 @@ def _memory_search(agent: dict[str, Any]) -> str:
 
 def fleet_table(status: dict[str, Any]) -> Table:
     table = Table(title=f"fleet {status['fleet']} ({status['runtime']})", title_justify="left")
+    with_node = any(agent.get("node") for agent in status["agents"])
     for column in (
         "agent",
         "state",
@@ -60,12 +61,15 @@ def fleet_table(status: dict[str, Any]) -> Table:
         "memory search",
     ):
         table.add_column(column, justify="right" if column in {"restarts", "memory", "inbox"} else "left")
+    if with_node:
+        table.add_column("node")
     for agent in status["agents"]:
         state = "hibernated" if agent["hibernated"] else agent["state"]
         if agent.get("busy"):
             state += " (busy)"
         health = agent["health"]
         memory = agent["memory_bytes"]
+        node = [agent.get("node") or "-"] if with_node else []
         table.add_row(
             agent["name"],
             state,
@@ -78,5 +82,6 @@ def fleet_table(status: dict[str, Any]) -> Table:
             f"${agent['spend_today_usd']:.4f}",
             agent["model"],
             _memory_search(agent),
+            *node,
         )
     return table

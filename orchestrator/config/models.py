@@ -180,6 +180,20 @@ class DefaultsConfig(Strict):
     _hibernate = field_validator("hibernate_after")(_check_duration)
 
 
+class PlacementConfig(Strict):
+    """Where a runtime that spans machines (swarm) may put the agent."""
+
+    node: str | None = Field(default=None, description="The node's hostname")
+    labels: dict[str, str] = Field(
+        default_factory=dict, description="Node labels that must match (docker node update --label-add)"
+    )
+
+    def constraints(self) -> tuple[str, ...]:
+        found = [f"node.hostname=={self.node}"] if self.node else []
+        found += [f"node.labels.{key}=={value}" for key, value in sorted(self.labels.items())]
+        return tuple(found)
+
+
 class AgentConfig(Strict):
     role: str = ""
     model: str | None = None
@@ -197,6 +211,7 @@ class AgentConfig(Strict):
     talks_to: list[str] = Field(default_factory=list)
     resources: ResourcesConfig | None = None
     budget: BudgetConfig | None = None
+    placement: PlacementConfig | None = Field(default=None, description="Node placement (swarm runtime)")
 
     _hibernate = field_validator("hibernate_after")(_check_duration)
 
@@ -204,6 +219,9 @@ class AgentConfig(Strict):
 class FleetConfig(Strict):
     version: Literal[1] = 1
     fleet: str = Field(description="The fleet's name: a DNS label")
+    runtime: Literal["docker", "process", "swarm"] | None = Field(
+        default=None, description="Where agents run; `up --runtime` overrides it"
+    )
     defaults: DefaultsConfig = Field(default_factory=DefaultsConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig, description="Fleet-wide caps")
@@ -254,6 +272,10 @@ class FleetConfig(Strict):
 
     def budget_of(self, name: str) -> BudgetConfig:
         return self.agents[name].budget or self.defaults.budget
+
+    def placement_of(self, name: str) -> tuple[str, ...]:
+        placement = self.agents[name].placement
+        return placement.constraints() if placement else ()
 
     def heartbeat_of(self, name: str) -> HeartbeatConfig | None:
         return self.agents[name].heartbeat or self.defaults.heartbeat

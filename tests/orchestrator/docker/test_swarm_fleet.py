@@ -1,0 +1,191 @@
+"""The example fleet on a live single-node Docker Swarm, driven through the `flotilla` command line.
+
+The swarm is this machine's engine in swarm mode (`.ci/run` initialises it on loopback). One
+fleet is started for the module and removed at the end; the last test checks that `down`
+leaves no service, network, secret or (with -v) volume behind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_fleet_e2e import AGENTS, REPO, RunningFleet, unique, wait_for
+
+from orchestrator.backends.base import LABEL_AGENT, LABEL_FLEET
+from orchestrator.backends.swarm import LABEL_COMPONENT, agent_network_name, volume_name
+from orchestrator.cli.client import read_endpoint
+from orchestrator.state.paths import StatePaths
+
+pytestmark = pytest.mark.docker
+
+
+class SwarmFleet(RunningFleet):
+    def up(self, check: bool = True) -> subprocess.CompletedProcess[str]:
+        self.port = self.port or _port()
+        return self.flotilla(
+            "up", "-d", "--runtime", "swarm", "--port", str(self.port), "--image", self.image, check=check
+        )
+
+    def services(self, docker_client: Any, component: str = "agent") -> dict[str, Any]:
+        found = docker_client.services.list(
+            filters={"label": [f"{LABEL_FLEET}={self.name}", f"{LABEL_COMPONENT}={component}"]}
+        )
+        return {s.attrs["Spec"]["Labels"][LABEL_AGENT]: s for s in found}
+
+    def task_container(self, docker_client: Any, agent: str) -> Any:
+        containers = docker_client.containers.list(
+            filters={
+                "label": [f"{LABEL_FLEET}={self.name}", f"{LABEL_AGENT}={agent}", f"{LABEL_COMPONENT}=agent"]
+            }
+        )
+        assert len(containers) == 1, containers
+        return containers[0]
+
+
+def _port() -> int:
+    from test_fleet_e2e import _free_port
+
+    return _free_port()
+
+
+@pytest.fixture(scope="module")
+def swarm(docker_client: Any) -> Any:
+    state = (docker_client.info().get("Swarm") or {}).get("LocalNodeState")
+    if state != "active":
+        if os.environ.get("CI"):
+            pytest.fail("CI needs a swarm: .ci/run runs `docker swarm init` on loopback")
+        pytest.skip("this engine is not in swarm mode (docker swarm init --advertise-addr 127.0.0.1)")
+    return docker_client
+
+
+@pytest.fixture(scope="module")
+def image(docker_client: Any) -> Iterator[str]:
+    tag = f"{unique('swarm-image')}:latest"
+    yield tag
+    docker_client.images.remove(tag)
+
+
+@pytest.fixture(scope="module")
+def fleet(swarm: Any, image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SwarmFleet]:
+    name = unique("swarm")
+    folder = tmp_path_factory.mktemp(name)
+    import shutil
+
+    shutil.copytree(REPO / "examples", folder / "examples")
+    shutil.copy(REPO / "PROJECT.md", folder / "PROJECT.md")
+    (folder / "fleet.yaml").write_text(
+        (REPO / "fleet.yaml").read_text().replace("fleet: demo", f"fleet: {name}")
+    )
+    running = SwarmFleet(name, folder, image)
+    try:
+        running.up()
+        wait_for(
+            lambda: all(a["health"] == "healthy" for a in running.status().values()), "agents to check in"
+        )
+        yield running
+    finally:
+        running.flotilla("down", "-v", check=False)
+
+
+def test_each_agent_is_one_hardened_service_on_its_own_internal_network(
+    fleet: SwarmFleet, swarm: Any
+) -> None:
+    services = fleet.services(swarm)
+    assert sorted(services) == sorted(AGENTS)
+    for agent, service in services.items():
+        spec = service.attrs["Spec"]
+        assert spec["Mode"]["Replicated"]["Replicas"] == 1
+        container = spec["TaskTemplate"]["ContainerSpec"]
+        assert container["User"] == "10001:10001"
+        assert container["ReadOnly"] is True
+        assert container["CapabilityDrop"] == ["ALL"]
+        limits = spec["TaskTemplate"]["Resources"]["Limits"]
+        assert limits["MemoryBytes"] == 128 * 1024 * 1024
+        assert limits["NanoCPUs"] == 500_000_000
+        assert limits["Pids"] == 64
+        assert not (spec.get("EndpointSpec") or {}).get("Ports")
+        (secret,) = container["Secrets"]
+        assert secret["File"]["Name"] == "flotilla-token" and secret["File"]["Mode"] == 0o400
+        env = {e.split("=", 1)[0] for e in container["Env"]}
+        assert not {n for n in env if any(word in n for word in ("KEY", "SECRET", "PASSWORD"))}
+        ((network),) = spec["TaskTemplate"]["Networks"]
+        attrs = swarm.networks.get(network["Target"]).attrs
+        assert attrs["Name"] == agent_network_name(fleet.name, agent)
+        assert attrs["Internal"] is True and attrs["Driver"] == "overlay"
+
+
+def test_ps_shows_the_runtime_and_each_agents_node(fleet: SwarmFleet, swarm: Any) -> None:
+    hostname = swarm.info()["Name"]
+    status = fleet.status()
+    assert {a["node"] for a in status.values()} == {hostname}
+    table = fleet.flotilla("ps").stdout
+    assert "(swarm)" in table and "node" in table
+
+
+def test_send_and_a_peer_ask(fleet: SwarmFleet) -> None:
+    result = fleet.flotilla("send", "writer", "hello from the operator")
+    assert "[test model]" in result.stdout and "hello from the operator" in result.stdout
+    result = fleet.flotilla("send", "coordinator", 'ask researcher find_facts {"topic": "tides"}')
+    assert "ask_agent" in result.stdout and "facts" in result.stdout and "ERROR" not in result.stdout
+
+
+def test_an_agent_reaches_only_its_relay(fleet: SwarmFleet, swarm: Any) -> None:
+    bridge = swarm.networks.get("docker_gwbridge").attrs["IPAM"]["Config"][0]["Gateway"]
+    probe = (
+        "import socket,sys\n"
+        "def reach(host, port):\n"
+        "    try:\n"
+        "        socket.create_connection((host, port), timeout=3).close(); return 'open'\n"
+        "    except OSError as exc: return type(exc).__name__\n"
+        f"print(reach('{bridge}', {fleet.port}))\n"
+        f"print(reach('flotilla-orchestrator', {fleet.port}))\n"
+        f"print(reach('flotilla-{fleet.name}-writer-relay', {fleet.port}))\n"
+        f"print(reach('flotilla-{fleet.name}-writer', 1))\n"
+    )
+    container = fleet.task_container(swarm, "researcher")
+    code, output = container.exec_run(["python3", "-c", probe])
+    direct, relay, other_relay, other_agent = output.decode().split()
+    assert code == 0
+    assert direct != "open"  # the host's address, orchestrator port included, is unreachable
+    assert relay == "open"  # its own relay answers as flotilla-orchestrator
+    assert other_relay != "open" and other_agent != "open"  # other agents' networks are not its own
+
+
+def test_a_killed_task_is_rescheduled_and_no_message_is_lost(fleet: SwarmFleet, swarm: Any) -> None:
+    container = fleet.task_container(swarm, "writer")
+    container.kill(signal="SIGKILL")
+    # Sent while the task is down: the item waits in the inbox for the rescheduled task.
+    result = fleet.flotilla("send", "writer", "are you back?", timeout=180)
+    assert "are you back?" in result.stdout
+    assert fleet.task_container(swarm, "writer").id != container.id
+    wait_for(lambda: fleet.status()["writer"]["health"] == "healthy", "the writer to check in again")
+
+
+def test_an_orchestrator_restart_adopts_the_services(fleet: SwarmFleet, swarm: Any) -> None:
+    before = {agent: s.id for agent, s in fleet.services(swarm).items()}
+    paths = StatePaths.for_fleet_file(fleet.folder / "fleet.yaml")
+    endpoint = read_endpoint(paths)
+    assert endpoint is not None
+    os.kill(endpoint.pid, signal.SIGTERM)
+    wait_for(lambda: read_endpoint(paths) is None, "the orchestrator to stop")
+    fleet.up()
+    assert {agent: s.id for agent, s in fleet.services(swarm).items()} == before, fleet.log()[-3000:]
+    wait_for(lambda: all(a["health"] == "healthy" for a in fleet.status().values()), "agents to check in")
+    assert "[test model]" in fleet.flotilla("send", "researcher", "still there?").stdout
+
+
+def test_down_leaves_nothing_behind(fleet: SwarmFleet, swarm: Any, tmp_path: Path) -> None:
+    fleet.flotilla("down", "-v")
+    label = {"label": f"{LABEL_FLEET}={fleet.name}"}
+    assert swarm.services.list(filters=label) == []
+    assert [n.name for n in swarm.networks.list(filters=label)] == []
+    assert swarm.secrets.list(filters=label) == []
+    wait_for(lambda: not swarm.containers.list(all=True, filters=label), "task containers to go")
+    names = {v.name for v in swarm.volumes.list()}
+    assert not {volume_name(fleet.name, agent) for agent in AGENTS} & names
