@@ -19,6 +19,7 @@ scale-ups that Swarm already did. Stopping or hibernating an agent scales its se
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import logging
 import time
@@ -228,7 +229,7 @@ class SwarmBackend(Backend):
                 return
             time.sleep(0.5)
 
-    def release_storage(self, fleet: str, state_root: Path, delete: bool) -> list[str]:
+    def release_storage(self, fleet: str, state_root: Path, delete: bool) -> builtins.list[str]:
         """With `delete`, the agents' volumes on this node go. Volumes on other nodes are named in
         the result: the engine removes volumes only on the node that holds them."""
         if not delete:
@@ -246,6 +247,13 @@ class SwarmBackend(Backend):
                 f"`docker volume prune --filter label={LABEL_FLEET}={fleet}`"
             )
         return done
+
+    def storage_notes(self) -> dict[str, str]:
+        """Swarm volumes are plain local volumes: no quota (see docs/swarm.md)."""
+        return {
+            str((s.attrs["Spec"].get("Labels") or {}).get(LABEL_AGENT)): "no quota (swarm volume)"
+            for s in self._client.services.list(filters={"label": [f"{LABEL_COMPONENT}=agent"]})
+        }
 
     # ---------------------------------------------------------------------- one agent
 
@@ -300,7 +308,7 @@ class SwarmBackend(Backend):
             "FLOTILLA_URL": spec.orchestrator_url,
             "FLOTILLA_AGENT": spec.agent,
             "FLOTILLA_DATA": CONTAINER_DATA,
-            "FLOTILLA_TOKEN_FILE": TOKEN_PATH,
+            "FLOTILLA_BEARER_FILE": TOKEN_PATH,
         } | dict(spec.env)
         container = ContainerSpec(
             spec.image,

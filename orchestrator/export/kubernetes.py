@@ -262,7 +262,7 @@ def _agent_container(
             {"name": "FLOTILLA_URL", "value": url},
             {"name": "FLOTILLA_AGENT", "value": agent},
             {"name": "FLOTILLA_DATA", "value": DATA_PATH},
-            {"name": "FLOTILLA_TOKEN_FILE", "value": f"{TOKEN_DIR}/{TOKEN_KEY}"},
+            {"name": "FLOTILLA_BEARER_FILE", "value": f"{TOKEN_DIR}/{TOKEN_KEY}"},
         ],
         "securityContext": _container_security(),
         "resources": _resources(resources),
