@@ -7,6 +7,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator import reconcile
@@ -19,6 +20,7 @@ from orchestrator.scaffold import (
     has_previous_layout,
     import_previous_layout,
     prepare_operator_copy,
+    previous_layout_folder,
     refresh_generated,
     write_token,
 )
@@ -37,6 +39,8 @@ class FleetManager:
         self.problems: list[str] = []
         """What the last apply could not do, for `ps`, the dashboard and `up -d`."""
         self._heartbeats = SchedulerStore(services.db)
+        self._carry: dict[str, Path] = {}
+        """Agents moved from the previous layout whose own files still wait for their new storage."""
         self._applying = threading.Lock()
         self.migrate_previous_layout()
 
@@ -70,6 +74,7 @@ class FleetManager:
             pids=resources.pids,
             token_file=token_file,
             disk_bytes=resources.disk_bytes,
+            carry_from=self._carry.get(agent),
             placement=self.fleet.config.placement_of(agent),
         )
 
@@ -85,6 +90,9 @@ class FleetManager:
                 if unit.agent == agent:
                     services.backend.remove(unit.id)
             imported = import_previous_layout(services.paths, agent)
+            kept = previous_layout_folder(services.paths, agent)
+            if kept is not None:
+                self._carry[agent] = kept
             services.events.publish("storage.migrated", agent=agent, imported=imported)
             migrated.append(agent)
         return migrated
@@ -164,6 +172,7 @@ class FleetManager:
                     fields=[change.field for change in result.action.changes],
                 )
             elif result.ok and result.action.kind in ("create", "recreate", "start"):
+                self._carry.pop(result.action.agent, None)
                 events.publish(
                     EventType.AGENT_STARTED, agent=result.action.agent, reason=result.action.reason
                 )

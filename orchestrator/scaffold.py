@@ -184,6 +184,14 @@ def import_previous_layout(paths: StatePaths, agent: str) -> list[str]:
 IMPORT_LIMIT = 256 * 1024
 
 
+def previous_layout_folder(paths: StatePaths, agent: str) -> Path | None:
+    """The newest folder that `import_previous_layout` set aside for the agent."""
+    if not paths.previous_layout.is_dir():
+        return None
+    kept = sorted(p for p in paths.previous_layout.iterdir() if p.name.startswith(f"{agent}-"))
+    return kept[-1] if kept else None
+
+
 def read_untrusted(root: Path, parts: tuple[str, ...], limit: int) -> str | None:
     """The UTF-8 text of root/parts when every step is a real folder or file, never a link,
     and the file is at most `limit` bytes; None otherwise."""

@@ -28,6 +28,8 @@ LABEL_STATE = f"{LABEL_PREFIX}.state"
 LABEL_LAYOUT = f"{LABEL_PREFIX}.layout"
 """How the unit's storage is laid out; a unit of an older layout is recreated."""
 STORAGE_LAYOUT = "2"
+AGENT_OWNED = ("memory.db", "memory.db-wal", "history", "workspace/learnings", "workspace/memory")
+"""What of a previous-layout folder belongs in the agent's own storage (paths relative to /data)."""
 """2: the agent's /data is its own storage, the token a read-only file; nothing is shared."""
 
 UnitState = Literal["created", "running", "exited", "dead", "missing"]
@@ -68,6 +70,10 @@ class AgentSpec:
     """The quota of the agent's storage, where the backend can enforce one."""
     placement: tuple[str, ...] = ()
     """Scheduling constraints for backends that place units on nodes (Swarm), e.g. node.hostname==a."""
+    carry_from: Path | None = None
+    """A previous-layout folder whose agent-owned files (memory, history, learnings) go into the
+    agent's new storage before its unit first starts. Copied by the backend inside the unit's
+    own confinement, never read by the orchestrator."""
 
     @property
     def state_root(self) -> Path:

@@ -29,6 +29,7 @@ import docker
 import docker.errors
 
 from orchestrator.backends.base import (
+    AGENT_OWNED,
     LABEL_AGENT,
     LABEL_FLEET,
     LABEL_MANAGED,
@@ -45,6 +46,20 @@ TOKEN_TARGET = "/run/flotilla/token"
 FILESYSTEM = "ext4"
 COMMAND_TIMEOUT_S = 60.0
 NO_QUOTA = "no quota"
+# Runs inside the throwaway container of `AgentVolumes._carry`: copies each named path that is
+# a real file or folder (never a link at the top) from /previous to /data.
+CARRY_SCRIPT = """
+import os, shutil, sys
+for rel in sys.argv[1:]:
+    src, dst = os.path.join("/previous", rel), os.path.join("/data", rel)
+    if os.path.islink(src) or not os.path.exists(src):
+        continue
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    if os.path.isdir(src):
+        shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True)
+    else:
+        shutil.copy2(src, dst, follow_symlinks=False)
+"""
 _LOOP_LINE = re.compile(r"^(/dev/loop\d+):")
 
 
@@ -155,11 +170,15 @@ class AgentVolumes:
         self.notes: dict[str, str] = {}
 
     def ensure(self, spec: AgentSpec) -> str:
-        """The agent's volume, made when missing; its quota device attached. Returns its name."""
+        """The agent's volume, made when missing; its quota device attached. Returns its name.
+        A new volume receives what `spec.carry_from` holds of the agent's own files."""
         name = volume_name(spec.fleet, spec.agent)
         volume = self._get(name)
         if volume is None:
-            return self._create(spec, name)
+            self._create(spec, name)
+            if spec.carry_from is not None:
+                self._carry(spec, name, spec.carry_from)
+            return name
         self._check_owner(volume, spec)
         self.reattach(name)
         return name
@@ -197,6 +216,30 @@ class AgentVolumes:
         except docker.errors.APIError as exc:
             raise BackendError(f"cannot create volume {name}: {exc.explanation or exc}") from exc
         return name
+
+    def _carry(self, spec: AgentSpec, volume: str, previous: Path) -> None:
+        """Copy the agent's own files from a previous-layout folder into its new volume, inside a
+        throwaway container of the agent's image: as the agent's user, with no network, the old
+        folder read-only. Links are copied as links and resolve only inside that container, so
+        nothing the agent planted there can reach a host path."""
+        try:
+            self._client.containers.run(
+                spec.image,
+                entrypoint=["python3", "-c", CARRY_SCRIPT, *AGENT_OWNED],
+                user=f"{AGENT_UID}:{AGENT_UID}",
+                volumes={
+                    str(previous): {"bind": "/previous", "mode": "ro"},
+                    volume: {"bind": "/data", "mode": "rw"},
+                },
+                network_mode="none",
+                read_only=True,
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges:true"],
+                mem_limit="256m",
+                remove=True,
+            )
+        except docker.errors.DockerException as exc:
+            raise BackendError(f"cannot carry {spec.agent}'s files into its new storage: {exc}") from exc
 
     def _quota_options(self, spec: AgentSpec) -> dict[str, str]:
         if not spec.disk_bytes:

@@ -27,6 +27,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from orchestrator.backends.base import (
+    AGENT_OWNED,
     LABEL_AGENT,
     LABEL_CONFIG_HASH,
     LABEL_FLEET,
@@ -63,6 +64,20 @@ def _proc_start_time(pid: int) -> str | None:
     if fields[0] == "Z":
         return None
     return fields[19]
+
+
+def _carry(previous: Path, data_dir: Path) -> None:
+    """The agent's own files from a previous-layout folder, into its new storage. Agents of this
+    runtime run with the orchestrator's user anyway; links are copied as links all the same."""
+    for relative in AGENT_OWNED:
+        source, target = previous / relative, data_dir / relative
+        if source.is_symlink() or not source.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
+        else:
+            shutil.copy2(source, target, follow_symlinks=False)
 
 
 class ProcessBackend(Backend):
@@ -119,7 +134,10 @@ class ProcessBackend(Backend):
         }
         if spec.token_file is not None:
             env["FLOTILLA_BEARER_FILE"] = str(spec.token_file)
+        fresh = not spec.data_dir.exists()
         spec.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if fresh and spec.carry_from is not None:
+            _carry(spec.carry_from, spec.data_dir)
         record = UnitRecord(name=spec.unit_name, labels=spec.labels, data_dir=str(spec.data_dir), env=env)
         self._save(record)
         return self._info(record)
