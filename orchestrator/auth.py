@@ -82,6 +82,16 @@ class TokenStore:
         """A new operator token; the previous one stops working."""
         return self._store("operator", OPERATOR)
 
+    def adopt_operator(self, token: str) -> None:
+        """Take an operator token minted before (kept across restarts) as the operator's."""
+        digest = _digest(token)
+        self._db.execute(
+            "INSERT INTO principal_tokens(kind, name, digest) VALUES ('operator', ?, ?) "
+            "ON CONFLICT(kind, name) DO UPDATE SET digest = excluded.digest",
+            (OPERATOR, digest),
+        )
+        self._cache[("operator", OPERATOR)] = digest
+
     def mint(self, agent: str) -> str:
         """A new token for an agent; its previous one stops working. Reserved names are refused."""
         if reason := reserved_reason(agent):

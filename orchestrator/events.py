@@ -53,6 +53,8 @@ class EventType(StrEnum):
     RUN_FINISHED = "run.finished"
     FLEET_APPLIED = "fleet.applied"
     AGENT_UPDATED = "agent.updated"
+    AGENT_PAUSED = "agent.paused"
+    AGENT_RESUMED = "agent.resumed"
     AGENT_REPORTED = "agent.reported"
     STATE_MIGRATED = "state.migrated"
 

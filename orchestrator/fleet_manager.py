@@ -107,7 +107,8 @@ class FleetManager:
         target = candidate or self.fleet
         previous = self.fleet if candidate is not None else None
         endpoint = self._services.agent_url or None
-        return reconcile.plan(target, self.units(), self.hibernated(), endpoint, previous)
+        held = self.hibernated() | self._services.controls.stopped()
+        return reconcile.plan(target, self.units(), held, endpoint, previous)
 
     def update_in_place(self, action: reconcile.PlanAction) -> None:
         """Bring an agent whose container stays in line with the fleet in force.

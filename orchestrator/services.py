@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from orchestrator.agent_requests import AgentChannels
 from orchestrator.auth import TokenStore
 from orchestrator.config.loader import LoadedFleet
+from orchestrator.controls import Controls
 from orchestrator.events import EventBus
 from orchestrator.health import HealthBoard
 from orchestrator.state.db import Database
@@ -33,6 +34,7 @@ class Services:
     events: EventBus
     tokens: TokenStore
     backend: Backend
+    controls: Controls
     # Subsystems, attached by orchestrator.wiring.build_services (or by a test that needs them).
     inbox: Inbox = field(init=False)
     broker: Broker = field(init=False)

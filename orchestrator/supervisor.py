@@ -82,7 +82,7 @@ class Supervisor:
     def _check(self, now: float) -> list[str]:
         services = self._services
         units = services.manager.units_by_agent()
-        hibernated = services.manager.hibernated()
+        hibernated = services.manager.hibernated() | services.controls.stopped()
         restarted = []
         for agent in services.fleet.config.agents:
             if agent in hibernated:

@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING
 from orchestrator.auth import TokenStore
 from orchestrator.backends.base import Backend
 from orchestrator.config.loader import LoadedFleet
+from orchestrator.controls import Controls
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet_manager import FleetManager
 from orchestrator.image_name import DEFAULT_IMAGE
+from orchestrator.operator_actions import load_operator_token, save_operator_token
 from orchestrator.services import Services
 from orchestrator.state.db import Database
 from orchestrator.state.migrations import migrate_state
@@ -38,7 +40,15 @@ def core_services(fleet: LoadedFleet, backend: Backend, paths: StatePaths | None
             applied=list(migrated.applied),
             backup=str(migrated.backup),
         )
-    return Services(fleet=fleet, paths=paths, db=db, events=events, tokens=TokenStore(db), backend=backend)
+    return Services(
+        fleet=fleet,
+        paths=paths,
+        db=db,
+        events=events,
+        tokens=TokenStore(db),
+        backend=backend,
+        controls=Controls(db),
+    )
 
 
 def reconciling_services(
@@ -46,7 +56,10 @@ def reconciling_services(
 ) -> Services:
     """What reconciling needs (state, tokens, the fleet manager): enough to start the agents."""
     services = core_services(fleet, backend, paths)
-    services.operator_token = services.tokens.mint_operator()
+    # The operator's token survives restarts (scrape configs, bookmarks); `flotilla token rotate`.
+    if not load_operator_token(services):
+        services.operator_token = services.tokens.mint_operator()
+        save_operator_token(services)
     services.manager = FleetManager(services, image)
     return services
 

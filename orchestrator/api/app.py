@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from orchestrator.api import agent_routes, alerts_routes, channel, operator_routes
+from orchestrator.api import agent_routes, alerts_routes, channel, control_routes, operator_routes
 from orchestrator.api.errors import install_error_handlers
 from orchestrator.api.limits import BodyLimit
 from orchestrator.api.surfaces import AgentSurface
@@ -24,6 +24,7 @@ ROUTERS = [
     channel.router,
     operator_routes.router,
     alerts_routes.router,
+    control_routes.router,
     gateway_router.router,
     broker_router.router,
     memory_router.router,

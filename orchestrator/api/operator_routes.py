@@ -36,6 +36,7 @@ class AgentStatus(BaseModel):
     spend_today_usd: float
     pending: int
     hibernated: bool
+    held: str | None = Field(default=None, description="stopped or paused by the operator")
     unit_id: str | None
     node: str | None = None
     context_used: int | None = None
@@ -116,6 +117,7 @@ def agent_status(services: Services, agent: str, unit: UnitInfo | None, spent_to
         pending=services.inbox.pending(agent),
         dead_letters=services.inbox.dead_count(agent),
         hibernated=services.scheduler.is_hibernated(agent),
+        held=services.controls.hold_of(agent),
         unit_id=unit.id if unit else None,
         node=unit.node if unit else None,
         context_used=context.used_tokens if context else None,
@@ -167,7 +169,7 @@ def _answering(services: Services, agent: str) -> bool:
 
 def fleet_readiness(services: Services) -> FleetReadiness:
     """From the agents' check-ins alone: no runtime call, cheap enough to ask every 20 ms."""
-    hibernated = services.manager.hibernated()
+    hibernated = services.manager.hibernated() | services.controls.stopped()
     awake = [agent for agent in services.fleet.config.agents if agent not in hibernated]
     return FleetReadiness(
         healthy=sum(1 for agent in awake if services.health.is_checking_in(agent)),

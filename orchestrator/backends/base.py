@@ -177,6 +177,11 @@ class Backend(abc.ABC):
         """The most CPUs and memory one unit can be given, when this backend enforces limits."""
         return None
 
+    def exec(self, unit_id: str, command: builtins.list[str]) -> tuple[int, str]:
+        """Run a command inside the unit, as the agent's user: its exit code and output. For
+        debugging; a backend that cannot says so."""
+        raise BackendError(f"the {self.name} runtime cannot run a command inside an agent")
+
     def dial_url(self, fleet: str, bind_url: str) -> str:
         """The orchestrator's address as agents dial it, given the address it listens on for them.
         The same for most backends; one that puts a relay between agents and the orchestrator

@@ -463,6 +463,13 @@ class DockerBackend(Backend):
     def release_storage(self, fleet: str, state_root: Path, delete: bool) -> builtins.list[str]:
         return self._volumes.release(fleet, state_root, delete)
 
+    def exec(self, unit_id: str, command: builtins.list[str]) -> tuple[int, str]:
+        container = self._get(unit_id)
+        if container is None or container.status != "running":
+            raise BackendError(f"unit {unit_id[:12]} is not running")
+        code, output = container.exec_run(command, user=f"{AGENT_UID}:{AGENT_GID}", workdir=CONTAINER_DATA)
+        return int(code), output.decode("utf-8", errors="replace")
+
     def storage_notes(self) -> dict[str, str]:
         return dict(self._volumes.notes)
 

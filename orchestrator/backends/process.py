@@ -142,6 +142,22 @@ class ProcessBackend(Backend):
         self._save(record)
         return self._info(record)
 
+    def exec(self, unit_id: str, command: builtins.list[str]) -> tuple[int, str]:
+        record = self._load(unit_id)
+        try:
+            done = subprocess.run(
+                command,
+                check=False,
+                cwd=record.data_dir,
+                env=record.env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise BackendError(f"cannot run {command[0]!r}: {exc}") from None
+        return done.returncode, done.stdout + done.stderr
+
     def start(self, unit_id: str) -> None:
         record = self._load(unit_id)
         if self._alive(record):

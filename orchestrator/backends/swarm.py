@@ -512,6 +512,15 @@ class SwarmBackend(Backend):
         services = self._client.services.list(filters={"label": wanted})
         return [self._info(service) for service in services]
 
+    def exec(self, unit_id: str, command: builtins.list[str]) -> tuple[int, str]:
+        """Inside the agent's task container, when it runs on this node."""
+        task, _ = self._latest_task(self._require(unit_id))
+        container = self._local_container((task or {}).get("Status") or {})
+        if container is None:
+            raise BackendError("the agent's task is not running on this node: run `docker exec` on its node")
+        code, output = container.exec_run(command, user=f"{AGENT_UID}:{AGENT_UID}", workdir=CONTAINER_DATA)
+        return int(code), output.decode("utf-8", errors="replace")
+
     def memory_usage(self, unit_id: str) -> int | None:
         service = self._service(unit_id)
         if service is None:

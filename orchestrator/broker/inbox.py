@@ -178,6 +178,8 @@ class Inbox:
                 return None
 
     def _claim(self, agent: str) -> InboxItem | None:
+        if self._services.controls.is_held(agent):
+            return None  # paused or stopped by the operator: items wait in the inbox
         now = utcnow().isoformat()
         allowed = self._services.fleet.config.limits.delivery_attempts
         with self._db.transaction() as conn:
@@ -414,6 +416,10 @@ class Inbox:
         return [_to_item(row) for row in rows]
 
     # --- wake-ups across threads -----------------------------------------------------------
+
+    def wake(self, agent: str) -> None:
+        """Let the agent's waiting long-poll look again (it was resumed, say)."""
+        self._signal(agent)
 
     def _arrival_event(self, agent: str) -> asyncio.Event:
         with self._lock:

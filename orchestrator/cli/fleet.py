@@ -77,6 +77,16 @@ def _backend_or_exit(runtime: Runtime, paths: StatePaths) -> Backend:
         raise CliError(str(exc)) from None
 
 
+def _why_runtime(paths: StatePaths, runtime: Runtime | None, fleet: LoadedFleet) -> str:
+    if runtime:
+        return "--runtime"
+    if fleet.config.runtime:
+        return "fleet.yaml"
+    if remembered_runtime(paths):
+        return "the one this fleet last ran on; --runtime changes it"
+    return "the default"
+
+
 def _runtime_of(paths: StatePaths, runtime: Runtime | None, fleet: LoadedFleet | None = None) -> Runtime:
     """The --runtime flag, else fleet.yaml's `runtime:`, else the one the fleet last ran on, else docker."""
     declared = fleet.config.runtime if fleet is not None else None
@@ -130,6 +140,7 @@ def up(
         return
     fleet = load_or_exit(fleet_file)
     chosen = _runtime_of(paths, runtime, fleet)
+    click.echo(f"runtime: {chosen} ({_why_runtime(paths, runtime, fleet)})")
     backend = _backend_or_exit(chosen, paths)
     check_capacity_or_exit(fleet, backend.capacity())
     options = LaunchOptions(chosen, port, image, log_json)
@@ -252,7 +263,7 @@ def logs(fleet_file: Path, follow: bool, tail: int, runtime: Runtime | None, age
     """Print an agent's log."""
     fleet = load_or_exit(fleet_file)
     paths = StatePaths.for_fleet_file(fleet.path)
-    backend = _backend_or_exit(_runtime_of(paths, runtime), paths)
+    backend = _backend_or_exit(_runtime_of(paths, runtime, fleet), paths)
     units = [u for u in backend.list(fleet_labels(fleet.name)) if u.agent == agent]
     if not units:
         raise CliError(f"agent {agent!r} has no unit in fleet {fleet.name!r}")
@@ -277,7 +288,7 @@ def down(fleet_file: Path, volumes: bool, runtime: Runtime | None) -> None:
     fleet = load_or_exit(fleet_file)
     paths = StatePaths.for_fleet_file(fleet.path)
     _stop_orchestrator(paths)
-    backend = _backend_or_exit(_runtime_of(paths, runtime), paths)
+    backend = _backend_or_exit(_runtime_of(paths, runtime, fleet), paths)
     try:
         remove_fleet(backend, fleet.name, lambda unit: click.echo(f"removed {unit.name}"))
         for line in backend.release_storage(fleet.name, paths.root, delete=volumes):

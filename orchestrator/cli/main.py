@@ -35,6 +35,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "image": ("orchestrator.cli.image", "image"),
     "export": ("orchestrator.cli.export", "export"),
     "init": ("orchestrator.cli.init", "init"),
+    "stop": ("orchestrator.cli.control", "stop"),
+    "start": ("orchestrator.cli.control", "start"),
+    "restart": ("orchestrator.cli.control", "restart"),
+    "pause": ("orchestrator.cli.control", "pause"),
+    "resume": ("orchestrator.cli.control", "resume"),
+    "exec": ("orchestrator.cli.control", "exec_command"),
+    "token": ("orchestrator.cli.control", "token"),
+    "dashboard": ("orchestrator.cli.control", "dashboard"),
     "completion": ("orchestrator.cli.completion", "completion"),
 }
 

@@ -65,6 +65,8 @@ def fleet_table(status: dict[str, Any]) -> Table:
         table.add_column("node")
     for agent in status["agents"]:
         state = "hibernated" if agent["hibernated"] else agent["state"]
+        if agent.get("held"):
+            state = f"{agent['held']} (operator)" if agent["held"] == "stopped" else f"{state}, paused"
         if agent.get("busy"):
             state += " (busy)"
         health = agent["health"]

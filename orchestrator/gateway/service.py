@@ -140,6 +140,13 @@ class Gateway:
         return ModelCard(id=model, owned_by=owner)
 
     def _route(self, agent: str, model: str, *, embedding: bool = False) -> Route:
+        hold = self._services.controls.hold_of(agent)
+        if hold is not None:
+            raise GatewayError(
+                423,
+                "agent_held",
+                f"agent '{agent}' is {hold} by the operator: no model calls until it is resumed",
+            )
         allowed = self._allowed(agent, embedding=embedding)
         if model not in allowed:
             raise GatewayError(

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from agent_runtime.protocol import HeartbeatReason
 from orchestrator.scheduler.runs import TickOutcome
 
-SkipReason = Literal["busy", "budget", "missed"]
+SkipReason = Literal["busy", "budget", "missed", "held"]
 
 
 class TickResult(BaseModel):

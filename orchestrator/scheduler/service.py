@@ -239,6 +239,10 @@ class Scheduler:
 
     def _tick(self, agent: str, at: datetime, trigger: TickTrigger, detail: str) -> TickResult:
         started = self.clock.now()
+        if (hold := self._services.controls.hold_of(agent)) is not None:
+            return self._finish(
+                agent, trigger, at, started, "skipped", skipped="held", detail=f"{hold} by the operator"
+            )
         if not self._can_spend(agent):
             return self._finish(
                 agent,
