@@ -87,7 +87,10 @@ class Supervisor:
         for agent in services.fleet.config.agents:
             if agent in hibernated:
                 continue
-            reason = self.diagnose(agent, units.get(agent), now)
+            unit = units.get(agent)
+            if unit is not None and unit.state != "running" and services.backend.self_healing:
+                continue  # the engine restarts it itself (Swarm's restart policy); two would race
+            reason = self.diagnose(agent, unit, now)
             backoff = self._backoff.setdefault(agent, _Backoff(self.policy.base_backoff_s))
             if reason is None:
                 self._note_healthy(backoff, now)

@@ -121,6 +121,8 @@ class Backend(abc.ABC):
 
     name: str
     isolation: str
+    self_healing: bool = False
+    """The engine restarts a unit that stopped on its own (the supervisor then leaves it)."""
     """One line for `flotilla ps` on how strongly agents are isolated from each other and the host."""
 
     @abc.abstractmethod

@@ -136,6 +136,7 @@ def _parse_time(value: str | None) -> datetime | None:
 
 class SwarmBackend(Backend):
     name = "swarm"
+    self_healing = True
     isolation = (
         "strong: one Swarm service per agent on an internal overlay network of its own, "
         "reaching only its relay to the orchestrator"

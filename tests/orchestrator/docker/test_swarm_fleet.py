@@ -38,12 +38,12 @@ class SwarmFleet(RunningFleet):
         )
         return {s.attrs["Spec"]["Labels"][LABEL_AGENT]: s for s in found}
 
+    def running_tasks(self, docker_client: Any, agent: str) -> list[Any]:
+        labels = [f"{LABEL_FLEET}={self.name}", f"{LABEL_AGENT}={agent}", f"{LABEL_COMPONENT}=agent"]
+        return list(docker_client.containers.list(filters={"label": labels, "status": "running"}))
+
     def task_container(self, docker_client: Any, agent: str) -> Any:
-        containers = docker_client.containers.list(
-            filters={
-                "label": [f"{LABEL_FLEET}={self.name}", f"{LABEL_AGENT}={agent}", f"{LABEL_COMPONENT}=agent"]
-            }
-        )
+        containers = self.running_tasks(docker_client, agent)
         assert len(containers) == 1, containers
         return containers[0]
 
@@ -163,6 +163,7 @@ def test_a_killed_task_is_rescheduled_and_no_message_is_lost(fleet: SwarmFleet, 
     # Sent while the task is down: the item waits in the inbox for the rescheduled task.
     result = fleet.flotilla("send", "writer", "are you back?", timeout=180)
     assert "are you back?" in result.stdout
+    wait_for(lambda: len(fleet.running_tasks(swarm, "writer")) == 1, "one task of the writer")
     assert fleet.task_container(swarm, "writer").id != container.id
     wait_for(lambda: fleet.status()["writer"]["health"] == "healthy", "the writer to check in again")
 
