@@ -76,8 +76,10 @@ class OrchestratorClient:
             self._http = AgentHttp(self.base_url, lambda: self._token, self._reread_token)
         return self._http
 
-    def get_config(self) -> AgentRuntimeConfig:
-        return _validate(self.channel.call(ChannelConfig(), REQUEST_TIMEOUT_S).body, AgentRuntimeConfig)
+    def get_config(self, reload: bool = False) -> AgentRuntimeConfig:
+        """`reload`: this process already runs; the orchestrator must not take it for a new one."""
+        frame = ChannelConfig(reload=reload)
+        return _validate(self.channel.call(frame, REQUEST_TIMEOUT_S).body, AgentRuntimeConfig)
 
     def checkin(self, body: CheckIn) -> CheckInReply:
         return _validate(

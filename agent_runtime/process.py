@@ -186,7 +186,7 @@ class AgentProcess:
 
     def _reload_config(self) -> None:
         try:
-            config = self.client.get_config()
+            config = self.client.get_config(reload=True)
         except OrchestratorError as failed:
             log.warning("config changed but could not be fetched: %s", failed)
             return

@@ -300,9 +300,11 @@ class ChannelFrame(WireModel):
 
 
 class ChannelConfig(ChannelFrame):
-    """The agent's configuration (as GET /agent/v1/config): asked once by each new process."""
+    """The agent's configuration (as GET /agent/v1/config): asked once by each new process, and
+    again (`reload`) by a running one whose check-in reply carried another config hash."""
 
     type: Literal["config"] = "config"
+    reload: bool = False
 
 
 class ChannelCheckIn(ChannelFrame):

@@ -67,11 +67,16 @@ def _known(services: Services, agent: str) -> None:
         raise ApiError(410, "agent_removed", f"agent {agent!r} is no longer part of the fleet")
 
 
-def serve_config(services: Services, agent: str) -> AgentRuntimeConfig:
-    """Asked once by each new agent process: what it claimed before it started is handed out again."""
+def serve_config(services: Services, agent: str, reload: bool = False) -> AgentRuntimeConfig:
+    """Asked once by each new agent process: what it claimed before it started is handed out again.
+
+    A running process that reloads its config (`reload`) is the same incarnation: its check-ins
+    and claims stand.
+    """
     _known(services, agent)
-    services.health.mark_started(agent)
-    services.inbox.requeue_claimed(agent)
+    if not reload:
+        services.health.mark_started(agent)
+        services.inbox.requeue_claimed(agent)
     return runtime_config(services, agent)
 
 
@@ -84,8 +89,10 @@ def record_checkin(services: Services, agent: str, body: CheckIn) -> CheckInRepl
 
 
 @router.get("/config")
-async def get_config(agent: AgentDep, services: ServicesDep) -> AgentRuntimeConfig:
-    return serve_config(services, agent.name)
+async def get_config(
+    agent: AgentDep, services: ServicesDep, reload: Annotated[bool, Query()] = False
+) -> AgentRuntimeConfig:
+    return serve_config(services, agent.name, reload)
 
 
 @router.post("/checkin")

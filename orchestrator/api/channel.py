@@ -167,7 +167,7 @@ class ChannelSession:
         if isinstance(frame, ChannelCheckIn):
             return 200, record_checkin(self.services, self.agent, frame.checkin)
         if isinstance(frame, ChannelConfig):
-            return 200, serve_config(self.services, self.agent)
+            return 200, serve_config(self.services, self.agent, reload=frame.reload)
         if isinstance(frame, ChannelAsk):
             check_ask_timeout(frame.request)
             check_payload(self.services, frame.request)

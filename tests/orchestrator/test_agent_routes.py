@@ -153,6 +153,26 @@ def test_config_and_check_ins_over_the_channel(services: Services, base_url: str
         client.close()
 
 
+def test_a_config_reload_is_not_a_new_incarnation(services: Services, base_url: str, tmp_path: Path) -> None:
+    """A running agent that fetches its changed config keeps its check-ins and its claims: were it
+    taken for a new process, the supervisor would restart it for not checking in."""
+    client = runtime_client(services, base_url, "alpha", tmp_path)
+    try:
+        client.get_config()
+        client.checkin(CheckIn(state="idle", pid=42, uptime_s=1.0))
+        queued = services.inbox.put("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "hello").id
+        claimed = client.next_item(1.0)
+        assert claimed is not None and claimed.id == queued
+        client.get_config(reload=True)
+        assert services.health.is_checking_in("alpha")
+        assert services.inbox.state(queued) == "claimed"
+        client.get_config()
+        assert not services.health.is_checking_in("alpha")
+        assert services.inbox.state(queued) == "queued"
+    finally:
+        client.close()
+
+
 def test_inbox_round_trip_over_the_channel(services: Services, base_url: str, tmp_path: Path) -> None:
     client = runtime_client(services, base_url, "alpha", tmp_path)
     try:

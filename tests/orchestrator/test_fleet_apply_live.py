@@ -210,3 +210,33 @@ def test_an_agent_that_cannot_be_prepared_is_an_event_and_a_clear_error(tmp_path
         assert applied and any(f.startswith("beta:") for f in applied[-1]["data"]["failed"])
     finally:
         flotilla(tmp_path, "down", "-v")
+
+
+def reloads(folder: Path, agent: str) -> int:
+    return flotilla(folder, "logs", "--tail", "500", agent).stdout.count("configuration reloaded")
+
+
+def test_a_new_default_heartbeat_model_reaches_the_running_agents(live: Path) -> None:
+    before = units(live)
+    seen = {agent: reloads(live, agent) for agent in ("alpha", "beta")}
+    with_model = (
+        FLEET.replace("llm:\n", "llm:\n  providers:\n    local: {base_url: 'http://127.0.0.1:9/v1'}\n")
+        + "defaults:\n  heartbeat_model: local:small\n"
+    )
+    (live / "fleet.yaml").write_text(with_model)
+    try:
+        applied = flotilla(live, "apply")
+        assert applied.returncode == 0, applied.stdout + applied.stderr
+        assert "* update   alpha" in applied.stdout and "heartbeat_model" in applied.stdout
+
+        wait_for(
+            lambda: all(reloads(live, agent) > count for agent, count in seen.items()),
+            "both agents to reload their config",
+        )
+        after = units(live)
+        assert {a: (u.id, u.started_at) for a, u in after.items()} == {
+            a: (u.id, u.started_at) for a, u in before.items()
+        }, "\n".join(json.dumps(e) for e in events(live)[-12:])
+    finally:
+        (live / "fleet.yaml").write_text(FLEET)
+        flotilla(live, "apply")
