@@ -34,6 +34,7 @@ from agent_runtime.protocol import (
     AGENT_API_PREFIX,
     AgentRequest,
     ChannelAnswer,
+    DEFAULT_MAX_FRAME_BYTES,
     ChannelFrame,
     ChannelReply,
     ErrorBody,
@@ -45,7 +46,7 @@ TokenSource = Callable[[], str]
 CONNECT_TIMEOUT_S = 5.0
 CLOSE_TIMEOUT_S = 1.0
 # Frames are small JSON documents; an inbox item with a large input is the biggest.
-MAX_FRAME_BYTES = 16 * 1024 * 1024
+MAX_FRAME_BYTES = DEFAULT_MAX_FRAME_BYTES
 CHANNEL_PATH = f"{AGENT_API_PREFIX}/channel"
 
 
@@ -78,6 +79,8 @@ class AgentChannel:
         self._conn: ClientConnection | None = None
         self._pending: dict[int, Future[ChannelReply]] = {}
         self._closed = False
+        self.max_frame_bytes = MAX_FRAME_BYTES
+        """The largest frame sent; the orchestrator's config may lower it (limits.channel_frame)."""
         self._handler: RequestHandler | None = None
         self._workers: ThreadPoolExecutor | None = None
 
@@ -93,8 +96,8 @@ class AgentChannel:
             frame.id = next(self._ids)
             encoded = frame.model_dump_json()
             # A character takes at most 4 bytes: most frames are known to fit without encoding them.
-            if len(encoded) > MAX_FRAME_BYTES // 4 and len(encoded.encode()) > MAX_FRAME_BYTES:
-                raise _oversized(frame, len(encoded.encode()))
+            if len(encoded) > self.max_frame_bytes // 4 and len(encoded.encode()) > self.max_frame_bytes:
+                raise _oversized(frame, len(encoded.encode()), self.max_frame_bytes)
             self._pending[frame.id] = future
             try:
                 conn.send(encoded)
@@ -219,13 +222,13 @@ class AgentChannel:
         return list(pending.values())
 
 
-def _oversized(frame: ChannelFrame, size: int) -> OrchestratorRefused:
+def _oversized(frame: ChannelFrame, size: int, limit: int) -> OrchestratorRefused:
     """A frame over the limit would close the channel (1009) with every call on it: refused here."""
     kind = getattr(frame, "type", "channel")
     return OrchestratorRefused(
         413,
         "too_large",
-        f"a {kind} frame of {size} bytes is over the channel's limit of {MAX_FRAME_BYTES} bytes",
+        f"a {kind} frame of {size} bytes is over the channel's limit of {limit} bytes",
     )
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from agent_runtime.channel import AgentChannel
+from agent_runtime.channel import MAX_FRAME_BYTES, AgentChannel
 from agent_runtime.errors import OrchestratorError
 from agent_runtime.protocol import (
     AGENT_API_PREFIX,
@@ -75,6 +75,10 @@ class OrchestratorClient:
 
             self._http = AgentHttp(self.base_url, lambda: self._token, self._reread_token)
         return self._http
+
+    def use_limits(self, config: AgentRuntimeConfig) -> None:
+        """Send no frame the orchestrator would refuse by closing the channel."""
+        self.channel.max_frame_bytes = min(MAX_FRAME_BYTES, config.max_frame_bytes)
 
     def get_config(self, reload: bool = False) -> AgentRuntimeConfig:
         """`reload`: this process already runs; the orchestrator must not take it for a new one."""

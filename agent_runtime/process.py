@@ -65,6 +65,7 @@ class AgentProcess:
             log.error("the orchestrator sent a config this runtime cannot use: %s", bad)
             return 1
         self.config = config
+        self.client.use_limits(config)
         log.info("agent %s of fleet %s started (model %s)", config.agent, config.fleet, config.model)
         self._serve_orchestrator()
         checkin = CheckInThread(self.client, self.state, self.settings.alive_file, self._on_config_hash)
@@ -192,6 +193,7 @@ class AgentProcess:
             return
         self._config_stale.clear()
         self.config = config
+        self.client.use_limits(config)
         if self._worker is not None:
             self._worker.reconfigure(config)
         log.info("configuration reloaded (%s)", config.config_hash)

@@ -138,6 +138,10 @@ class ContextThresholds(WireModel):
     prune: float = 0.90
 
 
+# The agent channel's largest message, both ways, unless fleet.yaml `limits.channel_frame` is lower.
+DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
+
+
 class LoopLimits(WireModel):
     max_iterations: int = 12
     max_tool_rounds: int = 8
@@ -162,6 +166,10 @@ class AgentRuntimeConfig(WireModel):
     thresholds: ContextThresholds = Field(default_factory=ContextThresholds)
     limits: LoopLimits = Field(default_factory=LoopLimits)
     talks_to: list[str] = Field(default_factory=list)
+    max_frame_bytes: int = Field(
+        default=DEFAULT_MAX_FRAME_BYTES,
+        description="Largest channel frame the orchestrator accepts from this agent",
+    )
     workspace_quota_bytes: int = 8 * 1024 * 1024
     config_hash: str
 

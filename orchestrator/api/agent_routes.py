@@ -58,6 +58,7 @@ def runtime_config(services: Services, agent: str) -> AgentRuntimeConfig:
         embedding_model=config.embedding_model(),
         embedding_dimensions=embedding_dimensions(config),
         talks_to=list(config.agents[agent].talks_to),
+        max_frame_bytes=config.limits.bytes_of("channel_frame"),
         config_hash=fleet.runtime_hash(agent),
     )
 

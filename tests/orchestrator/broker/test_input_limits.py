@@ -228,3 +228,30 @@ def test_a_released_claim_does_not_count_as_a_delivery(served: Served) -> None:
         assert claimed is not None
         services.inbox.release(item.id)  # the long-poll's client went away before receiving it
     assert services.inbox.state(item.id) == "queued"
+
+
+def test_a_lower_channel_frame_limit_is_applied_on_both_sides(tmp_path: Path) -> None:
+    """With limits.channel_frame below the runtime's own ceiling, the agent learns it from its
+    config and refuses a bigger frame itself, so the server never has to close the channel."""
+    from agent_runtime.client import OrchestratorClient
+
+    services = build_services(
+        write_fleet(tmp_path / "fleet", FLEET_YAML + "limits:\n  channel_frame: 128k\n")
+    )
+    token_file = tmp_path / "token"
+    token_file.write_text(services.tokens.mint("alpha"))
+    server = create_app(services)
+    with serve_app(server, ws_max_size=services.fleet.config.limits.bytes_of("channel_frame")) as url:
+        client = OrchestratorClient(url, token_file)
+        try:
+            config = client.get_config()
+            assert config.max_frame_bytes == 128 * KIB
+            client.use_limits(config)
+            with pytest.raises(OrchestratorRefused) as refused:
+                client.channel.call(ChannelTell(request=TellRequest(to="beta", text="f" * (200 * KIB))), 10)
+            assert refused.value.status == 413 and str(128 * KIB) in str(refused.value)
+            fine = client.channel.call(ChannelTell(request=TellRequest(to="beta", text="fits")), timeout_s=10)
+            assert fine.status == 200
+        finally:
+            client.close()
+    services.db.close()
