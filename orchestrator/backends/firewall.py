@@ -96,11 +96,25 @@ def install_fence(fleet: str, bridge: str, gateway: str, port: int) -> FenceStat
         _iptables("-N", chain)
     for rule in fence_rules(chain, gateway, port):
         _iptables(*rule)
+    wanted = ["-i", bridge, "-j", chain]
     for hook in _hooks_present():
-        jump = ["-i", bridge, "-j", chain]
-        if _iptables("-C", hook, *jump, check=False).returncode != 0:
-            _iptables("-I", hook, "1", *jump)
+        found = _jumps(hook, chain)
+        # A jump for an earlier bridge of this fleet (its network was re-created) goes.
+        for stale in (jump for jump in found if jump != wanted):
+            _iptables("-D", hook, *stale)
+        if wanted not in found:
+            _iptables("-I", hook, "1", *wanted)
     return FenceStatus(installed=True)
+
+
+def _jumps(hook: str, chain: str) -> list[list[str]]:
+    """The rule specifications in `hook` that jump to `chain`, as `iptables -S` prints them."""
+    jumps = []
+    for line in _iptables("-S", hook).stdout.splitlines():
+        words = line.split()
+        if words[:2] == ["-A", hook] and words[-2:] == ["-j", chain]:
+            jumps.append(words[2:])
+    return jumps
 
 
 def remove_fence(fleet: str) -> None:
@@ -109,10 +123,8 @@ def remove_fence(fleet: str) -> None:
         return
     chain = chain_name(fleet)
     for hook in _hooks_present():
-        for line in _iptables("-S", hook).stdout.splitlines():
-            words = line.split()
-            if words[:2] == ["-A", hook] and words[-2:] == ["-j", chain]:
-                _iptables("-D", hook, *words[2:])
+        for jump in _jumps(hook, chain):
+            _iptables("-D", hook, *jump)
     if _iptables("-S", chain, check=False).returncode == 0:
         _iptables("-F", chain)
         _iptables("-X", chain)

@@ -23,7 +23,7 @@ from test_docker_backend import SLEEP, make_spec
 from test_fleet_e2e import REPO, RunningFleet, all_healthy, wait_for
 
 from orchestrator.backends.docker import DockerBackend, network_name
-from orchestrator.backends.firewall import chain_name, iptables_usable
+from orchestrator.backends.firewall import chain_name, install_fence, iptables_usable
 from orchestrator.cli.client import read_endpoint
 from orchestrator.image import ImageBuildResult
 from orchestrator.state.paths import StatePaths
@@ -201,6 +201,18 @@ def test_the_fence_is_a_chain_of_its_own_removed_with_the_network(
     assert listing(chain) is None
     assert chain not in (listing("INPUT") or "")
     assert chain not in (listing("DOCKER-USER") or "")
+
+
+def test_a_jump_left_for_an_earlier_bridge_is_replaced(
+    needs_iptables: None, backend: DockerBackend, fleets: list[FencedFleet]
+) -> None:
+    fleet = fleets[0]
+    chain = chain_name(fleet.name)
+    install_fence(fleet.name, "br-0ld0ld0ld0l", fleet.gateway, fleet.agent_listener.port)
+    assert "br-0ld0ld0ld0l" in (listing("INPUT") or "")
+    backend.guard_fleet(fleet.name, fleet.gateway, fleet.agent_listener.port)
+    jumps = [line for line in (listing("INPUT") or "").splitlines() if line.endswith(f"-j {chain}")]
+    assert len(jumps) == 1 and "br-0ld0ld0ld0l" not in jumps[0]
 
 
 def test_a_real_fleet_is_fenced_from_up_to_down(
