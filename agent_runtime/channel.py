@@ -32,9 +32,9 @@ from websockets.sync.client import ClientConnection, connect
 from agent_runtime.errors import OrchestratorRefused, OrchestratorUnavailable
 from agent_runtime.protocol import (
     AGENT_API_PREFIX,
+    DEFAULT_MAX_FRAME_BYTES,
     AgentRequest,
     ChannelAnswer,
-    DEFAULT_MAX_FRAME_BYTES,
     ChannelFrame,
     ChannelReply,
     ErrorBody,
