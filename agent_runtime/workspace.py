@@ -64,8 +64,8 @@ GENERATED: frozenset[str] = READ_ONLY
 # What may be injected into one prompt from all workspace files together.
 INJECTION_TOTAL_CAP = 48 * KIB
 
-Author = Literal["agent", "operator", "job", "system"]
-RecordedAuthor = Literal["agent", "operator", "job", "system", "external"]
+Author = Literal["agent", "operator", "job", "system", "fleet.yaml"]
+RecordedAuthor = Literal["agent", "operator", "job", "system", "fleet.yaml", "external"]
 PRIVILEGED_AUTHORS: frozenset[str] = frozenset({"operator", "system"})
 
 

@@ -54,6 +54,7 @@ class EventType(StrEnum):
     FLEET_APPLIED = "fleet.applied"
     AGENT_UPDATED = "agent.updated"
     AGENT_PAUSED = "agent.paused"
+    WORKSPACE_SEED_CONFLICT = "workspace.seed_conflict"
     AGENT_RESUMED = "agent.resumed"
     AGENT_REPORTED = "agent.reported"
     STATE_MIGRATED = "state.migrated"

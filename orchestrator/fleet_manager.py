@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator import reconcile
+from orchestrator.api.errors import ApiError
 from orchestrator.backends.base import AgentSpec, BackendError, UnitInfo
 from orchestrator.config.loader import LoadedFleet
 from orchestrator.events import EventType
 from orchestrator.image_name import DEFAULT_IMAGE
-from orchestrator.operator.workspace_access import open_workspace, push_files
+from orchestrator.operator.workspace_access import open_workspace, push_files, write_file
 from orchestrator.scaffold import (
     has_previous_layout,
     import_previous_layout,
@@ -25,6 +26,7 @@ from orchestrator.scaffold import (
     write_token,
 )
 from orchestrator.scheduler.store import SchedulerStore
+from orchestrator.seeding import SeedChange, plan_seeds, record_seed
 
 if TYPE_CHECKING:
     from orchestrator.services import Services
@@ -39,6 +41,8 @@ class FleetManager:
         self.problems: list[str] = []
         """What the last apply could not do, for `ps`, the dashboard and `up -d`."""
         self._heartbeats = SchedulerStore(services.db)
+        self.seeded: list[SeedChange] = []
+        """What the last apply did with fleet.yaml's seeds (writes and conflicts)."""
         self._carry: dict[str, Path] = {}
         """Agents moved from the previous layout whose own files still wait for their new storage."""
         self._applying = threading.Lock()
@@ -138,14 +142,65 @@ class FleetManager:
         self,
         on_done: Callable[[reconcile.ApplyResult], None] = lambda _: None,
         candidate: LoadedFleet | None = None,
+        force_seeds: frozenset[tuple[str, str]] = frozenset(),
     ) -> list[reconcile.ApplyResult]:
-        """Apply `candidate` (or re-apply the fleet in force). Failures are results, never raised.
+        """Apply `candidate` (or re-apply the fleet in force), then fleet.yaml's seeds (see
+        `orchestrator.seeding`; `force_seeds` names (agent, file) pairs that take fleet.yaml's text
+        over a changed file). Failures are results, never raised.
 
         One apply at a time: the first one at start-up and those asked over the API would
         otherwise plan against the same units.
         """
         with self._applying:
-            return self._apply(on_done, candidate)
+            results = self._apply(on_done, candidate)
+            self.seeded = self._seed(force_seeds)
+            return results
+
+    def plan_seeds(
+        self, candidate: LoadedFleet | None = None, force_seeds: frozenset[tuple[str, str]] = frozenset()
+    ) -> list[SeedChange]:
+        """What applying the seeds of `candidate` (default: the fleet in force) would do."""
+        fleet = candidate or self.fleet
+        changes = []
+        for agent in fleet.config.agents:
+            forced = frozenset(file for name, file in force_seeds if name == agent)
+            changes += plan_seeds(fleet, agent, self._services.paths, forced)
+        return changes
+
+    def _seed(self, force_seeds: frozenset[tuple[str, str]]) -> list[SeedChange]:
+        """Write the seeds fleet.yaml changed where nobody changed the file since; the rest are
+        conflicts, reported and published, never overwritten."""
+        services = self._services
+        done = []
+        for change in self.plan_seeds(None, force_seeds):
+            if change.status == "same":
+                record_seed(services.paths, change.agent, change.file, change.text)
+                continue
+            if change.status == "write":
+                try:
+                    access = open_workspace(services, change.agent)
+                    write_file(
+                        services,
+                        access,
+                        change.file,
+                        change.text,
+                        "seeded from fleet.yaml",
+                        "fleet.yaml",
+                        "fleet.yaml",
+                    )
+                except ApiError as refused:
+                    log.warning("seeding %s %s failed: %s", change.agent, change.file, refused)
+                    continue
+                record_seed(services.paths, change.agent, change.file, change.text)
+            else:
+                services.events.publish(
+                    EventType.WORKSPACE_SEED_CONFLICT,
+                    agent=change.agent,
+                    file=change.file,
+                    detail=str(change),
+                )
+            done.append(change)
+        return done
 
     def _apply(
         self, on_done: Callable[[reconcile.ApplyResult], None], candidate: LoadedFleet | None

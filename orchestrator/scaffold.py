@@ -98,17 +98,21 @@ def prepare_operator_copy(fleet: LoadedFleet, agent: str, paths: StatePaths) -> 
     The copy lives in an orchestrator-owned folder that no unit ever mounts; the agent receives
     it over its channel.
     """
+    seeds = seed_files(fleet, agent) | {"MEMORY.md": "# Memory\n"}
+    scaffold(paths.agent_dir(agent), seeds, generated_files(fleet, agent))
+
+
+def seed_files(fleet: LoadedFleet, agent: str) -> dict[str, str]:
+    """The workspace files fleet.yaml seeds, as fleet.yaml says them now."""
     config = fleet.config.agents[agent]
     heartbeat = fleet.config.heartbeat_of(agent)
-    seeds = {
+    return {
         "SOUL.md": _soul(fleet, agent),
         "INSTRUCTIONS.md": config.instructions,
         "USER.md": config.user,
-        "MEMORY.md": "# Memory\n",
         "INTERFACE.md": fleet.interfaces.get(agent, ""),
         "HEARTBEAT.md": render_heartbeat_md(heartbeat.rules if heartbeat else []),
     }
-    scaffold(paths.agent_dir(agent), seeds, generated_files(fleet, agent))
 
 
 def write_token(paths: StatePaths, agent: str, token: str) -> Path:

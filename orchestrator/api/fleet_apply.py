@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from orchestrator.api.errors import ApiError
 from orchestrator.config.loader import ConfigError, LoadedFleet, load_fleet
 from orchestrator.reconcile import PlanAction
+from orchestrator.seeding import SeedChange
 from orchestrator.services import Services
 
 
@@ -52,10 +53,11 @@ def read_candidate(services: Services, file: str | None) -> LoadedFleet:
     return candidate
 
 
-def plan_out(actions: list[PlanAction], file: Path) -> PlanOut:
+def plan_out(actions: list[PlanAction], file: Path, seeds: list[SeedChange] | None = None) -> PlanOut:
+    seeded = [s for s in seeds or [] if s.status != "same"]
     return PlanOut(
-        actions=[str(a) for a in actions if a.pending],
-        changed=any(a.pending for a in actions),
+        actions=[str(a) for a in actions if a.pending] + [str(s) for s in seeded],
+        changed=any(a.pending for a in actions) or bool(seeded),
         plan=[
             PlannedAction(kind=a.kind, agent=a.agent, reason=a.reason, fields=[c.field for c in a.changes])
             for a in actions

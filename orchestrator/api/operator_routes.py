@@ -19,6 +19,8 @@ from orchestrator.api.errors import ApiError
 from orchestrator.api.fleet_apply import PlanOut, plan_out, read_candidate
 from orchestrator.api.limits import check_message
 from orchestrator.backends.base import BackendError, UnitInfo
+from orchestrator.config.loader import LoadedFleet
+from orchestrator.seeding import SEEDED_FILES
 from orchestrator.services import Services
 
 router = APIRouter(prefix="/api/v1", tags=["operator"])
@@ -262,6 +264,9 @@ async def apply_fleet(
     file: Annotated[
         str | None, Query(description="The fleet file to apply (default: the one in force)")
     ] = None,
+    force_seed: Annotated[
+        list[str] | None, Query(description="AGENT/FILE: take fleet.yaml's text over a changed file")
+    ] = None,
 ) -> PlanOut:
     """Read the fleet file and reconcile. An invalid file, or another fleet's, changes nothing."""
     candidate = await asyncio.to_thread(read_candidate, services, file)
@@ -269,10 +274,26 @@ async def apply_fleet(
         actions = await asyncio.to_thread(services.manager.plan, candidate)
     except BackendError as exc:
         raise ApiError(503, "backend_unavailable", f"cannot list the fleet's units: {exc}") from None
+    forced = _forced_seeds(candidate, force_seed or [])
     if dry_run:
-        return plan_out(actions, candidate.path)
-    results = await asyncio.to_thread(services.manager.apply, lambda _: None, candidate)
+        seeds = await asyncio.to_thread(services.manager.plan_seeds, candidate, forced)
+        return plan_out(actions, candidate.path, seeds)
+    results = await asyncio.to_thread(services.manager.apply, lambda _: None, candidate, forced)
     failed = [f"{r.action.agent}: {r.error}" for r in results if not r.ok]
     if failed:
         raise ApiError(502, "apply_failed", "some changes failed", failed)
-    return plan_out(actions, candidate.path)
+    return plan_out(actions, candidate.path, services.manager.seeded)
+
+
+def _forced_seeds(fleet: LoadedFleet, pairs: list[str]) -> frozenset[tuple[str, str]]:
+    forced = set()
+    for pair in pairs:
+        agent, _, file = pair.partition("/")
+        if agent not in fleet.config.agents or file not in SEEDED_FILES:
+            raise ApiError(
+                422,
+                "invalid_request",
+                f"--force-seed {agent} {file}: name an agent of the fleet and one of {', '.join(SEEDED_FILES)}",
+            )
+        forced.add((agent, file))
+    return frozenset(forced)

@@ -170,10 +170,15 @@ def _refuse_other_launch(
         )
 
 
-def _apply_remote(fleet_file: Path, dry_run: bool) -> bool:
+def _apply_remote(fleet_file: Path, dry_run: bool, force_seeds: tuple[tuple[str, str], ...] = ()) -> bool:
     """Ask the running orchestrator to plan or apply `fleet_file`; True when changes are (were) due."""
     client = client_for(fleet_file, timeout_s=300.0)
-    result = client.post("/api/v1/apply", dry_run=dry_run or None, file=str(fleet_file.resolve()))
+    result = client.post(
+        "/api/v1/apply",
+        dry_run=dry_run or None,
+        file=str(fleet_file.resolve()),
+        force_seed=[f"{agent}/{file}" for agent, file in force_seeds] or None,
+    )
     for line in result["actions"]:
         click.echo(line)
     if not result["changed"]:
@@ -194,17 +199,31 @@ EXIT_CANNOT_PLAN = 3
     "Exit 0: nothing to change, 1: changes pending, 2: the file is invalid, 3: no plan could be made.",
 )
 @click.option("--runtime", type=click.Choice(RUNTIMES), default=None)
-def apply(fleet_file: Path, dry_run: bool, runtime: Runtime | None) -> None:
-    """Reconcile the running fleet with the fleet file given (--dry-run only prints the plan)."""
+@click.option(
+    "--force-seed",
+    "force_seeds",
+    nargs=2,
+    multiple=True,
+    metavar="AGENT FILE",
+    help="Take fleet.yaml's text for FILE (e.g. SOUL.md) of AGENT even though it changed since it was seeded.",
+)
+def apply(
+    fleet_file: Path, dry_run: bool, runtime: Runtime | None, force_seeds: tuple[tuple[str, str], ...]
+) -> None:
+    """Reconcile the running fleet with the fleet file given (--dry-run only prints the plan).
+
+    Changed seeds (soul, instructions, user, interface, heartbeat rules) are written to the
+    agents' workspaces when nobody changed those files since; otherwise apply names the conflict.
+    """
     paths = StatePaths.for_fleet_file(fleet_file)
     if not dry_run:
         load_or_exit(fleet_file)
         if read_endpoint(paths) is None:
             raise CliError("no orchestrator is running: `flotilla up` starts it and applies fleet.yaml")
-        _apply_remote(fleet_file, dry_run=False)
+        _apply_remote(fleet_file, dry_run=False, force_seeds=force_seeds)
         return
     try:
-        pending = _dry_run(fleet_file, paths, runtime)
+        pending = _dry_run(fleet_file, paths, runtime, force_seeds)
     except CliError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(EXIT_CANNOT_PLAN) from None
@@ -212,10 +231,12 @@ def apply(fleet_file: Path, dry_run: bool, runtime: Runtime | None) -> None:
         raise SystemExit(EXIT_CHANGES_PENDING)
 
 
-def _dry_run(fleet_file: Path, paths: StatePaths, runtime: Runtime | None) -> bool:
+def _dry_run(
+    fleet_file: Path, paths: StatePaths, runtime: Runtime | None, force_seeds: tuple[tuple[str, str], ...]
+) -> bool:
     if read_endpoint(paths) is not None:
         load_or_exit(fleet_file)
-        return _apply_remote(fleet_file, dry_run=True)
+        return _apply_remote(fleet_file, dry_run=True, force_seeds=force_seeds)
     fleet = load_or_exit(fleet_file)
     backend = _backend_or_exit(_runtime_of(paths, runtime, fleet), paths)
     check_capacity_or_exit(fleet, backend.capacity())

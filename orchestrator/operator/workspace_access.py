@@ -316,7 +316,7 @@ def write_file(
         size=result.size,
         source=source,
     )
-    if author == "operator":
+    if author != "agent":
         # The agent's own writes are mirrored by the agent once accepted.
         push_files(services, access, [result.name])
     return result

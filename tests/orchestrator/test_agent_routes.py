@@ -302,7 +302,7 @@ def test_readiness_answers_as_soon_as_every_awake_agent_takes_messages(
     for client in clients:
         client.checkin(CheckIn(state="starting", pid=1, uptime_s=0.1))
     starting = httpx.get(f"{base_url}/api/v1/fleet/ready", params={"wait": 0.5}, headers=operator, timeout=20)
-    assert starting.json() == {"healthy": 2, "answering": 0, "total": 2, "problems": []}
+    assert starting.json() == {"healthy": 2, "answering": 0, "total": 2, "problems": [], "warnings": []}
 
     def load_runtime_later() -> None:
         time.sleep(0.3)
