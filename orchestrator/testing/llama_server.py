@@ -70,6 +70,10 @@ def serve_smollm2(log_path: Path, threads: int = 2) -> Iterator[str]:
         str(SMOLLM2_WINDOW),
         "--n_threads",
         str(threads),
+        # By default a new request cuts the one being generated short, which ends it as if the
+        # model had finished: agents of one fleet call at the same time, so requests queue instead.
+        "--interrupt_requests",
+        "false",
     ]
     with log_path.open("wb") as log:
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
