@@ -165,7 +165,7 @@ def _scrub_records(conn: Connection, facts: Sequence[str], fact_ids: Sequence[in
     )
     for probe in {_longest_word(fact) for fact in facts if _longest_word(fact)}:
         pattern = f"%{probe}%"
-        # Run records keep their changes as ASCII-escaped JSON ("Z\\u00fcrich").
+        # Run records keep their changes as ASCII-escaped JSON ("Z\u00fcrich").
         escaped = f"%{json.dumps(probe)[1:-1]}%"
         for row_id, detail in conn.execute(
             "SELECT id, detail FROM review_items WHERE detail LIKE ?", (pattern,)
