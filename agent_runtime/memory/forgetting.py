@@ -165,6 +165,8 @@ def _scrub_records(conn: Connection, facts: Sequence[str], fact_ids: Sequence[in
     )
     for probe in {_longest_word(fact) for fact in facts if _longest_word(fact)}:
         pattern = f"%{probe}%"
+        # Run records keep their changes as ASCII-escaped JSON ("Z\u00fcrich").
+        escaped = f"%{json.dumps(probe)[1:-1]}%"
         for row_id, detail in conn.execute(
             "SELECT id, detail FROM review_items WHERE detail LIKE ?", (pattern,)
         ).fetchall():
@@ -172,8 +174,8 @@ def _scrub_records(conn: Connection, facts: Sequence[str], fact_ids: Sequence[in
                 conn.execute("UPDATE review_items SET detail = ? WHERE id = ?", (FORGOTTEN, row_id))
                 changes.append(f"review item {row_id}")
         for row_id, detail, raw in conn.execute(
-            "SELECT id, detail, changes FROM job_runs WHERE changes LIKE ? OR detail LIKE ?",
-            (pattern, pattern),
+            "SELECT id, detail, changes FROM job_runs WHERE changes LIKE ? OR changes LIKE ? OR detail LIKE ?",
+            (pattern, escaped, pattern),
         ).fetchall():
             entries = [FORGOTTEN if states_any(str(e), facts) else str(e) for e in json.loads(raw or "[]")]
             cleaned_detail = FORGOTTEN if states_any(str(detail), facts) else str(detail)

@@ -45,12 +45,35 @@ def distinctive_words(text: str) -> set[str]:
     return {word for word in content_words(text) if word not in _FRAMING}
 
 
+MIN_ROOT = 4
+MAX_SUFFIX = 3
+
+
+def _same_root(word: str, other: str) -> bool:
+    """Two forms of one word ("named" and "name", "preferred" and "prefers"): they share a
+    prefix of at least four letters that leaves at most three letters of the longer one."""
+    if word == other:
+        return True
+    shortest = min(len(word), len(other))
+    if shortest < MIN_ROOT or any(ch.isdigit() for ch in word + other):
+        return False
+    common = 0
+    while common < shortest and word[common] == other[common]:
+        common += 1
+    return common >= MIN_ROOT and max(len(word), len(other)) - common <= MAX_SUFFIX
+
+
+def _found(word: str, said: set[str]) -> bool:
+    return word in said or any(_same_root(word, other) for other in said)
+
+
 def states(statement: str, fact: str, share: float = STATED_SHARE) -> bool:
     """True when `statement` says what `fact` says, in the same words.
 
     Every word of the fact holding a digit must be in the statement, and at least `share` of
     its other distinctive words (content words without stop words and "the user"; plural and
-    verb "s" endings folded). A fact with no distinctive word is stated by nothing.
+    verb "s" endings folded; another form of the same word counts, see `_same_root`). A fact
+    with no distinctive word is stated by nothing.
     """
     wanted = distinctive_words(fact)
     if not wanted:
@@ -62,14 +85,15 @@ def states(statement: str, fact: str, share: float = STATED_SHARE) -> bool:
     others = wanted - numbers
     if not others:
         return True
-    return len(others & said) >= share * len(others)
+    return sum(_found(word, said) for word in others) >= share * len(others)
 
 
 def mentions(statement: str, fact: str, share: float = MENTIONED_SHARE) -> bool:
     """True when `statement` names most of the fact's distinctive words ("forget my alarm
     code" mentions "The user's alarm code is 7731")."""
     wanted = distinctive_words(fact)
-    return bool(wanted) and len(wanted & set(content_words(statement))) >= share * len(wanted)
+    said = set(content_words(statement))
+    return bool(wanted) and sum(_found(word, said) for word in wanted) >= share * len(wanted)
 
 
 @dataclass(frozen=True)

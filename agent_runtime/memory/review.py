@@ -9,16 +9,22 @@ Flags (kind, target):
 - forgotten (key): a MEMORY.md line stating a forgotten fact;
 - stale (key): a MEMORY.md line stating a superseded fact that no active fact repeats;
 - duplicate (key): a MEMORY.md line that repeats an earlier one.
-Keys are `text.content_key` digests. Consolidation drops flagged MEMORY.md lines; extraction
-does not promote facts flagged stale or forgotten. Each run re-checks the open flags and
-closes those that no longer hold. The job writes nothing but `review_items`.
+Keys are `text.content_key` digests. With a model, the model also reads MEMORY.md (with today's
+date) and names the lines that are no longer true or repeat another (stale or duplicate, key);
+an unusable answer leaves the heuristic flags alone. Consolidation drops flagged MEMORY.md
+lines; extraction does not promote facts flagged stale or forgotten, and dates facts flagged
+stale for their relative time. Each run re-checks the open flags and closes those that no
+longer hold. The job writes nothing but `review_items`.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from datetime import timedelta
+
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from agent_runtime.memory.maintenance import Job, JobContext, JobPlan
 from agent_runtime.memory.records import iso, load_ids, parse_time
@@ -34,6 +40,30 @@ RELATIVE_TIME = re.compile(
     re.I,
 )
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+\.)\s+(?:\[[ xX]\]\s+)?(?P<text>.+)$")
+MAX_REVIEWED_LINES = 200
+
+PROMPT = """You audit MEMORY.md, the long-term notes of an AI agent. Today is {today}.
+Name the lines that are no longer true (an event that has passed, a state that has surely
+changed: "stale") and the lines that repeat an earlier line ("duplicate"). Leave every other
+line alone; when in doubt, leave it.
+
+Answer with only a JSON array, possibly empty, of objects:
+{{"line": <the line's number>, "kind": "stale" or "duplicate", "reason": "a few words"}}
+
+Lines:
+{lines}
+"""
+
+
+class ModelFlag(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    line: int
+    kind: str
+    reason: str = ""
+
+
+_MODEL_FLAGS = TypeAdapter(list[ModelFlag])
 
 
 @dataclass(frozen=True)
@@ -62,13 +92,45 @@ class ReviewJob(Job):
 
     def plan(self, ctx: JobContext) -> JobPlan:
         flags = self._fact_flags(ctx) + self._memory_file_flags(ctx)
+        model, note = None, ""
+        if ctx.complete is not None:
+            found, note = self._model_flags(ctx)
+            known = {(f.kind, f.target_kind, f.target_ref) for f in flags}
+            flags += [f for f in found if (f.kind, f.target_kind, f.target_ref) not in known]
+            model = ctx.model
         ctx.check()
         now = iso(ctx.now())
 
         def write() -> list[str]:
             return _store_flags(ctx, flags, now)
 
-        return JobPlan(write=write, checkpoint={"at": now}, detail=f"{len(flags)} flags")
+        return JobPlan(write=write, checkpoint={"at": now}, model=model, detail=f"{note}{len(flags)} flags")
+
+    @staticmethod
+    def _model_flags(ctx: JobContext) -> tuple[list[Flag], str]:
+        """The model's stale and duplicate MEMORY.md lines; none (and a note) when its answer
+        is unusable."""
+        lines = memory_lines(Workspace(ctx.data_dir).read("MEMORY.md"))[:MAX_REVIEWED_LINES]
+        if not lines:
+            return [], ""
+        numbered = "\n".join(f"{number}. {line}" for number, line in enumerate(lines, 1))
+        answer = ctx.ask_model(PROMPT.format(today=ctx.now().date().isoformat(), lines=numbered))
+        start, end = answer.find("["), answer.rfind("]")
+        try:
+            found = _MODEL_FLAGS.validate_python(json.loads(answer[start : end + 1]))
+        except (json.JSONDecodeError, ValidationError):
+            return [], "model answer unusable: heuristics only; "
+        forgotten = ctx.store.forgotten_matcher()
+        flags = []
+        for item in found:
+            if item.kind not in ("stale", "duplicate") or not 1 <= item.line <= len(lines):
+                continue
+            line = lines[item.line - 1]
+            if forgotten.states_forgotten(line):
+                continue  # flagged "forgotten" already, and never quoted
+            detail = f"model: {one_line(item.reason, 80) or item.kind}: {one_line(line, 120)}"
+            flags.append(Flag(item.kind, "key", content_key(line), detail))
+        return flags, ""
 
     def _fact_flags(self, ctx: JobContext) -> list[Flag]:
         store = ctx.store

@@ -71,7 +71,8 @@ SAVE_SPEC: dict[str, Any] = {
         "description": (
             "Save one durable fact to long-term memory (one fact per call, a full sentence). "
             "A fact on a subject already stored replaces the older one when it comes from an equal or "
-            "better source; a repeat only reinforces the stored fact."
+            "better source; a repeat only reinforces the stored fact. Credentials (keys, tokens, "
+            "passwords) are redacted before saving: leave them out."
         ),
         "parameters": {
             "type": "object",
@@ -122,7 +123,8 @@ FORGET_SPEC: dict[str, Any] = {
         "description": (
             "Forget a fact for good (it will not be learned again from old conversation). Give its id "
             "from memory_search, or a query: the fact is forgotten only when one clearly matches; "
-            "otherwise the candidates are returned."
+            "otherwise the candidates are returned. A fact a person stated is forgotten only when a "
+            "person asked for it."
         ),
         "parameters": {
             "type": "object",

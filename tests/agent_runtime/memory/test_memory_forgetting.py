@@ -162,3 +162,20 @@ def test_a_version_1_file_gains_the_barrier_fingerprints(open_store: StoreFactor
     assert store.query("SELECT value FROM meta WHERE key = 'schema_version'")[0][0] == "2"
     store.forget(old.fact_id or 0)
     assert store.forgotten_matcher().states_forgotten("locker code: 4512")
+
+
+def test_job_records_lose_a_forgotten_fact_with_non_ascii_words(
+    store: MemoryStore, data_dir: Path, clock: ManualClock
+) -> None:
+    line = {
+        "id": "t1",
+        "at": "2025-05-01T09:00:00.000Z",
+        "role": "user",
+        "content": "My gym is Zürichsee Fit 77.",
+    }
+    (data_dir / "history" / "2025-05-01.jsonl").write_text(json.dumps(line) + "\n")
+    runner = MaintenanceRunner(store, data_dir, jobs=default_jobs(None), clock=clock.now)
+    assert any("Zürichsee" in change for change in runner.run_now("extraction").changes)
+    [fact] = store.list_facts()
+    store.forget(fact.id)
+    assert all("Zürichsee" not in change for run in list_runs(store) for change in run.changes)

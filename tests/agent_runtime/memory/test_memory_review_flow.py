@@ -55,3 +55,45 @@ def test_a_memory_md_line_stating_a_replaced_fact_is_flagged_then_removed(
     consolidation = runner.run_now("consolidation")
     assert workspace.read("MEMORY.md") == "# Memory\n\n- The user's cat is Miso\n"
     assert any("removed flagged: The user lives in Lyon" in change for change in consolidation.changes)
+
+
+def test_a_line_the_review_model_flags_stale_is_removed_by_consolidation(
+    store: MemoryStore, data_dir: Path, clock: ManualClock
+) -> None:
+    workspace = Workspace(data_dir)
+    workspace.write(
+        "MEMORY.md",
+        "# Memory\n\n- The user's cat is Miso\n- The user is in Rome this week\n",
+        "agent",
+        "seed",
+    )
+    prompts: list[str] = []
+
+    def reviewer(prompt: str) -> str:
+        prompts.append(prompt)
+        return '```json\n[{"line": 2, "kind": "stale", "reason": "the trip is over"}, {"line": 9, "kind": "stale"}]\n```'
+
+    MaintenanceRunner(
+        store, data_dir, jobs=default_jobs(None), clock=clock.now, complete=reviewer, model="review-model"
+    ).run_now("review")
+    assert "2. The user is in Rome this week" in prompts[0] and "Today is 2025-05-01" in prompts[0]
+    assert [flag[0] for flag in open_flags(store)] == ["stale"]
+    [run] = [r for r in store.query("SELECT model, detail FROM job_runs WHERE job = 'review'")]
+    assert tuple(run) == ("review-model", "1 flags")
+    clock.advance(120)
+    MaintenanceRunner(store, data_dir, jobs=default_jobs(None), clock=clock.now).run_now("consolidation")
+    assert workspace.read("MEMORY.md") == "# Memory\n\n- The user's cat is Miso\n"
+
+
+def test_an_unusable_review_answer_leaves_the_heuristic_flags(
+    store: MemoryStore, data_dir: Path, clock: ManualClock
+) -> None:
+    Workspace(data_dir).write(
+        "MEMORY.md", "# Memory\n\n- The cat is Miso\n- The cat is Miso\n", "agent", "seed"
+    )
+    runner = MaintenanceRunner(
+        store, data_dir, jobs=default_jobs(None), clock=clock.now, complete=lambda _p: "I cannot tell."
+    )
+    run = runner.run_now("review")
+    assert run.outcome.value == "ok" and run.detail.startswith("model answer unusable")
+    assert [flag[0] for flag in open_flags(store)] == ["duplicate"]
