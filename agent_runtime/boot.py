@@ -28,6 +28,7 @@ BACKOFF_MAX_S = 15.0
 GONE = 410
 # The process's start, carried over an in-place restart (see agent_runtime.state).
 STARTED_ENV = "FLOTILLA_RUNTIME_STARTED"
+TURNS_ENV = "FLOTILLA_RUNTIME_TURNS"
 
 
 class Backoff:
@@ -88,7 +89,14 @@ def _make_own_folders(settings: Settings) -> None:
 def _first_checkin(base_url: str, token: str) -> None:
     """A best effort: the check-in thread reports again as soon as the runtime is loaded."""
     started = float(os.environ.get(STARTED_ENV) or time.monotonic())
-    body = {"state": "starting", "pid": os.getpid(), "uptime_s": round(time.monotonic() - started, 3)}
+    body = {
+        "state": "starting",
+        "pid": os.getpid(),
+        "uptime_s": round(time.monotonic() - started, 3),
+        # Carried over an in-place restart: turns > 0 tells the orchestrator that this agent
+        # is back from an idle release, not new, and takes messages again in a moment.
+        "turns": _carried_turns(),
+    }
     try:
         status, answer = _request(base_url, "POST", f"{AGENT_ROUTES}/checkin", token, json.dumps(body))
     except OSError as failed:
@@ -96,6 +104,13 @@ def _first_checkin(base_url: str, token: str) -> None:
         return
     if status != http.HTTPStatus.OK:
         log.info("first check-in refused (HTTP %d): %s", status, _message(answer))
+
+
+def _carried_turns() -> int:
+    try:
+        return max(int(os.environ.get(TURNS_ENV) or 0), 0)
+    except ValueError:
+        return 0
 
 
 def _request(base_url: str, method: str, path: str, token: str, body: str | None = None) -> tuple[int, bytes]:

@@ -7,7 +7,7 @@ import threading
 import time
 from typing import Literal
 
-from agent_runtime.boot import STARTED_ENV
+from agent_runtime.boot import STARTED_ENV, TURNS_ENV
 from agent_runtime.protocol import CheckIn, ContextStatus
 
 ProcessState = Literal["starting", "idle", "busy", "stopping"]
@@ -22,9 +22,6 @@ def rss_bytes() -> int | None:
     except (OSError, IndexError, ValueError):
         return None
     return resident_pages * os.sysconf("SC_PAGE_SIZE")
-
-
-TURNS_ENV = "FLOTILLA_RUNTIME_TURNS"
 
 
 class RuntimeState:

@@ -161,12 +161,13 @@ ANSWERING_STATES = frozenset({"idle", "busy"})
 
 
 def _answering(services: Services, agent: str) -> bool:
+    """Its runtime is loaded, or it is restarting in place after an idle release (it has worked
+    before, its inbox waits, and it takes messages again within a second)."""
     sighting = services.health.last(agent)
-    return (
-        sighting is not None
-        and sighting.checkin.state in ANSWERING_STATES
-        and services.health.is_checking_in(agent)
-    )
+    if sighting is None or not services.health.is_checking_in(agent):
+        return False
+    checkin = sighting.checkin
+    return checkin.state in ANSWERING_STATES or (checkin.state == "starting" and checkin.turns > 0)
 
 
 def fleet_readiness(services: Services) -> FleetReadiness:

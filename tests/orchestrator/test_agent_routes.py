@@ -320,6 +320,22 @@ def test_readiness_answers_as_soon_as_every_awake_agent_takes_messages(
             client.close()
 
 
+def test_an_agent_back_from_an_idle_release_still_takes_messages(
+    services: Services, base_url: str, tmp_path: Path
+) -> None:
+    operator = {"authorization": f"Bearer {services.operator_token}"}
+    clients = [runtime_client(services, base_url, agent, tmp_path) for agent in ("alpha", "beta")]
+    try:
+        # alpha restarts in place after work (turns carried over); beta is new.
+        clients[0].checkin(CheckIn(state="starting", pid=1, uptime_s=90.0, turns=3))
+        clients[1].checkin(CheckIn(state="starting", pid=2, uptime_s=0.1))
+        answer = httpx.get(f"{base_url}/api/v1/fleet/ready", headers=operator).json()
+        assert answer == {"healthy": 2, "answering": 1, "total": 2, "problems": []}
+    finally:
+        for client in clients:
+            client.close()
+
+
 def test_readiness_leaves_out_hibernated_agents_and_reports_problems(
     services: Services, base_url: str
 ) -> None:
