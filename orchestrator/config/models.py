@@ -55,6 +55,9 @@ class ModelInfo(Strict):
     """Per-model facts: context window and prices in USD per million tokens."""
 
     context_window: int | None = Field(default=None, ge=1024)
+    max_output_tokens: int | None = Field(
+        default=None, ge=1, description="max_tokens the gateway sets on a request that sets none"
+    )
     input_per_mtok: float | None = Field(default=None, ge=0)
     output_per_mtok: float | None = Field(default=None, ge=0)
     cached_input_per_mtok: float | None = Field(default=None, ge=0)

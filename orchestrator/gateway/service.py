@@ -279,7 +279,9 @@ class Gateway:
     ) -> tuple[Route, CallContext]:
         _check_supported(request)
         primary = self._route(agent, request.model)
-        estimate_out = request.output_limit or DEFAULT_OUTPUT_ESTIMATE
+        info = self._config.llm.models.get(primary.model)
+        configured = info.max_output_tokens if info is not None else None
+        estimate_out = request.output_limit or configured or DEFAULT_OUTPUT_ESTIMATE
         tokens_in = self._prompt_tokens(request)
         return primary, self._reserve(agent, "chat", primary, tokens_in, estimate_out, run_id)
 
@@ -295,9 +297,16 @@ class Gateway:
             self._settle(ctx, route, status="interrupted")
             raise
 
-    @staticmethod
-    def _for(route: Route, request: ChatCompletionRequest) -> ChatCompletionRequest:
-        return request.model_copy(update={"model": route.upstream_model})
+    def _for(self, route: Route, request: ChatCompletionRequest) -> ChatCompletionRequest:
+        """The request as the provider gets it: its own model name, and the model's default
+        output limit from fleet.yaml when the request sets none (a small local model may
+        otherwise write until its window is full)."""
+        update: dict[str, object] = {"model": route.upstream_model}
+        if request.output_limit is None and route.provider.name != TEST_MODEL:
+            info = self._config.llm.models.get(route.model)
+            if info is not None and info.max_output_tokens is not None:
+                update["max_tokens"] = info.max_output_tokens
+        return request.model_copy(update=update)
 
     async def chat(
         self, agent: str, request: ChatCompletionRequest, *, run_id: str | None = None

@@ -49,8 +49,11 @@ def _free_port() -> int:
 
 
 @contextmanager
-def serve_smollm2(log_path: Path, threads: int = 2) -> Iterator[str]:
-    """Run the server until the block exits; yields its OpenAI base URL (ending in /v1)."""
+def serve_smollm2(log_path: Path, threads: int = 1) -> Iterator[str]:
+    """Run the server until the block exits; yields its OpenAI base URL (ending in /v1).
+
+    One thread by default: the model is small, and on a busy machine several threads spinning
+    on too few cores make every token an order of magnitude slower."""
     if importlib.util.find_spec("llama_cpp") is None:
         raise RealModelUnavailable("llama-cpp-python[server] is not installed")
     port = _free_port()
@@ -69,6 +72,8 @@ def serve_smollm2(log_path: Path, threads: int = 2) -> Iterator[str]:
         "--n_ctx",
         str(SMOLLM2_WINDOW),
         "--n_threads",
+        str(threads),
+        "--n_threads_batch",
         str(threads),
         # By default a new request cuts the one being generated short, which ends it as if the
         # model had finished: agents of one fleet call at the same time, so requests queue instead.

@@ -281,3 +281,21 @@ def test_a_key_echoed_by_the_provider_never_reaches_the_agent(launch: Launch, st
     [row] = orch.gateway.ledger.rows("alice")
     assert row.error is not None and SECRET_KEY not in row.error
     assert len(orch.upstream.requests) == 1  # a refused key is not retried
+
+
+def test_a_models_output_limit_is_set_on_requests_that_set_none(launch: Launch) -> None:
+    orch = launch(
+        AGENTS.replace(
+            "fake:fake-model: {input_per_mtok: 1000,",
+            "fake:fake-model: {max_output_tokens: 64, input_per_mtok: 1000,",
+        )
+    )
+    client = orch.client("alice")
+    client.chat.completions.create(model="fake:fake-model", messages=[{"role": "user", "content": "hi"}])
+    client.chat.completions.create(
+        model="fake:fake-model", messages=[{"role": "user", "content": "hi"}], max_tokens=5, stream=True
+    ).close()
+    orch.upstream.wait_for_requests(2)
+    first, second = orch.upstream.chat_requests()
+    assert first.body["max_tokens"] == 64
+    assert second.body["max_tokens"] == 5 and "max_completion_tokens" not in second.body
