@@ -121,6 +121,11 @@ class AgentChannel:
             raise OrchestratorRefused(reply.status, refusal.error, refusal.message)
         return reply
 
+    def open(self) -> None:
+        """Connect now rather than on the first call (the orchestrator may have requests)."""
+        with self._lock:
+            self._connected()
+
     def close(self) -> None:
         with self._lock:
             self._closed = True

@@ -24,7 +24,14 @@ from agent_runtime.errors import OrchestratorError, OrchestratorRefused
 from agent_runtime.protocol import AgentRuntimeConfig, InboxItem, WorkspaceWrite, WorkspaceWriteResult
 from agent_runtime.settings import Settings
 from agent_runtime.state import RuntimeState
-from agent_runtime.workspace import Author, WorkspaceError
+from agent_runtime.workspace import (
+    CAPS,
+    Author,
+    CapExceeded,
+    InvalidContent,
+    ReadOnlyFile,
+    WorkspaceError,
+)
 
 if TYPE_CHECKING:
     from agent_runtime.worker import Worker
@@ -91,6 +98,13 @@ class AgentProcess:
         try:
             return self.client.write_workspace(name, write)
         except OrchestratorRefused as refused:
+            # The same errors as a local write, so callers that handle a full file still do.
+            if refused.status == 413:
+                raise CapExceeded(name, len(content.encode("utf-8")), CAPS.get(name) or 0) from None
+            if refused.status == 403:
+                raise ReadOnlyFile(name, author) from None
+            if refused.status == 422:
+                raise InvalidContent(name, str(refused)) from None
             raise WorkspaceError(str(refused)) from None
         except OrchestratorError as failed:
             raise WorkspaceError(

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from agent_runtime.files import FileAccessError, PathEscape, SymlinkRefused, WorkspaceFiles
 from agent_runtime.protocol import (
@@ -70,7 +70,7 @@ class AgentService:
             if request.op in (AgentOp.FILES_LIST, AgentOp.FILES_READ):
                 return self._files(request)
             return self._memory(request)
-        except ValidationError as bad:
+        except (ValueError, TypeError) as bad:  # pydantic's ValidationError included
             return refusal(422, "invalid_request", f"{request.op.value}: {bad}")
         except OSError as failed:
             return refusal(503, "unavailable", f"{request.op.value} failed in the agent: {failed}")

@@ -403,7 +403,12 @@ def scaffold(data_dir: Path | str, seeds: Mapping[str, str], readonly: Mapping[s
     is created empty so the layout is the same for every agent.
     """
     workspace = Workspace(data_dir)
-    for folder in (workspace.root, workspace.versions_root):
+    for folder in (
+        workspace.root,
+        workspace.root / "memory",
+        workspace.root / "learnings",
+        workspace.versions_root,
+    ):
         folder.mkdir(parents=True, exist_ok=True)
     generated = {normalize_name(name): text for name, text in readonly.items()}
     for name in generated:

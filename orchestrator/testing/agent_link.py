@@ -1,18 +1,23 @@
-"""An agent's request handling linked into the orchestrator in-process, for route tests.
+"""An agent's side of its channel, for tests that need an agent to answer the orchestrator.
 
-`link_agent` registers an agent's real `AgentService` (agent_runtime.serving) in
-`services.channels`, answering the orchestrator's requests without a WebSocket in between,
-on a storage folder of the agent's own. The WebSocket itself is exercised by the channel tests.
+`connect_agent` dials a served orchestrator with the agent's real channel (a WebSocket) and
+answers with the agent's real `AgentService` (agent_runtime.serving), on a storage folder of
+the agent's own. `link_agent` registers the same service in-process, without a WebSocket, for
+tests driven through FastAPI's TestClient.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from agent_runtime.channel import AgentChannel
 from agent_runtime.protocol import AgentRequest
 from agent_runtime.serving import AgentService
 from agent_runtime.settings import Settings
+from orchestrator.api.agent_routes import runtime_config
 from orchestrator.services import Services
 
 
@@ -25,6 +30,22 @@ class InProcessAgent:
     async def send_request(self, request: AgentRequest) -> None:
         status, body = await asyncio.to_thread(self.service.answer, request)
         self.services.channels.answered(self.agent, request.request, status, body)
+
+
+@contextmanager
+def connect_agent(services: Services, url: str, agent: str) -> Iterator[AgentService]:
+    """The agent's channel to the orchestrator at `url`, open and answering its requests."""
+    token = services.tokens.mint(agent)
+    settings = Settings(orchestrator_url=url, agent=agent, data_dir=services.paths.agent_storage(agent))
+    config = runtime_config(services, agent)
+    service = AgentService(settings, lambda: config, lambda: token)
+    channel = AgentChannel(url, lambda: token)
+    channel.serve(service)
+    channel.open()
+    try:
+        yield service
+    finally:
+        channel.close()
 
 
 def link_agent(portal: Any, services: Services, agent: str) -> AgentService:

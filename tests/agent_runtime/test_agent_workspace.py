@@ -121,9 +121,9 @@ def test_scaffold_never_overwrites_but_regenerates_read_only(tmp_path: Path) -> 
     assert len(again.history("PROJECT.md")) == 1
     for name in WORKSPACE_FILES:
         assert (tmp_path / "workspace" / name).is_file()
-    # The operator's copy holds the files and their versions; the agent's own folders
-    # (history, memory logs, learnings) live in its own storage, made by the agent.
-    assert (tmp_path / "versions").is_dir()
+    for folder in ("workspace/memory", "workspace/learnings", "versions"):
+        assert (tmp_path / folder).is_dir()
+    # The turn history and the runtime's files are the agent's own: made in its own storage.
     assert not (tmp_path / "history").exists() and not (tmp_path / ".runtime").exists()
 
 

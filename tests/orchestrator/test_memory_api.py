@@ -24,22 +24,18 @@ if str(REPO_ROOT) not in sys.path:
 import httpx  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 
-from agent_runtime.channel import AgentChannel  # noqa: E402
 from agent_runtime.memory.embeddings import DeterministicEmbedder, GatewayEmbedder  # noqa: E402
 from agent_runtime.memory.factlog import FactLog  # noqa: E402
 from agent_runtime.memory.models import FactSource, MemoryConfig, SaveOutcome  # noqa: E402
 from agent_runtime.memory.store import MemoryStore  # noqa: E402
-from agent_runtime.protocol import AgentRuntimeConfig, ChannelCheckIn, CheckIn  # noqa: E402
-from agent_runtime.serving import AgentService  # noqa: E402
-from agent_runtime.settings import Settings  # noqa: E402
 from agent_runtime.testing.embeddings import deterministic_embedding  # noqa: E402
-from orchestrator.api.agent_routes import runtime_config  # noqa: E402
 from orchestrator.api.app import create_app  # noqa: E402
 from orchestrator.cli.client import Endpoint, write_endpoint  # noqa: E402
 from orchestrator.cli.memory import memory  # noqa: E402
 from orchestrator.config.loader import load_fleet  # noqa: E402
 from orchestrator.gateway.service import Gateway  # noqa: E402
 from orchestrator.services import Services  # noqa: E402
+from orchestrator.testing.agent_link import connect_agent  # noqa: E402
 from orchestrator.testing.fake_backend import FakeBackend  # noqa: E402
 from orchestrator.testing.server import serve_app  # noqa: E402
 from orchestrator.wiring import core_services  # noqa: E402
@@ -81,27 +77,11 @@ def agent_store(services: Services, agent: str = "alpha", embedder: object = "te
 
 
 @contextmanager
-def connected(services: Services, url: str, agent: str) -> Iterator[AgentChannel]:
-    """The agent's channel, open and answering the orchestrator's requests."""
-    token = services.tokens.mint(agent)
-    settings = Settings(orchestrator_url=url, agent=agent, data_dir=services.paths.agent_storage(agent))
-    config: AgentRuntimeConfig = runtime_config(services, agent)
-    channel = AgentChannel(url, lambda: token)
-    channel.serve(AgentService(settings, lambda: config, lambda: token))
-    # A check-in opens the connection (busy: no inbox bookkeeping in these services).
-    channel.call(ChannelCheckIn(checkin=CheckIn(state="busy", pid=os.getpid(), uptime_s=0.0)), 10)
-    try:
-        yield channel
-    finally:
-        channel.close()
-
-
-@contextmanager
 def live(services: Services, *agents: str) -> Iterator[str]:
     """A real orchestrator on loopback, with these agents connected; yields its URL."""
     with serve_app(create_app(services)) as url, ExitStack() as stack:
         for agent in agents:
-            stack.enter_context(connected(services, url, agent))
+            stack.enter_context(connect_agent(services, url, agent))
         yield url
 
 

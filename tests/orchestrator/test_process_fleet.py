@@ -172,3 +172,22 @@ def test_commands_without_a_running_orchestrator_say_how_to_start_it(tmp_path: P
     result = flotilla(tmp_path, "ps")
     assert result.returncode == 3  # the documented exit code for "not running"
     assert "no orchestrator is running" in result.stderr and "flotilla up" in result.stderr
+
+
+def test_a_hibernated_agent_is_woken_to_answer_the_operators_memory_command(tmp_path: Path) -> None:
+    """Memory lives in the agent's own storage: asking for it wakes a hibernated agent."""
+    (tmp_path / "fleet.yaml").write_text(
+        "version: 1\nfleet: sleepy\nagents:\n  dozer:\n    role: sleeps\n    hibernate_after: 2s\n"
+    )
+    try:
+        started = flotilla(tmp_path, "up", "-d", "--runtime", "process", "--port", str(free_port()))
+        assert started.returncode == 0, started.stdout + started.stderr
+        wait_for(lambda: status(tmp_path)["dozer"]["hibernated"] is True, "the agent to hibernate")
+        added = flotilla(tmp_path, "memory", "add", "dozer", "The tide turns at six")
+        assert added.returncode == 0, added.stdout + added.stderr
+        assert "saved as #1" in added.stdout
+        assert status(tmp_path)["dozer"]["hibernated"] is False
+        storage = StatePaths.for_fleet_file(tmp_path / "fleet.yaml").agent_storage("dozer")
+        assert (storage / "memory.db").is_file()
+    finally:
+        flotilla(tmp_path, "down", "-v")

@@ -157,8 +157,7 @@ def test_example_fleet_is_up_with_one_labelled_container_per_agent(
         "SYSTEM.md",
     ):
         assert (workspace / name).is_file(), name
-    # The agent's own folders are in its own storage, not in the operator's copy.
-    assert not (workspace / "memory").exists() and not (workspace / "learnings").exists()
+    assert (workspace / "memory").is_dir() and (workspace / "learnings").is_dir()
 
 
 def test_containers_are_hardened(running_fleet: RunningFleet, docker_client: Any) -> None:

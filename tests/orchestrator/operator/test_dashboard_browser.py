@@ -20,6 +20,7 @@ from orchestrator.config.loader import load_fleet
 from orchestrator.events import EventType
 from orchestrator.gateway.ledger import Charge, Ledger
 from orchestrator.services import Services
+from orchestrator.testing.agent_link import connect_agent
 from orchestrator.testing.fake_backend import FakeBackend
 from orchestrator.testing.server import serve_app
 from orchestrator.wiring import build_services
@@ -95,7 +96,8 @@ def populate(services: Services) -> None:
     services.inbox.put("alpha", ItemKind.PEER_TELL, "beta", "The outline is ready")
     for agent, rss in (("alpha", 96 * 1024 * 1024), ("beta", 71 * 1024 * 1024)):
         services.health.record(agent, CheckIn(state="idle", pid=1, uptime_s=3600, rss_bytes=rss, turns=3))
-    learnings = services.paths.workspace("alpha") / "learnings"
+    # Learnings are in the agent's own storage; the dashboard asks the agent for them.
+    learnings = services.paths.agent_storage("alpha") / "workspace" / "learnings"
     learnings.mkdir(parents=True, exist_ok=True)
     (learnings / "2026-01-01.md").write_text("- Cite the source of every figure.\n")
     services.events.publish(EventType.AGENT_STARTED, agent="alpha", unit="fake-1-alpha")
@@ -132,7 +134,11 @@ def dashboard(services: Services) -> Iterator[Session]:
             foreign.append(route.request.url)
             route.abort()
 
-    with serve_app(create_app(services)) as url, sync_playwright() as playwright:
+    with (
+        serve_app(create_app(services)) as url,
+        connect_agent(services, url, "alpha"),
+        sync_playwright() as playwright,
+    ):
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
             page = browser.new_page(viewport={"width": 1440, "height": 1000})
