@@ -110,13 +110,20 @@ def workspace() -> None:
     """Inspect and edit an agent's workspace files (caps, versions, history, diffs)."""
 
 
+_json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+
+
 @workspace.command("ls")
 @fleet_file_option
+@_json_option
 @click.argument("agent")
-def workspace_ls(fleet_file: Path, agent: str) -> None:
+def workspace_ls(fleet_file: Path, as_json: bool, agent: str) -> None:
     """List AGENT's workspace files with size, cap and how full each is."""
     with closing(client_for(fleet_file)) as client:
         listing = client.get(_workspace_path(agent))
+    if as_json:
+        click.echo(json.dumps(listing, indent=2))
+        return
     rows = [
         [
             row["name"],
@@ -146,12 +153,16 @@ def workspace_cat(fleet_file: Path, version: int | None, agent: str, file: str) 
 
 @workspace.command("history")
 @fleet_file_option
+@_json_option
 @click.argument("agent")
 @click.argument("file")
-def workspace_history(fleet_file: Path, agent: str, file: str) -> None:
-    """Every version of FILE: who changed it (operator, agent, job), when, size and why."""
+def workspace_history(fleet_file: Path, as_json: bool, agent: str, file: str) -> None:
+    """Every version of FILE: who changed it (operator, agent, job, fleet.yaml), when, size and why."""
     with closing(client_for(fleet_file)) as client:
         body = client.get(f"{_file_path(agent, file)}/history")
+    if as_json:
+        click.echo(json.dumps(body, indent=2))
+        return
     rows = [
         [
             f"v{v['version']}",

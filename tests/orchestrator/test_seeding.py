@@ -1,0 +1,127 @@
+"""fleet.yaml's seeds reach a running agent's workspace, without overwriting what someone changed
+since: against a real orchestrator on the process runtime, through the CLI."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+FLEET = """\
+version: 1
+fleet: seeds
+agents:
+  scribe:
+    role: keeps the minutes
+    soul: You are calm.
+    instructions: Write short minutes.
+"""
+
+
+def flotilla(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator.cli.main", *args, "--file", str(folder / "fleet.yaml")],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Iterator[Path]:
+    (tmp_path / "fleet.yaml").write_text(FLEET)
+    started = flotilla(tmp_path, "up", "-d", "--runtime", "process", "--port", str(_port()))
+    assert started.returncode == 0, started.stdout + started.stderr
+    try:
+        yield tmp_path
+    finally:
+        flotilla(tmp_path, "down", "-v")
+
+
+def soul(folder: Path) -> str:
+    return flotilla(folder, "workspace", "cat", "scribe", "SOUL.md").stdout
+
+
+def history(folder: Path) -> list[dict[str, object]]:
+    result = flotilla(folder, "workspace", "history", "scribe", "SOUL.md", "--json")
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    return list(found["versions"] if isinstance(found, dict) else found)
+
+
+def unit_pid(folder: Path) -> int:
+    record = next((folder / ".flotilla" / "process" / "units").glob("*.json"))
+    return int(json.loads(record.read_text())["pid"])
+
+
+def edit_fleet(folder: Path, old: str, new: str) -> None:
+    path = folder / "fleet.yaml"
+    path.write_text(path.read_text().replace(old, new))
+
+
+def test_a_changed_seed_reaches_the_running_agent_without_a_restart(fleet: Path) -> None:
+    assert "You are calm." in soul(fleet)
+    pid = unit_pid(fleet)
+    edit_fleet(fleet, "You are calm.", "You are calm and exact.")
+    dry = flotilla(fleet, "apply", "--dry-run")
+    assert dry.returncode == 1 and "seed     scribe: SOUL.md from fleet.yaml" in dry.stdout
+    assert "You are calm." in soul(fleet) and "exact" not in soul(fleet)  # a dry run changes nothing
+    applied = flotilla(fleet, "apply")
+    assert applied.returncode == 0, applied.stderr
+    assert "You are calm and exact." in soul(fleet)
+    assert history(fleet)[-1]["author"] == "fleet.yaml"
+    assert unit_pid(fleet) == pid  # the agent kept running
+    assert flotilla(fleet, "apply", "--dry-run").returncode == 0  # nothing left to do
+
+
+def test_a_file_changed_since_it_was_seeded_is_not_overwritten(fleet: Path) -> None:
+    write = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "orchestrator.cli.main",
+            "workspace",
+            "edit",
+            "scribe",
+            "SOUL.md",
+            "--file",
+            str(fleet / "fleet.yaml"),
+        ],
+        cwd=fleet,
+        env={
+            **__import__("os").environ,
+            "EDITOR": f"{sys.executable} -c \"import sys; open(sys.argv[1], 'w').write('# scribe\\n\\nThe operator rewrote this.\\n')\"",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert write.returncode == 0, write.stdout + write.stderr
+    edit_fleet(fleet, "You are calm.", "You are bold.")
+    dry = flotilla(fleet, "apply", "--dry-run")
+    assert dry.returncode == 1
+    assert "conflict scribe: SOUL.md changed since fleet.yaml seeded it" in dry.stdout
+    applied = flotilla(fleet, "apply")
+    assert "conflict scribe: SOUL.md" in applied.stdout
+    assert "The operator rewrote this." in soul(fleet)
+    events = flotilla(fleet, "events", "--json", "-n", "50").stdout
+    assert "workspace.seed_conflict" in events
+    forced = flotilla(fleet, "apply", "--force-seed", "scribe", "SOUL.md")
+    assert forced.returncode == 0, forced.stderr
+    assert "You are bold." in soul(fleet)
+    refused = flotilla(fleet, "apply", "--force-seed", "ghost", "SOUL.md")
+    assert refused.returncode == 1 and "name an agent of the fleet" in refused.stderr
