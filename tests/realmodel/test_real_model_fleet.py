@@ -58,7 +58,7 @@ def server_streams_usage(url: str) -> bool:
 def agent_client(folder: Path, agent: str) -> openai.OpenAI:
     """The official client with the agent's own token, as the agent's runtime holds it."""
     endpoint = json.loads((folder / ".flotilla" / "endpoint.json").read_text())
-    token = (folder / ".flotilla" / "agents" / agent / ".runtime" / "token").read_text().strip()
+    token = (folder / ".flotilla" / "tokens" / agent).read_text().strip()
     return openai.OpenAI(base_url=endpoint["url"] + "/v1", api_key=token, max_retries=0)
 
 
