@@ -196,5 +196,5 @@ class Backend(abc.ABC):
         return []
 
     def storage_notes(self) -> dict[str, str]:
-        """Per agent, what the operator should know about its storage (for example: no quota)."""
+        """Agents whose storage has no quota although one was asked for, and why."""
         return {}

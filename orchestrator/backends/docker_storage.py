@@ -45,7 +45,6 @@ AGENT_UID = 10001
 TOKEN_TARGET = "/run/flotilla/token"
 FILESYSTEM = "ext4"
 COMMAND_TIMEOUT_S = 60.0
-NO_QUOTA = "no quota"
 # Runs inside the throwaway container of `AgentVolumes._carry`: copies each named path that is
 # a real file or folder (never a link at the top) from /previous to /data.
 CARRY_SCRIPT = """
@@ -168,6 +167,7 @@ class AgentVolumes:
         self._client = client
         self._disks = DiskImages()
         self.notes: dict[str, str] = {}
+        """Agents whose volume has no quota, and why."""
 
     def ensure(self, spec: AgentSpec) -> str:
         """The agent's volume, made when missing; its quota device attached. Returns its name.
@@ -192,7 +192,7 @@ class AgentVolumes:
         agent = labels.get(LABEL_AGENT, "")
         device = (volume.attrs.get("Options") or {}).get("device")
         if not device:
-            self.notes.setdefault(agent, f"{NO_QUOTA}: the volume was made without one")
+            self.notes.setdefault(agent, "its volume was made without one")
             return
         state_root = Path(labels.get(LABEL_STATE, ""))
         link = device_link(state_root, agent)
@@ -243,7 +243,7 @@ class AgentVolumes:
 
     def _quota_options(self, spec: AgentSpec) -> dict[str, str]:
         if not spec.disk_bytes:
-            self.notes[spec.agent] = f"{NO_QUOTA}: none asked for"
+            self.notes[spec.agent] = "none asked for"
             return {}
         why_not = self._disks.usable()
         image = disk_image(spec.state_root, spec.agent)
@@ -256,7 +256,7 @@ class AgentVolumes:
             self._disks.attach(image, link)
         except (QuotaUnavailable, OSError) as failed:
             log.warning("agent %s runs without a disk quota: %s", spec.agent, failed)
-            self.notes[spec.agent] = f"{NO_QUOTA}: {failed}"
+            self.notes[spec.agent] = str(failed)
             return {}
         self.notes.pop(spec.agent, None)
         return {"type": FILESYSTEM, "device": str(link)}

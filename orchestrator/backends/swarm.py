@@ -252,7 +252,7 @@ class SwarmBackend(Backend):
     def storage_notes(self) -> dict[str, str]:
         """Swarm volumes are plain local volumes: no quota (see docs/swarm.md)."""
         return {
-            str((s.attrs["Spec"].get("Labels") or {}).get(LABEL_AGENT)): "no quota (swarm volume)"
+            str((s.attrs["Spec"].get("Labels") or {}).get(LABEL_AGENT)): "swarm volumes have no quota"
             for s in self._client.services.list(filters={"label": [f"{LABEL_COMPONENT}=agent"]})
         }
 
