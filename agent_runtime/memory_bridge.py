@@ -149,7 +149,7 @@ class MemoryBridge:
             log.warning("memory store unavailable (%s): facts go to MEMORY.md only", missing)
             return cls()
         workspace_root = settings.data_dir / "workspace"
-        embedder, dimensions = _embedder(settings, config, token)
+        embedder, dimensions = gateway_embedder(settings, config, token)
         try:
             store = MemoryStore(
                 settings.data_dir / MEMORY_DB,
@@ -191,7 +191,7 @@ class MemoryBridge:
         )
 
 
-def _embedder(
+def gateway_embedder(
     settings: Settings, config: AgentRuntimeConfig, token: TokenSource
 ) -> tuple[GatewayEmbedder | None, int]:
     """The gateway embedder for the fleet's embedding model (none: keyword-only memory) and the

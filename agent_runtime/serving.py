@@ -139,13 +139,14 @@ class AgentService:
         from agent_runtime.memory.factlog import FactLog
         from agent_runtime.memory.models import MemoryConfig
         from agent_runtime.memory.store import MemoryStore
+        from agent_runtime.memory_bridge import DEFAULT_DIMENSIONS, gateway_embedder
 
         config = self._config()
-        embedder = None
-        dimensions = config.embedding_dimensions if config else 1536
-        model = config.embedding_model if config else None
-        if model:
-            embedder = GatewayEmbedder(self.settings.orchestrator_url, self._token, model, dimensions)
+        embedder: GatewayEmbedder | None = None
+        dimensions, model = DEFAULT_DIMENSIONS, None
+        if config is not None:
+            embedder, dimensions = gateway_embedder(self.settings, config, self._token)
+            model = config.embedding_model if embedder is not None else None
         store = MemoryStore(
             self.settings.data_dir / MEMORY_DB,
             embedder=embedder,

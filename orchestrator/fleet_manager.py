@@ -164,7 +164,11 @@ class FleetManager:
         changes = []
         for agent in fleet.config.agents:
             forced = frozenset(file for name, file in force_seeds if name == agent)
-            changes += plan_seeds(fleet, agent, self._services.paths, forced)
+            try:
+                changes += plan_seeds(fleet, agent, self._services.paths, forced)
+            except OSError as unreadable:
+                # The agent's folder could not be prepared (its failure is the apply's problem).
+                log.warning("cannot compare %s's seeds with fleet.yaml: %s", agent, unreadable)
         return changes
 
     def _seed(self, force_seeds: frozenset[tuple[str, str]]) -> list[SeedChange]:
@@ -174,7 +178,8 @@ class FleetManager:
         done = []
         for change in self.plan_seeds(None, force_seeds):
             if change.status == "same":
-                record_seed(services.paths, change.agent, change.file, change.text)
+                with contextlib.suppress(OSError):
+                    record_seed(services.paths, change.agent, change.file, change.text)
                 continue
             if change.status == "write":
                 try:

@@ -34,7 +34,8 @@ class Services:
     events: EventBus
     tokens: TokenStore
     backend: Backend
-    controls: Controls
+    controls: Controls = field(init=False)
+    """The operator's holds on agents (stopped, paused), read from the database."""
     # Subsystems, attached by orchestrator.wiring.build_services (or by a test that needs them).
     inbox: Inbox = field(init=False)
     broker: Broker = field(init=False)
@@ -48,3 +49,6 @@ class Services:
     operator_token: str = field(init=False, default="")
     agent_url: str = field(init=False, default="")
     """The orchestrator's address as agents dial it (the fleet network's gateway, or loopback)."""
+
+    def __post_init__(self) -> None:
+        self.controls = Controls(self.db)

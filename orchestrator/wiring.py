@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 from orchestrator.auth import TokenStore
 from orchestrator.backends.base import Backend
 from orchestrator.config.loader import LoadedFleet
-from orchestrator.controls import Controls
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet_manager import FleetManager
 from orchestrator.image_name import DEFAULT_IMAGE
@@ -47,7 +46,6 @@ def core_services(fleet: LoadedFleet, backend: Backend, paths: StatePaths | None
         events=events,
         tokens=TokenStore(db),
         backend=backend,
-        controls=Controls(db),
     )
 
 

@@ -338,7 +338,7 @@ def test_an_agent_back_from_an_idle_release_still_takes_messages(
         clients[0].checkin(CheckIn(state="starting", pid=1, uptime_s=90.0, turns=3))
         clients[1].checkin(CheckIn(state="starting", pid=2, uptime_s=0.1))
         answer = httpx.get(f"{base_url}/api/v1/fleet/ready", headers=operator).json()
-        assert answer == {"healthy": 2, "answering": 1, "total": 2, "problems": []}
+        assert answer == {"healthy": 2, "answering": 1, "total": 2, "problems": [], "warnings": []}
     finally:
         for client in clients:
             client.close()

@@ -20,7 +20,6 @@ from agent_runtime.errors import OrchestratorRefused
 from agent_runtime.protocol import ChannelCheckIn, ChannelWorkspaceWrite, CheckIn, WorkspaceWrite
 from agent_runtime.workspace import Workspace
 from orchestrator.api.app import create_app
-from orchestrator.auth import OPERATOR
 from orchestrator.config.loader import load_fleet
 from orchestrator.scaffold import (
     has_previous_layout,
@@ -49,7 +48,7 @@ def services(tmp_path: Path) -> Iterator[Services]:
     fleet_file = tmp_path / "fleet.yaml"
     fleet_file.write_text(textwrap.dedent(FLEET))
     built = core_services(load_fleet(fleet_file), FakeBackend())
-    built.operator_token = built.tokens.mint(OPERATOR)
+    built.operator_token = built.tokens.mint_operator()
     prepare_operator_copy(built.fleet, "alpha", built.paths)
     yield built
     built.db.close()
