@@ -4,11 +4,7 @@ the file given is the file applied, only what changed is touched, and a failure 
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +13,7 @@ import pytest
 from orchestrator.backends.base import UnitInfo
 from orchestrator.backends.process import ProcessBackend
 from orchestrator.state.paths import StatePaths
+from orchestrator.testing.cli import free_port, run_flotilla, wait_for
 
 FLEET = """\
 version: 1
@@ -33,45 +30,19 @@ agents:
 """
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_for(condition: Callable[[], bool], what: str, deadline_s: float = 60) -> None:
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"gave up waiting for {what}")
-
-
-def flotilla(folder: Path, *args: str, file: str = "fleet.yaml") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli.main", *args, "--file", str(folder / file)],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-
-
 def units(folder: Path) -> dict[str, UnitInfo]:
     backend = ProcessBackend(StatePaths.for_fleet_file(folder / "fleet.yaml").root / "process")
     return {unit.agent: unit for unit in backend.list({}) if unit.state == "running"}
 
 
 def status(folder: Path) -> dict[str, dict[str, Any]]:
-    result = flotilla(folder, "ps", "--json")
+    result = run_flotilla(folder, "ps", "--json")
     assert result.returncode == 0, result.stderr
     return {agent["name"]: agent for agent in json.loads(result.stdout)["agents"]}
 
 
 def events(folder: Path) -> list[dict[str, Any]]:
-    result = flotilla(folder, "events", "--json", "--limit", "200")
+    result = run_flotilla(folder, "events", "--json", "--limit", "200")
     assert result.returncode == 0, result.stderr
     return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
 
@@ -81,23 +52,23 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     folder = tmp_path_factory.mktemp("live-fleet")
     (folder / "fleet.yaml").write_text(FLEET)
     try:
-        started = flotilla(folder, "up", "-d", "--runtime", "process", "--port", str(free_port()))
+        started = run_flotilla(folder, "up", "-d", "--runtime", "process", "--port", str(free_port()))
         assert started.returncode == 0, started.stdout + started.stderr
         yield folder
     finally:
-        flotilla(folder, "down", "-v")
+        run_flotilla(folder, "down", "-v")
 
 
 def test_apply_dry_run_names_the_fields_and_exits_1_when_changes_are_pending(live: Path) -> None:
     (live / "next.yaml").write_text(FLEET.replace("role: second", "role: the reviewer"))
     before = units(live)
-    plan = flotilla(live, "apply", "--dry-run", file="next.yaml")
+    plan = run_flotilla(live, "apply", "--dry-run", file="next.yaml")
     assert plan.returncode == 1, plan.stderr
     assert "* update   beta" in plan.stdout and "role (the agent reloads its config)" in plan.stdout
     # alpha's AGENTS.md describes beta's role: rewritten in place, nothing else of alpha's changes.
     assert "* update   alpha                AGENTS.md (rewritten in place)\n" in plan.stdout
     assert units(live) == before
-    same = flotilla(live, "apply", "--dry-run")
+    same = run_flotilla(live, "apply", "--dry-run")
     assert same.returncode == 0, same.stdout + same.stderr
     assert "nothing to change" in same.stdout
 
@@ -105,7 +76,7 @@ def test_apply_dry_run_names_the_fields_and_exits_1_when_changes_are_pending(liv
 def test_apply_f_applies_the_file_given_and_adding_an_agent_restarts_no_other(live: Path) -> None:
     before = units(live)
     (live / "bigger.yaml").write_text(FLEET + "  gamma:\n    role: third\n")
-    applied = flotilla(live, "apply", file="bigger.yaml")
+    applied = run_flotilla(live, "apply", file="bigger.yaml")
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert "+ create   gamma" in applied.stdout
     assert "* update   alpha                AGENTS.md (rewritten in place)" in applied.stdout
@@ -117,7 +88,7 @@ def test_apply_f_applies_the_file_given_and_adding_an_agent_restarts_no_other(li
     assert "- gamma" in agents_md.read_text()
     wait_for(lambda: status(live)["gamma"]["health"] == "healthy", "gamma to check in")
 
-    back = flotilla(live, "apply")
+    back = run_flotilla(live, "apply")
     assert back.returncode == 0, back.stdout + back.stderr
     assert "- remove   gamma" in back.stdout
     assert {a: (u.id, u.started_at) for a, u in units(live).items()} == {
@@ -129,12 +100,12 @@ def test_a_context_window_change_reaches_the_running_agent(live: Path) -> None:
     before = units(live)
     (live / "fleet.yaml").write_text(FLEET.replace("context_window: 16384", "context_window: 32768"))
     try:
-        applied = flotilla(live, "apply")
+        applied = run_flotilla(live, "apply")
         assert applied.returncode == 0, applied.stdout + applied.stderr
         assert "context_window" in applied.stdout
 
         def window_reached() -> bool:
-            sent = flotilla(live, "send", "alpha", "what is your window?")
+            sent = run_flotilla(live, "send", "alpha", "what is your window?")
             assert sent.returncode == 0, sent.stderr
             return status(live)["alpha"]["context_window"] == 32768
 
@@ -142,14 +113,14 @@ def test_a_context_window_change_reaches_the_running_agent(live: Path) -> None:
         assert units(live)["alpha"].started_at == before["alpha"].started_at
     finally:
         (live / "fleet.yaml").write_text(FLEET)
-        flotilla(live, "apply")
+        run_flotilla(live, "apply")
 
 
 def test_an_embedding_change_recreates_the_agents(live: Path) -> None:
     before = units(live)
     (live / "fleet.yaml").write_text(FLEET.replace("llm:\n", "llm:\n  embedding: {dimensions: 256}\n"))
     try:
-        applied = flotilla(live, "apply")
+        applied = run_flotilla(live, "apply")
         assert applied.returncode == 0, applied.stdout + applied.stderr
         assert (
             "~ recreate alpha" in applied.stdout
@@ -159,27 +130,27 @@ def test_an_embedding_change_recreates_the_agents(live: Path) -> None:
         assert after["alpha"].started_at != before["alpha"].started_at
     finally:
         (live / "fleet.yaml").write_text(FLEET)
-        flotilla(live, "apply")
+        run_flotilla(live, "apply")
 
 
 def test_another_fleets_file_is_refused(live: Path) -> None:
     (live / "other.yaml").write_text(FLEET.replace("fleet: live", "fleet: other"))
-    refused = flotilla(live, "apply", file="other.yaml")
+    refused = run_flotilla(live, "apply", file="other.yaml")
     assert refused.returncode == 1
     assert "declares fleet 'other', but this orchestrator runs fleet 'live'" in refused.stderr
     assert "nothing changed" in refused.stderr
 
 
 def test_up_with_a_running_orchestrator_applies_the_file_or_refuses_another_port(live: Path) -> None:
-    moved = flotilla(live, "up", "-d", "--runtime", "process", "--port", str(free_port()))
+    moved = run_flotilla(live, "up", "-d", "--runtime", "process", "--port", str(free_port()))
     assert moved.returncode == 1
     assert "already runs on port" in moved.stderr and "flotilla down" in moved.stderr
     (live / "up.yaml").write_text(FLEET.replace("role: first", "role: the lead"))
-    again = flotilla(live, "up", "-d", file="up.yaml")
+    again = run_flotilla(live, "up", "-d", file="up.yaml")
     assert again.returncode == 0, again.stdout + again.stderr
     assert f"applying {live / 'up.yaml'}" in again.stdout
     assert "* update   alpha" in again.stdout
-    flotilla(live, "apply")
+    run_flotilla(live, "apply")
 
 
 def test_a_broken_interface_starts_nothing(tmp_path: Path) -> None:
@@ -187,7 +158,7 @@ def test_a_broken_interface_starts_nothing(tmp_path: Path) -> None:
         "role: second", "role: second\n    interface: |\n      ---\n      operations: [x\n      ---\n"
     )
     (tmp_path / "fleet.yaml").write_text(broken)
-    result = flotilla(tmp_path, "up", "-d", "--runtime", "process", "--port", str(free_port()))
+    result = run_flotilla(tmp_path, "up", "-d", "--runtime", "process", "--port", str(free_port()))
     assert result.returncode == 2
     assert "agents.beta.interface: INTERFACE.md front matter is not valid YAML" in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
@@ -201,7 +172,7 @@ def test_an_agent_that_cannot_be_prepared_is_an_event_and_a_clear_error(tmp_path
     blocked.parent.mkdir(parents=True)
     blocked.write_text("in the way\n")
     try:
-        result = flotilla(tmp_path, "up", "-d", "--runtime", "process", "--port", str(free_port()))
+        result = run_flotilla(tmp_path, "up", "-d", "--runtime", "process", "--port", str(free_port()))
         assert result.returncode == 1
         assert "some agents could not start" in result.stderr and "beta:" in result.stderr
         assert "Traceback" not in result.stderr
@@ -209,11 +180,11 @@ def test_an_agent_that_cannot_be_prepared_is_an_event_and_a_clear_error(tmp_path
         applied = [e for e in events(tmp_path) if e["type"] == "fleet.applied"]
         assert applied and any(f.startswith("beta:") for f in applied[-1]["data"]["failed"])
     finally:
-        flotilla(tmp_path, "down", "-v")
+        run_flotilla(tmp_path, "down", "-v")
 
 
 def reloads(folder: Path, agent: str) -> int:
-    return flotilla(folder, "logs", "--tail", "500", agent).stdout.count("configuration reloaded")
+    return run_flotilla(folder, "logs", "--tail", "500", agent).stdout.count("configuration reloaded")
 
 
 def test_a_new_default_heartbeat_model_reaches_the_running_agents(live: Path) -> None:
@@ -225,7 +196,7 @@ def test_a_new_default_heartbeat_model_reaches_the_running_agents(live: Path) ->
     )
     (live / "fleet.yaml").write_text(with_model)
     try:
-        applied = flotilla(live, "apply")
+        applied = run_flotilla(live, "apply")
         assert applied.returncode == 0, applied.stdout + applied.stderr
         assert "* update   alpha" in applied.stdout and "heartbeat_model" in applied.stdout
 
@@ -239,4 +210,4 @@ def test_a_new_default_heartbeat_model_reaches_the_running_agents(live: Path) ->
         }, "\n".join(json.dumps(e) for e in events(live)[-12:])
     finally:
         (live / "fleet.yaml").write_text(FLEET)
-        flotilla(live, "apply")
+        run_flotilla(live, "apply")

@@ -6,11 +6,9 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
-import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -18,6 +16,7 @@ import pytest
 
 from orchestrator.cli.client import read_endpoint
 from orchestrator.state.paths import StatePaths
+from orchestrator.testing.cli import free_port, run_flotilla, wait_for
 
 FLEET = """\
 version: 1
@@ -30,49 +29,23 @@ agents:
 """
 
 
-def flotilla(folder: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli.main", *args, "--file", str(folder / "fleet.yaml")],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
-def wait_for(condition: Callable[[], bool], what: str, deadline_s: float = 60) -> None:
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"gave up waiting for {what}")
-
-
-def _port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     folder = tmp_path_factory.mktemp("acts")
     (folder / "fleet.yaml").write_text(FLEET)
-    port = str(_port())
-    started = flotilla(folder, "up", "-d", "--runtime", "process", "--port", port)
+    port = str(free_port())
+    started = run_flotilla(folder, "up", "-d", "--runtime", "process", "--port", port)
     assert started.returncode == 0, started.stdout + started.stderr
     assert "runtime: process (--runtime)" in started.stdout
     (folder / "port").write_text(port)
     try:
         yield folder
     finally:
-        flotilla(folder, "down", "-v")
+        run_flotilla(folder, "down", "-v")
 
 
 def status(folder: Path) -> dict[str, dict[str, object]]:
-    result = flotilla(folder, "ps", "--json")
+    result = run_flotilla(folder, "ps", "--json")
     assert result.returncode == 0, result.stderr
     return {agent["name"]: agent for agent in json.loads(result.stdout)["agents"]}
 
@@ -83,7 +56,7 @@ def restart_orchestrator(folder: Path) -> None:
     assert endpoint is not None
     os.kill(endpoint.pid, signal.SIGTERM)
     wait_for(lambda: read_endpoint(paths) is None, "the orchestrator to stop")
-    started = flotilla(folder, "up", "-d", "--port", (folder / "port").read_text())
+    started = run_flotilla(folder, "up", "-d", "--port", (folder / "port").read_text())
     assert started.returncode == 0, started.stdout + started.stderr
     assert "runtime: process (the one this fleet last ran on" in started.stdout
 
@@ -93,9 +66,9 @@ def agent_token(folder: Path, agent: str) -> str:
 
 
 def test_a_paused_agent_keeps_its_inbox_and_makes_no_model_call(fleet: Path) -> None:
-    assert "beta paused" in flotilla(fleet, "pause", "beta").stdout
+    assert "beta paused" in run_flotilla(fleet, "pause", "beta").stdout
     assert status(fleet)["beta"]["held"] == "paused"
-    sent = flotilla(fleet, "send", "beta", "are you there?", "--timeout", "3")
+    sent = run_flotilla(fleet, "send", "beta", "are you there?", "--timeout", "3")
     assert sent.returncode != 0 and "stays queued" in sent.stderr
     assert status(fleet)["beta"]["pending"] == 1
     url = read_endpoint(StatePaths.for_fleet_file(fleet / "fleet.yaml"))
@@ -107,46 +80,46 @@ def test_a_paused_agent_keeps_its_inbox_and_makes_no_model_call(fleet: Path) -> 
     )
     assert refused.status_code == 423
     assert "paused by the operator" in refused.json()["error"]["message"]
-    tick = flotilla(fleet, "heartbeat", "beta")
+    tick = run_flotilla(fleet, "heartbeat", "beta")
     assert "held" in tick.stdout or "paused" in tick.stdout
-    assert "beta resumed" in flotilla(fleet, "resume", "beta").stdout
+    assert "beta resumed" in run_flotilla(fleet, "resume", "beta").stdout
     wait_for(lambda: status(fleet)["beta"]["pending"] == 0, "the queued message to be answered")
 
 
 def test_pause_all_is_a_kill_switch_that_survives_a_restart(fleet: Path) -> None:
-    assert "every agent paused" in flotilla(fleet, "pause", "--all").stdout
+    assert "every agent paused" in run_flotilla(fleet, "pause", "--all").stdout
     restart_orchestrator(fleet)
     agents = status(fleet)
     assert {a["held"] for a in agents.values()} == {"paused"}
-    assert flotilla(fleet, "pause").returncode == 2  # neither an agent nor --all
-    assert "every agent resumed" in flotilla(fleet, "resume", "--all").stdout
+    assert run_flotilla(fleet, "pause").returncode == 2  # neither an agent nor --all
+    assert "every agent resumed" in run_flotilla(fleet, "resume", "--all").stdout
     assert {a["held"] for a in status(fleet).values()} == {None}
-    reply = flotilla(fleet, "send", "alpha", "back to work")
+    reply = run_flotilla(fleet, "send", "alpha", "back to work")
     assert reply.returncode == 0 and "back to work" in reply.stdout
 
 
 def test_a_stopped_agent_stays_stopped_until_started(fleet: Path) -> None:
-    assert "alpha stopped" in flotilla(fleet, "stop", "alpha").stdout
+    assert "alpha stopped" in run_flotilla(fleet, "stop", "alpha").stdout
     time.sleep(6)  # several supervisor passes: it must not restart alpha
     alpha = status(fleet)["alpha"]
     assert alpha["state"] != "running" and alpha["held"] == "stopped"
-    assert "stopped (operator)" in flotilla(fleet, "ps").stdout
+    assert "stopped (operator)" in run_flotilla(fleet, "ps").stdout
     restart_orchestrator(fleet)
     assert status(fleet)["alpha"]["state"] != "running"
-    assert "alpha started" in flotilla(fleet, "start", "alpha").stdout
+    assert "alpha started" in run_flotilla(fleet, "start", "alpha").stdout
     wait_for(lambda: status(fleet)["alpha"]["health"] == "healthy", "alpha to check in")
 
 
 def test_restart_and_exec(fleet: Path) -> None:
-    assert "beta restarted" in flotilla(fleet, "restart", "beta").stdout
+    assert "beta restarted" in run_flotilla(fleet, "restart", "beta").stdout
     wait_for(lambda: status(fleet)["beta"]["health"] == "healthy", "beta to check in again")
-    ran = flotilla(
+    ran = run_flotilla(
         fleet, "exec", "beta", "--", sys.executable, "-c", "import os; print(os.environ['FLOTILLA_AGENT'])"
     )
     assert ran.returncode == 0 and ran.stdout.strip() == "beta"
-    failed = flotilla(fleet, "exec", "beta", "--", sys.executable, "-c", "raise SystemExit(3)")
+    failed = run_flotilla(fleet, "exec", "beta", "--", sys.executable, "-c", "raise SystemExit(3)")
     assert failed.returncode == 3
-    unknown = flotilla(fleet, "stop", "ghost")
+    unknown = run_flotilla(fleet, "stop", "ghost")
     assert unknown.returncode == 1 and "no agent 'ghost'" in unknown.stderr
 
 
@@ -157,12 +130,12 @@ def test_the_operator_token_survives_restarts_until_rotated(fleet: Path) -> None
     restart_orchestrator(fleet)
     after = read_endpoint(paths)
     assert after is not None and after.token == before.token
-    assert flotilla(fleet, "dashboard").stdout.strip() == f"{after.url}/?token={after.token}"
-    rotated = flotilla(fleet, "token", "rotate")
+    assert run_flotilla(fleet, "dashboard").stdout.strip() == f"{after.url}/?token={after.token}"
+    rotated = run_flotilla(fleet, "token", "rotate")
     assert rotated.returncode == 0
     new_token = rotated.stdout.strip().splitlines()[-1]
     assert new_token != before.token
     old = httpx.get(f"{after.url}/api/v1/fleet", headers={"authorization": f"Bearer {before.token}"})
     assert old.status_code == 401
-    assert flotilla(fleet, "ps").returncode == 0  # the CLI reads the new token
+    assert run_flotilla(fleet, "ps").returncode == 0  # the CLI reads the new token
     assert (fleet / ".flotilla" / "operator.token").stat().st_mode & 0o077 == 0

@@ -5,17 +5,16 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from orchestrator.backends.process import ProcessBackend
 from orchestrator.state.paths import StatePaths
+from orchestrator.testing.cli import free_port, run_flotilla, wait_for
 
 FLEET = """\
 version: 1
@@ -29,46 +28,20 @@ agents:
 """
 
 
-def flotilla(folder: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli.main", *args, "--file", str(folder / "fleet.yaml")],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_for(condition: Callable[[], bool], what: str, deadline_s: float = 60) -> None:
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"gave up waiting for {what}")
-
-
 @pytest.fixture(scope="module")
 def fleet_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     folder = tmp_path_factory.mktemp("proc-fleet")
     (folder / "fleet.yaml").write_text(FLEET)
     try:
-        started = flotilla(folder, "up", "-d", "--runtime", "process", "--port", str(free_port()))
+        started = run_flotilla(folder, "up", "-d", "--runtime", "process", "--port", str(free_port()))
         assert started.returncode == 0, started.stdout + started.stderr
         yield folder
     finally:
-        flotilla(folder, "down", "-v")
+        run_flotilla(folder, "down", "-v")
 
 
 def status(folder: Path) -> dict[str, dict[str, object]]:
-    result = flotilla(folder, "ps", "--json")
+    result = run_flotilla(folder, "ps", "--json")
     assert result.returncode == 0, result.stderr
     return {agent["name"]: agent for agent in json.loads(result.stdout)["agents"]}
 
@@ -77,18 +50,18 @@ def test_up_starts_every_agent_and_ps_says_isolation_is_weak(fleet_dir: Path) ->
     agents = status(fleet_dir)
     assert sorted(agents) == ["alpha", "beta"]
     assert all(a["health"] == "healthy" for a in agents.values())
-    table = flotilla(fleet_dir, "ps").stdout
+    table = run_flotilla(fleet_dir, "ps").stdout
     assert "isolation weak" in table
 
 
 def test_send_gets_the_reply(fleet_dir: Path) -> None:
-    result = flotilla(fleet_dir, "send", "beta", "good morning")
+    result = run_flotilla(fleet_dir, "send", "beta", "good morning")
     assert result.returncode == 0, result.stderr
     assert "[test model]" in result.stdout and "good morning" in result.stdout
 
 
 def test_send_json_prints_one_document(fleet_dir: Path) -> None:
-    result = flotilla(fleet_dir, "send", "--json", "beta", "good evening")
+    result = run_flotilla(fleet_dir, "send", "--json", "beta", "good evening")
     assert result.returncode == 0, result.stderr
     reply = json.loads(result.stdout)
     assert reply["agent"] == "beta" and reply["ok"] is True
@@ -152,7 +125,7 @@ def test_a_second_orchestrator_on_a_taken_port_fails_clearly(fleet_dir: Path, tm
     endpoint = json.loads((fleet_dir / ".flotilla" / "endpoint.json").read_text())
     port = endpoint["url"].rsplit(":", 1)[1]
     (tmp_path / "fleet.yaml").write_text(FLEET.replace("fleet: proc", "fleet: other"))
-    result = flotilla(tmp_path, "up", "-d", "--runtime", "process", "--port", port)
+    result = run_flotilla(tmp_path, "up", "-d", "--runtime", "process", "--port", port)
     assert result.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
     assert "Traceback" not in result.stderr
@@ -161,7 +134,7 @@ def test_a_second_orchestrator_on_a_taken_port_fails_clearly(fleet_dir: Path, tm
 
 def test_an_invalid_fleet_starts_nothing(tmp_path: Path) -> None:
     (tmp_path / "fleet.yaml").write_text(FLEET.replace("talks_to: [beta]", "talks_to: [gamma]"))
-    result = flotilla(tmp_path, "up", "-d", "--runtime", "process", "--port", str(free_port()))
+    result = run_flotilla(tmp_path, "up", "-d", "--runtime", "process", "--port", str(free_port()))
     assert result.returncode == 2
     assert "unknown agent 'gamma' in talks_to" in result.stderr
     assert not (tmp_path / ".flotilla").exists()
@@ -169,7 +142,7 @@ def test_an_invalid_fleet_starts_nothing(tmp_path: Path) -> None:
 
 def test_commands_without_a_running_orchestrator_say_how_to_start_it(tmp_path: Path) -> None:
     (tmp_path / "fleet.yaml").write_text(FLEET)
-    result = flotilla(tmp_path, "ps")
+    result = run_flotilla(tmp_path, "ps")
     assert result.returncode == 3  # the documented exit code for "not running"
     assert "no orchestrator is running" in result.stderr and "flotilla up" in result.stderr
 
@@ -180,14 +153,14 @@ def test_a_hibernated_agent_is_woken_to_answer_the_operators_memory_command(tmp_
         "version: 1\nfleet: sleepy\nagents:\n  dozer:\n    role: sleeps\n    hibernate_after: 2s\n"
     )
     try:
-        started = flotilla(tmp_path, "up", "-d", "--runtime", "process", "--port", str(free_port()))
+        started = run_flotilla(tmp_path, "up", "-d", "--runtime", "process", "--port", str(free_port()))
         assert started.returncode == 0, started.stdout + started.stderr
         wait_for(lambda: status(tmp_path)["dozer"]["hibernated"] is True, "the agent to hibernate")
-        added = flotilla(tmp_path, "memory", "add", "dozer", "The tide turns at six")
+        added = run_flotilla(tmp_path, "memory", "add", "dozer", "The tide turns at six")
         assert added.returncode == 0, added.stdout + added.stderr
         assert "saved as #1" in added.stdout
         assert status(tmp_path)["dozer"]["hibernated"] is False
         storage = StatePaths.for_fleet_file(tmp_path / "fleet.yaml").agent_storage("dozer")
         assert (storage / "memory.db").is_file()
     finally:
-        flotilla(tmp_path, "down", "-v")
+        run_flotilla(tmp_path, "down", "-v")

@@ -4,13 +4,14 @@ since: against a real orchestrator on the process runtime, through the CLI."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from orchestrator.testing.cli import free_port, run_flotilla
 
 FLEET = """\
 version: 1
@@ -23,40 +24,23 @@ agents:
 """
 
 
-def flotilla(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli.main", *args, "--file", str(folder / "fleet.yaml")],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
-def _port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def fleet(tmp_path: Path) -> Iterator[Path]:
     (tmp_path / "fleet.yaml").write_text(FLEET)
-    started = flotilla(tmp_path, "up", "-d", "--runtime", "process", "--port", str(_port()))
+    started = run_flotilla(tmp_path, "up", "-d", "--runtime", "process", "--port", str(free_port()))
     assert started.returncode == 0, started.stdout + started.stderr
     try:
         yield tmp_path
     finally:
-        flotilla(tmp_path, "down", "-v")
+        run_flotilla(tmp_path, "down", "-v")
 
 
 def soul(folder: Path) -> str:
-    return flotilla(folder, "workspace", "cat", "scribe", "SOUL.md").stdout
+    return run_flotilla(folder, "workspace", "cat", "scribe", "SOUL.md").stdout
 
 
 def history(folder: Path) -> list[dict[str, object]]:
-    result = flotilla(folder, "workspace", "history", "scribe", "SOUL.md", "--json")
+    result = run_flotilla(folder, "workspace", "history", "scribe", "SOUL.md", "--json")
     assert result.returncode == 0, result.stderr
     found = json.loads(result.stdout)
     return list(found["versions"] if isinstance(found, dict) else found)
@@ -76,15 +60,15 @@ def test_a_changed_seed_reaches_the_running_agent_without_a_restart(fleet: Path)
     assert "You are calm." in soul(fleet)
     pid = unit_pid(fleet)
     edit_fleet(fleet, "You are calm.", "You are calm and exact.")
-    dry = flotilla(fleet, "apply", "--dry-run")
+    dry = run_flotilla(fleet, "apply", "--dry-run")
     assert dry.returncode == 1 and "seed     scribe: SOUL.md from fleet.yaml" in dry.stdout
     assert "You are calm." in soul(fleet) and "exact" not in soul(fleet)  # a dry run changes nothing
-    applied = flotilla(fleet, "apply")
+    applied = run_flotilla(fleet, "apply")
     assert applied.returncode == 0, applied.stderr
     assert "You are calm and exact." in soul(fleet)
     assert history(fleet)[-1]["author"] == "fleet.yaml"
     assert unit_pid(fleet) == pid  # the agent kept running
-    assert flotilla(fleet, "apply", "--dry-run").returncode == 0  # nothing left to do
+    assert run_flotilla(fleet, "apply", "--dry-run").returncode == 0  # nothing left to do
 
 
 def test_a_file_changed_since_it_was_seeded_is_not_overwritten(fleet: Path) -> None:
@@ -112,16 +96,16 @@ def test_a_file_changed_since_it_was_seeded_is_not_overwritten(fleet: Path) -> N
     )
     assert write.returncode == 0, write.stdout + write.stderr
     edit_fleet(fleet, "You are calm.", "You are bold.")
-    dry = flotilla(fleet, "apply", "--dry-run")
+    dry = run_flotilla(fleet, "apply", "--dry-run")
     assert dry.returncode == 1
     assert "conflict scribe: SOUL.md changed since fleet.yaml seeded it" in dry.stdout
-    applied = flotilla(fleet, "apply")
+    applied = run_flotilla(fleet, "apply")
     assert "conflict scribe: SOUL.md" in applied.stdout
     assert "The operator rewrote this." in soul(fleet)
-    events = flotilla(fleet, "events", "--json", "-n", "50").stdout
+    events = run_flotilla(fleet, "events", "--json", "-n", "50").stdout
     assert "workspace.seed_conflict" in events
-    forced = flotilla(fleet, "apply", "--force-seed", "scribe", "SOUL.md")
+    forced = run_flotilla(fleet, "apply", "--force-seed", "scribe", "SOUL.md")
     assert forced.returncode == 0, forced.stderr
     assert "You are bold." in soul(fleet)
-    refused = flotilla(fleet, "apply", "--force-seed", "ghost", "SOUL.md")
+    refused = run_flotilla(fleet, "apply", "--force-seed", "ghost", "SOUL.md")
     assert refused.returncode == 1 and "name an agent of the fleet" in refused.stderr

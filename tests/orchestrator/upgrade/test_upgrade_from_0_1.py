@@ -11,35 +11,16 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from orchestrator.state.migrations import CURRENT_VERSION
+from orchestrator.testing.cli import free_port, run_flotilla
 
 RELEASE_0_1 = Path(__file__).resolve().parents[2] / "fixtures" / "release-0.1.0"
-
-
-def flotilla(folder: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli.main", *args, "--file", str(folder / "fleet.yaml")],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
-def _port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -47,12 +28,12 @@ def upgraded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     folder = tmp_path_factory.mktemp("upgrade") / "fleet"
     shutil.copytree(RELEASE_0_1, folder, ignore=shutil.ignore_patterns("state", "README.md"))
     shutil.copytree(RELEASE_0_1 / "state", folder / ".flotilla")
-    started = flotilla(folder, "up", "-d", "--runtime", "process", "--port", str(_port()))
+    started = run_flotilla(folder, "up", "-d", "--runtime", "process", "--port", str(free_port()))
     try:
         assert started.returncode == 0, started.stdout + started.stderr
         yield folder
     finally:
-        flotilla(folder, "down")
+        run_flotilla(folder, "down")
 
 
 def test_state_db_is_migrated_with_a_backup_and_keeps_its_rows(upgraded: Path) -> None:
@@ -67,26 +48,26 @@ def test_state_db_is_migrated_with_a_backup_and_keeps_its_rows(upgraded: Path) -
 
 
 def test_agents_recall_what_they_knew_before_the_upgrade(upgraded: Path) -> None:
-    found = flotilla(upgraded, "memory", "search", "writer", "ferry", "--json")
+    found = run_flotilla(upgraded, "memory", "search", "writer", "ferry", "--json")
     assert found.returncode == 0, found.stderr
     assert "The ferry leaves at 7:15 from pier 3" in found.stdout
-    reply = flotilla(upgraded, "send", "researcher", 'call memory_search {"query": "harbour master"}')
+    reply = run_flotilla(upgraded, "send", "researcher", 'call memory_search {"query": "harbour master"}')
     assert reply.returncode == 0, reply.stderr
     assert "Ines Duarte" in reply.stdout
 
 
 def test_workspaces_and_their_history_are_kept(upgraded: Path) -> None:
-    listing = flotilla(upgraded, "workspace", "ls", "coordinator")
+    listing = run_flotilla(upgraded, "workspace", "ls", "coordinator")
     assert listing.returncode == 0, listing.stderr
-    soul = flotilla(upgraded, "workspace", "cat", "coordinator", "SOUL.md")
+    soul = run_flotilla(upgraded, "workspace", "cat", "coordinator", "SOUL.md")
     assert "coordinator of a small team" in soul.stdout
 
 
 def test_the_ledger_continues(upgraded: Path) -> None:
     before = 7
-    flotilla(upgraded, "send", "writer", "one more turn")
+    run_flotilla(upgraded, "send", "writer", "one more turn")
     with sqlite3.connect(upgraded / ".flotilla" / "state.db") as conn:
         rows = conn.execute("SELECT COUNT(*) FROM gateway_usage").fetchone()[0]
     assert rows > before
-    costs = json.loads(flotilla(upgraded, "costs", "--json").stdout)
+    costs = json.loads(run_flotilla(upgraded, "costs", "--json").stdout)
     assert {a["agent"] for a in costs["agents"]} == {"coordinator", "researcher", "writer"}
