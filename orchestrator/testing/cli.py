@@ -3,12 +3,14 @@ call a process of its own, as an operator's would be."""
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 
 def run_flotilla(
@@ -47,3 +49,10 @@ def wait_for(condition: Callable[[], bool], what: str, deadline_s: float = 60, e
             return
         time.sleep(every_s)
     raise AssertionError(f"gave up waiting for {what} after {deadline_s:.0f}s")
+
+
+def fleet_status(folder: Path) -> dict[str, dict[str, Any]]:
+    """`flotilla ps --json`, by agent name."""
+    result = run_flotilla(folder, "ps", "--json")
+    assert result.returncode == 0, result.stderr
+    return {agent["name"]: agent for agent in json.loads(result.stdout)["agents"]}

@@ -13,7 +13,7 @@ import pytest
 from orchestrator.backends.base import UnitInfo
 from orchestrator.backends.process import ProcessBackend
 from orchestrator.state.paths import StatePaths
-from orchestrator.testing.cli import free_port, run_flotilla, wait_for
+from orchestrator.testing.cli import fleet_status, free_port, run_flotilla, wait_for
 
 FLEET = """\
 version: 1
@@ -33,12 +33,6 @@ agents:
 def units(folder: Path) -> dict[str, UnitInfo]:
     backend = ProcessBackend(StatePaths.for_fleet_file(folder / "fleet.yaml").root / "process")
     return {unit.agent: unit for unit in backend.list({}) if unit.state == "running"}
-
-
-def status(folder: Path) -> dict[str, dict[str, Any]]:
-    result = run_flotilla(folder, "ps", "--json")
-    assert result.returncode == 0, result.stderr
-    return {agent["name"]: agent for agent in json.loads(result.stdout)["agents"]}
 
 
 def events(folder: Path) -> list[dict[str, Any]]:
@@ -86,7 +80,7 @@ def test_apply_f_applies_the_file_given_and_adding_an_agent_restarts_no_other(li
         assert (after[agent].id, after[agent].started_at) == (before[agent].id, before[agent].started_at)
     agents_md = StatePaths.for_fleet_file(live / "fleet.yaml").workspace("alpha") / "AGENTS.md"
     assert "- gamma" in agents_md.read_text()
-    wait_for(lambda: status(live)["gamma"]["health"] == "healthy", "gamma to check in")
+    wait_for(lambda: fleet_status(live)["gamma"]["health"] == "healthy", "gamma to check in")
 
     back = run_flotilla(live, "apply")
     assert back.returncode == 0, back.stdout + back.stderr
@@ -107,7 +101,7 @@ def test_a_context_window_change_reaches_the_running_agent(live: Path) -> None:
         def window_reached() -> bool:
             sent = run_flotilla(live, "send", "alpha", "what is your window?")
             assert sent.returncode == 0, sent.stderr
-            return status(live)["alpha"]["context_window"] == 32768
+            return fleet_status(live)["alpha"]["context_window"] == 32768
 
         wait_for(window_reached, "alpha to work with the new context window")
         assert units(live)["alpha"].started_at == before["alpha"].started_at
@@ -176,7 +170,7 @@ def test_an_agent_that_cannot_be_prepared_is_an_event_and_a_clear_error(tmp_path
         assert result.returncode == 1
         assert "some agents could not start" in result.stderr and "beta:" in result.stderr
         assert "Traceback" not in result.stderr
-        wait_for(lambda: status(tmp_path)["alpha"]["health"] == "healthy", "alpha to run all the same")
+        wait_for(lambda: fleet_status(tmp_path)["alpha"]["health"] == "healthy", "alpha to run all the same")
         applied = [e for e in events(tmp_path) if e["type"] == "fleet.applied"]
         assert applied and any(f.startswith("beta:") for f in applied[-1]["data"]["failed"])
     finally:

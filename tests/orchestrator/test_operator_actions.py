@@ -3,7 +3,6 @@ on the process runtime: stop, start, restart, pause, resume, exec, the operator 
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -16,7 +15,7 @@ import pytest
 
 from orchestrator.cli.client import read_endpoint
 from orchestrator.state.paths import StatePaths
-from orchestrator.testing.cli import free_port, run_flotilla, wait_for
+from orchestrator.testing.cli import fleet_status, free_port, run_flotilla, wait_for
 
 FLEET = """\
 version: 1
@@ -44,12 +43,6 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         run_flotilla(folder, "down", "-v")
 
 
-def status(folder: Path) -> dict[str, dict[str, object]]:
-    result = run_flotilla(folder, "ps", "--json")
-    assert result.returncode == 0, result.stderr
-    return {agent["name"]: agent for agent in json.loads(result.stdout)["agents"]}
-
-
 def restart_orchestrator(folder: Path) -> None:
     paths = StatePaths.for_fleet_file(folder / "fleet.yaml")
     endpoint = read_endpoint(paths)
@@ -67,10 +60,10 @@ def agent_token(folder: Path, agent: str) -> str:
 
 def test_a_paused_agent_keeps_its_inbox_and_makes_no_model_call(fleet: Path) -> None:
     assert "beta paused" in run_flotilla(fleet, "pause", "beta").stdout
-    assert status(fleet)["beta"]["held"] == "paused"
+    assert fleet_status(fleet)["beta"]["held"] == "paused"
     sent = run_flotilla(fleet, "send", "beta", "are you there?", "--timeout", "3")
     assert sent.returncode != 0 and "stays queued" in sent.stderr
-    assert status(fleet)["beta"]["pending"] == 1
+    assert fleet_status(fleet)["beta"]["pending"] == 1
     url = read_endpoint(StatePaths.for_fleet_file(fleet / "fleet.yaml"))
     assert url is not None
     refused = httpx.post(
@@ -83,17 +76,17 @@ def test_a_paused_agent_keeps_its_inbox_and_makes_no_model_call(fleet: Path) -> 
     tick = run_flotilla(fleet, "heartbeat", "beta")
     assert "held" in tick.stdout or "paused" in tick.stdout
     assert "beta resumed" in run_flotilla(fleet, "resume", "beta").stdout
-    wait_for(lambda: status(fleet)["beta"]["pending"] == 0, "the queued message to be answered")
+    wait_for(lambda: fleet_status(fleet)["beta"]["pending"] == 0, "the queued message to be answered")
 
 
 def test_pause_all_is_a_kill_switch_that_survives_a_restart(fleet: Path) -> None:
     assert "every agent paused" in run_flotilla(fleet, "pause", "--all").stdout
     restart_orchestrator(fleet)
-    agents = status(fleet)
+    agents = fleet_status(fleet)
     assert {a["held"] for a in agents.values()} == {"paused"}
     assert run_flotilla(fleet, "pause").returncode == 2  # neither an agent nor --all
     assert "every agent resumed" in run_flotilla(fleet, "resume", "--all").stdout
-    assert {a["held"] for a in status(fleet).values()} == {None}
+    assert {a["held"] for a in fleet_status(fleet).values()} == {None}
     reply = run_flotilla(fleet, "send", "alpha", "back to work")
     assert reply.returncode == 0 and "back to work" in reply.stdout
 
@@ -101,18 +94,18 @@ def test_pause_all_is_a_kill_switch_that_survives_a_restart(fleet: Path) -> None
 def test_a_stopped_agent_stays_stopped_until_started(fleet: Path) -> None:
     assert "alpha stopped" in run_flotilla(fleet, "stop", "alpha").stdout
     time.sleep(6)  # several supervisor passes: it must not restart alpha
-    alpha = status(fleet)["alpha"]
+    alpha = fleet_status(fleet)["alpha"]
     assert alpha["state"] != "running" and alpha["held"] == "stopped"
     assert "stopped (operator)" in run_flotilla(fleet, "ps").stdout
     restart_orchestrator(fleet)
-    assert status(fleet)["alpha"]["state"] != "running"
+    assert fleet_status(fleet)["alpha"]["state"] != "running"
     assert "alpha started" in run_flotilla(fleet, "start", "alpha").stdout
-    wait_for(lambda: status(fleet)["alpha"]["health"] == "healthy", "alpha to check in")
+    wait_for(lambda: fleet_status(fleet)["alpha"]["health"] == "healthy", "alpha to check in")
 
 
 def test_restart_and_exec(fleet: Path) -> None:
     assert "beta restarted" in run_flotilla(fleet, "restart", "beta").stdout
-    wait_for(lambda: status(fleet)["beta"]["health"] == "healthy", "beta to check in again")
+    wait_for(lambda: fleet_status(fleet)["beta"]["health"] == "healthy", "beta to check in again")
     ran = run_flotilla(
         fleet, "exec", "beta", "--", sys.executable, "-c", "import os; print(os.environ['FLOTILLA_AGENT'])"
     )

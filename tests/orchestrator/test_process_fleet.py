@@ -14,7 +14,7 @@ import pytest
 
 from orchestrator.backends.process import ProcessBackend
 from orchestrator.state.paths import StatePaths
-from orchestrator.testing.cli import free_port, run_flotilla, wait_for
+from orchestrator.testing.cli import fleet_status, free_port, run_flotilla, wait_for
 
 FLEET = """\
 version: 1
@@ -40,14 +40,8 @@ def fleet_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         run_flotilla(folder, "down", "-v")
 
 
-def status(folder: Path) -> dict[str, dict[str, object]]:
-    result = run_flotilla(folder, "ps", "--json")
-    assert result.returncode == 0, result.stderr
-    return {agent["name"]: agent for agent in json.loads(result.stdout)["agents"]}
-
-
 def test_up_starts_every_agent_and_ps_says_isolation_is_weak(fleet_dir: Path) -> None:
-    agents = status(fleet_dir)
+    agents = fleet_status(fleet_dir)
     assert sorted(agents) == ["alpha", "beta"]
     assert all(a["health"] == "healthy" for a in agents.values())
     table = run_flotilla(fleet_dir, "ps").stdout
@@ -117,8 +111,8 @@ def test_a_killed_agent_process_is_restarted(fleet_dir: Path) -> None:
     (unit,) = [u for u in backend.list({}) if u.agent == "alpha"]
     record = json.loads((backend._units / f"{unit.id}.json").read_text())
     os.kill(record["pid"], signal.SIGKILL)
-    wait_for(lambda: status(fleet_dir)["alpha"]["restarts"] == 1, "alpha to be restarted")
-    wait_for(lambda: status(fleet_dir)["alpha"]["health"] == "healthy", "alpha to check in again")
+    wait_for(lambda: fleet_status(fleet_dir)["alpha"]["restarts"] == 1, "alpha to be restarted")
+    wait_for(lambda: fleet_status(fleet_dir)["alpha"]["health"] == "healthy", "alpha to check in again")
 
 
 def test_a_second_orchestrator_on_a_taken_port_fails_clearly(fleet_dir: Path, tmp_path: Path) -> None:
@@ -155,11 +149,11 @@ def test_a_hibernated_agent_is_woken_to_answer_the_operators_memory_command(tmp_
     try:
         started = run_flotilla(tmp_path, "up", "-d", "--runtime", "process", "--port", str(free_port()))
         assert started.returncode == 0, started.stdout + started.stderr
-        wait_for(lambda: status(tmp_path)["dozer"]["hibernated"] is True, "the agent to hibernate")
+        wait_for(lambda: fleet_status(tmp_path)["dozer"]["hibernated"] is True, "the agent to hibernate")
         added = run_flotilla(tmp_path, "memory", "add", "dozer", "The tide turns at six")
         assert added.returncode == 0, added.stdout + added.stderr
         assert "saved as #1" in added.stdout
-        assert status(tmp_path)["dozer"]["hibernated"] is False
+        assert fleet_status(tmp_path)["dozer"]["hibernated"] is False
         storage = StatePaths.for_fleet_file(tmp_path / "fleet.yaml").agent_storage("dozer")
         assert (storage / "memory.db").is_file()
     finally:
