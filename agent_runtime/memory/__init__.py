@@ -18,7 +18,8 @@ from agent_runtime.memory.embeddings import (
     GatewayEmbedder,
 )
 from agent_runtime.memory.factlog import FactLog, is_fact_line
-from agent_runtime.memory.maintenance import JobRun, JobSchedule, MaintenanceRunner, Outcome, list_runs
+from agent_runtime.memory.jobs import JobRun, JobSchedule, Outcome
+from agent_runtime.memory.maintenance import MaintenanceRunner, list_runs
 from agent_runtime.memory.models import (
     Contradiction,
     ContradictionStatus,

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
-from agent_runtime.memory.maintenance import Job, JobContext, JobFailed, JobPlan, nothing_to_write
+from agent_runtime.memory.jobs import Job, JobContext, JobFailed, JobPlan, nothing_to_write
 from agent_runtime.memory.records import iso
 from agent_runtime.memory.review import RELATIVE_TIME
 from agent_runtime.memory.text import content_key

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from agent_runtime.memory.maintenance import Job, JobContext, JobFailed, JobPlan, nothing_to_write
+from agent_runtime.memory.jobs import Job, JobContext, JobFailed, JobPlan, nothing_to_write
 from agent_runtime.memory.models import FactSource
 from agent_runtime.memory.records import load_ids, parse_time
 from agent_runtime.memory.review import RELATIVE_TIME

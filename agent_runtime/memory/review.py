@@ -26,7 +26,7 @@ from datetime import timedelta
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
-from agent_runtime.memory.maintenance import Job, JobContext, JobPlan
+from agent_runtime.memory.jobs import Job, JobContext, JobPlan
 from agent_runtime.memory.records import iso, load_ids, parse_time
 from agent_runtime.memory.text import content_key, one_line
 from agent_runtime.memory.turns import all_turn_ids

@@ -12,14 +12,8 @@ from typing import Any
 import pytest
 from conftest import ManualClock, SwitchableEmbedder
 
-from agent_runtime.memory.maintenance import (
-    JobSchedule,
-    MaintenanceRunner,
-    Outcome,
-    default_jobs,
-    list_runs,
-    load_checkpoint,
-)
+from agent_runtime.memory.jobs import JobSchedule, Outcome
+from agent_runtime.memory.maintenance import MaintenanceRunner, default_jobs, list_runs, load_checkpoint
 from agent_runtime.memory.models import FactSource, FactStatus, SaveOutcome
 from agent_runtime.memory.store import MemoryStore
 from agent_runtime.workspace import Workspace
