@@ -43,7 +43,7 @@ from orchestrator.gateway.models import (
 from orchestrator.gateway.prices import price_of
 from orchestrator.gateway.providers.base import Provider, UpstreamError
 from orchestrator.gateway.providers.openai_compat import OpenAICompatProvider
-from orchestrator.gateway.providers.test_model import TestModelProvider
+from orchestrator.gateway.providers.test import TestModelProvider
 from orchestrator.gateway.retry import RetryPolicy
 from orchestrator.gateway.streaming import DONE_EVENT, StreamTracker, error_event
 from orchestrator.gateway.tokens import TokenCounter, token_counter

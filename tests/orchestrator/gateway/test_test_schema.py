@@ -7,8 +7,8 @@ import json
 import jsonschema
 
 from agent_runtime.prompt import OUTPUT_SCHEMA_MARKER
-from orchestrator.gateway.providers.test_schema import sample
-from orchestrator.gateway.providers.test_script import schema_answer
+from orchestrator.gateway.providers.schema_sample import sample
+from orchestrator.gateway.providers.script import schema_answer
 
 SCHEMA = {
     "type": "object",

@@ -13,7 +13,7 @@ from orchestrator.gateway.models import ChatCompletionRequest
 from orchestrator.gateway.prices import TEST_PRICE, UNPRICED, price_of
 from orchestrator.gateway.providers.base import UpstreamError
 from orchestrator.gateway.providers.openai_compat import _retry_after
-from orchestrator.gateway.providers.test_script import reply_to
+from orchestrator.gateway.providers.script import reply_to
 from orchestrator.gateway.retry import RetryPolicy
 from orchestrator.gateway.tokens import TokenCounter
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from agent_runtime.prompt import OUTPUT_SCHEMA_MARKER
 from orchestrator.gateway.models import ChatCompletionRequest, ChatMessage
-from orchestrator.gateway.providers.test_schema import sample
+from orchestrator.gateway.providers.schema_sample import sample
 
 NAME = "[test model]"
 FLUSH_MARKER = "FLUSH_FACTS"

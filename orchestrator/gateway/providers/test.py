@@ -1,7 +1,7 @@
 """The built-in `test` model: deterministic, offline, keyless, answering in the OpenAI wire format.
 
 It never pretends to be a real model: every text it writes starts with "[test model]". What
-it answers is decided by `test_script` (see docs/test-model.md); this module renders that
+it answers is decided by `script` (see docs/test-model.md); this module renders that
 decision as a completion, a stream of chunks or embeddings, with usage counted by the
 fleet's token counter.
 """
@@ -26,7 +26,7 @@ from orchestrator.gateway.models import (
     EmbeddingResponse,
 )
 from orchestrator.gateway.providers.base import Provider
-from orchestrator.gateway.providers.test_script import ScriptedReply, reply_to
+from orchestrator.gateway.providers.script import ScriptedReply, reply_to
 from orchestrator.gateway.tokens import TokenCounter
 
 ARGUMENT_PIECE = 16
