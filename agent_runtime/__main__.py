@@ -2,6 +2,6 @@
 
 import sys
 
-from agent_runtime.main import main
+from agent_runtime.process.main import main
 
 sys.exit(main())

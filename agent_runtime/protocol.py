@@ -26,7 +26,7 @@ tell) over one WebSocket the agent dials: a frame costs a fraction of an HTTP re
 sides. Each request frame has an id chosen by the agent; the reply with that id carries an
 HTTP-like status and the body the matching route would return (204 and no body for an empty
 long-poll). A new agent process fetches its first config and posts its first check-in over
-plain HTTP, before it loads this module (see agent_runtime.boot).
+plain HTTP, before it loads this module (see agent_runtime.transport.boot).
 
 The channel also carries the workspace, whose truth is the orchestrator's copy: the agent's
 writes go up as `workspace_write` frames (answered like a write route: 200, 413, 422...), and

@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from agent_runtime.client import OrchestratorClient
 from agent_runtime.protocol import AskRequest, WorkResult
 from agent_runtime.tools.peers import PeerClient, peer_tools
 from agent_runtime.tools.registry import ToolRegistry
+from agent_runtime.transport.client import OrchestratorClient
 from orchestrator.api.app import create_app
 from orchestrator.config.loader import load_fleet
 from orchestrator.services import Services

@@ -41,22 +41,22 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from agent_runtime.condense import FLUSH_MARKER  # noqa: E402
-from agent_runtime.context import ContextManager  # noqa: E402
-from agent_runtime.facts import MemoryFileFacts  # noqa: E402
-from agent_runtime.files import WorkspaceFiles  # noqa: E402
-from agent_runtime.history import HistoryLog, Turn  # noqa: E402
-from agent_runtime.learnings import Learnings  # noqa: E402
-from agent_runtime.prompt import build_static_blocks, current_message  # noqa: E402
 from agent_runtime.protocol import (  # noqa: E402
     AgentRuntimeConfig,
     InboxItem,
     ItemKind,
     TokenCountResult,
 )
-from agent_runtime.tokens import CachingCounter, EstimateCounter, TokenCounter  # noqa: E402
 from agent_runtime.tools.build import build_tools  # noqa: E402
-from agent_runtime.workspace import scaffold  # noqa: E402
+from agent_runtime.work.condense import FLUSH_MARKER  # noqa: E402
+from agent_runtime.work.context import ContextManager  # noqa: E402
+from agent_runtime.work.facts import MemoryFileFacts  # noqa: E402
+from agent_runtime.work.prompt import build_static_blocks, current_message  # noqa: E402
+from agent_runtime.work.tokens import CachingCounter, EstimateCounter, TokenCounter  # noqa: E402
+from agent_runtime.workspace.files import WorkspaceFiles  # noqa: E402
+from agent_runtime.workspace.history import HistoryLog, Turn  # noqa: E402
+from agent_runtime.workspace.learnings import Learnings  # noqa: E402
+from agent_runtime.workspace.versioned import scaffold  # noqa: E402
 
 Row = dict[str, str]
 WORDS = [

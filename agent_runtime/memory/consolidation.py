@@ -23,7 +23,7 @@ from agent_runtime.memory.jobs import Job, JobContext, JobFailed, JobPlan, nothi
 from agent_runtime.memory.records import iso
 from agent_runtime.memory.review import RELATIVE_TIME
 from agent_runtime.memory.text import content_key
-from agent_runtime.workspace import CAPS, Workspace, WorkspaceError
+from agent_runtime.workspace.versioned import CAPS, Workspace, WorkspaceError
 
 MEMORY_FILE = "MEMORY.md"
 EXTRACTED_SECTION = "## Extracted facts"

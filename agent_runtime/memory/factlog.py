@@ -21,8 +21,8 @@ from pathlib import Path
 from agent_runtime.memory.forgetting import FORGOTTEN, states_any
 from agent_runtime.memory.models import Fact
 from agent_runtime.memory.text import one_line
-from agent_runtime.redaction import redact
-from agent_runtime.workspace import atomic_write_bytes
+from agent_runtime.safety.redaction import redact
+from agent_runtime.workspace.versioned import atomic_write_bytes
 
 FACT_LINE = re.compile(r"^- (?P<time>[^·]*)· memory · \[fact (?P<id>\d+)\]")
 LOG_LINE = re.compile(r"^(?P<head>- [^·]*· [^·]+ · )(?P<text>.*)$")

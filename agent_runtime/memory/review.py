@@ -30,7 +30,7 @@ from agent_runtime.memory.jobs import Job, JobContext, JobPlan
 from agent_runtime.memory.records import iso, load_ids, parse_time
 from agent_runtime.memory.text import content_key, one_line
 from agent_runtime.memory.turns import all_turn_ids
-from agent_runtime.workspace import Workspace
+from agent_runtime.workspace.versioned import Workspace
 
 STALE_AFTER_DAYS = 2
 UNUSED_AFTER_DAYS = 30

@@ -47,7 +47,7 @@ from agent_runtime.memory.sqlite import Connection, connect
 from agent_runtime.memory.text import content_key, has_word
 from agent_runtime.memory.vectors import Vector, to_blob
 from agent_runtime.memory.writes import insert_fact, reinforce_fact, retire_fact
-from agent_runtime.redaction import redact
+from agent_runtime.safety.redaction import redact
 
 BACKFILL_BATCH = 32
 TRUNCATE_ATTEMPTS = 5

@@ -30,7 +30,7 @@ from agent_runtime.memory.models import EpisodeHit, FactHit, FactSource, MemoryM
 from agent_runtime.memory.provenance import PersonWords
 from agent_runtime.memory.store import MemoryStore
 from agent_runtime.memory.text import content_key, one_line
-from agent_runtime.redaction import redacted_note
+from agent_runtime.safety.redaction import redacted_note
 
 RRF_K = 60
 FORGET_SIMILARITY = 0.8

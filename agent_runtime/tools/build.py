@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from agent_runtime.files import WorkspaceFiles
-from agent_runtime.learnings import Learnings
 from agent_runtime.tools.builtin import correction_tool, file_tools, workspace_tool
 from agent_runtime.tools.registry import FailureHook, Tool, ToolRegistry
-from agent_runtime.workspace import Workspace
+from agent_runtime.workspace.files import WorkspaceFiles
+from agent_runtime.workspace.learnings import Learnings
+from agent_runtime.workspace.versioned import Workspace
 
 
 def build_tools(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_runtime.files import WorkspaceFiles
-from agent_runtime.learnings import Learnings
 from agent_runtime.tools.registry import Tool, ToolError
-from agent_runtime.workspace import CAPS, READ_ONLY, WORKSPACE_FILES, Workspace, WorkspaceError
+from agent_runtime.workspace.files import WorkspaceFiles
+from agent_runtime.workspace.learnings import Learnings
+from agent_runtime.workspace.versioned import CAPS, READ_ONLY, WORKSPACE_FILES, Workspace, WorkspaceError
 
 WRITABLE = [name for name in WORKSPACE_FILES if name not in READ_ONLY]
 

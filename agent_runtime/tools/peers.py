@@ -18,9 +18,6 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from agent_runtime.channel import AgentChannel
-from agent_runtime.errors import OrchestratorError
-from agent_runtime.http import no_delay_transport
 from agent_runtime.protocol import (
     AGENT_API_PREFIX,
     AskRequest,
@@ -34,6 +31,9 @@ from agent_runtime.protocol import (
     TellResult,
 )
 from agent_runtime.tools.registry import Tool, ToolError
+from agent_runtime.transport.channel import AgentChannel
+from agent_runtime.transport.errors import OrchestratorError
+from agent_runtime.transport.http import no_delay_transport
 
 CurrentItem = Callable[[], str | None]
 Model = TypeVar("Model", bound=BaseModel)

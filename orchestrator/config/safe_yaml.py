@@ -1,6 +1,6 @@
 """fleet.yaml is read with the bounded YAML reader the agent runtime uses for contracts too."""
 
-from agent_runtime.safe_yaml import (
+from agent_runtime.safety.safe_yaml import (
     MAX_DEPTH,
     MAX_FILE_BYTES,
     MAX_NODES,

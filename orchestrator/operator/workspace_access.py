@@ -2,7 +2,7 @@
 
 The capped identity files (SOUL.md, MEMORY.md, ...) live in `.flotilla/agents/<name>/`, an
 orchestrator-owned folder that no unit mounts; every write (the operator's, and the agent's,
-sent over its channel) goes through `agent_runtime.workspace.Workspace` there: capped,
+sent over its channel) goes through `agent_runtime.workspace.versioned.Workspace` there: capped,
 validated, atomic and versioned with its author. An accepted change is then handed to the
 agent, which keeps a working copy in its own storage. The runtime-managed folders (learnings/,
 memory/) live in the agent's storage: they are asked of the agent, read-only.
@@ -23,7 +23,7 @@ from agent_runtime.protocol import (
     WorkspaceFileCopy,
     WorkspaceWriteResult,
 )
-from agent_runtime.workspace import (
+from agent_runtime.workspace.versioned import (
     CAPS,
     WORKSPACE_FILES,
     Author,

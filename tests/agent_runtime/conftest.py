@@ -19,11 +19,11 @@ from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
 
-from agent_runtime.client import OrchestratorClient  # noqa: E402
+from agent_runtime.process.settings import Settings  # noqa: E402
+from agent_runtime.process.state import RuntimeState  # noqa: E402
 from agent_runtime.protocol import AgentRuntimeConfig, InboxItem, ItemKind, WorkResult  # noqa: E402
-from agent_runtime.settings import Settings  # noqa: E402
-from agent_runtime.state import RuntimeState  # noqa: E402
-from agent_runtime.workspace import scaffold  # noqa: E402
+from agent_runtime.transport.client import OrchestratorClient  # noqa: E402
+from agent_runtime.workspace.versioned import scaffold  # noqa: E402
 from tests.agent_runtime.fakes import FakeOrchestrator, Responder  # noqa: E402
 
 TOKEN = "agent-token-for-tests"
@@ -86,7 +86,7 @@ def harness(tmp_path: Path) -> Iterator[HarnessFactory]:
             maintenance: bool = False,
             **config: Any,
         ) -> Harness:
-            from agent_runtime.worker import Worker
+            from agent_runtime.work.worker import Worker
             from orchestrator.testing.server import serve_app
 
             data_dir = tmp_path / f"data-{secrets.token_hex(3)}"

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agent_runtime.facts import FactStoreError, normalize_fact
+from agent_runtime.work.facts import FactStoreError, normalize_fact
 from tests.agent_runtime.conftest import Harness, HarnessFactory
 from tests.agent_runtime.fakes import Reply, last_text, system_text
 
@@ -256,8 +256,8 @@ def test_history_is_append_only_through_compactions(harness: HarnessFactory) -> 
 
 
 def test_context_survives_a_restart(harness: HarnessFactory) -> None:
-    from agent_runtime.state import RuntimeState
-    from agent_runtime.worker import Worker
+    from agent_runtime.process.state import RuntimeState
+    from agent_runtime.work.worker import Worker
 
     model = ScriptedModel(reply_chars=20)
     h = harness(model, context_window=8192)

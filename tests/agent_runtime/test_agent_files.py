@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_runtime.files import (
+from agent_runtime.workspace.files import (
     FileAccessError,
     PathEscape,
     ProtectedFile,

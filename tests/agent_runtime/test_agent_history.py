@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agent_runtime.history import HistoryLog, Turn
+from agent_runtime.workspace.history import HistoryLog, Turn
 
 
 def test_records_have_the_documented_fields(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent_runtime.learnings import CORRECTIONS_CAP, ERRORS_CAP, Learnings, argument_digest
+from agent_runtime.workspace.learnings import CORRECTIONS_CAP, ERRORS_CAP, Learnings, argument_digest
 
 
 def test_errors_are_deduplicated_by_tool_arguments_and_error(tmp_path: Path) -> None:

@@ -173,7 +173,7 @@ def test_peer_ask_output_follows_the_operation_contract(harness: HarnessFactory)
 
 
 def test_peer_output_choice() -> None:
-    from agent_runtime.worker import peer_output
+    from agent_runtime.work.worker import peer_output
 
     needs_summary = {"type": "object", "required": ["summary"]}
     free_text = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
@@ -217,7 +217,7 @@ def test_record_correction_tool_feeds_every_later_prompt(harness: HarnessFactory
 
 
 def test_identical_calls_compare_equal_whatever_their_json_layout() -> None:
-    from agent_runtime.loop import call_key
+    from agent_runtime.work.loop import call_key
 
     assert call_key("f", '{"a": 1, "b": [1, 2]}') == call_key("f", '{"b":[1,2],"a":1}')
     assert call_key("f", '{"a": 1}') != call_key("g", '{"a": 1}')

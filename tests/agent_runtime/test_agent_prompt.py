@@ -6,11 +6,11 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agent_runtime.history import Turn
-from agent_runtime.learnings import Learnings
-from agent_runtime.prompt import assemble, build_static_blocks, current_message
 from agent_runtime.protocol import HeartbeatReason, InboxItem, ItemKind
-from agent_runtime.workspace import scaffold
+from agent_runtime.work.prompt import assemble, build_static_blocks, current_message
+from agent_runtime.workspace.history import Turn
+from agent_runtime.workspace.learnings import Learnings
+from agent_runtime.workspace.versioned import scaffold
 from tests.agent_runtime.conftest import make_config
 
 CLOCK = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}")

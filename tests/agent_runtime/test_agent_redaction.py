@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from agent_runtime.dailylog import append_daily
-from agent_runtime.history import HistoryLog, Turn, redact_turn
-from agent_runtime.redaction import redact, redacted_note
+from agent_runtime.safety.redaction import redact, redacted_note
+from agent_runtime.workspace.dailylog import append_daily
+from agent_runtime.workspace.history import HistoryLog, Turn, redact_turn
 
 SECRETS = [
     (

@@ -1,12 +1,12 @@
-"""What the agent answers to the orchestrator's requests (agent_runtime.serving)."""
+"""What the agent answers to the orchestrator's requests (agent_runtime.transport.serving)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from agent_runtime.process.settings import Settings
 from agent_runtime.protocol import AgentOp, AgentRequest
-from agent_runtime.serving import AgentService
-from agent_runtime.settings import Settings
+from agent_runtime.transport.serving import AgentService
 
 
 def service(tmp_path: Path) -> AgentService:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent_runtime.protocol import TokenCountResult
-from agent_runtime.tokens import CachingCounter, EstimateCounter
+from agent_runtime.work.tokens import CachingCounter, EstimateCounter
 
 
 class Remote:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_runtime.workspace import (
+from agent_runtime.workspace.versioned import (
     CAPS,
     WORKSPACE_FILES,
     CapExceeded,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agent_runtime.chat import ChatClient, ChatError
+from agent_runtime.work.chat import ChatClient, ChatError
 from orchestrator.testing.server import serve_app
 
 

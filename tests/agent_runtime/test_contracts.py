@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from agent_runtime.contracts import ContractError, parse_interface, validate_interface_text, validate_payload
+from agent_runtime.workspace.contracts import (
+    ContractError,
+    parse_interface,
+    validate_interface_text,
+    validate_payload,
+)
 
 VALID = """\
 ---

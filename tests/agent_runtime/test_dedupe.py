@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent_runtime.dedupe import PROCESSED_FILE, ProcessedLog
 from agent_runtime.protocol import WorkResult
+from agent_runtime.work.dedupe import PROCESSED_FILE, ProcessedLog
 
 
 def test_records_survive_a_restart(tmp_path: Path) -> None:

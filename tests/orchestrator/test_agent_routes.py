@@ -16,12 +16,12 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from agent_runtime.boot import report_in
-from agent_runtime.channel import AgentChannel, channel_url
-from agent_runtime.client import OrchestratorClient
-from agent_runtime.errors import OrchestratorRefused, OrchestratorUnavailable
+from agent_runtime.process.settings import Settings
 from agent_runtime.protocol import AskRequest, ChannelAsk, ChannelDone, CheckIn, ItemKind, WorkResult
-from agent_runtime.settings import Settings
+from agent_runtime.transport.boot import report_in
+from agent_runtime.transport.channel import AgentChannel, channel_url
+from agent_runtime.transport.client import OrchestratorClient
+from agent_runtime.transport.errors import OrchestratorRefused, OrchestratorUnavailable
 from orchestrator.api.app import create_app
 from orchestrator.config.loader import load_fleet
 from orchestrator.services import Services
@@ -365,7 +365,7 @@ def test_readiness_leaves_out_hibernated_agents_and_reports_problems(
     )
 
 
-# --- reporting in with the standard library alone (agent_runtime.boot) ----------------------
+# --- reporting in with the standard library alone (agent_runtime.transport.boot) ----------------------
 
 
 def test_a_new_agent_reports_in_before_its_runtime_loads(

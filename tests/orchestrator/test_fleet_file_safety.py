@@ -198,7 +198,7 @@ def test_an_interface_whose_aliases_expand_into_a_huge_schema_is_refused(tmp_pat
 
 
 def test_an_agent_cannot_stall_its_peers_with_such_an_interface() -> None:
-    from agent_runtime.contracts import ContractError, parse_interface
+    from agent_runtime.workspace.contracts import ContractError, parse_interface
 
     with pytest.raises(ContractError, match="aliases expand to more than"):
         parse_interface(interface_bomb())

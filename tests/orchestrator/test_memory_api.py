@@ -2,8 +2,8 @@
 
 The memory database is in the agent's own storage, which the orchestrator never opens: every
 route is asked of the agent over its channel. Each test serves a real orchestrator with uvicorn
-on loopback and connects the agent's real channel (`agent_runtime.channel`) answering with
-`agent_runtime.serving`, on a storage folder of its own.
+on loopback and connects the agent's real channel (`agent_runtime.transport.channel`) answering with
+`agent_runtime.transport.serving`, on a storage folder of its own.
 """
 
 from __future__ import annotations

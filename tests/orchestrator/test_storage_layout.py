@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from agent_runtime.channel import AgentChannel
-from agent_runtime.errors import OrchestratorRefused
 from agent_runtime.protocol import ChannelCheckIn, ChannelWorkspaceWrite, CheckIn, WorkspaceWrite
-from agent_runtime.workspace import Workspace
+from agent_runtime.transport.channel import AgentChannel
+from agent_runtime.transport.errors import OrchestratorRefused
+from agent_runtime.workspace.versioned import Workspace
 from orchestrator.api.app import create_app
 from orchestrator.config.loader import load_fleet
 from orchestrator.scaffold import (

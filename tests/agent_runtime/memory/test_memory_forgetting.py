@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from conftest import ManualClock, StoreFactory
 
-from agent_runtime.dailylog import append_daily
 from agent_runtime.memory.bm25 import WorkspaceIndex
 from agent_runtime.memory.maintenance import MaintenanceRunner, default_jobs, list_runs
 from agent_runtime.memory.store import MemoryStore
 from agent_runtime.memory.tools import MemoryTools
-from agent_runtime.workspace import Workspace
+from agent_runtime.workspace.dailylog import append_daily
+from agent_runtime.workspace.versioned import Workspace
 
 FACT = "The user's locker code is 4512 at Quokka Gym"
 NEEDLES = (b"Quokka", b"quokka", b"4512")

@@ -16,7 +16,7 @@ from agent_runtime.memory.jobs import JobSchedule, Outcome
 from agent_runtime.memory.maintenance import MaintenanceRunner, default_jobs, list_runs, load_checkpoint
 from agent_runtime.memory.models import FactSource, FactStatus, SaveOutcome
 from agent_runtime.memory.store import MemoryStore
-from agent_runtime.workspace import Workspace
+from agent_runtime.workspace.versioned import Workspace
 
 MEMORY_MD = """# Memory
 

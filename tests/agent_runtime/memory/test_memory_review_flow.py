@@ -9,7 +9,7 @@ from conftest import ManualClock
 from agent_runtime.memory.maintenance import MaintenanceRunner, default_jobs
 from agent_runtime.memory.models import FactStatus
 from agent_runtime.memory.store import MemoryStore
-from agent_runtime.workspace import Workspace
+from agent_runtime.workspace.versioned import Workspace
 
 
 def open_flags(store: MemoryStore) -> list[tuple[str, str, str]]:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from broker_helpers import SUMMARIZE_INPUT, ask, delivered, summary_of
 
-from agent_runtime.dedupe import ProcessedLog
 from agent_runtime.protocol import AskRequest, AskResult, InboxItem, ItemKind, TellRequest, WorkResult
+from agent_runtime.work.dedupe import ProcessedLog
 from orchestrator.broker.broker import Broker
 from orchestrator.services import Services
 

@@ -7,7 +7,7 @@ from broker_helpers import SUMMARIZE_INPUT, ask, summary_of
 
 from agent_runtime.tools.builtin import workspace_tool
 from agent_runtime.tools.registry import ToolRegistry
-from agent_runtime.workspace import InvalidContent, Workspace
+from agent_runtime.workspace.versioned import InvalidContent, Workspace
 from orchestrator.services import Services
 
 NEW_CONTRACT = """\

@@ -16,9 +16,9 @@ import pytest
 from broker_helpers import FLEET_YAML, build_services, write_fleet
 from click.testing import CliRunner
 
-from agent_runtime.channel import MAX_FRAME_BYTES, AgentChannel
-from agent_runtime.errors import OrchestratorRefused
 from agent_runtime.protocol import ChannelDone, ChannelTell, ItemKind, TellRequest, WorkResult
+from agent_runtime.transport.channel import MAX_FRAME_BYTES, AgentChannel
+from agent_runtime.transport.errors import OrchestratorRefused
 from orchestrator.api.app import create_app
 from orchestrator.cli.client import Endpoint, write_endpoint
 from orchestrator.cli.main import cli
@@ -233,7 +233,7 @@ def test_a_released_claim_does_not_count_as_a_delivery(served: Served) -> None:
 def test_a_lower_channel_frame_limit_is_applied_on_both_sides(tmp_path: Path) -> None:
     """With limits.channel_frame below the runtime's own ceiling, the agent learns it from its
     config and refuses a bigger frame itself, so the server never has to close the channel."""
-    from agent_runtime.client import OrchestratorClient
+    from agent_runtime.transport.client import OrchestratorClient
 
     services = build_services(
         write_fleet(tmp_path / "fleet", FLEET_YAML + "limits:\n  channel_frame: 128k\n")

@@ -6,7 +6,7 @@ import json
 
 import jsonschema
 
-from agent_runtime.prompt import OUTPUT_SCHEMA_MARKER
+from agent_runtime.work.prompt import OUTPUT_SCHEMA_MARKER
 from orchestrator.gateway.providers.schema_sample import sample
 from orchestrator.gateway.providers.script import schema_answer
 

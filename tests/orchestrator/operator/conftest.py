@@ -16,7 +16,7 @@ if str(REPO_ROOT) not in sys.path:
 from fastapi import FastAPI  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 
-from agent_runtime.workspace import scaffold  # noqa: E402
+from agent_runtime.workspace.versioned import scaffold  # noqa: E402
 from orchestrator.api.app import create_app  # noqa: E402
 from orchestrator.backends.process import ProcessBackend  # noqa: E402
 from orchestrator.broker.inbox import Inbox  # noqa: E402

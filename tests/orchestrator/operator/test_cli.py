@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 from fastapi import FastAPI
 
-from agent_runtime.workspace import CAPS, Workspace
+from agent_runtime.workspace.versioned import CAPS, Workspace
 from orchestrator.cli.client import Endpoint, write_endpoint
 from orchestrator.cli.operator import events, workspace
 from orchestrator.events import EventType

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conftest import build_services, write_fleet
 
-from agent_runtime.workspace import Workspace
+from agent_runtime.workspace.versioned import Workspace
 from orchestrator.config.limits import LimitsConfig
 from orchestrator.operator.retention import prune_file_history
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_runtime.workspace import CAPS, Workspace
+from agent_runtime.workspace.versioned import CAPS, Workspace
 from orchestrator.events import Event, EventType
 from orchestrator.operator.watcher import DIRECT_EDIT_REASON, WorkspaceWatcher
 from orchestrator.services import Services

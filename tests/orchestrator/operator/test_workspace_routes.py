@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from agent_runtime.workspace import CAPS, Workspace
+from agent_runtime.workspace.versioned import CAPS, Workspace
 from orchestrator.services import Services
 from orchestrator.testing.agent_link import link_agent
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from agent_runtime.protocol import InboxItem, ItemKind, RunOutcome, RunRecord, WorkResult
-from agent_runtime.workspace import scaffold
+from agent_runtime.workspace.versioned import scaffold
 from orchestrator.broker.inbox import Inbox
 from orchestrator.config.loader import load_fleet
 from orchestrator.scheduler.clock import ManualClock

@@ -21,7 +21,7 @@ from scheduler_helpers import (
 )
 
 from agent_runtime.protocol import ItemKind
-from agent_runtime.workspace import Workspace
+from agent_runtime.workspace.versioned import Workspace
 from orchestrator.scheduler.service import Scheduler
 from orchestrator.services import Services
 

@@ -22,7 +22,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from agent_runtime.condense import (
+from agent_runtime.protocol import ContextStatus, ContextThresholds
+from agent_runtime.work.condense import (
     CHARS_PER_TOKEN,
     Completer,
     CompletionFailed,
@@ -30,12 +31,11 @@ from agent_runtime.condense import (
     extract_facts,
     summarize,
 )
-from agent_runtime.facts import FactStore, FactStoreError, MemoryFileFacts, MemoryFileFull
-from agent_runtime.history import HistoryLog, Turn
-from agent_runtime.prompt import StaticBlocks, assemble, summary_message
-from agent_runtime.protocol import ContextStatus, ContextThresholds
-from agent_runtime.tokens import TOKENS_PER_MESSAGE, TOKENS_REPLY_PRIMING, TokenCounter
-from agent_runtime.workspace import atomic_write_bytes
+from agent_runtime.work.facts import FactStore, FactStoreError, MemoryFileFacts, MemoryFileFull
+from agent_runtime.work.prompt import StaticBlocks, assemble, summary_message
+from agent_runtime.work.tokens import TOKENS_PER_MESSAGE, TOKENS_REPLY_PRIMING, TokenCounter
+from agent_runtime.workspace.history import HistoryLog, Turn
+from agent_runtime.workspace.versioned import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 Each line holds at least `id`, `at`, `role` and `content`, plus `tool_calls`, `tool_call_id`,
 `name` (the tool's name on tool results) and `item_id` when they apply. Lines are only ever
 appended: compaction and pruning change what the model sees, never this log, which is what
-memory extraction and audits read. A turn is redacted (`agent_runtime.redaction`) before it is
+memory extraction and audits read. A turn is redacted (`agent_runtime.safety.redaction`) before it is
 written: no credential reaches the log verbatim.
 """
 
@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from agent_runtime.redaction import redact
+from agent_runtime.safety.redaction import redact
 
 Role = Literal["system", "user", "assistant", "tool"]
 

@@ -17,7 +17,7 @@ import threading
 import time
 from urllib.parse import urlsplit
 
-from agent_runtime.settings import Settings, SettingsError, read_token
+from agent_runtime.process.settings import Settings, SettingsError, read_token
 
 log = logging.getLogger("agent_runtime")
 
@@ -26,7 +26,7 @@ REQUEST_TIMEOUT_S = 30.0
 BACKOFF_START_S = 0.5
 BACKOFF_MAX_S = 15.0
 GONE = 410
-# The process's start, carried over an in-place restart (see agent_runtime.state).
+# The process's start, carried over an in-place restart (see agent_runtime.process.state).
 STARTED_ENV = "FLOTILLA_RUNTIME_STARTED"
 TURNS_ENV = "FLOTILLA_RUNTIME_TURNS"
 

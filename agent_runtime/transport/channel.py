@@ -29,7 +29,6 @@ from pydantic import TypeAdapter
 from websockets.exceptions import InvalidStatus, WebSocketException
 from websockets.sync.client import ClientConnection, connect
 
-from agent_runtime.errors import OrchestratorRefused, OrchestratorUnavailable
 from agent_runtime.protocol import (
     AGENT_API_PREFIX,
     DEFAULT_MAX_FRAME_BYTES,
@@ -39,6 +38,7 @@ from agent_runtime.protocol import (
     ChannelReply,
     ErrorBody,
 )
+from agent_runtime.transport.errors import OrchestratorRefused, OrchestratorUnavailable
 
 log = logging.getLogger(__name__)
 

@@ -7,8 +7,8 @@ import threading
 import time
 from typing import Literal
 
-from agent_runtime.boot import STARTED_ENV, TURNS_ENV
 from agent_runtime.protocol import CheckIn, ContextStatus
+from agent_runtime.transport.boot import STARTED_ENV, TURNS_ENV
 
 ProcessState = Literal["starting", "idle", "busy", "stopping"]
 MemoryMode = Literal["hybrid", "keyword", "unknown"]

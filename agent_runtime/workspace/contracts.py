@@ -35,7 +35,7 @@ import jsonschema.validators
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_runtime.protocol import OperationSpec
-from agent_runtime.safe_yaml import YamlRefused, load_yaml
+from agent_runtime.safety.safe_yaml import YamlRefused, load_yaml
 
 FRONT_MATTER_FENCE = "---"
 TOP_LEVEL_KEYS = frozenset({"operations"})

@@ -19,21 +19,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from agent_runtime.history import Turn
-from agent_runtime.learnings import Learnings
 from agent_runtime.protocol import AgentRuntimeConfig, InboxItem, ItemKind
-from agent_runtime.workspace import CAPS, INJECTION_TOTAL_CAP, Workspace
-
-IDENTITY_FILES = (
-    "SYSTEM.md",
-    "PROJECT.md",
-    "SOUL.md",
-    "INSTRUCTIONS.md",
-    "USER.md",
-    "AGENTS.md",
-    "INTERFACE.md",
+from agent_runtime.workspace.history import Turn
+from agent_runtime.workspace.learnings import Learnings
+from agent_runtime.workspace.versioned import (
+    CAPS,
+    IDENTITY_FILES,
+    INJECTION_TOTAL_CAP,
+    MEMORY_FILE,
+    Workspace,
 )
-MEMORY_FILE = "MEMORY.md"
+
 HEARTBEAT_OK = "HEARTBEAT_OK"
 
 POLICY = """\

@@ -2,8 +2,8 @@
 
 Part of the idle path: it imports only the standard library, pydantic, websockets and the wire
 models. Everything an agent does all the time (config, check-ins, the inbox long-poll,
-acknowledgements, progress) goes over the channel (`agent_runtime.channel`); the rest are
-plain HTTP requests (`agent_runtime.http`), and httpx is loaded on the first of them.
+acknowledgements, progress) goes over the channel (`agent_runtime.transport.channel`); the rest are
+plain HTTP requests (`agent_runtime.transport.http`), and httpx is loaded on the first of them.
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from agent_runtime.channel import MAX_FRAME_BYTES, AgentChannel
-from agent_runtime.errors import OrchestratorError
+from agent_runtime.process.settings import read_token
 from agent_runtime.protocol import (
     AGENT_API_PREFIX,
     AgentEvent,
@@ -35,10 +34,11 @@ from agent_runtime.protocol import (
     WorkspaceWrite,
     WorkspaceWriteResult,
 )
-from agent_runtime.settings import read_token
+from agent_runtime.transport.channel import MAX_FRAME_BYTES, AgentChannel
+from agent_runtime.transport.errors import OrchestratorError
 
 if TYPE_CHECKING:
-    from agent_runtime.http import AgentHttp
+    from agent_runtime.transport.http import AgentHttp
 
 Model = TypeVar("Model", bound=BaseModel)
 REQUEST_TIMEOUT_S = 30.0
@@ -71,7 +71,7 @@ class OrchestratorClient:
     @property
     def http(self) -> AgentHttp:
         if self._http is None:
-            from agent_runtime.http import AgentHttp
+            from agent_runtime.transport.http import AgentHttp
 
             self._http = AgentHttp(self.base_url, lambda: self._token, self._reread_token)
         return self._http

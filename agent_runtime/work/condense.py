@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
-from agent_runtime.history import Turn
+from agent_runtime.workspace.history import Turn
 
 FLUSH_MARKER = "FLUSH_FACTS"
 SUMMARIZE_MARKER = "SUMMARIZE"

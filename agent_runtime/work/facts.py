@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Protocol
 
-from agent_runtime.workspace import CAPS, CapExceeded, Workspace
+from agent_runtime.workspace.versioned import CAPS, CapExceeded, Workspace
 
 SECTION = "## Extracted facts"
 MEMORY_FILE = "MEMORY.md"

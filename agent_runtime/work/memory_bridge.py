@@ -13,12 +13,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agent_runtime.facts import FactStoreError
+from agent_runtime.process.settings import Settings
+from agent_runtime.process.state import MemoryMode
 from agent_runtime.protocol import AgentRuntimeConfig, InboxItem, ItemKind
-from agent_runtime.redaction import redact
-from agent_runtime.settings import Settings
-from agent_runtime.state import MemoryMode
+from agent_runtime.safety.redaction import redact
 from agent_runtime.tools.registry import Handler, Tool, ToolError
+from agent_runtime.work.facts import FactStoreError
 
 if TYPE_CHECKING:
     from agent_runtime.memory.embeddings import GatewayEmbedder

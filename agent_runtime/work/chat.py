@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from agent_runtime.http import CONNECT_TIMEOUT_S, no_delay_transport
+from agent_runtime.transport.http import CONNECT_TIMEOUT_S, no_delay_transport
 
 # A model may think for minutes before its first token.
 READ_TIMEOUT_S = 600.0

@@ -21,13 +21,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_runtime.chat import ChatClient, ChatError
-from agent_runtime.condense import CompletionFailed
-from agent_runtime.context import ContextManager
-from agent_runtime.history import Turn
-from agent_runtime.prompt import StaticBlocks
 from agent_runtime.protocol import RUN_HEADER, LoopLimits, RunOutcome
 from agent_runtime.tools.registry import ToolRegistry
+from agent_runtime.work.chat import ChatClient, ChatError
+from agent_runtime.work.condense import CompletionFailed
+from agent_runtime.work.context import ContextManager
+from agent_runtime.work.prompt import StaticBlocks
+from agent_runtime.workspace.history import Turn
 
 DeltaSink = Callable[[str], None]
 

@@ -1,7 +1,7 @@
 """The agent's entry point: settings, signals, reporting in, then the runtime.
 
-Reporting in (`agent_runtime.boot`) needs only the standard library; the runtime
-(`agent_runtime.process`) is imported after it, so the orchestrator sees a new agent up before
+Reporting in (`agent_runtime.transport.boot`) needs only the standard library; the runtime
+(`agent_runtime.process.agent`) is imported after it, so the orchestrator sees a new agent up before
 the agent has loaded pydantic and its channel.
 """
 
@@ -13,8 +13,8 @@ import sys
 import threading
 from types import FrameType
 
-from agent_runtime.boot import report_in
-from agent_runtime.settings import Settings, SettingsError, read_token
+from agent_runtime.process.settings import Settings, SettingsError, read_token
+from agent_runtime.transport.boot import report_in
 
 log = logging.getLogger("agent_runtime")
 
@@ -46,6 +46,6 @@ def main() -> int:
     config_json = report_in(settings, stopping)
     if config_json is None:
         return 0 if stopping.is_set() else 1
-    from agent_runtime.process import AgentProcess
+    from agent_runtime.process.agent import AgentProcess
 
     return AgentProcess(settings, stopping).run(config_json)

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agent_runtime.workspace import KIB, atomic_write_bytes
+from agent_runtime.workspace.versioned import KIB, atomic_write_bytes
 
 ERRORS_CAP = 4 * KIB
 CORRECTIONS_CAP = 4 * KIB

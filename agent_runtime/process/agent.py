@@ -1,4 +1,4 @@
-"""The agent process once it has reported in (see `agent_runtime.boot`): check in, long-poll
+"""The agent process once it has reported in (see `agent_runtime.transport.boot`): check in, long-poll
 the inbox, work each item.
 
 Only the standard library, pydantic, websockets and the wire models are imported here; the
@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from agent_runtime.boot import GONE, Backoff
-from agent_runtime.checkin import CheckInThread
-from agent_runtime.client import OrchestratorClient
-from agent_runtime.errors import OrchestratorError, OrchestratorRefused
+from agent_runtime.process.settings import Settings
+from agent_runtime.process.state import RuntimeState
 from agent_runtime.protocol import AgentRuntimeConfig, InboxItem, WorkspaceWrite, WorkspaceWriteResult
-from agent_runtime.settings import Settings
-from agent_runtime.state import RuntimeState
-from agent_runtime.workspace import (
+from agent_runtime.transport.boot import GONE, Backoff
+from agent_runtime.transport.checkin import CheckInThread
+from agent_runtime.transport.client import OrchestratorClient
+from agent_runtime.transport.errors import OrchestratorError, OrchestratorRefused
+from agent_runtime.workspace.versioned import (
     CAPS,
     Author,
     CapExceeded,
@@ -34,7 +34,7 @@ from agent_runtime.workspace import (
 )
 
 if TYPE_CHECKING:
-    from agent_runtime.worker import Worker
+    from agent_runtime.work.worker import Worker
 
 log = logging.getLogger("agent_runtime")
 
@@ -87,8 +87,8 @@ class AgentProcess:
     def _serve_orchestrator(self) -> None:
         """Before the channel opens: who answers the orchestrator's requests, and where this
         agent's workspace writes go (the orchestrator's copy is the truth)."""
-        from agent_runtime.serving import AgentService
-        from agent_runtime.workspace import write_through
+        from agent_runtime.transport.serving import AgentService
+        from agent_runtime.workspace.versioned import write_through
 
         self.client.channel.serve(AgentService(self.settings, lambda: self.config, lambda: self.client.token))
         write_through(self.settings.data_dir, self._write_workspace)
@@ -222,7 +222,7 @@ class AgentProcess:
 
     def worker(self) -> Worker:
         if self._worker is None:
-            from agent_runtime.worker import Worker
+            from agent_runtime.work.worker import Worker
 
             assert self.config is not None
             self._worker = Worker(self.settings, self.config, self.client, self.state)

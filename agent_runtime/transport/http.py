@@ -18,8 +18,8 @@ if "httpx" not in sys.modules:
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from agent_runtime.errors import OrchestratorError, OrchestratorRefused, OrchestratorUnavailable
 from agent_runtime.protocol import ErrorBody
+from agent_runtime.transport.errors import OrchestratorError, OrchestratorRefused, OrchestratorUnavailable
 
 Model = TypeVar("Model", bound=BaseModel)
 CONNECT_TIMEOUT_S = 5.0

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from agent_runtime.files import FileAccessError, PathEscape, SymlinkRefused, WorkspaceFiles
+from agent_runtime.process.settings import Settings
 from agent_runtime.protocol import (
     AgentOp,
     AgentRequest,
@@ -27,8 +27,8 @@ from agent_runtime.protocol import (
     FileText,
     WorkspaceCopy,
 )
-from agent_runtime.settings import Settings
-from agent_runtime.workspace import UnknownFile, Workspace
+from agent_runtime.workspace.files import FileAccessError, PathEscape, SymlinkRefused, WorkspaceFiles
+from agent_runtime.workspace.versioned import UnknownFile, Workspace
 
 if TYPE_CHECKING:
     from agent_runtime.memory.store import MemoryStore
@@ -139,7 +139,7 @@ class AgentService:
         from agent_runtime.memory.factlog import FactLog
         from agent_runtime.memory.models import MemoryConfig
         from agent_runtime.memory.store import MemoryStore
-        from agent_runtime.memory_bridge import DEFAULT_DIMENSIONS, gateway_embedder
+        from agent_runtime.work.memory_bridge import DEFAULT_DIMENSIONS, gateway_embedder
 
         config = self._config()
         embedder: GatewayEmbedder | None = None

@@ -15,19 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from agent_runtime.chat import ChatClient
-from agent_runtime.client import OrchestratorClient
-from agent_runtime.context import ContextManager
-from agent_runtime.dailylog import append_daily
-from agent_runtime.dedupe import ProcessedLog
-from agent_runtime.errors import OrchestratorError
-from agent_runtime.facts import MemoryFileFacts
-from agent_runtime.files import WorkspaceFiles
-from agent_runtime.history import HistoryLog
-from agent_runtime.learnings import Learnings
-from agent_runtime.loop import LoopFailed, LoopResult, OpenAICompleter, RunTag, ToolLoop
-from agent_runtime.memory_bridge import MemoryBridge
-from agent_runtime.prompt import HEARTBEAT_OK, StaticBlocks, build_static_blocks, current_message
+from agent_runtime.process.settings import Settings, SettingsError, read_token
+from agent_runtime.process.state import RuntimeState
 from agent_runtime.protocol import (
     AgentEvent,
     AgentRuntimeConfig,
@@ -37,12 +26,23 @@ from agent_runtime.protocol import (
     RunRecord,
     WorkResult,
 )
-from agent_runtime.settings import Settings, SettingsError, read_token
-from agent_runtime.state import RuntimeState
-from agent_runtime.tokens import CachingCounter
 from agent_runtime.tools.build import build_tools
 from agent_runtime.tools.registry import Tool
-from agent_runtime.workspace import Workspace
+from agent_runtime.transport.client import OrchestratorClient
+from agent_runtime.transport.errors import OrchestratorError
+from agent_runtime.work.chat import ChatClient
+from agent_runtime.work.context import ContextManager
+from agent_runtime.work.dedupe import ProcessedLog
+from agent_runtime.work.facts import MemoryFileFacts
+from agent_runtime.work.loop import LoopFailed, LoopResult, OpenAICompleter, RunTag, ToolLoop
+from agent_runtime.work.memory_bridge import MemoryBridge
+from agent_runtime.work.prompt import HEARTBEAT_OK, StaticBlocks, build_static_blocks, current_message
+from agent_runtime.work.tokens import CachingCounter
+from agent_runtime.workspace.dailylog import append_daily
+from agent_runtime.workspace.files import WorkspaceFiles
+from agent_runtime.workspace.history import HistoryLog
+from agent_runtime.workspace.learnings import Learnings
+from agent_runtime.workspace.versioned import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ def peer_output(text: str, schema: dict[str, Any] | None) -> dict[str, Any] | No
     candidate = extract_json_object(text)
     if schema is None:
         return candidate
-    from agent_runtime.contracts import validate_payload
+    from agent_runtime.workspace.contracts import validate_payload
 
     if candidate is not None and not validate_payload(schema, candidate):
         return candidate
@@ -300,7 +300,7 @@ class Worker:
     def _schema(self, item: InboxItem) -> dict[str, Any] | None:
         if item.kind != ItemKind.PEER_ASK or not item.operation:
             return None
-        from agent_runtime.contracts import ContractError, parse_interface
+        from agent_runtime.workspace.contracts import ContractError, parse_interface
 
         try:
             operation = parse_interface(self.workspace.read("INTERFACE.md")).operation(item.operation)

@@ -8,9 +8,9 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from agent_runtime.client import OrchestratorClient
-from agent_runtime.errors import OrchestratorError
-from agent_runtime.state import RuntimeState
+from agent_runtime.process.state import RuntimeState
+from agent_runtime.transport.client import OrchestratorClient
+from agent_runtime.transport.errors import OrchestratorError
 
 log = logging.getLogger(__name__)
 

@@ -32,7 +32,8 @@ from agent_runtime.protocol import WorkspaceWriteResult
 
 KIB = 1024
 
-WORKSPACE_FILES: tuple[str, ...] = (
+# Who the agent is and how it works: injected into every prompt, in this order.
+IDENTITY_FILES: tuple[str, ...] = (
     "SYSTEM.md",
     "PROJECT.md",
     "SOUL.md",
@@ -40,9 +41,10 @@ WORKSPACE_FILES: tuple[str, ...] = (
     "USER.md",
     "AGENTS.md",
     "INTERFACE.md",
-    "MEMORY.md",
-    "HEARTBEAT.md",
 )
+MEMORY_FILE = "MEMORY.md"
+HEARTBEAT_FILE = "HEARTBEAT.md"
+WORKSPACE_FILES: tuple[str, ...] = (*IDENTITY_FILES, MEMORY_FILE, HEARTBEAT_FILE)
 
 # Bytes of UTF-8. None: no per-file cap (the injection total still applies).
 CAPS: dict[str, int | None] = {
@@ -144,9 +146,9 @@ def normalize_name(name: str) -> str:
 
 def _validate_interface(text: str) -> None:
     try:
-        from agent_runtime import contracts
+        from agent_runtime.workspace import contracts
     except ModuleNotFoundError as missing:
-        if missing.name != "agent_runtime.contracts":
+        if missing.name != "agent_runtime.workspace.contracts":
             raise
         return
     try:

@@ -6,7 +6,7 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agent_runtime.redaction import redact
+from agent_runtime.safety.redaction import redact
 
 MAX_OUTCOME_CHARS = 160
 

@@ -13,7 +13,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from agent_runtime.workspace import WORKSPACE_FILES, atomic_write_bytes
+from agent_runtime.workspace.versioned import WORKSPACE_FILES, atomic_write_bytes
 
 MANAGED_FOLDERS = frozenset({"learnings"})
 DEFAULT_READ_LIMIT = 64 * 1024
