@@ -31,8 +31,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from agent_runtime import scaffold  # noqa: E402
 from agent_runtime.protocol import ItemKind, RunOutcome, RunRecord, WorkResult  # noqa: E402
-from agent_runtime.workspace.versioned import scaffold  # noqa: E402
 from orchestrator.auth import TokenStore  # noqa: E402
 from orchestrator.broker.inbox import Inbox  # noqa: E402
 from orchestrator.cli.client import ApiClient, CliError  # noqa: E402

@@ -37,9 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from agent_runtime.memory.models import MemoryConfig
+from agent_runtime.memory import MemoryConfig, MemoryStore
 from agent_runtime.memory.search import gather
-from agent_runtime.memory.store import MemoryStore
 
 Row = dict[str, str]
 DIMS = 1536

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 
-from agent_runtime.workspace.versioned import FileVersion, Workspace
+from agent_runtime import FileVersion, Workspace
 from orchestrator.api.app import create_app
 from orchestrator.config.loader import load_fleet
 from orchestrator.events import EventType

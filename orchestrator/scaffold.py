@@ -12,13 +12,14 @@ import stat
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agent_runtime.workspace.contracts import ContractError, parse_interface
-from agent_runtime.workspace.versioned import (
+from agent_runtime import (
     CAPS,
     READ_ONLY,
     WORKSPACE_FILES,
+    ContractError,
     Workspace,
     WorkspaceError,
+    parse_interface,
     scaffold,
 )
 from orchestrator.config.loader import LoadedFleet

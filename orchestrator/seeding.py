@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from agent_runtime.workspace.versioned import Workspace
+from agent_runtime import Workspace
 from orchestrator.config.loader import LoadedFleet
 from orchestrator.scaffold import seed_files
 from orchestrator.state.paths import StatePaths

@@ -19,6 +19,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agent_runtime import validate_payload
 from agent_runtime.protocol import (
     AskRequest,
     AskResult,
@@ -30,7 +31,6 @@ from agent_runtime.protocol import (
     TellResult,
     WorkResult,
 )
-from agent_runtime.workspace.contracts import validate_payload
 from orchestrator.auth import OPERATOR
 from orchestrator.broker.interfaces import InterfaceStore
 from orchestrator.broker.messages import MessageKind, MessageLog, MessageRecord, MessageState

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent_runtime.workspace.contracts import ContractError, Interface, parse_interface
+from agent_runtime import ContractError, Interface, parse_interface
 
 INTERFACE_FILE = "INTERFACE.md"
 FileStamp = tuple[int, int, int]

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from agent_runtime.workspace.versioned import InvalidContent, Workspace, WorkspaceError
+from agent_runtime import InvalidContent, Workspace, WorkspaceError
 from orchestrator.config.loader import set_aside_under
 from orchestrator.config.models import DNS_LABEL
 from orchestrator.config.reserved import reserved_reason

@@ -18,7 +18,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
-from agent_runtime.memory.models import (
+from agent_runtime.memory import (
     Contradiction,
     FactSource,
     MemoryStatus,

@@ -5,7 +5,7 @@
 so the live file is always one of its recorded versions. Pruned versions leave the index and
 their content files are deleted; version numbers are never reused.
 
-The version folder follows the layout of `agent_runtime.workspace.versioned` (index.jsonl plus one
+The version folder follows the layout of `agent_runtime.Workspace` (index.jsonl plus one
 `<n>.md` per version). It is opened by directory descriptor without following links, so a link
 planted in place of a version folder or file is not followed out of it.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agent_runtime.workspace.versioned import FileVersion, Workspace, normalize_name
+from agent_runtime import FileVersion, Workspace, normalize_name
 from orchestrator.config.limits import LimitsConfig
 
 INDEX = "index.jsonl"

@@ -26,7 +26,7 @@ from pathlib import Path
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from agent_runtime.workspace.versioned import (
+from agent_runtime import (
     WORKSPACE_FILES,
     UnknownVersion,
     Workspace,

@@ -2,7 +2,7 @@
 
 The capped identity files (SOUL.md, MEMORY.md, ...) live in `.flotilla/agents/<name>/`, an
 orchestrator-owned folder that no unit mounts; every write (the operator's, and the agent's,
-sent over its channel) goes through `agent_runtime.workspace.versioned.Workspace` there: capped,
+sent over its channel) goes through `agent_runtime.Workspace` there: capped,
 validated, atomic and versioned with its author. An accepted change is then handed to the
 agent, which keeps a working copy in its own storage. The runtime-managed folders (learnings/,
 memory/) live in the agent's storage: they are asked of the agent, read-only.
@@ -15,15 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from agent_runtime.protocol import (
-    AgentOp,
-    FileListing,
-    FileText,
-    WorkspaceCopy,
-    WorkspaceFileCopy,
-    WorkspaceWriteResult,
-)
-from agent_runtime.workspace.versioned import (
+from agent_runtime import (
     CAPS,
     WORKSPACE_FILES,
     Author,
@@ -35,6 +27,14 @@ from agent_runtime.workspace.versioned import (
     Workspace,
     WorkspaceError,
     normalize_name,
+)
+from agent_runtime.protocol import (
+    AgentOp,
+    FileListing,
+    FileText,
+    WorkspaceCopy,
+    WorkspaceFileCopy,
+    WorkspaceWriteResult,
 )
 from orchestrator.api.agent_ask import ask_agent
 from orchestrator.api.errors import ApiError

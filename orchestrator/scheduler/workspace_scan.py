@@ -2,7 +2,7 @@
 changed them.
 
 Authorship comes from two places. The identity files (SOUL.md, MEMORY.md, HEARTBEAT.md, ...) are
-versioned by `agent_runtime.workspace.versioned` with an author per version: a file whose live content is
+versioned by `agent_runtime.Workspace` with an author per version: a file whose live content is
 not its last recorded version was written by an editor outside Flotilla. Other files carry no
 author; they count as the agent's own when its turn records list them as changed, or when they
 were modified while the agent was working on an inbox item or a turn.
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from agent_runtime.workspace.versioned import WORKSPACE_FILES, FileVersion, Workspace
+from agent_runtime import WORKSPACE_FILES, FileVersion, Workspace
 from orchestrator.scheduler.store import FileStamp, Snapshot
 
 UNWATCHED_FOLDERS = ("memory", "learnings")

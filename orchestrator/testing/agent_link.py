@@ -1,7 +1,7 @@
 """An agent's side of its channel, for tests that need an agent to answer the orchestrator.
 
 `connect_agent` dials a served orchestrator with the agent's real channel (a WebSocket) and
-answers with the agent's real `AgentService` (agent_runtime.transport.serving), on a storage folder of
+answers with the agent's real `AgentService` (agent_runtime.AgentService), on a storage folder of
 the agent's own. `link_agent` registers the same service in-process, without a WebSocket, for
 tests driven through FastAPI's TestClient.
 """
@@ -13,10 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from agent_runtime.process.settings import Settings
+from agent_runtime import AgentChannel, AgentService, Settings
 from agent_runtime.protocol import AgentRequest
-from agent_runtime.transport.channel import AgentChannel
-from agent_runtime.transport.serving import AgentService
 from orchestrator.api.agent_routes import runtime_config
 from orchestrator.services import Services
 

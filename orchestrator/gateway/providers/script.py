@@ -24,7 +24,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from agent_runtime.work.prompt import OUTPUT_SCHEMA_MARKER
+from agent_runtime import OUTPUT_SCHEMA_MARKER
 from orchestrator.gateway.models import ChatCompletionRequest, ChatMessage
 from orchestrator.gateway.providers.schema_sample import sample
 

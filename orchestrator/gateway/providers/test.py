@@ -16,7 +16,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agent_runtime.testing.embeddings import deterministic_embedding
+from agent_runtime.testing import deterministic_embedding
 from orchestrator.config.models import TEST_MODEL
 from orchestrator.gateway.models import (
     ChatCompletion,
