@@ -262,8 +262,7 @@ def measure(size: int, kind: str, queries: int, folder: Path) -> list[Row]:
             "hybrid search p50 / numpy 1-thread p50",
             f"{hybrid_p50 / brute_p50:.2f}x (recall {hybrid_recall:.3f})",
         ),
-        _row(
-            size,
+        row(
             f"forget one fact p50 / max of {FORGETS} (ms)",
             f"{statistics.median(forget_times) * ms:.0f} / {max(forget_times) * ms:.0f}",
         ),
