@@ -66,7 +66,6 @@ PENDING_CYCLES: frozenset[frozenset[str]] = frozenset(
                 "orchestrator.supervisor",
             }
         ),
-        frozenset({"orchestrator.cli.detach", "orchestrator.cli.launch"}),
         frozenset(
             {
                 "agent_runtime.memory.consolidation",
@@ -81,12 +80,10 @@ PENDING_CYCLES: frozenset[frozenset[str]] = frozenset(
 # Upward imports being taken apart, as (importer, imported).
 PENDING_UPWARD = frozenset(
     {
-        ("orchestrator.api.control_routes", "orchestrator.cli.client"),
         ("orchestrator.fleet_manager", "orchestrator.api.errors"),
         ("orchestrator.memory_api.access", "orchestrator.api.agent_ask"),
         ("orchestrator.operator.workspace_access", "orchestrator.api.agent_ask"),
         ("orchestrator.operator.workspace_access", "orchestrator.api.errors"),
-        ("orchestrator.server", "orchestrator.cli.client"),
     }
 )
 

@@ -11,7 +11,6 @@ from pydantic import BaseModel
 from orchestrator.api.deps import OperatorDep, ServicesDep
 from orchestrator.api.errors import ApiError
 from orchestrator.backends.base import BackendError
-from orchestrator.cli.client import Endpoint, read_endpoint, write_endpoint
 from orchestrator.operator_actions import (
     ActionResult,
     UnknownAgent,
@@ -23,6 +22,7 @@ from orchestrator.operator_actions import (
     stop_agent,
 )
 from orchestrator.services import Services
+from orchestrator.state.endpoint import Endpoint, read_endpoint, write_endpoint
 
 router = APIRouter(prefix="/api/v1", tags=["operator"])
 

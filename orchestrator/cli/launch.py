@@ -15,7 +15,7 @@ from rich.live import Live
 from orchestrator.backends.base import LABEL_STATE, Backend, BackendError
 from orchestrator.backends.select import IMAGE_RUNTIMES, remember_runtime
 from orchestrator.cli.client import CliError
-from orchestrator.cli.detach import LaunchOptions, ensure_agent_image
+from orchestrator.cli.launch_options import LaunchOptions, ensure_agent_image
 from orchestrator.cli.render import fleet_table
 from orchestrator.config.loader import LoadedFleet
 from orchestrator.listeners import Listeners, PortTaken, bind_listeners

@@ -30,11 +30,11 @@ from agent_runtime.memory.models import FactSource, MemoryConfig, SaveOutcome  #
 from agent_runtime.memory.store import MemoryStore  # noqa: E402
 from agent_runtime.testing.embeddings import deterministic_embedding  # noqa: E402
 from orchestrator.api.app import create_app  # noqa: E402
-from orchestrator.cli.client import Endpoint, write_endpoint  # noqa: E402
 from orchestrator.cli.memory import memory  # noqa: E402
 from orchestrator.config.loader import load_fleet  # noqa: E402
 from orchestrator.gateway.service import Gateway  # noqa: E402
 from orchestrator.services import Services  # noqa: E402
+from orchestrator.state.endpoint import Endpoint, write_endpoint  # noqa: E402
 from orchestrator.testing.agent_link import connect_agent  # noqa: E402
 from orchestrator.testing.fake_backend import FakeBackend  # noqa: E402
 from orchestrator.testing.server import serve_app  # noqa: E402

@@ -15,11 +15,11 @@ from scheduler_helpers import START, fleet_yaml, scaffold_agent
 
 from agent_runtime.protocol import RunRecord
 from orchestrator.api.app import create_app
-from orchestrator.cli.client import Endpoint, write_endpoint
 from orchestrator.cli.scheduler import heartbeat, runs
 from orchestrator.scheduler.clock import ManualClock
 from orchestrator.scheduler.service import Scheduler
 from orchestrator.services import Services
+from orchestrator.state.endpoint import Endpoint, write_endpoint
 from orchestrator.testing.server import serve_app
 
 MakeServices = Callable[[str], Services]
