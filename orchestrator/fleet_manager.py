@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from orchestrator import reconcile
 from orchestrator.api.errors import ApiError
 from orchestrator.backends.base import AgentSpec, BackendError, UnitInfo
-from orchestrator.config.loader import LoadedFleet
+from orchestrator.config.fleet import LoadedFleet
+from orchestrator.config.settings import container_hash
 from orchestrator.events import EventType
 from orchestrator.image_name import DEFAULT_IMAGE
 from orchestrator.operator.workspace_access import open_workspace, push_files, write_file
@@ -72,7 +73,7 @@ class FleetManager:
             image=self.image,
             data_dir=paths.agent_storage(agent),
             orchestrator_url=services.agent_url,
-            config_hash=self.fleet.agent_hash(agent),
+            config_hash=container_hash(self.fleet, agent),
             memory_bytes=resources.memory_bytes,
             cpus=resources.cpus,
             pids=resources.pids,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from agent_runtime.contracts import ContractError, parse_interface
 from agent_runtime.workspace import CAPS, READ_ONLY, WORKSPACE_FILES, Workspace, WorkspaceError, scaffold
-from orchestrator.config.loader import LoadedFleet
+from orchestrator.config.fleet import LoadedFleet
 from orchestrator.scheduler.rules import render_heartbeat_md
 from orchestrator.state.paths import StatePaths
 

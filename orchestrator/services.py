@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from orchestrator.agent_requests import AgentChannels
 from orchestrator.auth import TokenStore
-from orchestrator.config.loader import LoadedFleet
+from orchestrator.config.fleet import LoadedFleet
 from orchestrator.controls import Controls
 from orchestrator.events import EventBus
 from orchestrator.health import HealthBoard

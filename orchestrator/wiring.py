@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from orchestrator.auth import TokenStore
 from orchestrator.backends.base import Backend
-from orchestrator.config.loader import LoadedFleet
+from orchestrator.config.fleet import LoadedFleet
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet_manager import FleetManager
 from orchestrator.image_name import DEFAULT_IMAGE

@@ -18,7 +18,7 @@ from rich.console import Console
 from orchestrator.backends.select import IMAGE_RUNTIMES
 from orchestrator.cli.client import ApiClient, CliError
 from orchestrator.cli.launch_options import LaunchOptions, ensure_agent_image
-from orchestrator.config.loader import LoadedFleet
+from orchestrator.config.fleet import LoadedFleet
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 

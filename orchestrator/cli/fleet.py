@@ -25,7 +25,7 @@ from orchestrator.cli.common import (
 )
 from orchestrator.cli.render import fleet_table
 from orchestrator.config.capacity import Capacity
-from orchestrator.config.loader import LoadedFleet
+from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.models import FleetConfig
 from orchestrator.image_name import DEFAULT_IMAGE
 from orchestrator.reconcile import fleet_labels, plan, remove_fleet

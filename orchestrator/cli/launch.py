@@ -17,7 +17,7 @@ from orchestrator.backends.select import IMAGE_RUNTIMES, remember_runtime
 from orchestrator.cli.client import CliError
 from orchestrator.cli.launch_options import LaunchOptions, ensure_agent_image
 from orchestrator.cli.render import fleet_table
-from orchestrator.config.loader import LoadedFleet
+from orchestrator.config.fleet import LoadedFleet
 from orchestrator.listeners import Listeners, PortTaken, bind_listeners
 from orchestrator.logging_setup import configure_logging
 from orchestrator.reconcile import ApplyResult, fleet_labels
