@@ -64,7 +64,9 @@ class OrchestratorServer:
         )
         self.server = _Server(config)
         self.ready = asyncio.Event()
-        self.watcher = WorkspaceWatcher(services)
+        self.watcher = WorkspaceWatcher(
+            services.fleet_view, services.paths, services.events, services.workspaces
+        )
 
     async def _background(self) -> list[asyncio.Task[None]]:
         services = self.services

@@ -38,16 +38,14 @@ def create_app(services: Services) -> FastAPI:
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         loop = asyncio.get_running_loop()
         services.events.bind_loop(loop)
-        inbox = getattr(services, "inbox", None)
-        if inbox is not None:
-            inbox.bind_loop(loop)
+        services.inbox.bind_loop(loop)
         yield
 
     app = FastAPI(title="Flotilla orchestrator", lifespan=lifespan)
     app.state.services = services
     install_error_handlers(app)
     app.add_middleware(BodyLimit, limit_of=lambda: services.fleet.config.limits.bytes_of("request_body"))
-    app.add_middleware(AgentSurface, agent_url_of=lambda: services.agent_url)
+    app.add_middleware(AgentSurface, agent_url_of=lambda: services.manager.agent_url)
     for router in ROUTERS:
         app.include_router(router)
     return app

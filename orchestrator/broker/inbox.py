@@ -18,16 +18,16 @@ import threading
 import uuid
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
 from agent_runtime.protocol import HeartbeatReason, InboxItem, ItemKind, WorkResult, utcnow
-from orchestrator.events import EventType
+from orchestrator.controls import Controls
+from orchestrator.events import EventBus, EventType
+from orchestrator.fleet_view import FleetView
 from orchestrator.loop_calls import call_in_loop
-
-if TYPE_CHECKING:
-    from orchestrator.services import Services
+from orchestrator.state.db import Database
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS inbox (
@@ -76,10 +76,12 @@ class DeadLetter(BaseModel):
 
 
 class Inbox:
-    def __init__(self, services: Services) -> None:
-        self._db = services.db
+    def __init__(self, db: Database, events: EventBus, controls: Controls, fleet: FleetView) -> None:
+        self._db = db
         self._db.ensure_schema(SCHEMA)
-        self._services = services
+        self._events = events
+        self._controls = controls
+        self._fleet = fleet
         self._lock = threading.Lock()
         self._arrivals: dict[str, asyncio.Event] = {}
         self._results: dict[str, list[asyncio.Future[WorkResult]]] = {}
@@ -178,10 +180,10 @@ class Inbox:
                 return None
 
     def _claim(self, agent: str) -> InboxItem | None:
-        if self._services.controls.is_held(agent):
+        if self._controls.is_held(agent):
             return None  # paused or stopped by the operator: items wait in the inbox
         now = utcnow().isoformat()
-        allowed = self._services.fleet.config.limits.delivery_attempts
+        allowed = self._fleet.current().config.limits.delivery_attempts
         with self._db.transaction() as conn:
             conn.execute(
                 "UPDATE inbox SET state = 'expired', finished_at = ? WHERE agent = ? AND state = 'queued'"
@@ -206,7 +208,7 @@ class Inbox:
         for item_id, attempts in poisoned:
             error = f"dead-lettered after {attempts} deliveries without an answer (limits.delivery_attempts = {allowed})"
             self._resolve(item_id, WorkResult(ok=False, error=error))
-            self._services.events.publish(
+            self._events.publish(
                 EventType.MESSAGE_DEAD_LETTERED, agent=agent, item_id=item_id, attempts=attempts, error=error
             )
 

@@ -244,9 +244,11 @@ def test_the_supervisor_leaves_units_alone_while_an_apply_runs(tmp_path: Path) -
     from orchestrator.wiring import reconciling_services
 
     backend = FakeBackend()
-    services = reconciling_services(fleet_of(tmp_path, {"a": "x"}), backend)
-    supervisor = Supervisor(services)
-    with services.manager.unless_applying() as free:  # as an apply holds it
+    core, manager = reconciling_services(fleet_of(tmp_path, {"a": "x"}), backend)
+    supervisor = Supervisor(
+        core.db, core.fleet_view, manager, core.backend, core.controls, core.health, core.events
+    )
+    with manager.unless_applying() as free:  # as an apply holds it
         assert free
         assert supervisor.check_once() == []
         assert backend.list({}) == []
@@ -262,8 +264,8 @@ def test_a_bug_while_planning_is_a_problem_and_an_event_not_an_exception(tmp_pat
         def list(self, labels: dict[str, str]) -> list[UnitInfo]:
             raise KeyError("Labels")
 
-    services = reconciling_services(fleet_of(tmp_path, {"a": "x"}), BrokenListing())
-    assert services.manager.apply() == []
-    assert services.manager.problems == ["planning failed: KeyError: 'Labels' (a bug: see the log)"]
-    (event,) = [e for e in services.events.recent(limit=10) if e.type == "fleet.applied"]
-    assert event.data["failed"] == services.manager.problems
+    core, manager = reconciling_services(fleet_of(tmp_path, {"a": "x"}), BrokenListing())
+    assert manager.apply() == []
+    assert manager.problems == ["planning failed: KeyError: 'Labels' (a bug: see the log)"]
+    (event,) = [e for e in core.events.recent(limit=10) if e.type == "fleet.applied"]
+    assert event.data["failed"] == manager.problems
