@@ -1,8 +1,8 @@
 """Prometheus metrics, computed at scrape time from the orchestrator's SQLite state.
 
 The tables belong to other subsystems (the gateway's usage ledger, the scheduler's runs, the
-inboxes, the event log); `metrics_sources` reads them defensively and incrementally. Check-in
-figures (memory, whether an agent is checking in) come from the health board.
+inboxes, the event log); each owner provides the reader, which reads defensively and incrementally.
+Check-in figures (memory, whether an agent is checking in) come from the health board.
 """
 
 from __future__ import annotations
@@ -14,16 +14,12 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from orchestrator.events import EventType
+from orchestrator.broker.inbox import queue_depths
+from orchestrator.events import EventReader, EventType
 from orchestrator.fleet_view import FleetView
+from orchestrator.gateway.ledger import LedgerReader
 from orchestrator.health import HealthBoard
-from orchestrator.operator.metrics_sources import (
-    EventReader,
-    LedgerReader,
-    RunKey,
-    RunReader,
-    queue_depths,
-)
+from orchestrator.scheduler.runs import RunKey, RunReader
 from orchestrator.state.db import Database
 
 HEARTBEAT_OUTCOMES = {

@@ -13,12 +13,11 @@ import threading
 from datetime import datetime, timedelta
 
 from orchestrator.backends.base import LABEL_AGENT, LABEL_FLEET, Backend, BackendError, UnitInfo
+from orchestrator.broker.inbox import Inbox
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet_view import FleetView
 from orchestrator.scheduler.clock import Clock
-from orchestrator.scheduler.prechecks import inbox_counts
 from orchestrator.scheduler.store import SchedulerStore
-from orchestrator.state.db import Database
 
 log = logging.getLogger(__name__)
 STOP_TIMEOUT_S = 10.0
@@ -30,14 +29,14 @@ class Hibernation:
         fleet: FleetView,
         backend: Backend,
         events: EventBus,
-        db: Database,
+        inbox: Inbox,
         store: SchedulerStore,
         clock: Clock,
     ) -> None:
         self._fleet = fleet
         self._backend = backend
         self._events = events
-        self._db = db
+        self._inbox = inbox
         self._store = store
         self._clock = clock
         # A wake that arrives while the unit is still being stopped must wait for the stop,
@@ -82,7 +81,7 @@ class Hibernation:
             return self._hibernate(agent, now)
 
     def _hibernate(self, agent: str, now: datetime) -> bool:
-        if inbox_counts(self._db, agent).unfinished:
+        if self._inbox.counts(agent).unfinished:
             return False
         units = self._units(agent)
         if not units or not self._store.set_hibernated(agent, True, now):
@@ -103,7 +102,7 @@ class Hibernation:
         state = self._store.state(agent, now)
         idle_s = (now - state.last_activity).total_seconds()
         self._events.publish(EventType.AGENT_HIBERNATED, agent=agent, idle_s=idle_s, units=stopped)
-        if inbox_counts(self._db, agent).unfinished:
+        if self._inbox.counts(agent).unfinished:
             self.wake(agent, "message arrived while hibernating")  # a put raced the stop
         return True
 

@@ -32,7 +32,7 @@ from orchestrator.scheduler.cadence import Cadence
 from orchestrator.scheduler.clock import Clock, SystemClock
 from orchestrator.scheduler.hibernation import Hibernation
 from orchestrator.scheduler.models import HeartbeatStatus, RuleProblem, RuleStatus, SkipReason, TickResult
-from orchestrator.scheduler.prechecks import PrecheckResult, Prechecks, inbox_counts, load_rules
+from orchestrator.scheduler.prechecks import PrecheckResult, Prechecks, load_rules
 from orchestrator.scheduler.runs import RunStore, TickOutcome
 from orchestrator.scheduler.store import SchedulerStore
 from orchestrator.state.db import Database
@@ -82,8 +82,8 @@ class Scheduler:
         self._max_sleep_s = max_sleep_s
         self.store = SchedulerStore(db)
         self.runs = RunStore(db)
-        self._prechecks = Prechecks(db, paths, self.store, self.runs)
-        self._hibernation = Hibernation(fleet, backend, events, db, self.store, self.clock)
+        self._prechecks = Prechecks(inbox, paths, self.store, self.runs)
+        self._hibernation = Hibernation(fleet, backend, events, inbox, self.store, self.clock)
         self._tick_lock = threading.Lock()
         self._task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Future[bool]] = set()
@@ -261,7 +261,7 @@ class Scheduler:
                 skipped="budget",
                 detail="over budget: no work until its budget window resets",
             )
-        counts = inbox_counts(self._db, agent)
+        counts = self._inbox.counts(agent)
         if counts.busy:
             why = "working on an item" if counts.claimed else "a heartbeat is still queued"
             return self._finish(agent, trigger, at, started, "skipped", skipped="busy", detail=why)
