@@ -53,6 +53,9 @@ class Services:
     actions: OperatorActions
     operator_token: str
     """The operator's token in force (a rotation replaces it)."""
+    agent_url: str
+    """The orchestrator's address as agents dial it (the fleet network's gateway, or loopback;
+    empty when no agent dials in)."""
 
     @property
     def fleet(self) -> LoadedFleet:

@@ -172,6 +172,7 @@ def attach_subsystems(
         asker=AgentAsker(fleet, core.channels, core.health, scheduler),
         actions=OperatorActions(fleet, manager, core.backend, core.controls, core.health, inbox, events),
         operator_token=core.operator_token,
+        agent_url=manager.agent_url,
     )
 
 

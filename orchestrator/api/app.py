@@ -45,7 +45,7 @@ def create_app(services: Services) -> FastAPI:
     app.state.services = services
     install_error_handlers(app)
     app.add_middleware(BodyLimit, limit_of=lambda: services.fleet.config.limits.bytes_of("request_body"))
-    app.add_middleware(AgentSurface, agent_url_of=lambda: services.manager.agent_url)
+    app.add_middleware(AgentSurface, agent_url_of=lambda: services.agent_url)
     for router in ROUTERS:
         app.include_router(router)
     return app
