@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 PROBE = """
 import json, resource, sys, time
-from orchestrator.config.loader import ConfigError, load_fleet
+from orchestrator.config.loader import load_fleet
+from orchestrator.config.fleet import ConfigError
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 started = time.perf_counter()
 try:

@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -33,15 +34,18 @@ if str(REPO) not in sys.path:
 
 from agent_runtime import scaffold  # noqa: E402
 from agent_runtime.protocol import ItemKind, RunOutcome, RunRecord, WorkResult  # noqa: E402
+from agent_runtime import scaffold  # noqa: E402
+from agent_runtime.protocol import ItemKind, RunOutcome, RunRecord, WorkResult  # noqa: E402
 from orchestrator.auth import TokenStore  # noqa: E402
 from orchestrator.broker.inbox import Inbox  # noqa: E402
 from orchestrator.cli.client import ApiClient, CliError  # noqa: E402
 from orchestrator.config.loader import load_fleet  # noqa: E402
+from orchestrator.controls import Controls  # noqa: E402
 from orchestrator.events import EventBus  # noqa: E402
+from orchestrator.fleet_view import FleetView  # noqa: E402
 from orchestrator.image_name import DEFAULT_IMAGE  # noqa: E402
-from orchestrator.scheduler.clock import ManualClock  # noqa: E402
-from orchestrator.scheduler.service import Scheduler  # noqa: E402
-from orchestrator.services import Services  # noqa: E402
+from orchestrator.scheduler.clock import Clock, ManualClock  # noqa: E402
+from orchestrator.scheduler.service import DEFAULT_MAX_SLEEP_S, Scheduler  # noqa: E402
 from orchestrator.state.db import Database  # noqa: E402
 from orchestrator.state.paths import StatePaths  # noqa: E402
 from orchestrator.testing.fake_backend import FakeBackend  # noqa: E402
@@ -57,18 +61,41 @@ def _row(metric: str, value: str, target: str = "") -> Row:
     return {"benchmark": BENCH, "metric": metric, "value": value, "target": target}
 
 
-def _services(root: Path, fleet_yaml: str) -> Services:
+@dataclass
+class _Parts:
+    """What the scheduler is built from here: real state, a real inbox, a fake backend."""
+
+    fleet_view: FleetView
+    paths: StatePaths
+    db: Database
+    events: EventBus
+    controls: Controls
+    inbox: Inbox
+
+    def scheduler(self, clock: Clock | None = None, max_sleep_s: float = DEFAULT_MAX_SLEEP_S) -> Scheduler:
+        return Scheduler(
+            self.db,
+            self.paths,
+            self.fleet_view,
+            self.inbox,
+            self.controls,
+            self.events,
+            FakeBackend(),
+            clock=clock,
+            max_sleep_s=max_sleep_s,
+        )
+
+
+def _services(root: Path, fleet_yaml: str) -> _Parts:
     root.mkdir(parents=True, exist_ok=True)
     (root / "fleet.yaml").write_text(fleet_yaml)
-    fleet = load_fleet(root / "fleet.yaml")
-    paths = StatePaths.for_fleet_file(fleet.path)
+    fleet = FleetView(load_fleet(root / "fleet.yaml"))
+    paths = StatePaths.for_fleet_file(fleet.current().path)
     paths.ensure()
     db = Database(paths.db)
-    services = Services(
-        fleet=fleet, paths=paths, db=db, events=EventBus(db), tokens=TokenStore(db), backend=FakeBackend()
-    )
-    services.inbox = Inbox(services)
-    return services
+    events = EventBus(db)
+    controls = Controls(db)
+    return _Parts(fleet, paths, db, events, controls, Inbox(db, events, controls, fleet))
 
 
 # --- 1. an idle agent's day ------------------------------------------------------------------
@@ -83,7 +110,7 @@ def idle_day() -> list[Row]:
         scaffold(services.paths.agent_dir("idle"), {}, {"SYSTEM.md": "policy\n"})
         start = datetime(2025, 1, 6, tzinfo=UTC)
         clock = ManualClock(start)
-        scheduler = Scheduler(services, clock=clock, max_sleep_s=3600)
+        scheduler = services.scheduler(clock=clock, max_sleep_s=3600)
         asyncio.run(scheduler.run(until=start + timedelta(days=1)))
         ticks = scheduler.runs.recent("idle", 1000, "tick")
         items = services.inbox.list("idle", 1000, include_done=True)
@@ -108,7 +135,7 @@ def _fleet_yaml(n: int) -> str:
     )
 
 
-async def _simulated_agent(services: Services, scheduler: Scheduler, agent: str) -> None:
+async def _simulated_agent(services: _Parts, scheduler: Scheduler, agent: str) -> None:
     """Answers each heartbeat item at once and posts a turn record, like a fast agent would."""
     while True:
         item = await services.inbox.next(agent, 5.0)
@@ -130,7 +157,7 @@ async def _simulated_agent(services: Services, scheduler: Scheduler, agent: str)
         await asyncio.to_thread(scheduler.record_turn, record)
 
 
-async def _run_fleet(services: Services, scheduler: Scheduler, seconds: float) -> tuple[float, float]:
+async def _run_fleet(services: _Parts, scheduler: Scheduler, seconds: float) -> tuple[float, float]:
     loop = asyncio.get_running_loop()
     services.inbox.bind_loop(loop)
     services.events.bind_loop(loop)
@@ -160,7 +187,7 @@ def fleet_lag(seconds: float) -> list[Row]:
                 (workspace / name).write_text(f"{name} of agent {index}\n" * 20)
             rules = "- every 30s: poll the queue\n" if index % BUSY_EVERY == 0 else ""
             (workspace / "HEARTBEAT.md").write_text(f"# Heartbeat\n\n## Rules\n\n{rules}")
-        scheduler = Scheduler(services)
+        scheduler = services.scheduler()
         cpu, wall = asyncio.run(_run_fleet(services, scheduler, seconds))
         ticks = scheduler.runs.recent(None, 100_000, "tick")
         turns = scheduler.runs.recent(None, 100_000, "turn")

@@ -21,7 +21,8 @@ from contextlib import closing
 from pathlib import Path
 
 from bench.fleet_run import container_memory, fleet_yaml, flotilla, free_port, timed_message
-from orchestrator.cli.client import ApiClient, read_endpoint
+from orchestrator.cli.client import ApiClient
+from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 
 Row = dict[str, str]

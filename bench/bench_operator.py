@@ -129,7 +129,7 @@ def _sse_latencies(url: str, services: Services, count: int) -> list[float]:
 def _watcher_latencies(services: Services, count: int) -> list[float]:
     path = services.paths.workspace("agent-0") / "USER.md"
     samples = []
-    with WorkspaceWatcher(services):
+    with WorkspaceWatcher(services.fleet_view, services.paths, services.events, services.workspaces):
         for i in range(count):
             before = len(watcher_history(services))
             started = time.perf_counter()

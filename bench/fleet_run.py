@@ -11,7 +11,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestrator.cli.client import ApiClient, Endpoint, read_endpoint
+from orchestrator.cli.client import ApiClient
+from orchestrator.state.endpoint import Endpoint, read_endpoint
 from orchestrator.state.paths import StatePaths
 
 REPO = Path(__file__).resolve().parents[1]

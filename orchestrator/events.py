@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections import Counter
+from collections.abc import Iterable
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -12,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agent_runtime.protocol import utcnow
-from orchestrator.state.db import Database
+from orchestrator.state.db import Database, max_id, safe_query
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -139,3 +141,53 @@ def _offer(queue: asyncio.Queue[Event], event: Event) -> None:
         # A slow subscriber loses its oldest event rather than stalling publishers.
         queue.get_nowait()
     queue.put_nowait(event)
+
+
+# ------------------------------------------------------------------------------ running totals
+# Read at scrape time by the metrics: each reader keeps totals up to a row id it has fully
+# counted and reads only the rows after it. A table or column that does not exist (yet) reads
+# as empty.
+
+
+class EventReader:
+    """Counts of selected event types in the `events` table by (agent, type)."""
+
+    def __init__(self, types: Iterable[str]) -> None:
+        self._types = sorted(set(types))
+        self._lock = threading.Lock()
+        self._upto = 0
+        self._counts: Counter[tuple[str, str]] = Counter()
+
+    def read(self, db: Database) -> Counter[tuple[str, str]]:
+        marks = ", ".join("?" for _ in self._types)
+        with self._lock:
+            top = max_id(db, "events", "seq")
+            for row in safe_query(
+                db,
+                "SELECT agent, type, COUNT(*) AS n FROM events WHERE seq > ? AND seq <= ? "
+                f"AND type IN ({marks}) AND agent IS NOT NULL GROUP BY agent, type",
+                [self._upto, top, *self._types],
+            ):
+                self._counts[(str(row["agent"]), str(row["type"]))] += int(row["n"])
+            self._upto = max(self._upto, top)
+            return Counter(self._counts)
+
+
+def stored_events(db: Database, after: int, agent: str | None, limit: int) -> list[Event]:
+    """Stored events with seq > after, oldest first (EventBus.recent returns the newest ones)."""
+    sql = "SELECT seq, type, agent, at, data FROM events WHERE seq > ?"
+    params: list[Any] = [after]
+    if agent:
+        sql += " AND agent = ?"
+        params.append(agent)
+    rows = db.query(sql + " ORDER BY seq ASC LIMIT ?", [*params, limit])
+    return [
+        Event(seq=r["seq"], type=r["type"], agent=r["agent"], at=r["at"], data=json.loads(r["data"]))
+        for r in rows
+    ]
+
+
+def latest_seq(db: Database) -> int:
+    """The newest stored event's seq (0 when there is none)."""
+    row = db.query_one("SELECT COALESCE(MAX(seq), 0) AS seq FROM events")
+    return int(row["seq"]) if row else 0

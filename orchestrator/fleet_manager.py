@@ -8,15 +8,18 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from orchestrator import reconcile
-from orchestrator.api.errors import ApiError
-from orchestrator.backends.base import AgentSpec, BackendError, UnitInfo
-from orchestrator.config.loader import LoadedFleet
-from orchestrator.events import EventType
+from orchestrator.auth import TokenStore
+from orchestrator.backends.base import AgentSpec, Backend, BackendError, UnitInfo
+from orchestrator.config.fleet import LoadedFleet
+from orchestrator.config.settings import container_hash
+from orchestrator.controls import Controls
+from orchestrator.errors import Refused
+from orchestrator.events import EventBus, EventType
+from orchestrator.fleet_view import FleetView
 from orchestrator.image_name import DEFAULT_IMAGE
-from orchestrator.operator.workspace_access import open_workspace, push_files, write_file
+from orchestrator.operator.workspace_access import WorkspaceAccess
 from orchestrator.scaffold import (
     has_previous_layout,
     import_previous_layout,
@@ -27,20 +30,39 @@ from orchestrator.scaffold import (
 )
 from orchestrator.scheduler.store import SchedulerStore
 from orchestrator.seeding import SeedChange, plan_seeds, record_seed
-
-if TYPE_CHECKING:
-    from orchestrator.services import Services
+from orchestrator.state.paths import StatePaths
 
 log = logging.getLogger(__name__)
 
 
 class FleetManager:
-    def __init__(self, services: Services, image: str = DEFAULT_IMAGE) -> None:
-        self._services = services
+    def __init__(
+        self,
+        fleet: FleetView,
+        paths: StatePaths,
+        backend: Backend,
+        tokens: TokenStore,
+        controls: Controls,
+        events: EventBus,
+        heartbeats: SchedulerStore,
+        workspaces: WorkspaceAccess,
+        image: str = DEFAULT_IMAGE,
+    ) -> None:
+        """`heartbeats`: the scheduler's store, read for the agents it hibernated (the first
+        apply runs before the scheduler exists)."""
+        self._fleet = fleet
+        self._paths = paths
+        self._backend = backend
+        self._tokens = tokens
+        self._controls = controls
+        self._events = events
+        self._workspaces = workspaces
         self.image = image
+        self.agent_url = ""
+        """The orchestrator's address as agents dial it (the fleet network's gateway, or loopback)."""
         self.problems: list[str] = []
         """What the last apply could not do, for `ps`, the dashboard and `up -d`."""
-        self._heartbeats = SchedulerStore(services.db)
+        self._heartbeats = heartbeats
         self.seeded: list[SeedChange] = []
         """What the last apply did with fleet.yaml's seeds (writes and conflicts)."""
         self._carry: dict[str, Path] = {}
@@ -50,10 +72,10 @@ class FleetManager:
 
     @property
     def fleet(self) -> LoadedFleet:
-        return self._services.fleet
+        return self._fleet.current()
 
     def units(self) -> list[UnitInfo]:
-        return self._services.backend.list(reconcile.fleet_labels(self.fleet.name))
+        return self._backend.list(reconcile.fleet_labels(self.fleet.name))
 
     def units_by_agent(self) -> dict[str, UnitInfo]:
         return {unit.agent: unit for unit in self.units()}
@@ -61,18 +83,17 @@ class FleetManager:
     def spec_for(self, agent: str) -> AgentSpec:
         """Mint the agent's token, prepare the operator's copy of its workspace, and describe
         its unit. Nothing is written where the agent can write."""
-        services = self._services
-        paths = services.paths
+        paths = self._paths
         prepare_operator_copy(self.fleet, agent, paths)
-        token_file = write_token(paths, agent, services.tokens.mint(agent))
+        token_file = write_token(paths, agent, self._tokens.mint(agent))
         resources = self.fleet.config.resources_of(agent)
         return AgentSpec(
             fleet=self.fleet.name,
             agent=agent,
             image=self.image,
             data_dir=paths.agent_storage(agent),
-            orchestrator_url=services.agent_url,
-            config_hash=self.fleet.agent_hash(agent),
+            orchestrator_url=self.agent_url,
+            config_hash=container_hash(self.fleet, agent),
             memory_bytes=resources.memory_bytes,
             cpus=resources.cpus,
             pids=resources.pids,
@@ -85,19 +106,18 @@ class FleetManager:
     def migrate_previous_layout(self) -> list[str]:
         """Once, for folders of the layout that shared /data with the host: remove the agent's
         old unit (it still has the folder mounted), then import its workspace files."""
-        services = self._services
         migrated = []
         for agent in self.fleet.config.agents:
-            if not has_previous_layout(services.paths, agent):
+            if not has_previous_layout(self._paths, agent):
                 continue
             for unit in self.units():
                 if unit.agent == agent:
-                    services.backend.remove(unit.id)
-            imported = import_previous_layout(services.paths, agent)
-            kept = previous_layout_folder(services.paths, agent)
+                    self._backend.remove(unit.id)
+            imported = import_previous_layout(self._paths, agent)
+            kept = previous_layout_folder(self._paths, agent)
             if kept is not None:
                 self._carry[agent] = kept
-            services.events.publish("storage.migrated", agent=agent, imported=imported)
+            self._events.publish("storage.migrated", agent=agent, imported=imported)
             migrated.append(agent)
         return migrated
 
@@ -110,8 +130,8 @@ class FleetManager:
         """What applying `candidate` (by default the fleet in force) would do, field by field."""
         target = candidate or self.fleet
         previous = self.fleet if candidate is not None else None
-        endpoint = self._services.agent_url or None
-        held = self.hibernated() | self._services.controls.stopped()
+        endpoint = self.agent_url or None
+        held = self.hibernated() | self._controls.stopped()
         return reconcile.plan(target, self.units(), held, endpoint, previous)
 
     def update_in_place(self, action: reconcile.PlanAction) -> None:
@@ -123,9 +143,8 @@ class FleetManager:
         have moved on since is the seeding's decision, not this one's.
         """
         if any(change.effect == "generated" for change in action.changes):
-            services = self._services
-            names = refresh_generated(self.fleet, action.agent, services.paths)
-            push_files(services, open_workspace(services, action.agent), names)
+            names = refresh_generated(self.fleet, action.agent, self._paths)
+            self._workspaces.push_files(self._workspaces.open(action.agent), names)
 
     @contextlib.contextmanager
     def unless_applying(self) -> Iterator[bool]:
@@ -165,7 +184,7 @@ class FleetManager:
         for agent in fleet.config.agents:
             forced = frozenset(file for name, file in force_seeds if name == agent)
             try:
-                changes += plan_seeds(fleet, agent, self._services.paths, forced)
+                changes += plan_seeds(fleet, agent, self._paths, forced)
             except OSError as unreadable:
                 # The agent's folder could not be prepared (its failure is the apply's problem).
                 log.warning("cannot compare %s's seeds with fleet.yaml: %s", agent, unreadable)
@@ -174,18 +193,16 @@ class FleetManager:
     def _seed(self, force_seeds: frozenset[tuple[str, str]]) -> list[SeedChange]:
         """Write the seeds fleet.yaml changed where nobody changed the file since; the rest are
         conflicts, reported and published, never overwritten."""
-        services = self._services
         done = []
         for change in self.plan_seeds(None, force_seeds):
             if change.status == "same":
                 with contextlib.suppress(OSError):
-                    record_seed(services.paths, change.agent, change.file, change.text)
+                    record_seed(self._paths, change.agent, change.file, change.text)
                 continue
             if change.status == "write":
                 try:
-                    access = open_workspace(services, change.agent)
-                    write_file(
-                        services,
+                    access = self._workspaces.open(change.agent)
+                    self._workspaces.write_file(
                         access,
                         change.file,
                         change.text,
@@ -193,12 +210,12 @@ class FleetManager:
                         "fleet.yaml",
                         "fleet.yaml",
                     )
-                except ApiError as refused:
+                except Refused as refused:
                     log.warning("seeding %s %s failed: %s", change.agent, change.file, refused)
                     continue
-                record_seed(services.paths, change.agent, change.file, change.text)
+                record_seed(self._paths, change.agent, change.file, change.text)
             else:
-                services.events.publish(
+                self._events.publish(
                     EventType.WORKSPACE_SEED_CONFLICT,
                     agent=change.agent,
                     file=change.file,
@@ -210,7 +227,7 @@ class FleetManager:
     def _apply(
         self, on_done: Callable[[reconcile.ApplyResult], None], candidate: LoadedFleet | None
     ) -> list[reconcile.ApplyResult]:
-        events = self._services.events
+        events = self._events
         try:
             actions = self.plan(candidate)
         except BackendError as exc:
@@ -221,10 +238,8 @@ class FleetManager:
             log.exception("planning the fleet failed")
             return self._plan_failed(f"planning failed: {type(exc).__name__}: {exc} (a bug: see the log)")
         if candidate is not None:
-            self._services.fleet = candidate
-        results = reconcile.apply(
-            actions, self._services.backend, self.spec_for, on_done, update=self.update_in_place
-        )
+            self._fleet.replace(candidate)
+        results = reconcile.apply(actions, self._backend, self.spec_for, on_done, update=self.update_in_place)
         for result in results:
             if result.ok and result.action.kind == "update":
                 events.publish(
@@ -247,7 +262,7 @@ class FleetManager:
                 and result.action.kind == "remove"
                 and result.action.agent not in self.fleet.config.agents
             ):
-                self._services.tokens.revoke(result.action.agent)
+                self._tokens.revoke(result.action.agent)
         self.problems = [f"{r.action.agent}: {r.error}" for r in results if not r.ok]
         events.publish(
             EventType.FLEET_APPLIED,
@@ -258,7 +273,7 @@ class FleetManager:
 
     def _plan_failed(self, problem: str) -> list[reconcile.ApplyResult]:
         self.problems = [problem]
-        self._services.events.publish(EventType.FLEET_APPLIED, changed=[], failed=self.problems)
+        self._events.publish(EventType.FLEET_APPLIED, changed=[], failed=self.problems)
         return []
 
     def apply_in_background(
@@ -273,7 +288,7 @@ class FleetManager:
 
     def recreate(self, agent: str) -> UnitInfo:
         """Replace an agent's unit from scratch (it vanished, or it cannot be started again)."""
-        backend = self._services.backend
+        backend = self._backend
         for unit in self.units():
             if unit.agent == agent:
                 backend.remove(unit.id)

@@ -20,8 +20,8 @@ from orchestrator.backends.base import (
     BackendError,
     UnitInfo,
 )
-from orchestrator.config.loader import LoadedFleet
-from orchestrator.config.settings import EFFECT_NOTES, FieldChange, changes
+from orchestrator.config.fleet import LoadedFleet
+from orchestrator.config.settings import EFFECT_NOTES, FieldChange, changes, container_hash
 
 ActionKind = Literal["create", "recreate", "update", "remove", "start", "keep"]
 PARALLEL_STARTS = 16
@@ -105,7 +105,7 @@ def _action_for(
     if unit is None:
         return PlanAction("create", agent, "not running", None, changed)
     detail = describe_changes(changed)
-    if unit.config_hash != fleet.agent_hash(agent):
+    if unit.config_hash != container_hash(fleet, agent):
         return PlanAction("recreate", agent, detail or "container settings changed", unit.id, changed)
     if _older_layout(unit):
         return PlanAction("recreate", agent, "storage layout changed", unit.id, changed)

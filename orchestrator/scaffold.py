@@ -22,7 +22,7 @@ from agent_runtime import (
     parse_interface,
     scaffold,
 )
-from orchestrator.config.loader import LoadedFleet
+from orchestrator.config.fleet import LoadedFleet
 from orchestrator.scheduler.rules import render_heartbeat_md
 from orchestrator.state.paths import StatePaths
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 from agent_runtime import Workspace
-from orchestrator.config.loader import LoadedFleet
+from orchestrator.config.fleet import LoadedFleet
 from orchestrator.scaffold import seed_files
 from orchestrator.state.paths import StatePaths
 

@@ -19,12 +19,12 @@ import uvicorn
 
 from orchestrator.alerts import AlertDispatcher, AlertStore
 from orchestrator.api.app import create_app
-from orchestrator.cli.client import Endpoint, write_endpoint
 from orchestrator.listeners import Listeners
 from orchestrator.operator.events_routes import close_streams
 from orchestrator.operator.watcher import WorkspaceWatcher
 from orchestrator.reconcile import ApplyResult
 from orchestrator.services import Services
+from orchestrator.state.endpoint import Endpoint, write_endpoint
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,9 @@ class OrchestratorServer:
         )
         self.server = _Server(config)
         self.ready = asyncio.Event()
-        self.watcher = WorkspaceWatcher(services)
+        self.watcher = WorkspaceWatcher(
+            services.fleet_view, services.paths, services.events, services.workspaces
+        )
 
     async def _background(self) -> list[asyncio.Task[None]]:
         services = self.services

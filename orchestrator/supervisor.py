@@ -8,13 +8,14 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from orchestrator.backends.base import BackendError, UnitInfo
-from orchestrator.events import EventType
-
-if TYPE_CHECKING:
-    from orchestrator.services import Services
+from orchestrator.backends.base import Backend, BackendError, UnitInfo
+from orchestrator.controls import Controls
+from orchestrator.events import EventBus, EventType
+from orchestrator.fleet_manager import FleetManager
+from orchestrator.fleet_view import FleetView
+from orchestrator.health import HealthBoard
+from orchestrator.state.db import Database
 
 log = logging.getLogger(__name__)
 
@@ -46,15 +47,31 @@ class _Backoff:
 
 
 class Supervisor:
-    def __init__(self, services: Services, policy: SupervisorPolicy | None = None) -> None:
-        self._services = services
+    def __init__(
+        self,
+        db: Database,
+        fleet: FleetView,
+        manager: FleetManager,
+        backend: Backend,
+        controls: Controls,
+        health: HealthBoard,
+        events: EventBus,
+        policy: SupervisorPolicy | None = None,
+    ) -> None:
+        self._db = db
+        self._fleet = fleet
+        self._manager = manager
+        self._backend = backend
+        self._controls = controls
+        self._health = health
+        self._events = events
         self.policy = policy or SupervisorPolicy()
-        services.db.ensure_schema(SCHEMA)
+        db.ensure_schema(SCHEMA)
         self._backoff: dict[str, _Backoff] = {}
         self._started_at: dict[str, float] = {}
 
     def restarts(self, agent: str) -> int:
-        row = self._services.db.query_one("SELECT restarts FROM agent_restarts WHERE agent = ?", (agent,))
+        row = self._db.query_one("SELECT restarts FROM agent_restarts WHERE agent = ?", (agent,))
         return int(row["restarts"]) if row else 0
 
     def diagnose(self, agent: str, unit: UnitInfo | None, now: float) -> str | None:
@@ -69,26 +86,25 @@ class Supervisor:
         started = self._started_at.setdefault(agent, now)
         if now - started < self.policy.start_grace_s:
             return None
-        if not self._services.health.is_checking_in(agent, self.policy.checkin_stale_s):
+        if not self._health.is_checking_in(agent, self.policy.checkin_stale_s):
             return "it stopped checking in"
         return None
 
     def check_once(self) -> list[str]:
         """One supervision pass; returns the agents it restarted. None while fleet.yaml is being
         applied: an agent just added, or being recreated, would look missing and be made twice."""
-        with self._services.manager.unless_applying() as free:
+        with self._manager.unless_applying() as free:
             return self._check(time.monotonic()) if free else []
 
     def _check(self, now: float) -> list[str]:
-        services = self._services
-        units = services.manager.units_by_agent()
-        hibernated = services.manager.hibernated() | services.controls.stopped()
+        units = self._manager.units_by_agent()
+        hibernated = self._manager.hibernated() | self._controls.stopped()
         restarted = []
-        for agent in services.fleet.config.agents:
+        for agent in self._fleet.current().config.agents:
             if agent in hibernated:
                 continue
             unit = units.get(agent)
-            if unit is not None and unit.state != "running" and services.backend.self_healing:
+            if unit is not None and unit.state != "running" and self._backend.self_healing:
                 continue  # the engine restarts it itself (Swarm's restart policy); two would race
             reason = self.diagnose(agent, unit, now)
             backoff = self._backoff.setdefault(agent, _Backoff(self.policy.base_backoff_s))
@@ -111,27 +127,26 @@ class Supervisor:
             backoff.delay_s = self.policy.base_backoff_s
 
     def _restart(self, agent: str, unit: UnitInfo | None, reason: str) -> bool:
-        services = self._services
         log.warning("restarting %s: %s", agent, reason)
         try:
             if unit is None:
-                services.manager.recreate(agent)
+                self._manager.recreate(agent)
             else:
-                services.backend.stop(unit.id, timeout_s=5.0)
-                services.backend.start(unit.id)
+                self._backend.stop(unit.id, timeout_s=5.0)
+                self._backend.start(unit.id)
         except BackendError as exc:
             log.error("restart of %s failed: %s", agent, exc)
-            services.events.publish(EventType.AGENT_UNHEALTHY, agent=agent, reason=reason, error=str(exc))
+            self._events.publish(EventType.AGENT_UNHEALTHY, agent=agent, reason=reason, error=str(exc))
             return False
         self._started_at[agent] = time.monotonic()
-        services.health.forget(agent)
-        services.db.execute(
+        self._health.forget(agent)
+        self._db.execute(
             "INSERT INTO agent_restarts(agent, restarts, last_reason, last_at) VALUES (?, 1, ?, ?)"
             " ON CONFLICT(agent) DO UPDATE SET restarts = restarts + 1, last_reason = excluded.last_reason,"
             " last_at = excluded.last_at",
             (agent, reason, time.time()),
         )
-        services.events.publish(EventType.AGENT_RESTARTED, agent=agent, reason=reason)
+        self._events.publish(EventType.AGENT_RESTARTED, agent=agent, reason=reason)
         return True
 
     async def run(self) -> None:

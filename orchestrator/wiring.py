@@ -1,18 +1,29 @@
-"""Build the orchestrator's parts once, in dependency order."""
+"""Build the orchestrator's parts once, in dependency order: the composition root.
+
+Each part is given exactly what it uses. `flotilla up` builds in two steps: what reconciling
+needs (`core_services`, `fleet_manager`), so that the agents start at once, then the rest
+(`attach_subsystems`) while they do.
+"""
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from orchestrator.agent_requests import AgentChannels
 from orchestrator.auth import TokenStore
 from orchestrator.backends.base import Backend
-from orchestrator.config.loader import LoadedFleet
+from orchestrator.config.fleet import LoadedFleet
+from orchestrator.controls import Controls
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet_manager import FleetManager
+from orchestrator.fleet_view import FleetView
+from orchestrator.health import HealthBoard
 from orchestrator.image_name import DEFAULT_IMAGE
+from orchestrator.operator.workspace_access import WorkspaceAccess
 from orchestrator.operator_actions import load_operator_token, save_operator_token
-from orchestrator.services import Services
+from orchestrator.scheduler.store import SchedulerStore
 from orchestrator.state.db import Database
 from orchestrator.state.migrations import migrate_state
 from orchestrator.state.paths import StatePaths
@@ -20,11 +31,35 @@ from orchestrator.state.paths import StatePaths
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
+    from orchestrator.gateway.service import Gateway
+    from orchestrator.scheduler.clock import Clock
+    from orchestrator.services import Services
     from orchestrator.supervisor import SupervisorPolicy
 
 
-def core_services(fleet: LoadedFleet, backend: Backend, paths: StatePaths | None = None) -> Services:
-    """State, events and tokens only; subsystems are attached by the caller (or by build_services)."""
+@dataclass
+class Core:
+    """State, events, tokens and the fleet in force: what every other part is built from."""
+
+    fleet_view: FleetView
+    paths: StatePaths
+    db: Database
+    events: EventBus
+    tokens: TokenStore
+    backend: Backend
+    controls: Controls
+    health: HealthBoard
+    channels: AgentChannels
+    workspaces: WorkspaceAccess
+    operator_token: str = ""
+
+    @property
+    def fleet(self) -> LoadedFleet:
+        return self.fleet_view.current()
+
+
+def core_services(fleet: LoadedFleet, backend: Backend, paths: StatePaths | None = None) -> Core:
+    """Migrate state.db, then open it; the operator's token is the caller's (`adopt_operator_token`)."""
     paths = paths or StatePaths.for_fleet_file(fleet.path)
     paths.ensure()
     migrated = migrate_state(paths.db, paths.backups)
@@ -39,46 +74,106 @@ def core_services(fleet: LoadedFleet, backend: Backend, paths: StatePaths | None
             applied=list(migrated.applied),
             backup=str(migrated.backup),
         )
-    return Services(
-        fleet=fleet,
+    fleet_view = FleetView(fleet)
+    channels = AgentChannels()
+    return Core(
+        fleet_view=fleet_view,
         paths=paths,
         db=db,
         events=events,
         tokens=TokenStore(db),
         backend=backend,
+        controls=Controls(db),
+        health=HealthBoard(),
+        channels=channels,
+        workspaces=WorkspaceAccess(fleet_view, paths, events, channels),
+    )
+
+
+def adopt_operator_token(core: Core) -> None:
+    """The saved operator token, or a new one saved: it survives restarts (scrape configs,
+    bookmarks) until `flotilla token rotate`."""
+    token = load_operator_token(core.paths, core.tokens)
+    if token is None:
+        token = core.tokens.mint_operator()
+        save_operator_token(core.paths, token)
+    core.operator_token = token
+
+
+def fleet_manager(core: Core, image: str = DEFAULT_IMAGE) -> FleetManager:
+    return FleetManager(
+        core.fleet_view,
+        core.paths,
+        core.backend,
+        core.tokens,
+        core.controls,
+        core.events,
+        SchedulerStore(core.db),
+        core.workspaces,
+        image,
     )
 
 
 def reconciling_services(
     fleet: LoadedFleet, backend: Backend, paths: StatePaths | None = None, image: str = DEFAULT_IMAGE
-) -> Services:
+) -> tuple[Core, FleetManager]:
     """What reconciling needs (state, tokens, the fleet manager): enough to start the agents."""
-    services = core_services(fleet, backend, paths)
-    # The operator's token survives restarts (scrape configs, bookmarks); `flotilla token rotate`.
-    if not load_operator_token(services):
-        services.operator_token = services.tokens.mint_operator()
-        save_operator_token(services)
-    services.manager = FleetManager(services, image)
-    return services
+    core = core_services(fleet, backend, paths)
+    adopt_operator_token(core)
+    return core, fleet_manager(core, image)
 
 
-def attach_subsystems(services: Services, policy: SupervisorPolicy | None = None) -> None:
-    """Inbox, gateway, broker, scheduler and supervisor.
+def attach_subsystems(
+    core: Core,
+    manager: FleetManager,
+    policy: SupervisorPolicy | None = None,
+    *,
+    gateway: Gateway | None = None,
+    clock: Clock | None = None,
+) -> Services:
+    """Inbox, gateway (unless given), broker, scheduler (on `clock`, by default the system's),
+    supervisor, and the operator's actions.
 
     Imported here rather than at the top: they bring in most of the server's dependencies
     (about a second of imports), which `flotilla up` spends while the agents already start.
     """
+    from orchestrator.agent_ask import AgentAsker
     from orchestrator.broker.broker import Broker
     from orchestrator.broker.inbox import Inbox
     from orchestrator.gateway.service import Gateway
+    from orchestrator.operator_actions import OperatorActions
     from orchestrator.scheduler.service import Scheduler
+    from orchestrator.services import Services
     from orchestrator.supervisor import Supervisor
 
-    services.inbox = Inbox(services)
-    services.gateway = Gateway(services)
-    services.broker = Broker(services)
-    services.scheduler = Scheduler(services)
-    services.supervisor = Supervisor(services, policy)
+    fleet, db, events = core.fleet_view, core.db, core.events
+    inbox = Inbox(db, events, core.controls, fleet)
+    gateway = gateway or Gateway(db, fleet, core.controls, events)
+    scheduler = Scheduler(
+        db, core.paths, fleet, inbox, core.controls, events, core.backend, budget=gateway, clock=clock
+    )
+    return Services(
+        fleet_view=fleet,
+        paths=core.paths,
+        db=db,
+        events=events,
+        tokens=core.tokens,
+        backend=core.backend,
+        controls=core.controls,
+        health=core.health,
+        channels=core.channels,
+        workspaces=core.workspaces,
+        manager=manager,
+        inbox=inbox,
+        broker=Broker(db, inbox, fleet, events, core.paths),
+        gateway=gateway,
+        scheduler=scheduler,
+        supervisor=Supervisor(db, fleet, manager, core.backend, core.controls, core.health, events, policy),
+        asker=AgentAsker(fleet, core.channels, core.health, scheduler),
+        actions=OperatorActions(fleet, manager, core.backend, core.controls, core.health, inbox, events),
+        operator_token=core.operator_token,
+        agent_url=manager.agent_url,
+    )
 
 
 def build_services(
@@ -88,6 +183,5 @@ def build_services(
     image: str = DEFAULT_IMAGE,
     policy: SupervisorPolicy | None = None,
 ) -> Services:
-    services = reconciling_services(fleet, backend, paths, image)
-    attach_subsystems(services, policy)
-    return services
+    core, manager = reconciling_services(fleet, backend, paths, image)
+    return attach_subsystems(core, manager, policy)

@@ -20,6 +20,7 @@ from agent_runtime.protocol import (
 from orchestrator.api.deps import AgentDep, ServicesDep
 from orchestrator.api.errors import ApiError
 from orchestrator.api.limits import check_event, check_result
+from orchestrator.config.settings import runtime_hash
 from orchestrator.config.windows import window_for
 from orchestrator.events import EventType
 from orchestrator.gateway.embedding import embedding_dimensions
@@ -59,7 +60,7 @@ def runtime_config(services: Services, agent: str) -> AgentRuntimeConfig:
         embedding_dimensions=embedding_dimensions(config),
         talks_to=list(config.agents[agent].talks_to),
         max_frame_bytes=config.limits.bytes_of("channel_frame"),
-        config_hash=fleet.runtime_hash(agent),
+        config_hash=runtime_hash(fleet, agent),
     )
 
 
@@ -86,7 +87,7 @@ def record_checkin(services: Services, agent: str, body: CheckIn) -> CheckInRepl
     services.health.record(agent, body)
     if body.state == "idle" and body.current_item is None:
         services.inbox.requeue_stale_claims(agent, STALE_CLAIM_S)
-    return CheckInReply(config_hash=services.fleet.runtime_hash(agent))
+    return CheckInReply(config_hash=runtime_hash(services.fleet, agent))
 
 
 @router.get("/config")

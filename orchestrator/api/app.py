@@ -38,9 +38,7 @@ def create_app(services: Services) -> FastAPI:
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         loop = asyncio.get_running_loop()
         services.events.bind_loop(loop)
-        inbox = getattr(services, "inbox", None)
-        if inbox is not None:
-            inbox.bind_loop(loop)
+        services.inbox.bind_loop(loop)
         yield
 
     app = FastAPI(title="Flotilla orchestrator", lifespan=lifespan)

@@ -50,6 +50,7 @@ from orchestrator.api.deps import bearer_token
 from orchestrator.api.errors import ApiError
 from orchestrator.api.limits import check_payload
 from orchestrator.broker.router import check_ask_timeout
+from orchestrator.errors import Refused
 from orchestrator.operator import workspace_access
 from orchestrator.services import Services
 
@@ -121,7 +122,7 @@ class ChannelSession:
         """The whole operator's copy, sent first: the agent's working copy starts from the truth."""
         if self.agent not in self.services.fleet.config.agents:
             return
-        access = workspace_access.open_workspace(self.services, self.agent)
+        access = self.services.workspaces.open(self.agent)
         copy = await asyncio.to_thread(workspace_access.workspace_copy, access)
         answer = await self.services.channels.request(self.agent, AgentOp.WORKSPACE_SYNC, copy.model_dump())
         if answer.status >= 400:
@@ -161,6 +162,9 @@ class ChannelSession:
             status, body = await self._perform(frame)
         except ApiError as refused:
             status, body = refused.status, refused.body
+        except Refused as refused:
+            answer = ApiError.of(refused)
+            status, body = answer.status, answer.body
         await self._reply(frame.id, status, body)
 
     async def _perform(self, frame: Answered) -> tuple[int, BaseModel | None]:
@@ -187,10 +191,10 @@ class ChannelSession:
     def _write_workspace(self, frame: ChannelWorkspaceWrite) -> BaseModel:
         """The agent's write, through the operator copy's one write path. The agent cannot
         write as the operator: anything but a maintenance job counts as the agent."""
-        access = workspace_access.open_workspace(self.services, self.agent)
+        access = self.services.workspaces.open(self.agent)
         author: Literal["agent", "job"] = "job" if frame.write.author == "job" else "agent"
-        return workspace_access.write_file(
-            self.services, access, frame.name, frame.write.content, frame.write.reason, author, "agent"
+        return self.services.workspaces.write_file(
+            access, frame.name, frame.write.content, frame.write.reason, author, "agent"
         )
 
     async def _next(self, frame: ChannelNext) -> None:

@@ -11,18 +11,13 @@ from pydantic import BaseModel
 from orchestrator.api.deps import OperatorDep, ServicesDep
 from orchestrator.api.errors import ApiError
 from orchestrator.backends.base import BackendError
-from orchestrator.cli.client import Endpoint, read_endpoint, write_endpoint
 from orchestrator.operator_actions import (
     ActionResult,
     UnknownAgent,
-    pause,
-    restart_agent,
-    resume,
     rotate_operator_token,
-    start_agent,
-    stop_agent,
 )
 from orchestrator.services import Services
+from orchestrator.state.endpoint import Endpoint, read_endpoint, write_endpoint
 
 router = APIRouter(prefix="/api/v1", tags=["operator"])
 
@@ -39,37 +34,37 @@ async def _act(services: Services, action: Callable[[], ActionResult]) -> Action
 
 @router.post("/agents/{agent}/stop")
 async def stop(agent: str, _: OperatorDep, services: ServicesDep) -> ActionResult:
-    return await _act(services, lambda: stop_agent(services, agent))
+    return await _act(services, lambda: services.actions.stop_agent(agent))
 
 
 @router.post("/agents/{agent}/start")
 async def start(agent: str, _: OperatorDep, services: ServicesDep) -> ActionResult:
-    return await _act(services, lambda: start_agent(services, agent))
+    return await _act(services, lambda: services.actions.start_agent(agent))
 
 
 @router.post("/agents/{agent}/restart")
 async def restart(agent: str, _: OperatorDep, services: ServicesDep) -> ActionResult:
-    return await _act(services, lambda: restart_agent(services, agent))
+    return await _act(services, lambda: services.actions.restart_agent(agent))
 
 
 @router.post("/agents/{agent}/pause")
 async def pause_agent(agent: str, _: OperatorDep, services: ServicesDep) -> ActionResult:
-    return await _act(services, lambda: pause(services, agent))
+    return await _act(services, lambda: services.actions.pause(agent))
 
 
 @router.post("/agents/{agent}/resume")
 async def resume_agent(agent: str, _: OperatorDep, services: ServicesDep) -> ActionResult:
-    return await _act(services, lambda: resume(services, agent))
+    return await _act(services, lambda: services.actions.resume(agent))
 
 
 @router.post("/fleet/pause")
 async def pause_fleet(_: OperatorDep, services: ServicesDep) -> ActionResult:
-    return await _act(services, lambda: pause(services, None))
+    return await _act(services, lambda: services.actions.pause(None))
 
 
 @router.post("/fleet/resume")
 async def resume_fleet(_: OperatorDep, services: ServicesDep) -> ActionResult:
-    return await _act(services, lambda: resume(services, None))
+    return await _act(services, lambda: services.actions.resume(None))
 
 
 class RotatedToken(BaseModel):
@@ -79,7 +74,7 @@ class RotatedToken(BaseModel):
 @router.post("/token/rotate")
 async def rotate_token(_: OperatorDep, services: ServicesDep) -> RotatedToken:
     """A new operator token; the one this request used stops working."""
-    token = rotate_operator_token(services)
+    token = services.operator_token = rotate_operator_token(services.paths, services.tokens)
     endpoint = read_endpoint(services.paths)
     if endpoint is not None:
         write_endpoint(services.paths, Endpoint(url=endpoint.url, token=token, pid=endpoint.pid))

@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from agent_runtime.protocol import ErrorBody
+from orchestrator import errors
 from orchestrator.gateway.errors import is_gateway_path, openai_error_response
 
 _CODES = {
@@ -27,6 +28,20 @@ _CODES = {
 }
 
 
+# The HTTP status of each kind of refusal the domain raises (`orchestrator.errors`).
+STATUS_OF_REFUSAL: dict[type[errors.Refused], int] = {
+    errors.BadRequest: 400,
+    errors.Forbidden: 403,
+    errors.NotFound: 404,
+    errors.Conflict: 409,
+    errors.TooLarge: 413,
+    errors.Invalid: 422,
+    errors.Failed: 500,
+    errors.BadAnswer: 502,
+    errors.Unavailable: 503,
+}
+
+
 class ApiError(Exception):
     """Raise from a route to answer with a specific status, code and message."""
 
@@ -35,12 +50,27 @@ class ApiError(Exception):
         self.status = status
         self.body = ErrorBody(error=code, message=message, details=details or [])
 
+    @classmethod
+    def of(cls, refused: errors.Refused) -> ApiError:
+        """The answer to a refusal of the domain: its kind's status, its code, message and details."""
+        if isinstance(refused, errors.AgentRefused):
+            status = refused.status
+        else:
+            status = next(
+                (code for kind, code in STATUS_OF_REFUSAL.items() if isinstance(refused, kind)), 400
+            )
+        return cls(status, refused.code, refused.message, refused.details)
+
 
 def _respond(status: int, body: ErrorBody) -> JSONResponse:
     return JSONResponse(status_code=status, content=body.model_dump())
 
 
 def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(errors.Refused)
+    async def _refused(request: Request, exc: errors.Refused) -> JSONResponse:
+        return await _api_error(request, ApiError.of(exc))
+
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
         if is_gateway_path(request.url.path):

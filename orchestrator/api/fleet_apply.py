@@ -7,7 +7,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from orchestrator.api.errors import ApiError
-from orchestrator.config.loader import ConfigError, LoadedFleet, load_fleet
+from orchestrator.config.fleet import ConfigError, LoadedFleet
+from orchestrator.config.loader import load_fleet
 from orchestrator.reconcile import PlanAction
 from orchestrator.seeding import SeedChange
 from orchestrator.services import Services

@@ -19,7 +19,7 @@ from orchestrator.api.errors import ApiError
 from orchestrator.api.fleet_apply import PlanOut, plan_out, read_candidate
 from orchestrator.api.limits import check_message
 from orchestrator.backends.base import BackendError, UnitInfo
-from orchestrator.config.loader import LoadedFleet
+from orchestrator.config.fleet import LoadedFleet
 from orchestrator.seeding import SEEDED_FILES
 from orchestrator.services import Services
 

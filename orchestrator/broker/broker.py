@@ -34,11 +34,13 @@ from agent_runtime.protocol import (
 from orchestrator.auth import OPERATOR
 from orchestrator.broker.interfaces import InterfaceStore
 from orchestrator.broker.messages import MessageKind, MessageLog, MessageRecord, MessageState
-from orchestrator.events import EventType
+from orchestrator.events import EventBus, EventType
+from orchestrator.fleet_view import FleetView
+from orchestrator.state.db import Database
+from orchestrator.state.paths import StatePaths
 
 if TYPE_CHECKING:
     from orchestrator.broker.inbox import Inbox
-    from orchestrator.services import Services
 
 DEFAULT_MAX_HOPS = 4
 # Someone is blocked on an ask; a tell can wait behind it.
@@ -69,34 +71,43 @@ def _refuse(code: Any, message: str, details: list[str] | None = None) -> Refuse
 
 
 class Broker:
-    def __init__(self, services: Services, max_hops: int = DEFAULT_MAX_HOPS) -> None:
-        self._services = services
-        self._inbox: Inbox = services.inbox
-        self._db = services.db
+    def __init__(
+        self,
+        db: Database,
+        inbox: Inbox,
+        fleet: FleetView,
+        events: EventBus,
+        paths: StatePaths,
+        max_hops: int = DEFAULT_MAX_HOPS,
+    ) -> None:
+        self._fleet = fleet
+        self._events = events
+        self._inbox = inbox
+        self._db = db
         self.max_hops = max_hops
-        self.messages = MessageLog(services.db)
+        self.messages = MessageLog(db)
         self.interfaces = InterfaceStore(
-            lambda agent: self._services.fleet.interfaces.get(agent, ""), services.paths.workspace
+            lambda agent: self._fleet.current().interfaces.get(agent, ""), paths.workspace
         )
         self._bound_loop: asyncio.AbstractEventLoop | None = None
         # Read every contract once now, so a later broken rewrite has a good one to fall back on.
-        for agent in services.fleet.config.agents:
+        for agent in fleet.current().config.agents:
             self.interfaces.state(agent)
 
     # --- who may talk to whom ----------------------------------------------------------------
 
     def exists(self, agent: str) -> bool:
-        return agent in self._services.fleet.config.agents
+        return agent in self._fleet.current().config.agents
 
     def may_talk(self, sender: str, recipient: str) -> bool:
         if sender == OPERATOR:
             return self.exists(recipient)
-        agents = self._services.fleet.config.agents
+        agents = self._fleet.current().config.agents
         return sender in agents and recipient in agents[sender].talks_to
 
     def peers(self, agent: str) -> list[PeerInfo]:
         """The agents `agent` may talk to, with the operations of the contract in force for each."""
-        config = self._services.fleet.config
+        config = self._fleet.current().config
         names = list(config.agents) if agent == OPERATOR else list(config.agents[agent].talks_to)
         infos = []
         for name in names:
@@ -311,7 +322,7 @@ class Broker:
             )
 
     def _talks_to(self, sender: str) -> list[str]:
-        agent = self._services.fleet.config.agents.get(sender)
+        agent = self._fleet.current().config.agents.get(sender)
         return list(agent.talks_to) if agent else []
 
     def _lineage(self, sender: str, parent_item: str | None) -> Lineage:
@@ -407,7 +418,7 @@ class Broker:
         hop: int,
         **extra: Any,
     ) -> None:
-        self._services.events.publish(
+        self._events.publish(
             event, agent=agent, message_id=message_id, to=to, operation=operation, hop=hop, **extra
         )
 

@@ -10,16 +10,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from orchestrator.broker.interfaces import INTERFACE_FILE, InterfaceStore
-from orchestrator.config.loader import LoadedFleet, load_fleet
+from orchestrator.config.fleet import LoadedFleet
 from orchestrator.state.paths import StatePaths
-
-if TYPE_CHECKING:
-    from orchestrator.services import Services
 
 REFERENCE = re.compile(r"`([a-z0-9][a-z0-9-]*)\.([A-Za-z_][A-Za-z0-9_]*)(?:\(\))?`")
 # `writer.md` names a file, not an operation of an agent called writer.
@@ -54,15 +51,13 @@ class ContractsReport(BaseModel):
 TextSource = Callable[[str], list[tuple[str, str]]]
 
 
-def check_services(services: Services) -> ContractsReport:
+def check_running(fleet: LoadedFleet, interfaces: InterfaceStore, paths: StatePaths) -> ContractsReport:
     """Check the running fleet, with the contracts the broker holds in force."""
-    fleet = services.fleet
-    return check(fleet, services.broker.interfaces, _texts_of(fleet, services.paths))
+    return check(fleet, interfaces, _texts_of(fleet, paths))
 
 
-def check_fleet_file(fleet_file: str | Path) -> ContractsReport:
-    """Check offline: fleet.yaml and the workspaces next to it (raises ConfigError on a bad fleet)."""
-    fleet = load_fleet(fleet_file, contracts=False)
+def check_offline(fleet: LoadedFleet) -> ContractsReport:
+    """Check offline: a loaded fleet and the workspaces next to its file."""
     paths = StatePaths.for_fleet_file(fleet.path)
     store = InterfaceStore(lambda agent: fleet.interfaces.get(agent, ""), paths.workspace)
     return check(fleet, store, _texts_of(fleet, paths))

@@ -16,18 +16,20 @@ import asyncio
 import json
 import threading
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
 from agent_runtime.protocol import HeartbeatReason, InboxItem, ItemKind, WorkResult, utcnow
-from orchestrator.events import EventType
+from orchestrator.controls import Controls
+from orchestrator.events import EventBus, EventType
+from orchestrator.fleet_view import FleetView
 from orchestrator.loop_calls import call_in_loop
-
-if TYPE_CHECKING:
-    from orchestrator.services import Services
+from orchestrator.state.db import Database, columns_of, safe_query
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS inbox (
@@ -61,6 +63,34 @@ _DONE = object()
 PREVIEW_CHARS = 200
 
 
+@dataclass(frozen=True)
+class InboxCounts:
+    """Unfinished inbox items of one agent."""
+
+    queued: int = 0
+    queued_heartbeats: int = 0
+    claimed: int = 0
+
+    @property
+    def busy(self) -> bool:
+        """Working on an item, or a heartbeat still waits: a new tick would overlap."""
+        return self.claimed > 0 or self.queued_heartbeats > 0
+
+    @property
+    def unfinished(self) -> int:
+        return self.queued + self.queued_heartbeats + self.claimed
+
+
+@dataclass(frozen=True)
+class FailedItem:
+    id: str
+    kind: str
+    sender: str
+    reasons: str
+    """The item's heartbeat reasons, as stored (JSON)."""
+    error: str
+
+
 class DeadLetter(BaseModel):
     """An inbox item that was handed out too many times without an answer."""
 
@@ -76,10 +106,12 @@ class DeadLetter(BaseModel):
 
 
 class Inbox:
-    def __init__(self, services: Services) -> None:
-        self._db = services.db
+    def __init__(self, db: Database, events: EventBus, controls: Controls, fleet: FleetView) -> None:
+        self._db = db
         self._db.ensure_schema(SCHEMA)
-        self._services = services
+        self._events = events
+        self._controls = controls
+        self._fleet = fleet
         self._lock = threading.Lock()
         self._arrivals: dict[str, asyncio.Event] = {}
         self._results: dict[str, list[asyncio.Future[WorkResult]]] = {}
@@ -178,10 +210,10 @@ class Inbox:
                 return None
 
     def _claim(self, agent: str) -> InboxItem | None:
-        if self._services.controls.is_held(agent):
+        if self._controls.is_held(agent):
             return None  # paused or stopped by the operator: items wait in the inbox
         now = utcnow().isoformat()
-        allowed = self._services.fleet.config.limits.delivery_attempts
+        allowed = self._fleet.current().config.limits.delivery_attempts
         with self._db.transaction() as conn:
             conn.execute(
                 "UPDATE inbox SET state = 'expired', finished_at = ? WHERE agent = ? AND state = 'queued'"
@@ -206,7 +238,7 @@ class Inbox:
         for item_id, attempts in poisoned:
             error = f"dead-lettered after {attempts} deliveries without an answer (limits.delivery_attempts = {allowed})"
             self._resolve(item_id, WorkResult(ok=False, error=error))
-            self._services.events.publish(
+            self._events.publish(
                 EventType.MESSAGE_DEAD_LETTERED, agent=agent, item_id=item_id, attempts=attempts, error=error
             )
 
@@ -402,6 +434,43 @@ class Inbox:
         )
         return _to_item(row) if row else None
 
+    def counts(self, agent: str) -> InboxCounts:
+        rows = self._db.query(
+            "SELECT kind, state, COUNT(*) AS n FROM inbox WHERE agent = ? AND state IN ('queued', 'claimed')"
+            " GROUP BY kind, state",
+            (agent,),
+        )
+        queued = heartbeats = claimed = 0
+        for row in rows:
+            if row["state"] == "claimed":
+                claimed += row["n"]
+            elif row["kind"] == ItemKind.HEARTBEAT.value:
+                heartbeats += row["n"]
+            else:
+                queued += row["n"]
+        return InboxCounts(queued, heartbeats, claimed)
+
+    def held_periods(self, agent: str, limit: int) -> list[tuple[str, str | None]]:
+        """When the agent held items, most recent first: (claimed_at, finished_at), wall-clock ISO."""
+        rows = self._db.query(
+            "SELECT claimed_at, finished_at FROM inbox WHERE agent = ? AND claimed_at IS NOT NULL"
+            " ORDER BY claimed_at DESC LIMIT ?",
+            (agent, limit),
+        )
+        return [(str(row["claimed_at"]), row["finished_at"]) for row in rows]
+
+    def failed_items(self, agent: str) -> list[FailedItem]:
+        rows = self._db.query(
+            "SELECT id, kind, sender, reasons, result FROM inbox WHERE agent = ? AND state = 'failed'",
+            (agent,),
+        )
+        found = []
+        for row in rows:
+            result: dict[str, Any] = json.loads(row["result"]) if row["result"] else {}
+            error = str(result.get("error") or "")
+            found.append(FailedItem(row["id"], row["kind"], row["sender"], row["reasons"] or "[]", error))
+        return found
+
     def pending(self, agent: str) -> int:
         row = self._db.query_one(
             "SELECT COUNT(*) AS n FROM inbox WHERE agent = ? AND state IN ('queued', 'claimed')", (agent,)
@@ -460,6 +529,21 @@ def _dead_letter_in(conn: Any, agent: str, allowed: int, now: str) -> list[tuple
             (now, failure.model_dump_json(), row["id"]),
         )
     return [(row["id"], int(row["attempt"])) for row in rows]
+
+
+def queue_depths(db: Database) -> Counter[tuple[str, str]]:
+    """Inbox items waiting, being worked on or dead-lettered, by (agent, state); empty when the
+    table does not exist (yet)."""
+    depths: Counter[tuple[str, str]] = Counter()
+    if not {"agent", "state"} <= columns_of(db, "inbox"):
+        return depths
+    for row in safe_query(
+        db,
+        "SELECT agent, state, COUNT(*) AS n FROM inbox WHERE state IN ('queued', 'claimed', 'dead')"
+        " GROUP BY agent, state",
+    ):
+        depths[(str(row["agent"]), str(row["state"]))] = int(row["n"])
+    return depths
 
 
 def _settle(future: asyncio.Future[WorkResult], result: WorkResult) -> None:

@@ -21,7 +21,7 @@ from orchestrator.api.errors import ApiError
 from orchestrator.api.limits import check_payload
 from orchestrator.auth import Principal
 from orchestrator.broker.broker import MAX_TIMEOUT_S
-from orchestrator.broker.contracts_check import ContractsReport, check_services
+from orchestrator.broker.contracts_check import ContractsReport, check_running
 from orchestrator.broker.inbox import DeadLetter
 from orchestrator.broker.messages import MessageTrace
 from orchestrator.services import Services
@@ -155,4 +155,4 @@ def trace(message_id: str, _: OperatorDep, services: ServicesDep) -> MessageTrac
 
 @router.get("/api/v1/contracts/check", tags=["broker"])
 def contracts_check(_: OperatorDep, services: ServicesDep) -> ContractsReport:
-    return check_services(services)
+    return check_running(services.fleet, services.broker.interfaces, services.paths)

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import click
 
-from orchestrator.broker.contracts_check import ContractsReport, check_fleet_file
+from orchestrator.broker.contracts_check import ContractsReport, check_offline
 from orchestrator.cli.common import client_for, fleet_file_option, load_or_exit
 
 EXIT_CONTRACT_ERRORS = 1
@@ -52,8 +52,7 @@ def contracts_check(fleet_file: Path, as_json: bool) -> None:
 
     Works offline from fleet.yaml and the workspaces next to it; exits 1 when an error is found.
     """
-    load_or_exit(fleet_file, contracts=False)
-    report = check_fleet_file(fleet_file)
+    report = check_offline(load_or_exit(fleet_file, contracts=False))
     if as_json:
         click.echo(report.model_dump_json(indent=2))
     else:

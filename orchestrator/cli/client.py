@@ -6,7 +6,6 @@ the operator token; the CLI reads it from next to the fleet file it is given.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,15 +17,9 @@ if "httpx" not in sys.modules:
     sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 import httpx
-from pydantic import BaseModel
 
+from orchestrator.state.endpoint import Endpoint, read_endpoint
 from orchestrator.state.paths import StatePaths
-
-
-class Endpoint(BaseModel):
-    url: str
-    token: str
-    pid: int
 
 
 class CliError(Exception):
@@ -131,30 +124,3 @@ def _parse_sse(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
             data.append(line[5:].removeprefix(" "))
     if data:
         yield event, "\n".join(data)
-
-
-def read_endpoint(paths: StatePaths) -> Endpoint | None:
-    try:
-        raw = json.loads(paths.endpoint_file.read_text())
-    except (FileNotFoundError, ValueError):
-        return None
-    endpoint = Endpoint.model_validate(raw)
-    if not _pid_alive(endpoint.pid):
-        return None
-    return endpoint
-
-
-def write_endpoint(paths: StatePaths, endpoint: Endpoint) -> None:
-    target = paths.endpoint_file
-    tmp = target.with_suffix(".tmp")
-    tmp.write_text(endpoint.model_dump_json())
-    tmp.chmod(0o600)
-    tmp.replace(target)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        Path(f"/proc/{pid}").stat()
-    except FileNotFoundError:
-        return False
-    return True

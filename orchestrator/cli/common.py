@@ -10,7 +10,8 @@ import click
 
 from orchestrator.cli.client import ApiClient
 from orchestrator.config.capacity import Capacity
-from orchestrator.config.loader import ConfigError, LoadedFleet, check_capacity, load_fleet
+from orchestrator.config.fleet import ConfigError, LoadedFleet
+from orchestrator.config.loader import check_capacity, load_fleet
 
 F = TypeVar("F", bound=Callable[..., Any])
 

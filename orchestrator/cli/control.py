@@ -10,9 +10,10 @@ from pathlib import Path
 import click
 
 from orchestrator.backends.base import BackendError
-from orchestrator.cli.client import NotRunning, read_endpoint
+from orchestrator.cli.client import NotRunning
 from orchestrator.cli.common import client_for, fleet_file_option, load_or_exit
 from orchestrator.reconcile import fleet_labels
+from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 
 

@@ -10,46 +10,22 @@ import sys
 import time
 import traceback
 from contextlib import closing
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
 
-from orchestrator.backends.select import IMAGE_RUNTIMES, Runtime
-from orchestrator.cli.client import ApiClient, CliError, read_endpoint
-from orchestrator.config.loader import LoadedFleet
+from orchestrator.backends.select import IMAGE_RUNTIMES
+from orchestrator.cli.client import ApiClient, CliError
+from orchestrator.cli.launch_options import LaunchOptions, ensure_agent_image
+from orchestrator.config.fleet import LoadedFleet
+from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 
 _IMPORTED = time.monotonic()
 READY_TIMEOUT_S = 180.0
 READY_WAIT_S = 2.0
 ENDPOINT_CHECK_S = 0.05
-
-
-@dataclass(frozen=True)
-class LaunchOptions:
-    runtime: Runtime
-    port: int
-    image: str
-    log_json: bool = False
-    check_image: bool = True
-
-
-def ensure_agent_image(image: str, console: Console) -> None:
-    """Build the agent image when it is missing or older than the source, showing progress."""
-    from orchestrator.image import ImageError, ensure_image
-
-    def progress(stage: str, line: str) -> None:
-        console.print(f"[dim]image {stage}:[/dim] {line.rstrip()}", highlight=False)
-
-    try:
-        result = ensure_image(tag=image, rebuild_stale=True, progress=progress)
-    except ImageError as exc:
-        raise CliError(f"cannot get the agent image {image}: {exc}") from None
-    if result.built:
-        console.print(f"built {image} in {result.duration_s:.0f}s")
-    elif not result.up_to_date:
-        console.print(f"[yellow]{image} is older than the source; `flotilla image build` updates it[/yellow]")
 
 
 def launch_detached(fleet: LoadedFleet, options: LaunchOptions, paths: StatePaths) -> None:

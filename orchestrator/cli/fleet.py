@@ -14,7 +14,7 @@ import click
 
 from orchestrator.backends.base import Backend, BackendError, BackendUnavailable
 from orchestrator.backends.select import RUNTIMES, Runtime, open_backend, remembered_runtime
-from orchestrator.cli.client import CliError, Endpoint, read_endpoint
+from orchestrator.cli.client import CliError
 from orchestrator.cli.common import (
     DEFAULT_PORT,
     check_capacity_or_exit,
@@ -25,10 +25,11 @@ from orchestrator.cli.common import (
 )
 from orchestrator.cli.render import fleet_table
 from orchestrator.config.capacity import Capacity
-from orchestrator.config.loader import LoadedFleet
+from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.models import FleetConfig
 from orchestrator.image_name import DEFAULT_IMAGE
 from orchestrator.reconcile import fleet_labels, plan, remove_fleet
+from orchestrator.state.endpoint import Endpoint, read_endpoint
 from orchestrator.state.paths import StatePaths
 
 
@@ -127,7 +128,8 @@ def up(
 
     With the orchestrator already running, the file given is applied to it.
     """
-    from orchestrator.cli.detach import LaunchOptions, launch_detached
+    from orchestrator.cli.detach import launch_detached
+    from orchestrator.cli.launch_options import LaunchOptions
 
     paths = StatePaths.for_fleet_file(fleet_file)
     endpoint = read_endpoint(paths)

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from orchestrator.config.loader import ConfigError, load_fleet
+from orchestrator.config.fleet import ConfigError
+from orchestrator.config.loader import load_fleet
 
 STARTER_FLEET = """\
 # A fleet of one agent. Every field is described by `flotilla schema`; point your editor at it

@@ -15,9 +15,9 @@ from rich.live import Live
 from orchestrator.backends.base import LABEL_STATE, Backend, BackendError
 from orchestrator.backends.select import IMAGE_RUNTIMES, remember_runtime
 from orchestrator.cli.client import CliError
-from orchestrator.cli.detach import LaunchOptions, ensure_agent_image
+from orchestrator.cli.launch_options import LaunchOptions, ensure_agent_image
 from orchestrator.cli.render import fleet_table
-from orchestrator.config.loader import LoadedFleet
+from orchestrator.config.fleet import LoadedFleet
 from orchestrator.listeners import Listeners, PortTaken, bind_listeners
 from orchestrator.logging_setup import configure_logging
 from orchestrator.reconcile import ApplyResult, fleet_labels
@@ -60,7 +60,7 @@ def prepare(
         ensure_agent_image(options.image, console)
     _refuse_foreign_units(fleet, backend, paths)
     try:
-        services = reconciling_services(fleet, backend, paths, image=options.image)
+        core, manager = reconciling_services(fleet, backend, paths, image=options.image)
     except StateTooNew as exc:
         raise CliError(str(exc)) from None
     try:
@@ -73,7 +73,7 @@ def prepare(
         console.print(f"[bold red]warning: {fence_warning}[/bold red]", highlight=False)
     remember_runtime(paths, options.runtime)
     try:
-        services.agent_url = backend.dial_url(fleet.name, listeners.agent_url)
+        manager.agent_url = backend.dial_url(fleet.name, listeners.agent_url)
     except BackendError as exc:
         raise CliError(str(exc)) from None
 
@@ -81,8 +81,8 @@ def prepare(
         mark = "[green]ok[/green]" if result.ok else f"[red]failed: {result.error}[/red]"
         console.print(f"{result.action} {mark}", highlight=False)
 
-    applying = services.manager.apply_in_background(report)
-    attach_subsystems(services)
+    applying = manager.apply_in_background(report)
+    services = attach_subsystems(core, manager)
     from orchestrator.server import OrchestratorServer
 
     return OrchestratorServer(services, listeners, applying), listeners

@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from agent_runtime import InvalidContent, Workspace, WorkspaceError
-from orchestrator.config.loader import set_aside_under
+from orchestrator.config.fleet import set_aside_under
 from orchestrator.config.models import DNS_LABEL
 from orchestrator.config.reserved import reserved_reason
 from orchestrator.config.units import format_bytes
 
 if TYPE_CHECKING:
     from orchestrator.config.capacity import Capacity
-    from orchestrator.config.loader import LoadedFleet, Problems
+    from orchestrator.config.fleet import LoadedFleet, Problems
     from orchestrator.config.safe_yaml import FieldPath
 
 # Where each seeded or generated workspace file comes from in fleet.yaml, for messages.
@@ -71,7 +71,7 @@ def check_fleet(
 def _known_peers_only(fleet: LoadedFleet) -> LoadedFleet:
     """The fleet with talks_to entries naming unknown agents (or the agent itself) left out: those
     are reported already, and the agents set aside for schema errors are not there to render."""
-    from orchestrator.config.loader import LoadedFleet
+    from orchestrator.config.fleet import LoadedFleet
 
     config = fleet.config
     agents = {

@@ -9,12 +9,19 @@ file that fail the schema are set aside so the checks still run on the rest.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from orchestrator.config.fleet import (
+    ConfigError,
+    ConfigProblem,
+    LoadedFleet,
+    Problems,
+    format_path,
+    set_aside_under,
+)
 from orchestrator.config.models import TEST_MODEL, FleetConfig
 from orchestrator.config.paths import FleetFolder
 from orchestrator.config.safe_yaml import FieldPath, YamlRefused, load_yaml_file
@@ -25,88 +32,6 @@ if TYPE_CHECKING:
 
 PROJECT_FILE = "PROJECT.md"
 SALVAGE_ROUNDS = 4
-
-
-@dataclass(frozen=True)
-class ConfigProblem:
-    file: str
-    line: int | None
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line else self.file
-        field_part = f" {self.path}:" if self.path else ""
-        return f"{where}:{field_part} {self.message}"
-
-
-class ConfigError(Exception):
-    def __init__(self, problems: list[ConfigProblem]) -> None:
-        self.problems = problems
-        super().__init__("\n".join(str(p) for p in problems))
-
-
-@dataclass(frozen=True)
-class LoadedFleet:
-    """A validated fleet and what was resolved from its folder."""
-
-    config: FleetConfig
-    path: Path
-    interfaces: dict[str, str] = field(default_factory=dict)
-    project_md: str | None = None
-    warnings: list[ConfigProblem] = field(default_factory=list)
-    lines: dict[FieldPath, int] = field(default_factory=dict, compare=False, repr=False)
-    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-    """Derived values (per-agent settings), computed once: a loaded fleet never changes."""
-
-    @property
-    def root(self) -> Path:
-        return self.path.parent
-
-    @property
-    def name(self) -> str:
-        return self.config.fleet
-
-    def agent_hash(self, agent: str) -> str:
-        """A digest of the settings that need the agent's container recreated (see `settings`)."""
-        from orchestrator.config.settings import container_hash
-
-        return container_hash(self, agent)
-
-    def runtime_hash(self, agent: str) -> str:
-        """A digest of the config the agent itself is served; a change makes it reload at once."""
-        from orchestrator.config.settings import runtime_hash
-
-        return runtime_hash(self, agent)
-
-
-class Problems:
-    """Collects problems of one file, placing each on the nearest line the file has."""
-
-    def __init__(self, file: str, lines: dict[FieldPath, int]) -> None:
-        self.file = file
-        self.lines = lines
-        self.found: list[ConfigProblem] = []
-        self.warnings: list[ConfigProblem] = []
-
-    def line_of(self, path: FieldPath) -> int | None:
-        for cut in range(len(path), -1, -1):
-            if path[:cut] in self.lines:
-                return self.lines[path[:cut]]
-        return None
-
-    def add(self, path: FieldPath, message: str, line: int | None = None) -> None:
-        self.found.append(ConfigProblem(self.file, line or self.line_of(path), _format_path(path), message))
-
-    def warn(self, path: FieldPath, message: str) -> None:
-        self.warnings.append(ConfigProblem(self.file, self.line_of(path), _format_path(path), message))
-
-    def sorted(self) -> list[ConfigProblem]:
-        return sorted(dict.fromkeys(self.found), key=lambda p: (p.line or 0, p.path))
-
-
-def _format_path(path: FieldPath) -> str:
-    return ".".join(str(part) for part in path)
 
 
 def _schema_problems(exc: ValidationError, problems: Problems) -> list[FieldPath]:
@@ -136,12 +61,12 @@ def _salvage(data: dict[str, Any], problems: Problems) -> tuple[FleetConfig | No
                 locations = _schema_problems(exc, problems)
             else:
                 locations = [_clean_loc(e["loc"]) for e in exc.errors()]
-        for loc in sorted(locations, key=_format_path, reverse=True):
+        for loc in sorted(locations, key=format_path, reverse=True):
             if loc == ("fleet",):
                 data["fleet"] = "fleet"
             elif loc:
                 _drop(data, loc)
-                set_aside.add(_format_path(loc))
+                set_aside.add(format_path(loc))
         if not isinstance(data.get("agents"), dict) or not data["agents"]:
             return None, set_aside
     return None, set_aside
@@ -164,10 +89,6 @@ def _drop(data: Any, loc: FieldPath) -> None:
     if parents:
         container, key = parents[-1]
         del container[key]
-
-
-def set_aside_under(set_aside: set[str], prefix: str) -> bool:
-    return any(item == prefix or item.startswith(prefix + ".") for item in set_aside)
 
 
 def _model_problem(config: FleetConfig, model: str) -> str | None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from orchestrator.config.windows import window_for
 
 if TYPE_CHECKING:
-    from orchestrator.config.loader import LoadedFleet
+    from orchestrator.config.fleet import LoadedFleet
 
 Effect = Literal["recreate", "reload", "live", "seed", "generated"]
 EFFECT_NOTES: dict[Effect, str] = {

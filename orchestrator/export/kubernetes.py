@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from orchestrator.config.loader import LoadedFleet
+from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.models import ResourcesConfig
 from orchestrator.image_name import DEFAULT_IMAGE
 

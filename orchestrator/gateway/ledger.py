@@ -14,12 +14,14 @@ rollup is derived data: it is rebuilt from the ledger when the gateway starts.
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
 from orchestrator.gateway.models import UsageBucket
-from orchestrator.state.db import Database
+from orchestrator.state.db import Database, columns_of, max_id, safe_query
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS gateway_usage (
@@ -352,3 +354,77 @@ def run_spend(db: Database, agent: str, run_id: str) -> RunSpend | None:
         model=last["model"] if last is not None else None,
         estimated=bool(row["estimated"]),
     )
+
+
+# ------------------------------------------------------------------------------ running totals
+# Read at scrape time by the metrics: each reader keeps totals up to a row id it has fully
+# counted and reads only the rows after it. A table or column that does not exist (yet) reads
+# as empty.
+
+
+LEDGER_COLUMNS = frozenset({"id", "agent", "status", "tokens_in", "tokens_out", "cost_usd"})
+
+
+@dataclass
+class UsageTotals:
+    """Per agent: tokens in/out/cached and dollars of settled calls; calls by (agent, status)."""
+
+    tokens: dict[str, Counter[str]] = field(default_factory=dict)
+    cost: dict[str, float] = field(default_factory=dict)
+    calls: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    def copy(self) -> UsageTotals:
+        return UsageTotals(
+            {a: Counter(t) for a, t in self.tokens.items()}, dict(self.cost), Counter(self.calls)
+        )
+
+
+class LedgerReader:
+    """Totals of the gateway's `gateway_usage` table. Reserved (in-flight) calls add no tokens."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._settled_upto = 0
+        self._totals = UsageTotals()
+
+    def read(self, db: Database) -> UsageTotals:
+        cols = columns_of(db, "gateway_usage")
+        if not cols >= LEDGER_COLUMNS:
+            return UsageTotals()
+        cached = "SUM(cached_tokens)" if "cached_tokens" in cols else "0"
+        with self._lock:
+            top = max_id(db, "gateway_usage", "id")
+            # Rows up to the first one still reserved are final: fold them into the totals.
+            first_open = safe_query(
+                db,
+                "SELECT MIN(id) AS id FROM gateway_usage WHERE id > ? AND id <= ? AND status = 'reserved'",
+                [self._settled_upto, top],
+            )
+            open_id = first_open[0]["id"] if first_open else None
+            settled = top if open_id is None else int(open_id) - 1
+            if settled > self._settled_upto:
+                self._add(db, cached, self._settled_upto, settled, self._totals)
+                self._settled_upto = settled
+            current = self._totals.copy()
+            if top > self._settled_upto:
+                self._add(db, cached, self._settled_upto, top, current)
+            return current
+
+    @staticmethod
+    def _add(db: Database, cached: str, low: int, high: int, into: UsageTotals) -> None:
+        for row in safe_query(
+            db,
+            f"SELECT agent, status, COUNT(*) AS n, SUM(tokens_in) AS t_in, SUM(tokens_out) AS t_out, "
+            f"{cached} AS t_cached, SUM(cost_usd) AS cost FROM gateway_usage "
+            "WHERE id > ? AND id <= ? GROUP BY agent, status",
+            [low, high],
+        ):
+            agent, status = str(row["agent"]), str(row["status"])
+            into.calls[(agent, status)] += int(row["n"])
+            if status == "reserved":
+                continue
+            tokens = into.tokens.setdefault(agent, Counter())
+            tokens["in"] += int(row["t_in"] or 0)
+            tokens["out"] += int(row["t_out"] or 0)
+            tokens["cached"] += int(row["t_cached"] or 0)
+            into.cost[agent] = into.cost.get(agent, 0.0) + float(row["cost"] or 0.0)

@@ -23,7 +23,6 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from agent_runtime.protocol import RUN_HEADER, TokenCountRequest, TokenCountResult
 from orchestrator.api.deps import AgentDep, OperatorDep, ServicesDep
-from orchestrator.api.errors import ApiError
 from orchestrator.gateway.errors import GatewayError
 from orchestrator.gateway.models import (
     ChatCompletionRequest,
@@ -43,27 +42,19 @@ RUN_ID_MAX = 64
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     yield
-    services: Services | None = getattr(app.state, "services", None)
-    gateway: Gateway | None = getattr(services, "gateway", None)
-    if gateway is not None:
-        await gateway.aclose()
+    services: Services = app.state.services
+    await services.gateway.aclose()
 
 
 router = APIRouter(lifespan=_lifespan)
 
 
 def _gateway(services: Services) -> Gateway:
-    gateway: Gateway | None = getattr(services, "gateway", None)
-    if gateway is None:
-        raise GatewayError(503, "unavailable", "the LLM gateway is not running in this orchestrator")
-    return gateway
+    return services.gateway
 
 
 def _operator_gateway(services: Services) -> Gateway:
-    gateway: Gateway | None = getattr(services, "gateway", None)
-    if gateway is None:
-        raise ApiError(503, "unavailable", "the LLM gateway is not running in this orchestrator")
-    return gateway
+    return services.gateway
 
 
 def _run_id(request: Request) -> str | None:

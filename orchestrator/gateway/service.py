@@ -20,6 +20,9 @@ import anyio
 
 from agent_runtime.protocol import TokenCountRequest, TokenCountResult, utcnow
 from orchestrator.config.models import TEST_MODEL, FleetConfig
+from orchestrator.controls import Controls
+from orchestrator.events import EventBus
+from orchestrator.fleet_view import FleetView
 from orchestrator.gateway.budget import BudgetExhausted, Budgets, Clock, Reservation, day_window, month_window
 from orchestrator.gateway.embedding import TEST_EMBEDDING_DIMENSIONS
 from orchestrator.gateway.errors import GatewayError, budget_error, unsupported_parameter, upstream_error
@@ -47,7 +50,7 @@ from orchestrator.gateway.providers.test import TestModelProvider
 from orchestrator.gateway.retry import RetryPolicy
 from orchestrator.gateway.streaming import DONE_EVENT, StreamTracker, error_event
 from orchestrator.gateway.tokens import TokenCounter, token_counter
-from orchestrator.services import Services
+from orchestrator.state.db import Database
 
 log = logging.getLogger(__name__)
 
@@ -77,28 +80,33 @@ class CallContext:
 class Gateway:
     def __init__(
         self,
-        services: Services,
+        db: Database,
+        fleet: FleetView,
+        controls: Controls,
+        events: EventBus,
         *,
         clock: Clock = utcnow,
         retry: RetryPolicy | None = None,
         counter: TokenCounter | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        self._services = services
+        self._db = db
+        self._fleet = fleet
+        self._controls = controls
         self._clock = clock
         self._retry = retry or RetryPolicy()
         self._sleep = sleep
         self.counter = counter or token_counter()
-        self.ledger = Ledger(services.db)
+        self.ledger = Ledger(db)
         self.ledger.recover()
-        self.budgets = Budgets(services.db, self.ledger, services.events, lambda: self._config, clock)
+        self.budgets = Budgets(db, self.ledger, events, lambda: self._config, clock)
         self._test = TestModelProvider(self.counter)
         self._upstreams: dict[str, OpenAICompatProvider] = {}
         self._retired: list[OpenAICompatProvider] = []
 
     @property
     def _config(self) -> FleetConfig:
-        return self._services.fleet.config
+        return self._fleet.current().config
 
     # ------------------------------------------------------------------ scheduler
 
@@ -140,7 +148,7 @@ class Gateway:
         return ModelCard(id=model, owned_by=owner)
 
     def _route(self, agent: str, model: str, *, embedding: bool = False) -> Route:
-        hold = self._services.controls.hold_of(agent)
+        hold = self._controls.hold_of(agent)
         if hold is not None:
             raise GatewayError(
                 423,
@@ -408,8 +416,8 @@ class Gateway:
     # ------------------------------------------------------------------ operator reports
 
     def _figures(self, agent: str | None, now: datetime) -> SpendFigures:
-        today = Ledger.spend(self._services.db, agent, *day_window(now))
-        month = Ledger.spend(self._services.db, agent, *month_window(now))
+        today = Ledger.spend(self._db, agent, *day_window(now))
+        month = Ledger.spend(self._db, agent, *month_window(now))
         return SpendFigures(
             today_usd=today.usd,
             month_usd=month.usd,

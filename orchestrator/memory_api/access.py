@@ -14,13 +14,12 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from agent_runtime.protocol import AgentOp
-from orchestrator.api.agent_ask import ask_agent
-from orchestrator.services import Services
+from orchestrator.agent_ask import AgentAsker
 
 Model = TypeVar("Model", bound=BaseModel)
 
 
-async def ask_memory(services: Services, agent: str, op: AgentOp, model: type[Model], **body: Any) -> Model:
+async def ask_memory(asker: AgentAsker, agent: str, op: AgentOp, model: type[Model], **body: Any) -> Model:
     """The agent's answer to a memory request, as `model`."""
     wanted = {key: value for key, value in body.items() if value is not None}
-    return await ask_agent(services, agent, op, wanted, model)
+    return await asker.ask(agent, op, wanted, model)

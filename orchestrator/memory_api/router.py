@@ -47,7 +47,7 @@ ContradictionFilter = Literal["pending", "resolved", "dismissed", "all"]
 @router.get("/status")
 async def memory_status(agent: str, _: OperatorDep, services: ServicesDep) -> MemoryStatus:
     """Counts, the search mode and the embedding model of the agent's memory."""
-    return await ask_memory(services, agent, AgentOp.MEMORY_STATUS, MemoryStatus)
+    return await ask_memory(services.asker, agent, AgentOp.MEMORY_STATUS, MemoryStatus)
 
 
 @router.get("/facts")
@@ -63,7 +63,7 @@ async def list_facts(
 ) -> FactList:
     """Facts, newest first."""
     return await ask_memory(
-        services,
+        services.asker,
         agent,
         AgentOp.MEMORY_LIST,
         FactList,
@@ -78,12 +78,12 @@ async def list_facts(
 @router.post("/facts")
 async def add_fact(agent: str, body: FactCreate, _: OperatorDep, services: ServicesDep) -> SaveResult:
     """Teach the agent a fact as the operator (it outranks anything the agent inferred)."""
-    return await ask_memory(services, agent, AgentOp.MEMORY_ADD, SaveResult, **body.model_dump())
+    return await ask_memory(services.asker, agent, AgentOp.MEMORY_ADD, SaveResult, **body.model_dump())
 
 
 @router.get("/facts/{fact_id}")
 async def get_fact(agent: str, fact_id: int, _: OperatorDep, services: ServicesDep) -> FactDetail:
-    return await ask_memory(services, agent, AgentOp.MEMORY_GET, FactDetail, id=fact_id)
+    return await ask_memory(services.asker, agent, AgentOp.MEMORY_GET, FactDetail, id=fact_id)
 
 
 @router.put("/facts/{fact_id}")
@@ -91,13 +91,15 @@ async def edit_fact(
     agent: str, fact_id: int, body: FactEdit, _: OperatorDep, services: ServicesDep
 ) -> SaveResult:
     """Correct a fact: the correction is a new version (source operator); the old one is history."""
-    return await ask_memory(services, agent, AgentOp.MEMORY_EDIT, SaveResult, id=fact_id, **body.model_dump())
+    return await ask_memory(
+        services.asker, agent, AgentOp.MEMORY_EDIT, SaveResult, id=fact_id, **body.model_dump()
+    )
 
 
 @router.delete("/facts/{fact_id}")
 async def forget_fact(agent: str, fact_id: int, _: OperatorDep, services: ServicesDep) -> ForgetResult:
     """Forget a fact and its older versions: erased, out of search, and barred from coming back."""
-    return await ask_memory(services, agent, AgentOp.MEMORY_FORGET, ForgetResult, id=fact_id)
+    return await ask_memory(services.asker, agent, AgentOp.MEMORY_FORGET, ForgetResult, id=fact_id)
 
 
 @router.get("/search")
@@ -109,7 +111,7 @@ async def search_memory(
     k: Annotated[int, Query(ge=1, le=100)] = 10,
 ) -> MemorySearchResult:
     """Facts and episodes matching the query, ranked as the agent ranks them (accesses not counted)."""
-    return await ask_memory(services, agent, AgentOp.MEMORY_SEARCH, MemorySearchResult, q=q, k=k)
+    return await ask_memory(services.asker, agent, AgentOp.MEMORY_SEARCH, MemorySearchResult, q=q, k=k)
 
 
 @router.get("/contradictions")
@@ -117,7 +119,9 @@ async def list_contradictions(
     agent: str, _: OperatorDep, services: ServicesDep, status: ContradictionFilter = "pending"
 ) -> ContradictionList:
     """Facts of lower precedence that disputed a stored one and wait for the operator."""
-    return await ask_memory(services, agent, AgentOp.MEMORY_CONTRADICTIONS, ContradictionList, status=status)
+    return await ask_memory(
+        services.asker, agent, AgentOp.MEMORY_CONTRADICTIONS, ContradictionList, status=status
+    )
 
 
 @router.post("/contradictions/{contradiction_id}/resolve")
@@ -126,5 +130,5 @@ async def resolve_contradiction(
 ) -> Contradiction:
     """keep=old: the stored fact stays and the claim is barred; keep=new: the claim replaces it."""
     return await ask_memory(
-        services, agent, AgentOp.MEMORY_RESOLVE, Contradiction, id=contradiction_id, keep=body.keep
+        services.asker, agent, AgentOp.MEMORY_RESOLVE, Contradiction, id=contradiction_id, keep=body.keep
     )

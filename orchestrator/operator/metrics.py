@@ -1,8 +1,8 @@
 """Prometheus metrics, computed at scrape time from the orchestrator's SQLite state.
 
 The tables belong to other subsystems (the gateway's usage ledger, the scheduler's runs, the
-inboxes, the event log); `metrics_sources` reads them defensively and incrementally. Check-in
-figures (memory, whether an agent is checking in) come from the health board.
+inboxes, the event log); each owner provides the reader, which reads defensively and incrementally.
+Check-in figures (memory, whether an agent is checking in) come from the health board.
 """
 
 from __future__ import annotations
@@ -14,15 +14,13 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from orchestrator.events import EventType
-from orchestrator.operator.metrics_sources import (
-    EventReader,
-    LedgerReader,
-    RunKey,
-    RunReader,
-    queue_depths,
-)
-from orchestrator.services import Services
+from orchestrator.broker.inbox import queue_depths
+from orchestrator.events import EventReader, EventType
+from orchestrator.fleet_view import FleetView
+from orchestrator.gateway.ledger import LedgerReader
+from orchestrator.health import HealthBoard
+from orchestrator.scheduler.runs import RunKey, RunReader
+from orchestrator.state.db import Database
 
 HEARTBEAT_OUTCOMES = {
     EventType.HEARTBEAT_RUN.value: "run",
@@ -38,23 +36,25 @@ __all__ = ["CONTENT_TYPE_LATEST", "FleetCollector", "build_registry", "render"]
 class FleetCollector(Collector):
     """Yields the fleet's metrics on every scrape."""
 
-    def __init__(self, services: Services) -> None:
-        self._services = services
+    def __init__(self, db: Database, fleet: FleetView, health: HealthBoard) -> None:
+        self._db = db
+        self._fleet = fleet
+        self._health = health
         self._ledger = LedgerReader()
         self._runs = RunReader()
         self._events = EventReader([*HEARTBEAT_OUTCOMES, RESTARTED])
 
     def collect(self) -> Iterator[Family]:
-        agents = sorted(self._services.fleet.config.agents)
+        agents = sorted(self._fleet.current().config.agents)
         yield from self._agent_info(agents)
         yield from self._usage(agents)
-        events = self._events.read(self._services.db)
+        events = self._events.read(self._db)
         yield from self._runs_and_heartbeats(agents, events)
         yield from self._queue(agents)
         yield self._restarts(agents, events)
 
     def _agent_info(self, agents: list[str]) -> Iterator[GaugeMetricFamily]:
-        config = self._services.fleet.config
+        config = self._fleet.current().config
         info = GaugeMetricFamily(
             "flotilla_agent_info", "Agents declared in fleet.yaml", labels=["agent", "role", "model"]
         )
@@ -66,14 +66,14 @@ class FleetCollector(Collector):
         )
         for agent in agents:
             info.add_metric([agent, config.agents[agent].role, config.model_of(agent)], 1)
-            up.add_metric([agent], 1 if self._services.health.is_checking_in(agent) else 0)
-            sighting = self._services.health.last(agent)
+            up.add_metric([agent], 1 if self._health.is_checking_in(agent) else 0)
+            sighting = self._health.last(agent)
             if sighting is not None and sighting.checkin.rss_bytes is not None:
                 memory.add_metric([agent], sighting.checkin.rss_bytes)
         yield from (info, up, memory)
 
     def _usage(self, agents: list[str]) -> Iterator[CounterMetricFamily]:
-        totals = self._ledger.read(self._services.db)
+        totals = self._ledger.read(self._db)
         tokens = CounterMetricFamily(
             "flotilla_llm_tokens", "Tokens through the LLM gateway", labels=["agent", "direction"]
         )
@@ -93,7 +93,7 @@ class FleetCollector(Collector):
     def _runs_and_heartbeats(
         self, agents: list[str], events: Counter[tuple[str, str]]
     ) -> Iterator[CounterMetricFamily]:
-        counts, has_kind = self._runs.read(self._services.db)
+        counts, has_kind = self._runs.read(self._db)
         runs = CounterMetricFamily(
             "flotilla_runs",
             "Run records by kind (turn, tick), trigger and outcome",
@@ -125,7 +125,7 @@ class FleetCollector(Collector):
         yield from (runs, turns, heartbeats)
 
     def _queue(self, agents: list[str]) -> Iterator[GaugeMetricFamily]:
-        depths = queue_depths(self._services.db)
+        depths = queue_depths(self._db)
         depth = GaugeMetricFamily(
             "flotilla_inbox_depth",
             "Inbox items waiting, being worked on, or dead-lettered",
@@ -154,10 +154,10 @@ def _tally(key: RunKey, n: int, turns: Counter[str], ticks: Counter[tuple[str, s
         turns[agent] += n
 
 
-def build_registry(services: Services) -> CollectorRegistry:
+def build_registry(db: Database, fleet: FleetView, health: HealthBoard) -> CollectorRegistry:
     """A registry of its own, so metrics of other code in the process never leak in (or collide)."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(FleetCollector(services))
+    registry.register(FleetCollector(db, fleet, health))
     return registry
 
 

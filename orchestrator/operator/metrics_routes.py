@@ -32,7 +32,7 @@ def _registry(request: Request, services: Services) -> CollectorRegistry:
     """One registry per app: its collector keeps incremental counters between scrapes."""
     registry: CollectorRegistry | None = getattr(request.app.state, _REGISTRY_ATTR, None)
     if registry is None:
-        registry = build_registry(services)
+        registry = build_registry(services.db, services.fleet_view, services.health)
         setattr(request.app.state, _REGISTRY_ATTR, registry)
     return registry
 

@@ -33,10 +33,11 @@ from agent_runtime import (
     WorkspaceError,
     atomic_write_bytes,
 )
-from orchestrator.events import EventType
+from orchestrator.events import EventBus, EventType
+from orchestrator.fleet_view import FleetView
 from orchestrator.operator.retention import prune_file_history
-from orchestrator.operator.workspace_access import AgentWorkspace, push_files
-from orchestrator.services import Services
+from orchestrator.operator.workspace_access import AgentWorkspace, WorkspaceAccess
+from orchestrator.state.paths import StatePaths
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +61,19 @@ class Outcome:
 class WorkspaceWatcher:
     """Watches every agent's workspace folder under `.flotilla/agents/`."""
 
-    def __init__(self, services: Services, debounce_s: float = DEFAULT_DEBOUNCE_S) -> None:
-        self._services = services
-        self._agents_root = services.paths.agents
+    def __init__(
+        self,
+        fleet: FleetView,
+        paths: StatePaths,
+        events: EventBus,
+        workspaces: WorkspaceAccess,
+        debounce_s: float = DEFAULT_DEBOUNCE_S,
+    ) -> None:
+        self._fleet = fleet
+        self._paths = paths
+        self._events = events
+        self._workspaces = workspaces
+        self._agents_root = paths.agents
         self._debounce_s = debounce_s
         self._pending: dict[tuple[str, str], float] = {}
         self._wake = threading.Condition()
@@ -111,7 +122,7 @@ class WorkspaceWatcher:
     def scan(self) -> list[Outcome]:
         """Inspect every workspace file of every agent now (used at start-up)."""
         outcomes = []
-        for agent in sorted(self._services.fleet.config.agents):
+        for agent in sorted(self._fleet.current().config.agents):
             if not (self._agents_root / agent / "workspace").is_dir():
                 continue
             for name in WORKSPACE_FILES:
@@ -136,7 +147,7 @@ class WorkspaceWatcher:
         parts = relative.parts
         if len(parts) != 3 or parts[1] != "workspace" or parts[2] not in WORKSPACE_FILES:
             return None
-        if parts[0] not in self._services.fleet.config.agents:
+        if parts[0] not in self._fleet.current().config.agents:
             return None
         return parts[0], parts[2]
 
@@ -181,13 +192,13 @@ class WorkspaceWatcher:
 
     def inspect(self, agent: str, name: str) -> Outcome:
         """Compare the live file with its latest version and record, refuse or skip it."""
-        workspace = Workspace(self._services.paths.agent_dir(agent))
+        workspace = Workspace(self._paths.agent_dir(agent))
         # The file's write lock: an agent's write in progress is never mistaken for a direct edit.
         with self._inspecting, workspace.locked(name):
             return self._inspect(agent, name)
 
     def _inspect(self, agent: str, name: str) -> Outcome:
-        workspace = Workspace(self._services.paths.agent_dir(agent))
+        workspace = Workspace(self._paths.agent_dir(agent))
         path = workspace.path(name)
         versions = workspace.history(name)
         try:
@@ -198,7 +209,7 @@ class WorkspaceWatcher:
             return self._refuse(workspace, agent, name, "the file was deleted outside Flotilla")
         if versions and versions[-1].sha256 == _sha256(live):
             # The agent wrote it (its writes are versioned already): only the retention rule applies.
-            prune_file_history(workspace, name, self._services.fleet.config.limits)
+            prune_file_history(workspace, name, self._fleet.current().config.limits)
             return Outcome(agent, name, "unchanged", versions[-1].version)
         try:
             content = live.decode("utf-8")
@@ -217,8 +228,8 @@ class WorkspaceWatcher:
             result = workspace.write(name, content, "operator", DIRECT_EDIT_REASON)
         except WorkspaceError as refused:
             return self._refuse(workspace, agent, name, str(refused))
-        prune_file_history(workspace, result.name, self._services.fleet.config.limits)
-        self._services.events.publish(
+        prune_file_history(workspace, result.name, self._fleet.current().config.limits)
+        self._events.publish(
             EventType.WORKSPACE_CHANGED,
             agent=agent,
             file=result.name,
@@ -227,14 +238,14 @@ class WorkspaceWatcher:
             size=result.size,
             source="host_folder",
         )
-        push_files(self._services, AgentWorkspace(agent, workspace), [result.name])
+        self._workspaces.push_files(AgentWorkspace(agent, workspace), [result.name])
         log.info("recorded direct edit of %s/%s as version %d", agent, result.name, result.version)
         return Outcome(agent, result.name, "recorded", result.version)
 
     def _refuse(self, workspace: Workspace, agent: str, name: str, reason: str) -> Outcome:
         kept = self._keep_refused(workspace, name)
         version = self._restore_last(workspace, name)
-        self._services.events.publish(
+        self._events.publish(
             EventType.WORKSPACE_REFUSED,
             agent=agent,
             file=name,

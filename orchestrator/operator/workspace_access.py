@@ -36,9 +36,11 @@ from agent_runtime.protocol import (
     WorkspaceFileCopy,
     WorkspaceWriteResult,
 )
-from orchestrator.api.agent_ask import ask_agent
-from orchestrator.api.errors import ApiError
-from orchestrator.events import EventType
+from orchestrator.agent_ask import AgentAsker
+from orchestrator.agent_requests import AgentChannels
+from orchestrator.errors import BadRequest, Failed, Forbidden, Invalid, NotFound, Refused, TooLarge
+from orchestrator.events import EventBus, EventType
+from orchestrator.fleet_view import FleetView
 from orchestrator.operator.models import (
     FileKind,
     WorkspaceDiff,
@@ -49,7 +51,7 @@ from orchestrator.operator.models import (
     WorkspaceVersionRow,
 )
 from orchestrator.operator.retention import prune_file_history
-from orchestrator.services import Services
+from orchestrator.state.paths import StatePaths
 
 # Folders the runtime fills itself; the operator reads them here (learnings, daily memory logs).
 EXTRA_FOLDERS: dict[str, FileKind] = {"learnings": "learning", "memory": "memory"}
@@ -64,18 +66,11 @@ class AgentWorkspace:
     workspace: Workspace
 
 
-def open_workspace(services: Services, agent: str) -> AgentWorkspace:
-    if agent not in services.fleet.config.agents:
-        known = ", ".join(sorted(services.fleet.config.agents))
-        raise ApiError(404, "unknown_agent", f"no agent {agent!r} in this fleet (agents: {known})")
-    return AgentWorkspace(agent, Workspace(services.paths.agent_dir(agent)))
-
-
 def check_relative(name: str) -> tuple[str, ...]:
     """The path's parts, refusing anything that could leave the workspace folder (HTTP 400)."""
     pure = PurePosixPath(name)
     if not name or "\x00" in name or "\\" in name or pure.is_absolute() or ".." in pure.parts:
-        raise ApiError(400, "path_escape", f"invalid file {name!r}: give a path inside the workspace")
+        raise BadRequest("path_escape", f"invalid file {name!r}: give a path inside the workspace")
     return tuple(part for part in pure.parts if part != ".")
 
 
@@ -94,8 +89,7 @@ def extra_kind(name: str) -> FileKind:
     parts = check_relative(name)
     kind = EXTRA_FOLDERS.get(parts[0]) if len(parts) > 1 else None
     if kind is None:
-        raise ApiError(
-            404,
+        raise NotFound(
             "unknown_file",
             f"{name!r} is not a workspace file; known files: {', '.join(WORKSPACE_FILES)}, "
             "learnings/*.md, memory/*.md",
@@ -133,15 +127,13 @@ def _identity_rows(ws: Workspace) -> list[WorkspaceFileRow]:
     return rows
 
 
-async def _extra_rows(services: Services, agent: str) -> list[WorkspaceFileRow]:
+async def _extra_rows(asker: AgentAsker, agent: str) -> list[WorkspaceFileRow]:
     """The agent's learnings and daily logs, as the agent lists them; none when it cannot answer."""
     rows = []
     for folder, kind in EXTRA_FOLDERS.items():
         try:
-            listing = await ask_agent(
-                services, agent, AgentOp.FILES_LIST, {"folder": folder}, FileListing, wait=False
-            )
-        except ApiError:
+            listing = await asker.ask(agent, AgentOp.FILES_LIST, {"folder": folder}, FileListing, wait=False)
+        except Refused:
             continue
         rows += [
             WorkspaceFileRow(
@@ -160,8 +152,8 @@ async def _extra_rows(services: Services, agent: str) -> list[WorkspaceFileRow]:
     return rows
 
 
-async def list_files(services: Services, access: AgentWorkspace) -> WorkspaceListing:
-    rows = _identity_rows(access.workspace) + await _extra_rows(services, access.agent)
+async def list_files(asker: AgentAsker, access: AgentWorkspace) -> WorkspaceListing:
+    rows = _identity_rows(access.workspace) + await _extra_rows(asker, access.agent)
     return WorkspaceListing(agent=access.agent, files=rows, total_bytes=sum(r.size for r in rows))
 
 
@@ -169,11 +161,11 @@ async def list_files(services: Services, access: AgentWorkspace) -> WorkspaceLis
 
 
 async def read_file(
-    services: Services, access: AgentWorkspace, name: str, version: int | None
+    asker: AgentAsker, access: AgentWorkspace, name: str, version: int | None
 ) -> WorkspaceFileContent:
     canonical = canonical_identity(name)
     if canonical is None:
-        return await _read_extra(services, access, name, version)
+        return await _read_extra(asker, access, name, version)
     ws = access.workspace
     history = ws.history(canonical)
     latest = history[-1].version if history else None
@@ -183,7 +175,7 @@ async def read_file(
         try:
             content = ws.read_version(canonical, version)
         except UnknownVersion as missing:
-            raise ApiError(404, "unknown_version", str(missing)) from None
+            raise NotFound("unknown_version", str(missing)) from None
     return WorkspaceFileContent(
         agent=access.agent,
         name=canonical,
@@ -196,14 +188,14 @@ async def read_file(
 
 
 async def _read_extra(
-    services: Services, access: AgentWorkspace, name: str, version: int | None
+    asker: AgentAsker, access: AgentWorkspace, name: str, version: int | None
 ) -> WorkspaceFileContent:
     extra_kind(name)
     if version is not None:
-        raise ApiError(400, "not_versioned", f"{name} is not versioned: omit ?version")
+        raise BadRequest("not_versioned", f"{name} is not versioned: omit ?version")
     relative = "/".join(check_relative(name))
     body = {"path": relative, "limit": MAX_EXTRA_READ}
-    content = (await ask_agent(services, access.agent, AgentOp.FILES_READ, body, FileText)).content
+    content = (await asker.ask(access.agent, AgentOp.FILES_READ, body, FileText)).content
     return WorkspaceFileContent(
         agent=access.agent,
         name=name,
@@ -219,7 +211,7 @@ def _require_identity(name: str) -> str:
     canonical = canonical_identity(name)
     if canonical is None:
         extra_kind(name)
-        raise ApiError(400, "not_versioned", f"{name} is managed by the agent runtime and is not versioned")
+        raise BadRequest("not_versioned", f"{name} is managed by the agent runtime and is not versioned")
     return canonical
 
 
@@ -237,7 +229,7 @@ def diff(access: AgentWorkspace, name: str, a: int | None, b: int | None) -> Wor
     ws = access.workspace
     known = [v.version for v in ws.history(canonical)]
     if not known:
-        raise ApiError(404, "unknown_version", f"{canonical} has no recorded versions yet")
+        raise NotFound("unknown_version", f"{canonical} has no recorded versions yet")
     newer = b if b is not None else known[-1]
     older = a if a is not None else max(0, _previous(known, newer))
     texts = [_version_text(ws, canonical, n) for n in (older, newer)]
@@ -261,7 +253,7 @@ def _version_text(ws: Workspace, canonical: str, version: int) -> str:
     try:
         return ws.read_version(canonical, version)
     except UnknownVersion as missing:
-        raise ApiError(404, "unknown_version", str(missing)) from None
+        raise NotFound("unknown_version", str(missing)) from None
 
 
 def _joined(lines: Iterable[str]) -> str:
@@ -272,54 +264,6 @@ def _joined(lines: Iterable[str]) -> str:
 
 
 # ---------------------------------------------------------------------------------- editing
-
-
-def write_file(
-    services: Services,
-    access: AgentWorkspace,
-    name: str,
-    content: str,
-    reason: str,
-    author: Author = "operator",
-    source: str = "api",
-) -> WorkspaceWriteResult:
-    """The one write path into the operator's copy, for the operator and for the agent alike:
-    caps, validation and versioning with the author; the change is then handed to the agent."""
-    canonical = canonical_identity(name)
-    if canonical is None:
-        extra_kind(name)
-        raise ApiError(400, "not_editable", f"{name} is managed by the agent runtime; it cannot be edited")
-    try:
-        result = access.workspace.write(canonical, content, author, reason or f"edited by the {author}")
-    except CapExceeded as big:
-        raise ApiError(
-            413, "cap_exceeded", str(big), [f"cap: {big.cap} bytes", f"size: {big.size} bytes"]
-        ) from None
-    except InvalidContent as bad:
-        raise ApiError(422, "invalid_content", str(bad), [bad.reason]) from None
-    except ReadOnlyFile as locked:
-        raise ApiError(403, "read_only", str(locked)) from None
-    except WorkspaceError as other:
-        raise ApiError(400, "refused", str(other)) from None
-    except OSError as failed:
-        # The agent's folder on the host may belong to the container's user.
-        raise ApiError(
-            500, "write_failed", f"{canonical} could not be written on the host: {failed.strerror or failed}"
-        ) from None
-    prune_file_history(access.workspace, result.name, services.fleet.config.limits)
-    services.events.publish(
-        EventType.WORKSPACE_CHANGED,
-        agent=access.agent,
-        file=result.name,
-        author=author,
-        version=result.version,
-        size=result.size,
-        source=source,
-    )
-    if author != "agent":
-        # The agent's own writes are mirrored by the agent once accepted.
-        push_files(services, access, [result.name])
-    return result
 
 
 def workspace_copy(access: AgentWorkspace, names: list[str] | None = None) -> WorkspaceCopy:
@@ -336,6 +280,77 @@ def workspace_copy(access: AgentWorkspace, names: list[str] | None = None) -> Wo
     return WorkspaceCopy(files=files)
 
 
-def push_files(services: Services, access: AgentWorkspace, names: list[str]) -> None:
-    """Hand changed files to the agent, if its channel is open (from any thread)."""
-    services.channels.push_workspace(access.agent, workspace_copy(access, names))
+class WorkspaceAccess:
+    """The operator's copies of the agents' workspaces, and the one write path into them."""
+
+    def __init__(
+        self, fleet: FleetView, paths: StatePaths, events: EventBus, channels: AgentChannels
+    ) -> None:
+        self._fleet = fleet
+        self._paths = paths
+        self._events = events
+        self._channels = channels
+
+    def open(self, agent: str) -> AgentWorkspace:
+        agents = self._fleet.current().config.agents
+        if agent not in agents:
+            known = ", ".join(sorted(agents))
+            raise NotFound("unknown_agent", f"no agent {agent!r} in this fleet (agents: {known})")
+        return AgentWorkspace(agent, Workspace(self._paths.agent_dir(agent)))
+
+    def write_file(
+        self,
+        access: AgentWorkspace,
+        name: str,
+        content: str,
+        reason: str,
+        author: Author = "operator",
+        source: str = "api",
+    ) -> WorkspaceWriteResult:
+        """The one write path into the operator's copy, for the operator and for the agent alike:
+        caps, validation and versioning with the author; the change is then handed to the agent."""
+        canonical = canonical_identity(name)
+        if canonical is None:
+            extra_kind(name)
+            raise BadRequest("not_editable", f"{name} is managed by the agent runtime; it cannot be edited")
+        result = _write(access, canonical, content, author, reason)
+        prune_file_history(access.workspace, result.name, self._fleet.current().config.limits)
+        self._events.publish(
+            EventType.WORKSPACE_CHANGED,
+            agent=access.agent,
+            file=result.name,
+            author=author,
+            version=result.version,
+            size=result.size,
+            source=source,
+        )
+        if author != "agent":
+            # The agent's own writes are mirrored by the agent once accepted.
+            self.push_files(access, [result.name])
+        return result
+
+    def push_files(self, access: AgentWorkspace, names: list[str]) -> None:
+        """Hand changed files to the agent, if its channel is open (from any thread)."""
+        self._channels.push_workspace(access.agent, workspace_copy(access, names))
+
+
+def _write(
+    access: AgentWorkspace, canonical: str, content: str, author: Author, reason: str
+) -> WorkspaceWriteResult:
+    try:
+        return access.workspace.write(canonical, content, author, reason or f"edited by the {author}")
+    except CapExceeded as big:
+        raise TooLarge(
+            "cap_exceeded", str(big), [f"cap: {big.cap} bytes", f"size: {big.size} bytes"]
+        ) from None
+    except InvalidContent as bad:
+        raise Invalid("invalid_content", str(bad), [bad.reason]) from None
+    except ReadOnlyFile as locked:
+        raise Forbidden("read_only", str(locked)) from None
+    except WorkspaceError as other:
+        raise BadRequest("refused", str(other)) from None
+    except OSError as failed:
+        # The agent's folder on the host may belong to the container's user.
+        raise Failed(
+            "write_failed", f"{canonical} could not be written on the host: {failed.strerror or failed}"
+        ) from None

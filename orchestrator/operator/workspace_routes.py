@@ -29,13 +29,13 @@ Version = Annotated[int | None, Query(ge=0)]
 @router.get("")
 async def list_workspace(agent: str, _: OperatorDep, services: ServicesDep) -> WorkspaceListing:
     """Every workspace file with its size, its cap and how full it is."""
-    return await access.list_files(services, access.open_workspace(services, agent))
+    return await access.list_files(services.asker, services.workspaces.open(agent))
 
 
 @router.get("/{file:path}/history")
 def file_history(agent: str, file: str, _: OperatorDep, services: ServicesDep) -> WorkspaceHistory:
     """Each recorded version: number, author, time, size and reason."""
-    return access.history(access.open_workspace(services, agent), file)
+    return access.history(services.workspaces.open(agent), file)
 
 
 @router.get("/{file:path}/diff")
@@ -43,7 +43,7 @@ def file_diff(
     agent: str, file: str, _: OperatorDep, services: ServicesDep, a: Version = None, b: Version = None
 ) -> WorkspaceDiff:
     """Unified diff from version a to version b (default: the last two versions)."""
-    return access.diff(access.open_workspace(services, agent), file, a, b)
+    return access.diff(services.workspaces.open(agent), file, a, b)
 
 
 @router.get("/{file:path}")
@@ -51,7 +51,7 @@ async def read_file(
     agent: str, file: str, _: OperatorDep, services: ServicesDep, version: Version = None
 ) -> WorkspaceFileContent:
     """The live content, or a past version with `?version=N`."""
-    return await access.read_file(services, access.open_workspace(services, agent), file, version)
+    return await access.read_file(services.asker, services.workspaces.open(agent), file, version)
 
 
 @router.put("/{file:path}")
@@ -59,5 +59,5 @@ def write_file(
     agent: str, file: str, body: WorkspaceEdit, _: OperatorDep, services: ServicesDep
 ) -> WorkspaceWriteResult:
     """Replace a capped workspace file as the operator: over the cap -> 413, broken contract -> 422."""
-    workspace = access.open_workspace(services, agent)
-    return access.write_file(services, workspace, file, body.content, body.reason)
+    workspace = services.workspaces.open(agent)
+    return services.workspaces.write_file(workspace, file, body.content, body.reason)

@@ -11,24 +11,32 @@ from __future__ import annotations
 import logging
 import threading
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
-from orchestrator.backends.base import LABEL_AGENT, LABEL_FLEET, BackendError, UnitInfo
-from orchestrator.events import EventType
+from orchestrator.backends.base import LABEL_AGENT, LABEL_FLEET, Backend, BackendError, UnitInfo
+from orchestrator.broker.inbox import Inbox
+from orchestrator.events import EventBus, EventType
+from orchestrator.fleet_view import FleetView
 from orchestrator.scheduler.clock import Clock
-from orchestrator.scheduler.prechecks import inbox_counts
 from orchestrator.scheduler.store import SchedulerStore
-
-if TYPE_CHECKING:
-    from orchestrator.services import Services
 
 log = logging.getLogger(__name__)
 STOP_TIMEOUT_S = 10.0
 
 
 class Hibernation:
-    def __init__(self, services: Services, store: SchedulerStore, clock: Clock) -> None:
-        self._services = services
+    def __init__(
+        self,
+        fleet: FleetView,
+        backend: Backend,
+        events: EventBus,
+        inbox: Inbox,
+        store: SchedulerStore,
+        clock: Clock,
+    ) -> None:
+        self._fleet = fleet
+        self._backend = backend
+        self._events = events
+        self._inbox = inbox
         self._store = store
         self._clock = clock
         # A wake that arrives while the unit is still being stopped must wait for the stop,
@@ -39,15 +47,15 @@ class Hibernation:
         return self._locks.setdefault(agent, threading.RLock())  # setdefault is atomic
 
     def _units(self, agent: str) -> list[UnitInfo]:
-        labels = {LABEL_FLEET: self._services.fleet.name, LABEL_AGENT: agent}
-        return self._services.backend.list(labels)
+        labels = {LABEL_FLEET: self._fleet.current().name, LABEL_AGENT: agent}
+        return self._backend.list(labels)
 
     def is_hibernated(self, agent: str) -> bool:
         return self._store.is_hibernated(agent)
 
     def deadline(self, agent: str, now: datetime) -> datetime | None:
         """When this agent may be hibernated, if it has `hibernate_after` and is awake."""
-        after_s = self._services.fleet.config.hibernate_after_of(agent)
+        after_s = self._fleet.current().config.hibernate_after_of(agent)
         if after_s is None:
             return None
         state = self._store.state(agent, now)
@@ -58,7 +66,7 @@ class Hibernation:
     def sweep(self, now: datetime) -> tuple[list[str], datetime | None]:
         """Hibernate every agent idle for long enough. Returns those hibernated and the next deadline."""
         hibernated, upcoming = [], []
-        for agent in self._services.fleet.config.agents:
+        for agent in self._fleet.current().config.agents:
             deadline = self.deadline(agent, now)
             if deadline is None:
                 continue
@@ -73,7 +81,7 @@ class Hibernation:
             return self._hibernate(agent, now)
 
     def _hibernate(self, agent: str, now: datetime) -> bool:
-        if inbox_counts(self._services.db, agent).unfinished:
+        if self._inbox.counts(agent).unfinished:
             return False
         units = self._units(agent)
         if not units or not self._store.set_hibernated(agent, True, now):
@@ -82,19 +90,19 @@ class Hibernation:
         try:
             for unit in units:
                 if unit.state == "running":
-                    self._services.backend.stop(unit.id, timeout_s=STOP_TIMEOUT_S)
+                    self._backend.stop(unit.id, timeout_s=STOP_TIMEOUT_S)
                     stopped.append(unit.name)
         except BackendError as exc:
             log.error("hibernating %s failed: %s", agent, exc)
             self._store.set_hibernated(agent, False, now)
-            self._services.events.publish(
+            self._events.publish(
                 EventType.AGENT_UNHEALTHY, agent=agent, reason="hibernation failed", error=str(exc)
             )
             return False
         state = self._store.state(agent, now)
         idle_s = (now - state.last_activity).total_seconds()
-        self._services.events.publish(EventType.AGENT_HIBERNATED, agent=agent, idle_s=idle_s, units=stopped)
-        if inbox_counts(self._services.db, agent).unfinished:
+        self._events.publish(EventType.AGENT_HIBERNATED, agent=agent, idle_s=idle_s, units=stopped)
+        if self._inbox.counts(agent).unfinished:
             self.wake(agent, "message arrived while hibernating")  # a put raced the stop
         return True
 
@@ -111,16 +119,14 @@ class Hibernation:
         try:
             for unit in self._units(agent):
                 if unit.state != "running":
-                    self._services.backend.start(unit.id)
+                    self._backend.start(unit.id)
                     started.append(unit.name)
         except BackendError as exc:
             # Left awake: the supervisor now owns the agent and retries with backoff.
             log.error("waking %s failed: %s", agent, exc)
-            self._services.events.publish(
+            self._events.publish(
                 EventType.AGENT_UNHEALTHY, agent=agent, reason=f"wake failed ({reason})", error=str(exc)
             )
             return True
-        self._services.events.publish(
-            EventType.AGENT_STARTED, agent=agent, reason=f"wake: {reason}", units=started
-        )
+        self._events.publish(EventType.AGENT_STARTED, agent=agent, reason=f"wake: {reason}", units=started)
         return True

@@ -18,16 +18,15 @@ import json
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from agent_runtime.protocol import HeartbeatReason, ItemKind
+from orchestrator.broker.inbox import FailedItem, Inbox, InboxCounts
 from orchestrator.config.models import FleetConfig
 from orchestrator.scheduler import workspace_scan
 from orchestrator.scheduler.rules import ParsedRules, Rule, RuleError, parse_heartbeat_md, parse_rule_lines
 from orchestrator.scheduler.runs import RunStore
 from orchestrator.scheduler.store import SchedulerStore, Snapshot
 from orchestrator.scheduler.workspace_scan import FileChange, WorkWindow
-from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths
 
 HEARTBEAT_FILE = "HEARTBEAT.md"
@@ -35,68 +34,20 @@ MAX_WINDOWS = 200
 MAX_LISTED = 5
 
 
-@dataclass(frozen=True)
-class InboxCounts:
-    """Unfinished inbox items of one agent. Reads the inbox table (owned by the broker) only."""
-
-    queued: int = 0
-    queued_heartbeats: int = 0
-    claimed: int = 0
-
-    @property
-    def busy(self) -> bool:
-        """Working on an item, or a heartbeat still waits: a new tick would overlap."""
-        return self.claimed > 0 or self.queued_heartbeats > 0
-
-    @property
-    def unfinished(self) -> int:
-        return self.queued + self.queued_heartbeats + self.claimed
-
-
-def inbox_counts(db: Database, agent: str) -> InboxCounts:
-    rows = db.query(
-        "SELECT kind, state, COUNT(*) AS n FROM inbox WHERE agent = ? AND state IN ('queued', 'claimed')"
-        " GROUP BY kind, state",
-        (agent,),
-    )
-    queued = heartbeats = claimed = 0
-    for row in rows:
-        if row["state"] == "claimed":
-            claimed += row["n"]
-        elif row["kind"] == ItemKind.HEARTBEAT.value:
-            heartbeats += row["n"]
-        else:
-            queued += row["n"]
-    return InboxCounts(queued, heartbeats, claimed)
-
-
 def _epoch(text: str | None) -> float | None:
     return datetime.fromisoformat(text).timestamp() if text else None
 
 
-def work_windows(db: Database, agent: str, since_wall: float | None) -> list[WorkWindow]:
+def work_windows(inbox: Inbox, agent: str, since_wall: float | None) -> list[WorkWindow]:
     """When the agent held inbox items, most recent first (inbox times are wall-clock)."""
-    rows = db.query(
-        "SELECT claimed_at, finished_at FROM inbox WHERE agent = ? AND claimed_at IS NOT NULL"
-        " ORDER BY claimed_at DESC LIMIT ?",
-        (agent, MAX_WINDOWS),
-    )
     windows = []
-    for row in rows:
-        start = _epoch(row["claimed_at"])
-        end = _epoch(row["finished_at"])
+    for claimed_at, finished_at in inbox.held_periods(agent, MAX_WINDOWS):
+        start = _epoch(claimed_at)
+        end = _epoch(finished_at)
         if start is None or (since_wall is not None and end is not None and end < since_wall):
             continue
         windows.append(WorkWindow(start, end))
     return windows
-
-
-@dataclass(frozen=True)
-class FailedItem:
-    id: str
-    kind: str
-    sender: str
-    error: str
 
 
 def _is_retry_only(reasons_json: str) -> bool:
@@ -104,22 +55,15 @@ def _is_retry_only(reasons_json: str) -> bool:
     return bool(reasons) and all(r.get("kind") == "retry" for r in reasons)
 
 
-def failed_items(db: Database, agent: str, seen: set[str]) -> list[FailedItem]:
+def failed_items(inbox: Inbox, agent: str, seen: set[str]) -> list[FailedItem]:
     """Failed items not yet offered for retry. A heartbeat that only retried something is not
     itself retried, so a failure cannot turn into a tick-after-tick loop."""
-    rows = db.query(
-        "SELECT id, kind, sender, reasons, result FROM inbox WHERE agent = ? AND state = 'failed'",
-        (agent,),
-    )
-    found = []
-    for row in rows:
-        if row["id"] in seen:
-            continue
-        if row["kind"] == ItemKind.HEARTBEAT.value and _is_retry_only(row["reasons"]):
-            continue
-        result: dict[str, Any] = json.loads(row["result"]) if row["result"] else {}
-        found.append(FailedItem(row["id"], row["kind"], row["sender"], str(result.get("error") or "")))
-    return found
+    return [
+        item
+        for item in inbox.failed_items(agent)
+        if item.id not in seen
+        and not (item.kind == ItemKind.HEARTBEAT.value and _is_retry_only(item.reasons))
+    ]
 
 
 @dataclass
@@ -190,8 +134,8 @@ def load_rules(paths: StatePaths, config: FleetConfig, agent: str) -> tuple[Pars
 
 
 class Prechecks:
-    def __init__(self, db: Database, paths: StatePaths, store: SchedulerStore, runs: RunStore) -> None:
-        self._db = db
+    def __init__(self, inbox: Inbox, paths: StatePaths, store: SchedulerStore, runs: RunStore) -> None:
+        self._inbox = inbox
         self._paths = paths
         self._store = store
         self._runs = runs
@@ -201,7 +145,7 @@ class Prechecks:
         result = PrecheckResult(agent=agent, at=at, inbox=inbox, parsed=parsed, rules_source=source)
         result.due_rules = self._due_rules(agent, parsed.rules, at)
         self._check_workspace(agent, result, at)
-        failures = failed_items(self._db, agent, self._store.retry_seen(agent))
+        failures = failed_items(self._inbox, agent, self._store.retry_seen(agent))
         if result.baseline_only:
             result.old_failures = failures  # from before the scheduler knew this agent
         else:
@@ -226,7 +170,7 @@ class Prechecks:
         changes = workspace_scan.diff(before, after)
         if not changes:
             return
-        windows = work_windows(self._db, agent, state.scanned_wall)
+        windows = work_windows(self._inbox, agent, state.scanned_wall)
         windows += [WorkWindow(t.started_at.timestamp(), t.finished_at.timestamp()) for t in turns]
         own = {path for turn in turns for path in turn.files_changed}
         attributed = workspace_scan.attribute(

@@ -20,10 +20,7 @@ router = APIRouter(tags=["scheduler"])
 
 
 def _scheduler(services: Services) -> Scheduler:
-    scheduler: Scheduler | None = getattr(services, "scheduler", None)
-    if scheduler is None:
-        raise ApiError(503, "unavailable", "the scheduler is not running in this orchestrator")
-    return scheduler
+    return services.scheduler
 
 
 def _fleet_agent(services: Services, agent: str) -> str:

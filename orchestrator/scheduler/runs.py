@@ -10,6 +10,8 @@ model are the gateway ledger's settled figures for the calls the agent tagged wi
 from __future__ import annotations
 
 import json
+import threading
+from collections import Counter
 from datetime import datetime
 from typing import Any, Literal
 
@@ -18,7 +20,7 @@ from pydantic import BaseModel, Field
 from agent_runtime.protocol import RunRecord
 from orchestrator.gateway.ledger import run_spend
 from orchestrator.scheduler.store import iso
-from orchestrator.state.db import Database
+from orchestrator.state.db import Database, columns_of, max_id, safe_query
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -224,3 +226,40 @@ def _to_view(row: Any) -> RunView:
         detail=row["detail"],
         files_changed=json.loads(row["files_changed"]),
     )
+
+
+# ------------------------------------------------------------------------------ running totals
+# Read at scrape time by the metrics: each reader keeps totals up to a row id it has fully
+# counted and reads only the rows after it. A table or column that does not exist (yet) reads
+# as empty.
+
+
+RunKey = tuple[str, str, str, str]  # agent, kind, trigger, outcome
+
+
+class RunReader:
+    """Counts of the scheduler's `runs` table by (agent, kind, trigger, outcome)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._upto = 0
+        self._counts: Counter[RunKey] = Counter()
+
+    def read(self, db: Database) -> tuple[Counter[RunKey], bool]:
+        """The counts, and whether the table tells ticks from turns (a `kind` column)."""
+        cols = columns_of(db, "runs")
+        if not {"agent", "seq"} <= cols:
+            return Counter(), False
+        select = ", ".join(key if key in cols else "''" for key in ("kind", "trigger", "outcome"))
+        with self._lock:
+            top = max_id(db, "runs", "seq")
+            for row in safe_query(
+                db,
+                f"SELECT agent, {select}, COUNT(*) AS n FROM runs WHERE seq > ? AND seq <= ? "
+                "GROUP BY 1, 2, 3, 4",
+                [self._upto, top],
+            ):
+                key = (str(row[0]), str(row[1] or ""), str(row[2] or ""), str(row[3] or ""))
+                self._counts[key] += int(row["n"])
+            self._upto = max(self._upto, top)
+            return Counter(self._counts), "kind" in cols

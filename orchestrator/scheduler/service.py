@@ -22,21 +22,24 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
 from agent_runtime.protocol import InboxItem, ItemKind, RunRecord
-from orchestrator.backends.base import BackendError
+from orchestrator.backends.base import Backend, BackendError
 from orchestrator.config.models import HeartbeatConfig
-from orchestrator.events import EventType
+from orchestrator.controls import Controls
+from orchestrator.events import EventBus, EventType
+from orchestrator.fleet_view import FleetView
 from orchestrator.loop_calls import call_in_loop
 from orchestrator.scheduler.cadence import Cadence
 from orchestrator.scheduler.clock import Clock, SystemClock
 from orchestrator.scheduler.hibernation import Hibernation
 from orchestrator.scheduler.models import HeartbeatStatus, RuleProblem, RuleStatus, SkipReason, TickResult
-from orchestrator.scheduler.prechecks import PrecheckResult, Prechecks, inbox_counts, load_rules
+from orchestrator.scheduler.prechecks import PrecheckResult, Prechecks, load_rules
 from orchestrator.scheduler.runs import RunStore, TickOutcome
 from orchestrator.scheduler.store import SchedulerStore
+from orchestrator.state.db import Database
+from orchestrator.state.paths import StatePaths
 
 if TYPE_CHECKING:
     from orchestrator.broker.inbox import Inbox
-    from orchestrator.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -56,19 +59,31 @@ class SpendGuard(Protocol):
 class Scheduler:
     def __init__(
         self,
-        services: Services,
-        clock: Clock | None = None,
+        db: Database,
+        paths: StatePaths,
+        fleet: FleetView,
+        inbox: Inbox,
+        controls: Controls,
+        events: EventBus,
+        backend: Backend,
         budget: SpendGuard | None = None,
+        clock: Clock | None = None,
         max_sleep_s: float = DEFAULT_MAX_SLEEP_S,
     ) -> None:
-        self._services = services
+        """`budget`: the gateway's budgets, asked before a tick spends (None: no budgets)."""
+        self._db = db
+        self._paths = paths
+        self._fleet = fleet
+        self._inbox = inbox
+        self._controls = controls
+        self._events = events
         self.clock: Clock = clock or SystemClock()
         self._budget = budget
         self._max_sleep_s = max_sleep_s
-        self.store = SchedulerStore(services.db)
-        self.runs = RunStore(services.db)
-        self._prechecks = Prechecks(services.db, services.paths, self.store, self.runs)
-        self._hibernation = Hibernation(services, self.store, self.clock)
+        self.store = SchedulerStore(db)
+        self.runs = RunStore(db)
+        self._prechecks = Prechecks(inbox, paths, self.store, self.runs)
+        self._hibernation = Hibernation(fleet, backend, events, inbox, self.store, self.clock)
         self._tick_lock = threading.Lock()
         self._task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Future[bool]] = set()
@@ -78,14 +93,7 @@ class Scheduler:
         self._cadences: dict[str, tuple[HeartbeatConfig, Cadence]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._replan: asyncio.Event | None = None
-        hooks = getattr(getattr(services, "inbox", None), "on_put", None)
-        if hooks is not None:
-            hooks.append(self._on_inbox_put)
-
-    @property
-    def _inbox(self) -> Inbox:
-        inbox: Inbox = self._services.inbox
-        return inbox
+        inbox.on_put.append(self._on_inbox_put)
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -134,7 +142,7 @@ class Scheduler:
         """Activity of an agent that may hibernate moves its deadline: plan the next pass again.
         Safe from any thread."""
         event = self._replan
-        config = self._services.fleet.config
+        config = self._fleet.current().config
         if event is None or agent not in config.agents or config.hibernate_after_of(agent) is None:
             return
         call_in_loop(self._loop, event.set)
@@ -152,7 +160,7 @@ class Scheduler:
     def run_due(self, now: datetime | None = None) -> list[TickResult]:
         """One pass: tick every agent whose slot is due, hibernate idle agents."""
         now = now or self.clock.now()
-        config = self._services.fleet.config
+        config = self._fleet.current().config
         results, upcoming = [], []
         for agent in config.agents:
             heartbeat = config.heartbeat_of(agent)
@@ -179,7 +187,7 @@ class Scheduler:
         cached = self._cadences.get(agent)
         if cached is not None and (cached[0] is heartbeat or cached[0] == heartbeat):
             return cached[1]
-        cadence = Cadence.of(heartbeat, self._services.fleet.name, agent)
+        cadence = Cadence.of(heartbeat, self._fleet.current().name, agent)
         self._cadences[agent] = (heartbeat, cadence)
         return cadence
 
@@ -210,7 +218,7 @@ class Scheduler:
         if not missed:
             return self.tick(agent, catch_up.latest), catch_up.next_slot
         runs = f"{catch_up.count} missed run{'s' if catch_up.count != 1 else ''}"
-        heartbeat = self._services.fleet.config.heartbeat_of(agent)
+        heartbeat = self._fleet.current().config.heartbeat_of(agent)
         if heartbeat is not None and heartbeat.missed == "skip":
             started = self.clock.now()
             result = self._finish(
@@ -239,7 +247,7 @@ class Scheduler:
 
     def _tick(self, agent: str, at: datetime, trigger: TickTrigger, detail: str) -> TickResult:
         started = self.clock.now()
-        if (hold := self._services.controls.hold_of(agent)) is not None:
+        if (hold := self._controls.hold_of(agent)) is not None:
             return self._finish(
                 agent, trigger, at, started, "skipped", skipped="held", detail=f"{hold} by the operator"
             )
@@ -253,11 +261,11 @@ class Scheduler:
                 skipped="budget",
                 detail="over budget: no work until its budget window resets",
             )
-        counts = inbox_counts(self._services.db, agent)
+        counts = self._inbox.counts(agent)
         if counts.busy:
             why = "working on an item" if counts.claimed else "a heartbeat is still queued"
             return self._finish(agent, trigger, at, started, "skipped", skipped="busy", detail=why)
-        checks = self._prechecks.evaluate(self._services.fleet.config, agent, at, counts)
+        checks = self._prechecks.evaluate(self._fleet.current().config, agent, at, counts)
         self._report_rule_problems(agent, checks)
         if not checks.actionable:
             self._prechecks.commit(checks, fired=False)
@@ -282,8 +290,7 @@ class Scheduler:
         )
 
     def _can_spend(self, agent: str) -> bool:
-        guard: SpendGuard | None = self._budget or getattr(self._services, "gateway", None)
-        return True if guard is None else guard.can_spend(agent)
+        return True if self._budget is None else self._budget.can_spend(agent)
 
     def _finish(
         self,
@@ -312,7 +319,7 @@ class Scheduler:
             woke=woke,
             detail="; ".join([detail] * bool(detail) + [f"{r.kind}: {r.detail}" for r in reasons]),
         )
-        config = self._services.fleet.config
+        config = self._fleet.current().config
         model = (config.heartbeat_model_of(agent) or config.model_of(agent)) if item else None
         self.runs.add_tick(
             run_id=result.run_id,
@@ -332,7 +339,7 @@ class Scheduler:
         return result
 
     def _publish(self, result: TickResult) -> None:
-        events = self._services.events
+        events = self._events
         common = {"run_id": result.run_id, "trigger": result.trigger, "detail": result.detail}
         if result.outcome == "idle":
             events.publish(EventType.HEARTBEAT_IDLE, agent=result.agent, **common)
@@ -356,9 +363,7 @@ class Scheduler:
             return
         self.store.set_rules_digest(agent, digest)
         if errors:
-            self._services.events.publish(
-                RULES_INVALID_EVENT, agent=agent, source=checks.rules_source, errors=errors
-            )
+            self._events.publish(RULES_INVALID_EVENT, agent=agent, source=checks.rules_source, errors=errors)
 
     # --- agent turns -----------------------------------------------------------------------
 
@@ -370,7 +375,7 @@ class Scheduler:
         if stored:
             self.store.note_activity(record.agent, self.clock.now())
             self._request_replan(record.agent)
-            self._services.events.publish(
+            self._events.publish(
                 EventType.RUN_FINISHED,
                 agent=record.agent,
                 run_id=record.id,
@@ -420,11 +425,11 @@ class Scheduler:
     # --- status ----------------------------------------------------------------------------
 
     def status(self, agent: str) -> HeartbeatStatus:
-        config = self._services.fleet.config
+        config = self._fleet.current().config
         now = self.clock.now()
         heartbeat = config.heartbeat_of(agent)
         state = self.store.state(agent, now)
-        parsed, source = load_rules(self._services.paths, config, agent)
+        parsed, source = load_rules(self._paths, config, agent)
         marks = self.store.rule_marks(agent, [rule.key for rule in parsed.rules], now)
         rules = [
             RuleStatus(
@@ -437,7 +442,7 @@ class Scheduler:
             )
             for rule in parsed.rules
         ]
-        cadence = Cadence.of(heartbeat, self._services.fleet.name, agent) if heartbeat else None
+        cadence = Cadence.of(heartbeat, self._fleet.current().name, agent) if heartbeat else None
         return HeartbeatStatus(
             agent=agent,
             schedule=cadence.describe() if cadence else None,

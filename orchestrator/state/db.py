@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -63,3 +63,25 @@ class Database:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def columns_of(db: Database, table: str) -> set[str]:
+    """The table's column names; empty when it does not exist."""
+    try:
+        rows = db.query(f"PRAGMA table_info({table})")
+    except sqlite3.Error:
+        return set()
+    return {str(row["name"]) for row in rows}
+
+
+def safe_query(db: Database, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+    """The rows, or none when a table or column does not exist (yet)."""
+    try:
+        return db.query(sql, list(params))
+    except sqlite3.OperationalError:
+        return []
+
+
+def max_id(db: Database, table: str, key: str) -> int:
+    rows = safe_query(db, f"SELECT COALESCE(MAX({key}), 0) AS top FROM {table}")
+    return int(rows[0]["top"]) if rows else 0

@@ -24,6 +24,7 @@ from agent_runtime.transport.client import OrchestratorClient
 from agent_runtime.transport.errors import OrchestratorRefused, OrchestratorUnavailable
 from orchestrator.api.app import create_app
 from orchestrator.config.loader import load_fleet
+from orchestrator.config.settings import runtime_hash
 from orchestrator.services import Services
 from orchestrator.testing.fake_backend import FakeBackend
 from orchestrator.testing.server import serve_app
@@ -57,7 +58,7 @@ def test_config_is_served_to_the_agent_and_holds_no_secret(services: Services, b
     with agent_client(services, base_url, "alpha") as client:
         config = client.get("/agent/v1/config").json()
     assert config["agent"] == "alpha" and config["talks_to"] == ["beta"]
-    assert config["config_hash"] == services.fleet.runtime_hash("alpha")
+    assert config["config_hash"] == runtime_hash(services.fleet, "alpha")
     assert not any("key" in name.lower() for name in config)
 
 
@@ -146,7 +147,7 @@ def test_config_and_check_ins_over_the_channel(services: Services, base_url: str
         config = client.get_config()
         assert config.agent == "alpha" and config.talks_to == ["beta"]
         reply = client.checkin(CheckIn(state="idle", pid=42, uptime_s=1.0))
-        assert reply.config_hash == services.fleet.runtime_hash("alpha")
+        assert reply.config_hash == runtime_hash(services.fleet, "alpha")
         sighting = services.health.last("alpha")
         assert sighting is not None and sighting.checkin.pid == 42
         assert services.health.is_checking_in("alpha")

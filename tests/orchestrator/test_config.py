@@ -10,7 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli.main import cli
-from orchestrator.config.loader import ConfigError, load_fleet
+from orchestrator.config.fleet import ConfigError
+from orchestrator.config.loader import load_fleet
+from orchestrator.config.settings import container_hash, runtime_hash
 from orchestrator.config.units import parse_duration, parse_memory
 
 REPO = Path(__file__).resolve().parents[2]
@@ -125,10 +127,10 @@ def test_config_hash_changes_only_with_the_agent(tmp_path: Path) -> None:
     before = load_fleet(write(tmp_path, MINIMAL))
     after = load_fleet(write(tmp_path, MINIMAL.replace("role: second", "role: changed")))
     # A role is served to the agent, which reloads it: its container stays.
-    assert before.runtime_hash("beta") != after.runtime_hash("beta")
-    assert before.agent_hash("beta") == after.agent_hash("beta")
-    assert before.runtime_hash("alpha") == after.runtime_hash("alpha")
-    assert before.agent_hash("alpha") == after.agent_hash("alpha")
+    assert runtime_hash(before, "beta") != runtime_hash(after, "beta")
+    assert container_hash(before, "beta") == container_hash(after, "beta")
+    assert runtime_hash(before, "alpha") == runtime_hash(after, "alpha")
+    assert container_hash(before, "alpha") == container_hash(after, "alpha")
 
 
 def test_units() -> None:

@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli.main import cli
-from orchestrator.config.loader import ConfigError, load_fleet
+from orchestrator.config.fleet import ConfigError
+from orchestrator.config.loader import load_fleet
 from orchestrator.config.safe_yaml import MAX_DEPTH, MAX_NODES
 
 BASE = """\

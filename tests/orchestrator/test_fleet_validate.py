@@ -10,7 +10,8 @@ from click.testing import CliRunner
 
 from orchestrator.cli.main import cli
 from orchestrator.config.capacity import Capacity
-from orchestrator.config.loader import ConfigError, load_fleet
+from orchestrator.config.fleet import ConfigError
+from orchestrator.config.loader import load_fleet
 
 BASE = """\
 version: 1

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.config.loader import ConfigError, load_fleet
+from orchestrator.config.fleet import ConfigError
+from orchestrator.config.loader import load_fleet
 
 LIMITED = """\
 version: 1

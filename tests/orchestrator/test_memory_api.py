@@ -30,15 +30,14 @@ from agent_runtime.memory.models import FactSource, MemoryConfig, SaveOutcome  #
 from agent_runtime.memory.store import MemoryStore  # noqa: E402
 from agent_runtime.testing.embeddings import deterministic_embedding  # noqa: E402
 from orchestrator.api.app import create_app  # noqa: E402
-from orchestrator.cli.client import Endpoint, write_endpoint  # noqa: E402
 from orchestrator.cli.memory import memory  # noqa: E402
 from orchestrator.config.loader import load_fleet  # noqa: E402
-from orchestrator.gateway.service import Gateway  # noqa: E402
 from orchestrator.services import Services  # noqa: E402
+from orchestrator.state.endpoint import Endpoint, write_endpoint  # noqa: E402
 from orchestrator.testing.agent_link import connect_agent  # noqa: E402
 from orchestrator.testing.fake_backend import FakeBackend  # noqa: E402
 from orchestrator.testing.server import serve_app  # noqa: E402
-from orchestrator.wiring import core_services  # noqa: E402
+from orchestrator.wiring import attach_subsystems, core_services, fleet_manager  # noqa: E402
 
 DIMS = 64
 FLEET = """\
@@ -59,10 +58,9 @@ agents:
 def build(tmp_path: Path, model: str = "test") -> Services:
     fleet_file = tmp_path / "fleet.yaml"
     fleet_file.write_text(textwrap.dedent(FLEET.format(model=model)))
-    services = core_services(load_fleet(fleet_file), FakeBackend())
-    services.operator_token = services.tokens.mint_operator()
-    services.gateway = Gateway(services)
-    return services
+    core = core_services(load_fleet(fleet_file), FakeBackend())
+    core.operator_token = core.tokens.mint_operator()
+    return attach_subsystems(core, fleet_manager(core))
 
 
 def agent_store(services: Services, agent: str = "alpha", embedder: object = "test") -> MemoryStore:

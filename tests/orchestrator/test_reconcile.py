@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from orchestrator.backends.base import LABEL_ENDPOINT, UnitInfo
-from orchestrator.config.loader import LoadedFleet, load_fleet
+from orchestrator.config.fleet import LoadedFleet
+from orchestrator.config.loader import load_fleet
+from orchestrator.config.settings import container_hash, runtime_hash
 from orchestrator.reconcile import plan
 
 
@@ -38,7 +40,7 @@ def test_empty_runtime_creates_everything(tmp_path: Path) -> None:
 
 def test_unchanged_units_are_kept(tmp_path: Path) -> None:
     fleet = fleet_of(tmp_path, {"a": "x", "b": "y"})
-    units = [unit("a", fleet.agent_hash("a")), unit("b", fleet.agent_hash("b"))]
+    units = [unit("a", container_hash(fleet, "a")), unit("b", container_hash(fleet, "b"))]
     assert kinds(plan(fleet, units)) == {"a": "keep", "b": "keep"}
 
 
@@ -46,8 +48,8 @@ def test_changed_deleted_and_stopped(tmp_path: Path) -> None:
     fleet = fleet_of(tmp_path, {"a": "x", "b": "y", "c": "z"})
     units = [
         unit("a", "stale-hash"),
-        unit("b", fleet.agent_hash("b"), state="exited"),
-        unit("c", fleet.agent_hash("c")),
+        unit("b", container_hash(fleet, "b"), state="exited"),
+        unit("c", container_hash(fleet, "c")),
         unit("gone", "whatever"),
     ]
     actions = plan(fleet, units)
@@ -58,14 +60,17 @@ def test_changed_deleted_and_stopped(tmp_path: Path) -> None:
 
 def test_duplicates_are_removed(tmp_path: Path) -> None:
     fleet = fleet_of(tmp_path, {"a": "x"})
-    units = [unit("a", fleet.agent_hash("a"), uid="one"), unit("a", fleet.agent_hash("a"), uid="two")]
+    units = [
+        unit("a", container_hash(fleet, "a"), uid="one"),
+        unit("a", container_hash(fleet, "a"), uid="two"),
+    ]
     actions = plan(fleet, units)
     assert [(a.kind, a.unit_id) for a in actions] == [("remove", "two"), ("keep", "one")]
 
 
 def test_hibernated_stopped_unit_is_not_started(tmp_path: Path) -> None:
     fleet = fleet_of(tmp_path, {"a": "x"})
-    actions = plan(fleet, [unit("a", fleet.agent_hash("a"), state="exited")], frozenset({"a"}))
+    actions = plan(fleet, [unit("a", container_hash(fleet, "a"), state="exited")], frozenset({"a"}))
     assert [(a.kind, a.reason) for a in actions] == [("keep", "hibernated")]
 
 
@@ -79,7 +84,7 @@ def test_units_dialing_another_orchestrator_address_are_recreated(tmp_path: Path
             name="n1",
             agent="a",
             fleet="demo",
-            config_hash=fleet.agent_hash("a"),
+            config_hash=container_hash(fleet, "a"),
             state="running",
             labels=old,
         ),
@@ -88,7 +93,7 @@ def test_units_dialing_another_orchestrator_address_are_recreated(tmp_path: Path
             name="n2",
             agent="b",
             fleet="demo",
-            config_hash=fleet.agent_hash("b"),
+            config_hash=container_hash(fleet, "b"),
             state="running",
             labels=new,
         ),
@@ -125,7 +130,7 @@ def fleet_text(tmp_path: Path, text: str, name: str = "fleet.yaml") -> LoadedFle
 
 
 def running(fleet: LoadedFleet) -> list[UnitInfo]:
-    return [unit(agent, fleet.agent_hash(agent)) for agent in fleet.config.agents]
+    return [unit(agent, container_hash(fleet, agent)) for agent in fleet.config.agents]
 
 
 def planned(before: LoadedFleet, after: LoadedFleet) -> dict[str, tuple[str, list[str]]]:
@@ -136,8 +141,8 @@ def planned(before: LoadedFleet, after: LoadedFleet) -> dict[str, tuple[str, lis
 def test_adding_an_agent_never_restarts_the_others(tmp_path: Path) -> None:
     before = fleet_text(tmp_path, TWO)
     after = fleet_text(tmp_path, TWO + "  gamma:\n    role: third\n", "after.yaml")
-    assert after.agent_hash("alpha") == before.agent_hash("alpha")
-    assert after.runtime_hash("alpha") == before.runtime_hash("alpha")
+    assert container_hash(after, "alpha") == container_hash(before, "alpha")
+    assert runtime_hash(after, "alpha") == runtime_hash(before, "alpha")
     # Each agent's AGENTS.md lists every other agent: it is rewritten in place.
     assert planned(before, after) == {
         "alpha": ("update", ["AGENTS.md"]),
@@ -156,8 +161,8 @@ def test_removing_an_agent_never_restarts_the_others(tmp_path: Path) -> None:
 def test_a_context_window_change_reaches_the_agent_without_a_new_container(tmp_path: Path) -> None:
     before = fleet_text(tmp_path, TWO)
     after = fleet_text(tmp_path, TWO.replace("context_window: 16384", "context_window: 32768"), "after.yaml")
-    assert after.runtime_hash("alpha") != before.runtime_hash("alpha")
-    assert after.agent_hash("alpha") == before.agent_hash("alpha")
+    assert runtime_hash(after, "alpha") != runtime_hash(before, "alpha")
+    assert container_hash(after, "alpha") == container_hash(before, "alpha")
     assert planned(before, after)["alpha"] == ("update", ["context_window", "llm.models.test.context_window"])
     action = plan(after, running(before), previous=before)[0]
     assert "context_window" in action.reason and "the agent reloads its config" in action.reason
@@ -172,11 +177,11 @@ def test_a_default_heartbeat_model_change_reaches_every_agent(tmp_path: Path) ->
         + "defaults:\n  heartbeat_model: local:small\n",
         "changed.yaml",
     )
-    assert after.runtime_hash("alpha") != before.runtime_hash("alpha")
+    assert runtime_hash(after, "alpha") != runtime_hash(before, "alpha")
     found = planned(after, changed)
     assert found["alpha"][0] == found["beta"][0] == "update"
     assert "heartbeat_model" in found["alpha"][1] and "models" in found["alpha"][1]
-    assert changed.runtime_hash("beta") != after.runtime_hash("beta")
+    assert runtime_hash(changed, "beta") != runtime_hash(after, "beta")
 
 
 def test_an_embedding_change_recreates_the_agents(tmp_path: Path) -> None:
@@ -184,7 +189,7 @@ def test_an_embedding_change_recreates_the_agents(tmp_path: Path) -> None:
     after = fleet_text(
         tmp_path, TWO.replace("llm:\n", "llm:\n  embedding: {dimensions: 256}\n"), "after.yaml"
     )
-    assert after.agent_hash("alpha") != before.agent_hash("alpha")
+    assert container_hash(after, "alpha") != container_hash(before, "alpha")
     assert planned(before, after) == {
         "alpha": ("recreate", ["llm.embedding.dimensions"]),
         "beta": ("recreate", ["llm.embedding.dimensions"]),
@@ -239,9 +244,11 @@ def test_the_supervisor_leaves_units_alone_while_an_apply_runs(tmp_path: Path) -
     from orchestrator.wiring import reconciling_services
 
     backend = FakeBackend()
-    services = reconciling_services(fleet_of(tmp_path, {"a": "x"}), backend)
-    supervisor = Supervisor(services)
-    with services.manager.unless_applying() as free:  # as an apply holds it
+    core, manager = reconciling_services(fleet_of(tmp_path, {"a": "x"}), backend)
+    supervisor = Supervisor(
+        core.db, core.fleet_view, manager, core.backend, core.controls, core.health, core.events
+    )
+    with manager.unless_applying() as free:  # as an apply holds it
         assert free
         assert supervisor.check_once() == []
         assert backend.list({}) == []
@@ -257,8 +264,8 @@ def test_a_bug_while_planning_is_a_problem_and_an_event_not_an_exception(tmp_pat
         def list(self, labels: dict[str, str]) -> list[UnitInfo]:
             raise KeyError("Labels")
 
-    services = reconciling_services(fleet_of(tmp_path, {"a": "x"}), BrokenListing())
-    assert services.manager.apply() == []
-    assert services.manager.problems == ["planning failed: KeyError: 'Labels' (a bug: see the log)"]
-    (event,) = [e for e in services.events.recent(limit=10) if e.type == "fleet.applied"]
-    assert event.data["failed"] == services.manager.problems
+    core, manager = reconciling_services(fleet_of(tmp_path, {"a": "x"}), BrokenListing())
+    assert manager.apply() == []
+    assert manager.problems == ["planning failed: KeyError: 'Labels' (a bug: see the log)"]
+    (event,) = [e for e in core.events.recent(limit=10) if e.type == "fleet.applied"]
+    assert event.data["failed"] == manager.problems

@@ -31,7 +31,7 @@ from orchestrator.services import Services
 from orchestrator.state.paths import StatePaths
 from orchestrator.testing.fake_backend import FakeBackend
 from orchestrator.testing.server import serve_app
-from orchestrator.wiring import core_services
+from orchestrator.wiring import attach_subsystems, core_services, fleet_manager
 
 FLEET = """\
 version: 1
@@ -47,8 +47,9 @@ agents:
 def services(tmp_path: Path) -> Iterator[Services]:
     fleet_file = tmp_path / "fleet.yaml"
     fleet_file.write_text(textwrap.dedent(FLEET))
-    built = core_services(load_fleet(fleet_file), FakeBackend())
-    built.operator_token = built.tokens.mint_operator()
+    core = core_services(load_fleet(fleet_file), FakeBackend())
+    core.operator_token = core.tokens.mint_operator()
+    built = attach_subsystems(core, fleet_manager(core))
     prepare_operator_copy(built.fleet, "alpha", built.paths)
     yield built
     built.db.close()

@@ -10,12 +10,10 @@ from typing import Any
 
 from agent_runtime.protocol import AskRequest, AskResult, InboxItem, WorkResult
 from orchestrator.backends.process import ProcessBackend
-from orchestrator.broker.broker import Broker
-from orchestrator.broker.inbox import Inbox
 from orchestrator.config.loader import load_fleet
 from orchestrator.services import Services
 from orchestrator.state.paths import StatePaths
-from orchestrator.wiring import core_services
+from orchestrator.wiring import attach_subsystems, core_services, fleet_manager
 
 SUMMARIZE = """\
 ---
@@ -87,11 +85,9 @@ def write_fleet(root: Path, fleet_yaml: str = FLEET_YAML) -> Path:
 def build_services(fleet_file: Path) -> Services:
     fleet = load_fleet(fleet_file)
     paths = StatePaths.for_fleet_file(fleet_file)
-    services = core_services(fleet, ProcessBackend(paths.root), paths)
-    services.operator_token = services.tokens.mint_operator()
-    services.inbox = Inbox(services)
-    services.broker = Broker(services)
-    return services
+    core = core_services(fleet, ProcessBackend(paths.root), paths)
+    core.operator_token = core.tokens.mint_operator()
+    return attach_subsystems(core, fleet_manager(core))
 
 
 Responder = Callable[[InboxItem], WorkResult]

@@ -75,7 +75,9 @@ def test_cycle_is_found_without_an_explicit_parent_item(services: Services) -> N
 
 
 def test_hop_limit_stops_a_long_chain(services: Services) -> None:
-    services.broker = Broker(services, max_hops=3)
+    services.broker = Broker(
+        services.db, services.inbox, services.fleet_view, services.events, services.paths, max_hops=3
+    )
 
     # alpha -> gamma -> delta -> echo is three hops; echo -> alpha would be the fourth.
     results = asyncio.run(relay_chain(services, ["alpha", "gamma", "delta", "echo", "alpha"]))
@@ -127,7 +129,9 @@ def test_tell_with_the_same_idempotency_key_is_queued_once(services: Services) -
 
 
 def test_a_tell_may_answer_a_tell_but_a_chain_of_tells_ends(services: Services) -> None:
-    services.broker = Broker(services, max_hops=2)
+    services.broker = Broker(
+        services.db, services.inbox, services.fleet_view, services.events, services.paths, max_hops=2
+    )
 
     async def scenario() -> list[bool]:
         outcomes = []

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from agent_runtime.protocol import AskRequest, TellRequest, WorkResult
 from orchestrator.api.app import create_app
 from orchestrator.cli.broker import contracts, inbox, trace
-from orchestrator.cli.client import Endpoint, write_endpoint
 from orchestrator.services import Services
+from orchestrator.state.endpoint import Endpoint, write_endpoint
 from orchestrator.testing.server import serve_app
 
 REFERENCING_FLEET = """\

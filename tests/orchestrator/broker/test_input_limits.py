@@ -20,10 +20,10 @@ from agent_runtime.protocol import ChannelDone, ChannelTell, ItemKind, TellReque
 from agent_runtime.transport.channel import MAX_FRAME_BYTES, AgentChannel
 from agent_runtime.transport.errors import OrchestratorRefused
 from orchestrator.api.app import create_app
-from orchestrator.cli.client import Endpoint, write_endpoint
 from orchestrator.cli.main import cli
 from orchestrator.events import MAX_EVENT_DATA_BYTES, EventType
 from orchestrator.services import Services
+from orchestrator.state.endpoint import Endpoint, write_endpoint
 from orchestrator.testing.server import serve_app
 
 LIMITS = """\

@@ -24,7 +24,8 @@ import docker.errors
 import pytest
 
 from orchestrator.backends.base import LABEL_AGENT, LABEL_CONFIG_HASH, LABEL_FLEET, LABEL_MANAGED
-from orchestrator.cli.client import ApiClient, read_endpoint
+from orchestrator.cli.client import ApiClient
+from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 
 pytestmark = pytest.mark.docker

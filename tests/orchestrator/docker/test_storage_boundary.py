@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 
 from orchestrator.backends.base import LABEL_AGENT, LABEL_FLEET
-from orchestrator.cli.client import ApiClient, read_endpoint
+from orchestrator.cli.client import ApiClient
 from orchestrator.image import ImageBuildResult
+from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 
 pytestmark = pytest.mark.docker

@@ -19,7 +19,7 @@ from test_fleet_e2e import AGENTS, REPO, RunningFleet, unique, wait_for
 
 from orchestrator.backends.base import LABEL_AGENT, LABEL_FLEET
 from orchestrator.backends.swarm import LABEL_COMPONENT, agent_network_name, volume_name
-from orchestrator.cli.client import read_endpoint
+from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 
 pytestmark = pytest.mark.docker

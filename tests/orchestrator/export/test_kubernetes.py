@@ -13,7 +13,8 @@ import yaml
 from click.testing import CliRunner
 
 from orchestrator.cli.main import cli
-from orchestrator.config.loader import LoadedFleet, load_fleet
+from orchestrator.config.fleet import LoadedFleet
+from orchestrator.config.loader import load_fleet
 from orchestrator.export.kubernetes import (
     AGENT_PORT,
     LABEL_AGENT,

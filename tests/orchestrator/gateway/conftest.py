@@ -22,16 +22,22 @@ from gateway_harness import (
     fleet_yaml,
 )
 
+from orchestrator.agent_requests import AgentChannels
 from orchestrator.api.app import create_app
 from orchestrator.auth import OPERATOR, TokenStore
 from orchestrator.config.loader import load_fleet
+from orchestrator.controls import Controls
 from orchestrator.events import EventBus
+from orchestrator.fleet_view import FleetView
 from orchestrator.gateway.service import Gateway
-from orchestrator.services import Services
+from orchestrator.health import HealthBoard
+from orchestrator.operator.workspace_access import WorkspaceAccess
 from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths
+from orchestrator.testing.fake_backend import FakeBackend
 from orchestrator.testing.fake_upstream import FakeUpstream
 from orchestrator.testing.server import serve_app
+from orchestrator.wiring import Core, attach_subsystems, fleet_manager
 
 
 @pytest.fixture(scope="session")
@@ -74,19 +80,26 @@ def launch(
         database = db or Database(paths.db)
         events = EventBus(database)
         tokens = TokenStore(database)
-        services = Services(
-            fleet=fleet,
+        fleet_view = FleetView(fleet)
+        channels = AgentChannels()
+        core = Core(
+            fleet_view=fleet_view,
             paths=paths,
             db=database,
             events=events,
             tokens=tokens,
-            backend=None,  # type: ignore[arg-type]
+            backend=FakeBackend(),
+            controls=Controls(database),
+            health=HealthBoard(),
+            channels=channels,
+            workspaces=WorkspaceAccess(fleet_view, paths, events, channels),
+            operator_token=tokens.mint_operator(),
         )
-        services.operator_token = tokens.mint_operator()
         minted = {name: tokens.mint(name) for name in fleet.config.agents}
-        minted[OPERATOR] = services.operator_token
+        minted[OPERATOR] = core.operator_token
         the_clock = clock or Clock(datetime(2030, 5, 17, 12, 0, tzinfo=UTC))
-        services.gateway = Gateway(services, clock=the_clock, retry=FAST_RETRY)
+        gateway = Gateway(database, fleet_view, core.controls, events, clock=the_clock, retry=FAST_RETRY)
+        services = attach_subsystems(core, fleet_manager(core), gateway=gateway)
         url = stack.enter_context(serve_app(create_app(services)))
         orchestrator = Orchestrator(services, services.gateway, url, minted, fake, the_clock)
         started.append(orchestrator)

@@ -254,7 +254,13 @@ def test_budget_state_survives_a_restart(launch: Launch) -> None:
     orch.gateway.budgets.reserve("bob", kind="chat", model="test", provider="test", estimate=Charge(7, 0))
     rollup_query = "SELECT subject, day, usd, tokens, calls FROM gateway_spend_daily ORDER BY subject, day"
     kept_in_step = [tuple(r) for r in orch.services.db.query(rollup_query)]
-    restarted = Gateway(orch.services, clock=orch.clock)
+    restarted = Gateway(
+        orch.services.db,
+        orch.services.fleet_view,
+        orch.services.controls,
+        orch.services.events,
+        clock=orch.clock,
+    )
     rebuilt = [tuple(r) for r in orch.services.db.query(rollup_query)]
     assert [r[:2] + r[3:] for r in rebuilt] == [r[:2] + r[3:] for r in kept_in_step]
     assert [r[2] for r in rebuilt] == pytest.approx([r[2] for r in kept_in_step])

@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 from gateway_harness import Launch
 
-from orchestrator.cli.client import Endpoint, write_endpoint
 from orchestrator.cli.costs import costs
 from orchestrator.gateway.models import CostsReport, UsageSeries
+from orchestrator.state.endpoint import Endpoint, write_endpoint
 
 FLEET = """\
 budget: {monthly_usd: 5}

@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli.main import cli
-from orchestrator.config.loader import ConfigError, load_fleet
+from orchestrator.config.fleet import ConfigError
+from orchestrator.config.loader import load_fleet
 from orchestrator.config.models import LLMConfig, ModelInfo, ProviderConfig
 from orchestrator.gateway.prices import UNPRICED, library_price, price_of
 

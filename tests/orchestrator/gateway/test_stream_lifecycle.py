@@ -8,9 +8,10 @@ from pathlib import Path
 
 from gateway_harness import REPO_ROOT  # noqa: F401  (puts the repository on sys.path)
 
-from orchestrator.auth import TokenStore
 from orchestrator.config.loader import load_fleet
+from orchestrator.controls import Controls
 from orchestrator.events import EventBus
+from orchestrator.fleet_view import FleetView
 from orchestrator.gateway.models import (
     ChatCompletion,
     ChatCompletionChunk,
@@ -20,9 +21,7 @@ from orchestrator.gateway.models import (
 )
 from orchestrator.gateway.providers.base import Provider
 from orchestrator.gateway.service import Gateway
-from orchestrator.services import Services
 from orchestrator.state.db import Database
-from orchestrator.state.paths import StatePaths
 
 
 class EndlessProvider(Provider):
@@ -58,15 +57,7 @@ def test_abandoned_stream_is_settled_and_closed(tmp_path: Path) -> None:
     fleet_file = tmp_path / "fleet.yaml"
     fleet_file.write_text("version: 1\nfleet: gwlife\nagents:\n  alice: {}\n")
     db = Database(tmp_path / "state.db")
-    services = Services(
-        fleet=load_fleet(fleet_file),
-        paths=StatePaths(tmp_path / ".flotilla"),
-        db=db,
-        events=EventBus(db),
-        tokens=TokenStore(db),
-        backend=None,  # type: ignore[arg-type]
-    )
-    gateway = Gateway(services)
+    gateway = Gateway(db, FleetView(load_fleet(fleet_file)), Controls(db), EventBus(db))
     provider = EndlessProvider()
     gateway._test = provider  # type: ignore[assignment]
     request = ChatCompletionRequest.model_validate(

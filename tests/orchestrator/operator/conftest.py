@@ -19,11 +19,10 @@ from fastapi.testclient import TestClient  # noqa: E402
 from agent_runtime.workspace.versioned import scaffold  # noqa: E402
 from orchestrator.api.app import create_app  # noqa: E402
 from orchestrator.backends.process import ProcessBackend  # noqa: E402
-from orchestrator.broker.inbox import Inbox  # noqa: E402
 from orchestrator.config.loader import load_fleet  # noqa: E402
 from orchestrator.services import Services  # noqa: E402
 from orchestrator.state.paths import StatePaths  # noqa: E402
-from orchestrator.wiring import core_services  # noqa: E402
+from orchestrator.wiring import attach_subsystems, core_services, fleet_manager  # noqa: E402
 
 LOOKUP_INTERFACE = """\
 ---
@@ -61,9 +60,9 @@ def write_fleet(root: Path) -> Path:
 def build_services(fleet_file: Path) -> Services:
     fleet = load_fleet(fleet_file)
     paths = StatePaths.for_fleet_file(fleet_file)
-    services = core_services(fleet, ProcessBackend(paths.root), paths)
-    services.operator_token = services.tokens.mint_operator()
-    services.inbox = Inbox(services)
+    core = core_services(fleet, ProcessBackend(paths.root), paths)
+    core.operator_token = core.tokens.mint_operator()
+    services = attach_subsystems(core, fleet_manager(core))
     for agent in fleet.config.agents:
         scaffold(
             paths.agent_dir(agent),

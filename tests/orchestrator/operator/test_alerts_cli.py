@@ -15,8 +15,8 @@ from fastapi.testclient import TestClient
 
 from orchestrator.alerts import AlertStore
 from orchestrator.cli.alerts import alerts
-from orchestrator.cli.client import Endpoint, write_endpoint
 from orchestrator.services import Services
+from orchestrator.state.endpoint import Endpoint, write_endpoint
 from orchestrator.testing.server import serve_app
 
 

@@ -14,10 +14,10 @@ from click.testing import CliRunner, Result
 from fastapi import FastAPI
 
 from agent_runtime.workspace.versioned import CAPS, Workspace
-from orchestrator.cli.client import Endpoint, write_endpoint
 from orchestrator.cli.operator import events, workspace
 from orchestrator.events import EventType
 from orchestrator.services import Services
+from orchestrator.state.endpoint import Endpoint, write_endpoint
 from orchestrator.testing.server import serve_app
 
 REPO_ROOT = Path(__file__).resolve().parents[3]

@@ -7,9 +7,10 @@ import re
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -17,6 +18,7 @@ import pytest
 from agent_runtime.protocol import CheckIn, ItemKind, RunOutcome, RunRecord
 from orchestrator.api.app import create_app
 from orchestrator.config.loader import load_fleet
+from orchestrator.errors import Unavailable
 from orchestrator.events import EventType
 from orchestrator.gateway.ledger import Charge, Ledger
 from orchestrator.services import Services
@@ -168,9 +170,28 @@ def test_dashboard_lists_the_fleet_and_updates_live(fleet_services: Services) ->
     assert session.page_errors == []
 
 
+class Missing:
+    """A part that does not answer: every use of it is refused as unavailable (503)."""
+
+    def __init__(self, part: str) -> None:
+        self._part = part
+
+    def __getattr__(self, name: str) -> Any:
+        raise Unavailable("unavailable", f"the {self._part} is not running in this orchestrator")
+
+    async def aclose(self) -> None:
+        """Nothing to close."""
+
+
 def test_missing_data_sources_show_unavailable(services: Services) -> None:
     """Only the event bus, tokens and workspaces: no gateway, scheduler or fleet manager."""
-    with dashboard(services) as session:
+    without = replace(
+        services,
+        gateway=Missing("LLM gateway"),
+        scheduler=Missing("scheduler"),
+        manager=Missing("fleet manager"),
+    )
+    with dashboard(without) as session:
         page = session.page
         page.get_by_text("Fleet status unavailable").wait_for(timeout=WAIT_MS)
         assert page.locator("#fleet-table .agent-link").all_inner_texts() == ["alpha", "beta"]

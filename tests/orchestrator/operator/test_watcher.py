@@ -18,7 +18,9 @@ WAIT_S = 20.0
 
 @pytest.fixture
 def watcher(services: Services) -> Iterator[WorkspaceWatcher]:
-    with WorkspaceWatcher(services, debounce_s=0.1) as running:
+    with WorkspaceWatcher(
+        services.fleet_view, services.paths, services.events, services.workspaces, debounce_s=0.1
+    ) as running:
         yield running
 
 
@@ -115,7 +117,7 @@ def test_deleted_file_is_restored(services: Services, watcher: WorkspaceWatcher)
 def test_start_scan_catches_edits_made_while_nobody_watched(services: Services) -> None:
     path = services.paths.workspace("alpha") / "USER.md"
     path.write_text("edited while the orchestrator was down\n")
-    watcher = WorkspaceWatcher(services)
+    watcher = WorkspaceWatcher(services.fleet_view, services.paths, services.events, services.workspaces)
     outcomes = {(o.agent, o.file): o for o in watcher.scan()}
     assert outcomes[("alpha", "USER.md")].action == "recorded"
     assert outcomes[("alpha", "SOUL.md")].action == "unchanged"
@@ -123,7 +125,7 @@ def test_start_scan_catches_edits_made_while_nobody_watched(services: Services) 
 
 
 def test_editor_temp_files_are_ignored(services: Services) -> None:
-    watcher = WorkspaceWatcher(services)
+    watcher = WorkspaceWatcher(services.fleet_view, services.paths, services.events, services.workspaces)
     root = services.paths.workspace("alpha")
     assert watcher.key_of(root / "SOUL.md") == ("alpha", "SOUL.md")
     for ignored in (

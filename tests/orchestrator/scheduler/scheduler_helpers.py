@@ -5,18 +5,29 @@ from __future__ import annotations
 import textwrap
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from agent_runtime.protocol import InboxItem, ItemKind, RunOutcome, RunRecord, WorkResult
 from agent_runtime.workspace.versioned import scaffold
+from orchestrator.auth import TokenStore
+from orchestrator.backends.base import Backend
 from orchestrator.broker.inbox import Inbox
+from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.loader import load_fleet
-from orchestrator.scheduler.clock import ManualClock
+from orchestrator.controls import Controls
+from orchestrator.events import EventBus
+from orchestrator.fleet_view import FleetView
+from orchestrator.gateway.service import Gateway
+from orchestrator.scheduler.clock import Clock, ManualClock
 from orchestrator.scheduler.service import Scheduler
 from orchestrator.services import Services
+from orchestrator.state.db import Database
+from orchestrator.state.paths import StatePaths
 from orchestrator.testing.fake_backend import FakeBackend, fake_spec
-from orchestrator.wiring import core_services
+from orchestrator.wiring import attach_subsystems, core_services, fleet_manager
 
 # A Monday, so weekday rules and cron schedules have a known calendar.
 START = datetime(2025, 1, 6, 0, 0, tzinfo=UTC)
@@ -37,11 +48,62 @@ def write_fleet(root: Path, text: str) -> Path:
     return path
 
 
+@dataclass
+class SchedulerParts:
+    """What the scheduler tests build a scheduler from: real state, a real inbox, a fake backend."""
+
+    fleet_view: FleetView
+    paths: StatePaths
+    db: Database
+    events: EventBus
+    tokens: TokenStore
+    backend: Backend
+    controls: Controls
+    inbox: Inbox
+    operator_token: str
+    gateway: Gateway | None = None
+    scheduler: Scheduler | None = None
+
+    @property
+    def fleet(self) -> LoadedFleet:
+        return self.fleet_view.current()
+
+
 def build_services(fleet_file: Path) -> Services:
-    services = core_services(load_fleet(fleet_file), FakeBackend())
-    services.operator_token = services.tokens.mint_operator()
-    services.inbox = Inbox(services)
-    return services
+    core = core_services(load_fleet(fleet_file), FakeBackend())
+    parts = SchedulerParts(
+        fleet_view=core.fleet_view,
+        paths=core.paths,
+        db=core.db,
+        events=core.events,
+        tokens=core.tokens,
+        backend=core.backend,
+        controls=core.controls,
+        inbox=Inbox(core.db, core.events, core.controls, core.fleet_view),
+        operator_token=core.tokens.mint_operator(),
+    )
+    return parts  # type: ignore[return-value]
+
+
+def build_all_services(fleet_file: Path, clock: Clock) -> Services:
+    """Every part, as the orchestrator wires them, with the scheduler on `clock`."""
+    core = core_services(load_fleet(fleet_file), FakeBackend())
+    core.operator_token = core.tokens.mint_operator()
+    return attach_subsystems(core, fleet_manager(core), clock=clock)
+
+
+def scheduler_of(services: Services, cls: type[Scheduler] = Scheduler, **options: Any) -> Scheduler:
+    """A scheduler over the test's state (`options`: clock, max_sleep_s, budget)."""
+    return cls(
+        services.db,
+        services.paths,
+        services.fleet_view,
+        services.inbox,
+        services.controls,
+        services.events,
+        services.backend,
+        **options,
+    )
 
 
 def scaffold_agent(services: Services, agent: str, heartbeat_md: str | None = None) -> None:

@@ -11,15 +11,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
-from scheduler_helpers import START, fleet_yaml, scaffold_agent
+from scheduler_helpers import START, build_all_services, fleet_yaml, scaffold_agent, write_fleet
 
 from agent_runtime.protocol import RunRecord
 from orchestrator.api.app import create_app
-from orchestrator.cli.client import Endpoint, write_endpoint
 from orchestrator.cli.scheduler import heartbeat, runs
 from orchestrator.scheduler.clock import ManualClock
-from orchestrator.scheduler.service import Scheduler
 from orchestrator.services import Services
+from orchestrator.state.endpoint import Endpoint, write_endpoint
 from orchestrator.testing.server import serve_app
 
 MakeServices = Callable[[str], Services]
@@ -27,11 +26,12 @@ RULES = "## Rules\n- every 2h: check the build status\n- daily 9am: broken\n"
 
 
 @pytest.fixture
-def services(make_services: MakeServices, clock: ManualClock) -> Services:
-    services = make_services(fleet_yaml("heartbeat: {every: 15m}", "heartbeat_model: test"))
+def services(fleet_root: Path, clock: ManualClock) -> Iterator[Services]:
+    fleet_file = write_fleet(fleet_root, fleet_yaml("heartbeat: {every: 15m}", "heartbeat_model: test"))
+    services = build_all_services(fleet_file, clock)
     scaffold_agent(services, "worker", RULES)
-    services.scheduler = Scheduler(services, clock=clock)
-    return services
+    yield services
+    services.db.close()
 
 
 @pytest.fixture

@@ -15,12 +15,12 @@ from scheduler_helpers import (
     fleet_yaml,
     heartbeat_items,
     scaffold_agent,
+    scheduler_of,
     ticks,
 )
 
 from orchestrator.gateway.models import ChatCompletionRequest, ChatMessage
 from orchestrator.gateway.service import Gateway
-from orchestrator.scheduler.service import Scheduler
 from orchestrator.services import Services
 
 MakeServices = Callable[[str], Services]
@@ -30,9 +30,11 @@ def test_real_gateway_budget_stops_ticks_and_the_next_day_resets_it(make_service
     services = make_services(fleet_yaml("heartbeat: {every: 15m}", "budget: {daily_tokens: 15}"))
     scaffold_agent(services, "worker", "## Rules\n- every 2h: check the build status\n")
     clock = DrivingClock()
-    gateway = Gateway(services, clock=clock.now)
+    gateway = Gateway(services.db, services.fleet_view, services.controls, services.events, clock=clock.now)
     services.gateway = gateway
-    scheduler = Scheduler(services, clock=clock, max_sleep_s=3600)  # no fake: the real gateway decides
+    scheduler = scheduler_of(
+        services, clock=clock, max_sleep_s=3600, budget=gateway
+    )  # no fake: the real gateway decides
     services.scheduler = scheduler
     agent = SimulatedAgent(services, scheduler, "worker")
     calls: list[int] = []

@@ -17,6 +17,7 @@ from scheduler_helpers import (
     fleet_yaml,
     heartbeat_items,
     scaffold_agent,
+    scheduler_of,
     ticks,
 )
 
@@ -35,7 +36,7 @@ def run(scheduler: Scheduler, until_hours: float) -> None:
 
 
 def with_agent(services: Services, clock: DrivingClock, **kwargs: object) -> tuple[Scheduler, SimulatedAgent]:
-    scheduler = Scheduler(services, clock=clock, max_sleep_s=3600, **kwargs)  # type: ignore[arg-type]
+    scheduler = scheduler_of(services, clock=clock, max_sleep_s=3600, **kwargs)  # type: ignore[arg-type]
     services.scheduler = scheduler
     agent = SimulatedAgent(services, scheduler, "worker")
     clock.before_sleep.append(agent.work)
@@ -202,7 +203,7 @@ def test_restart_keeps_the_schedule(make_services: MakeServices) -> None:
     clock = DrivingClock()
     first, _ = with_agent(services, clock)
     run(first, 0.5)  # ticked at 00:00, next slot 01:00
-    second = Scheduler(services, clock=clock)
+    second = scheduler_of(services, clock=clock)
     assert second.run_due(START + timedelta(minutes=45)) == []
     assert [r.outcome for r in second.run_due(START + timedelta(hours=1))] == ["idle"]
 

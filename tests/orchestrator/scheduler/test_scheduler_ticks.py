@@ -14,6 +14,7 @@ from scheduler_helpers import (
     fleet_yaml,
     heartbeat_items,
     scaffold_agent,
+    scheduler_of,
     start_unit,
     ticks,
 )
@@ -36,7 +37,7 @@ def at(minutes: float) -> datetime:
 def test_no_overlap_a_tick_while_busy_is_skipped(make_services: MakeServices, clock: ManualClock) -> None:
     services = make_services(fleet_yaml("heartbeat: {every: 15m}"))
     scaffold_agent(services, "worker", "## Rules\n- every 15m: poll the queue\n")
-    scheduler = Scheduler(services, clock=clock)
+    scheduler = scheduler_of(services, clock=clock)
 
     first = scheduler.run_due(at(0))
     assert [r.outcome for r in first] == ["run"]
@@ -60,7 +61,7 @@ def test_cron_heartbeat_with_time_zone_ticks_on_weekdays_at_local_time(make_serv
     services = make_services(fleet_yaml('heartbeat: {cron: "0 9 * * 1-5", tz: Europe/Paris}'))
     scaffold_agent(services, "worker")
     clock = DrivingClock()
-    scheduler = Scheduler(services, clock=clock, max_sleep_s=86400)
+    scheduler = scheduler_of(services, clock=clock, max_sleep_s=86400)
     asyncio.run(scheduler.run(until=START + timedelta(days=7)))
 
     views = list(reversed(scheduler.runs.recent("worker", 100, "tick")))
@@ -73,7 +74,7 @@ def test_cron_heartbeat_with_time_zone_ticks_on_weekdays_at_local_time(make_serv
 def test_failed_work_is_offered_for_retry_once(make_services: MakeServices, clock: ManualClock) -> None:
     services = make_services(fleet_yaml("heartbeat: {every: 15m}"))
     scaffold_agent(services, "worker")
-    scheduler = Scheduler(services, clock=clock)
+    scheduler = scheduler_of(services, clock=clock)
     agent = SimulatedAgent(services, scheduler, "worker")
     assert scheduler.run_due(at(0))[0].outcome == "idle"
 
@@ -99,7 +100,7 @@ def test_failures_from_before_the_first_tick_are_not_retried(
     scaffold_agent(services, "worker")
     item = services.inbox.put("worker", ItemKind.OPERATOR_MESSAGE, "operator", "old")
     services.inbox.fail(item.id, "cancelled")
-    scheduler = Scheduler(services, clock=clock)
+    scheduler = scheduler_of(services, clock=clock)
     assert [r.outcome for r in scheduler.run_due(at(0))] == ["idle"]
     assert [r.outcome for r in scheduler.run_due(at(15))] == ["idle"]
 
@@ -109,7 +110,7 @@ def test_queued_messages_wake_the_agent_without_an_extra_model_turn(
 ) -> None:
     services = make_services(fleet_yaml("heartbeat: {every: 15m}"))
     scaffold_agent(services, "worker")
-    scheduler = Scheduler(services, clock=clock)
+    scheduler = scheduler_of(services, clock=clock)
     services.inbox.put("worker", ItemKind.OPERATOR_MESSAGE, "operator", "hello")
 
     result = scheduler.run_due(at(0))[0]
@@ -124,7 +125,7 @@ def test_bad_rules_are_reported_once_and_in_the_status(
 ) -> None:
     services = make_services(fleet_yaml("heartbeat: {every: 15m}"))
     scaffold_agent(services, "worker", "## Rules\n- every 2h: ok\n- daily 9am: broken\n")
-    scheduler = Scheduler(services, clock=clock)
+    scheduler = scheduler_of(services, clock=clock)
     for minutes in (0, 15, 30):
         scheduler.run_due(at(minutes))
     reported = [e for e in services.events.recent(100) if e.type == "heartbeat.rules_invalid"]
@@ -145,7 +146,7 @@ def test_rules_come_from_fleet_yaml_until_heartbeat_md_exists(
     make_services: MakeServices, clock: ManualClock
 ) -> None:
     services = make_services(fleet_yaml('heartbeat: {every: 15m, rules: ["every 1h: tidy up"]}'))
-    scheduler = Scheduler(services, clock=clock)
+    scheduler = scheduler_of(services, clock=clock)
     result = scheduler.run_due(at(0))[0]
     assert [r.detail for r in result.reasons] == ["every 1h: tidy up"]
     assert scheduler.status("worker").rules_source == "fleet.yaml"
@@ -161,7 +162,7 @@ def test_manual_tick_runs_now_and_leaves_the_schedule(
 ) -> None:
     services = make_services(fleet_yaml("heartbeat: {every: 1h}"))
     scaffold_agent(services, "worker")
-    scheduler = Scheduler(services, clock=clock)
+    scheduler = scheduler_of(services, clock=clock)
     scheduler.run_due(at(0))
     clock.set(at(20))
     manual = scheduler.tick_now("worker")
@@ -181,7 +182,7 @@ def test_idle_agent_hibernates_and_a_message_wakes_it(make_services: MakeService
     backend = services.backend
     assert isinstance(backend, FakeBackend)
     clock = DrivingClock()
-    scheduler = Scheduler(services, clock=clock, max_sleep_s=3600)
+    scheduler = scheduler_of(services, clock=clock, max_sleep_s=3600)
     services.scheduler = scheduler
 
     asyncio.run(scheduler.run(until=START + timedelta(hours=1)))
@@ -193,7 +194,7 @@ def test_idle_agent_hibernates_and_a_message_wakes_it(make_services: MakeService
     # Idle ticks go on while it sleeps: they need no container.
     assert {o for o, _ in ticks(scheduler, "worker")} == {"idle"}
     # The state survives an orchestrator restart.
-    assert Scheduler(services, clock=clock).is_hibernated("worker")
+    assert scheduler_of(services, clock=clock).is_hibernated("worker")
 
     services.inbox.put("worker", ItemKind.OPERATOR_MESSAGE, "operator", "wake up")
     assert not scheduler.is_hibernated("worker")
@@ -208,7 +209,7 @@ def test_a_due_heartbeat_wakes_a_hibernated_agent(make_services: MakeServices, c
     unit_id = start_unit(services, "worker")
     backend = services.backend
     assert isinstance(backend, FakeBackend)
-    scheduler = Scheduler(services, clock=clock)
+    scheduler = scheduler_of(services, clock=clock)
     services.scheduler = scheduler
     for minutes in (0, 15, 30):
         scheduler.run_due(at(minutes))
@@ -229,7 +230,7 @@ def test_busy_agent_is_not_hibernated_and_failed_stop_keeps_it_awake(
     unit_id = start_unit(services, "worker")
     backend = services.backend
     assert isinstance(backend, FakeBackend)
-    scheduler = Scheduler(services, clock=clock)
+    scheduler = scheduler_of(services, clock=clock)
     scheduler.run_due(at(0))
     item = services.inbox.put("worker", ItemKind.OPERATOR_MESSAGE, "operator", "long job")
     assert asyncio.run(services.inbox.next("worker", 0)) is not None
@@ -272,7 +273,7 @@ async def _wait_for(condition: Callable[[], bool]) -> None:
 def test_activity_of_a_hibernating_agent_replans_the_loop(make_services: MakeServices) -> None:
     services = make_services(fleet_yaml("heartbeat: {every: 1h}", "hibernate_after: 30m"))
     scaffold_agent(services, "worker")
-    scheduler = CountingScheduler(services, clock=StalledClock(START))
+    scheduler = scheduler_of(services, CountingScheduler, clock=StalledClock(START))
     agent = SimulatedAgent(services, scheduler, "worker")
 
     async def scenario() -> None:

@@ -1,0 +1,25 @@
+"""The fleet in force: the one owner of the loaded fleet that the running parts read.
+
+An apply replaces it once its plan is made; a dry run only reads it. Parts read `current()` each
+time they need the fleet, so that they see an applied change at once.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from orchestrator.config.fleet import LoadedFleet
+
+
+class FleetView:
+    def __init__(self, fleet: LoadedFleet) -> None:
+        self._fleet = fleet
+        self._lock = threading.Lock()
+
+    def current(self) -> LoadedFleet:
+        return self._fleet
+
+    def replace(self, fleet: LoadedFleet) -> None:
+        """Put `fleet` in force (an apply of a changed fleet file)."""
+        with self._lock:
+            self._fleet = fleet
