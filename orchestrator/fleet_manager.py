@@ -16,7 +16,6 @@ from orchestrator.backends.base import AgentSpec, BackendError, UnitInfo
 from orchestrator.config.loader import LoadedFleet
 from orchestrator.events import EventType
 from orchestrator.image_name import DEFAULT_IMAGE
-from orchestrator.operator.workspace_access import open_workspace, push_files, write_file
 from orchestrator.scaffold import (
     has_previous_layout,
     import_previous_layout,
@@ -27,6 +26,7 @@ from orchestrator.scaffold import (
 )
 from orchestrator.scheduler.store import SchedulerStore
 from orchestrator.seeding import SeedChange, plan_seeds, record_seed
+from orchestrator.workspaces.access import open_workspace, push_files, write_file
 
 if TYPE_CHECKING:
     from orchestrator.services import Services

@@ -22,9 +22,9 @@ from orchestrator.api.app import create_app
 from orchestrator.cli.client import Endpoint, write_endpoint
 from orchestrator.listeners import Listeners
 from orchestrator.operator.events_routes import close_streams
-from orchestrator.operator.watcher import WorkspaceWatcher
 from orchestrator.reconcile import ApplyResult
 from orchestrator.services import Services
+from orchestrator.workspaces.watcher import WorkspaceWatcher
 
 log = logging.getLogger(__name__)
 

@@ -50,8 +50,8 @@ from orchestrator.api.deps import bearer_token
 from orchestrator.api.errors import ApiError
 from orchestrator.api.limits import check_payload
 from orchestrator.broker.router import check_ask_timeout
-from orchestrator.operator import workspace_access
 from orchestrator.services import Services
+from orchestrator.workspaces import access as workspace_access
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix=AGENT_API_PREFIX, tags=["agent"])

@@ -34,9 +34,9 @@ from agent_runtime.workspace import (
     atomic_write_bytes,
 )
 from orchestrator.events import EventType
-from orchestrator.operator.retention import prune_file_history
-from orchestrator.operator.workspace_access import AgentWorkspace, push_files
 from orchestrator.services import Services
+from orchestrator.workspaces.access import AgentWorkspace, push_files
+from orchestrator.workspaces.retention import prune_file_history
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Prometheus metrics, computed at scrape time from the orchestrator's SQLite state.
 
 The tables belong to other subsystems (the gateway's usage ledger, the scheduler's runs, the
-inboxes, the event log); `metrics_sources` reads them defensively and incrementally. Check-in
+inboxes, the event log); `sources` reads them defensively and incrementally. Check-in
 figures (memory, whether an agent is checking in) come from the health board.
 """
 
@@ -15,7 +15,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from orchestrator.events import EventType
-from orchestrator.operator.metrics_sources import (
+from orchestrator.metrics.sources import (
     EventReader,
     LedgerReader,
     RunKey,

@@ -39,7 +39,8 @@ from agent_runtime.workspace import (
 from orchestrator.api.agent_ask import ask_agent
 from orchestrator.api.errors import ApiError
 from orchestrator.events import EventType
-from orchestrator.operator.models import (
+from orchestrator.services import Services
+from orchestrator.workspaces.models import (
     FileKind,
     WorkspaceDiff,
     WorkspaceFileContent,
@@ -48,8 +49,7 @@ from orchestrator.operator.models import (
     WorkspaceListing,
     WorkspaceVersionRow,
 )
-from orchestrator.operator.retention import prune_file_history
-from orchestrator.services import Services
+from orchestrator.workspaces.retention import prune_file_history
 
 # Folders the runtime fills itself; the operator reads them here (learnings, daily memory logs).
 EXTRA_FOLDERS: dict[str, FileKind] = {"learnings": "learning", "memory": "memory"}
