@@ -19,9 +19,9 @@ import uvicorn
 
 from orchestrator.alerts import AlertDispatcher, AlertStore
 from orchestrator.api.app import create_app
+from orchestrator.api.operator.events import close_streams
 from orchestrator.cli.client import Endpoint, write_endpoint
 from orchestrator.listeners import Listeners
-from orchestrator.operator.events_routes import close_streams
 from orchestrator.reconcile import ApplyResult
 from orchestrator.services import Services
 from orchestrator.workspaces.watcher import WorkspaceWatcher

@@ -8,14 +8,13 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from orchestrator.api import agent_routes, alerts_routes, channel, control_routes, operator_routes
+from orchestrator.api import agent_routes, channel, operator_routes
 from orchestrator.api.errors import install_error_handlers
 from orchestrator.api.limits import BodyLimit
+from orchestrator.api.operator import alerts, controls, dashboard, events, memory, metrics, workspace
 from orchestrator.api.surfaces import AgentSurface
 from orchestrator.broker import router as broker_router
 from orchestrator.gateway import router as gateway_router
-from orchestrator.memory_api import router as memory_router
-from orchestrator.operator import router as surface_router
 from orchestrator.scheduler import router as scheduler_router
 from orchestrator.services import Services
 
@@ -23,13 +22,16 @@ ROUTERS = [
     agent_routes.router,
     channel.router,
     operator_routes.router,
-    alerts_routes.router,
-    control_routes.router,
+    alerts.router,
+    controls.router,
     gateway_router.router,
     broker_router.router,
-    memory_router.router,
+    memory.router,
     scheduler_router.router,
-    surface_router.router,
+    workspace.router,
+    events.router,
+    metrics.router,
+    dashboard.router,
 ]
 
 
