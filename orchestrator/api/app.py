@@ -8,10 +8,21 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from orchestrator.api import agent_routes, channel, operator_routes
+from orchestrator.api import agent_routes, channel
 from orchestrator.api.errors import install_error_handlers
 from orchestrator.api.limits import BodyLimit
-from orchestrator.api.operator import alerts, controls, dashboard, events, memory, metrics, workspace
+from orchestrator.api.operator import (
+    alerts,
+    apply,
+    controls,
+    dashboard,
+    events,
+    fleet,
+    memory,
+    messages,
+    metrics,
+    workspace,
+)
 from orchestrator.api.surfaces import AgentSurface
 from orchestrator.broker import router as broker_router
 from orchestrator.gateway import router as gateway_router
@@ -21,7 +32,9 @@ from orchestrator.services import Services
 ROUTERS = [
     agent_routes.router,
     channel.router,
-    operator_routes.router,
+    fleet.router,
+    messages.router,
+    apply.router,
     alerts.router,
     controls.router,
     gateway_router.router,
