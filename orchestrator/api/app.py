@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from orchestrator.api import agent_routes, channel
+from orchestrator.api.agent import channel, peers, routes
 from orchestrator.api.errors import install_error_handlers
 from orchestrator.api.limits import BodyLimit
 from orchestrator.api.operator import (
@@ -18,19 +18,19 @@ from orchestrator.api.operator import (
     dashboard,
     events,
     fleet,
+    inbox,
     memory,
     messages,
     metrics,
     workspace,
 )
 from orchestrator.api.surfaces import AgentSurface
-from orchestrator.broker import router as broker_router
 from orchestrator.gateway import router as gateway_router
 from orchestrator.scheduler import router as scheduler_router
 from orchestrator.services import Services
 
 ROUTERS = [
-    agent_routes.router,
+    routes.router,
     channel.router,
     fleet.router,
     messages.router,
@@ -38,7 +38,8 @@ ROUTERS = [
     alerts.router,
     controls.router,
     gateway_router.router,
-    broker_router.router,
+    peers.router,
+    inbox.router,
     memory.router,
     scheduler_router.router,
     workspace.router,

@@ -39,7 +39,8 @@ from agent_runtime.protocol import (
     ChannelWorkspaceWrite,
     ErrorBody,
 )
-from orchestrator.api.agent_routes import (
+from orchestrator.api.agent.peers import check_ask_timeout
+from orchestrator.api.agent.routes import (
     MAX_WAIT_S,
     acknowledge,
     own_item,
@@ -49,7 +50,6 @@ from orchestrator.api.agent_routes import (
 from orchestrator.api.deps import bearer_token
 from orchestrator.api.errors import ApiError
 from orchestrator.api.limits import check_payload
-from orchestrator.broker.router import check_ask_timeout
 from orchestrator.services import Services
 from orchestrator.workspaces import access as workspace_access
 
