@@ -8,40 +8,43 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from orchestrator.api.agent import channel, peers, routes
+from orchestrator.api import gateway
+from orchestrator.api.agent import channel, peers
+from orchestrator.api.agent import routes as agent_routes
 from orchestrator.api.errors import install_error_handlers
 from orchestrator.api.limits import BodyLimit
 from orchestrator.api.operator import (
     alerts,
     apply,
     controls,
+    costs,
     dashboard,
     events,
     fleet,
-    inbox,
     memory,
     messages,
     metrics,
+    scheduler,
     workspace,
 )
+from orchestrator.api.operator import inbox as inbox_routes
 from orchestrator.api.surfaces import AgentSurface
-from orchestrator.gateway import router as gateway_router
-from orchestrator.scheduler import router as scheduler_router
 from orchestrator.services import Services
 
 ROUTERS = [
-    routes.router,
+    agent_routes.router,
     channel.router,
     fleet.router,
     messages.router,
     apply.router,
     alerts.router,
     controls.router,
-    gateway_router.router,
+    gateway.router,
+    costs.router,
     peers.router,
-    inbox.router,
+    inbox_routes.router,
     memory.router,
-    scheduler_router.router,
+    scheduler.router,
     workspace.router,
     events.router,
     metrics.router,

@@ -1,4 +1,5 @@
-"""Routes an agent calls about itself: its config, check-ins, its inbox and the events it reports."""
+"""Routes an agent calls about itself: its config, check-ins, its inbox, the events it reports and
+the records of its runs."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from agent_runtime.protocol import (
     CheckInReply,
     InboxItem,
     ReplyChunk,
+    RunRecord,
     WorkResult,
 )
+from orchestrator.api.components import scheduler_of
 from orchestrator.api.deps import AgentDep, ServicesDep
 from orchestrator.api.errors import ApiError
 from orchestrator.api.limits import check_event, check_result
@@ -168,3 +171,14 @@ async def report_event(body: AgentEvent, agent: AgentDep, services: ServicesDep)
         raise ApiError(422, "invalid_event", f"agents may not report {body.type!r}; allowed: {allowed}")
     check_event(services, body.data)
     services.events.publish(body.type, agent=agent.name, **body.data)
+
+
+@router.post("/runs", status_code=204)
+def post_run(record: RunRecord, agent: AgentDep, services: ServicesDep) -> Response:
+    """Store the record of one agent turn. Posting the same record id again is harmless."""
+    if record.agent != agent.name:
+        raise ApiError(
+            403, "forbidden", f"agent {agent.name!r} cannot post a run record for agent {record.agent!r}"
+        )
+    scheduler_of(services).record_turn(record)
+    return Response(status_code=204)
