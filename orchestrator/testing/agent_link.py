@@ -17,7 +17,7 @@ from agent_runtime.channel import AgentChannel
 from agent_runtime.protocol import AgentRequest
 from agent_runtime.serving import AgentService
 from agent_runtime.settings import Settings
-from orchestrator.api.agent.routes import runtime_config
+from orchestrator.agent_session import runtime_config
 from orchestrator.services import Services
 
 

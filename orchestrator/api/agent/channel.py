@@ -39,14 +39,9 @@ from agent_runtime.protocol import (
     ChannelWorkspaceWrite,
     ErrorBody,
 )
+from orchestrator import agent_session as session
 from orchestrator.api.agent.peers import check_ask_timeout
-from orchestrator.api.agent.routes import (
-    MAX_WAIT_S,
-    acknowledge,
-    own_item,
-    record_checkin,
-    serve_config,
-)
+from orchestrator.api.agent.routes import acknowledge, agent_refusals
 from orchestrator.api.deps import bearer_token
 from orchestrator.api.errors import ApiError
 from orchestrator.api.limits import check_payload
@@ -158,16 +153,17 @@ class ChannelSession:
 
     async def _respond(self, frame: Answered) -> None:
         try:
-            status, body = await self._perform(frame)
+            with agent_refusals():
+                status, body = await self._perform(frame)
         except ApiError as refused:
             status, body = refused.status, refused.body
         await self._reply(frame.id, status, body)
 
     async def _perform(self, frame: Answered) -> tuple[int, BaseModel | None]:
         if isinstance(frame, ChannelCheckIn):
-            return 200, record_checkin(self.services, self.agent, frame.checkin)
+            return 200, session.record_checkin(self.services, self.agent, frame.checkin)
         if isinstance(frame, ChannelConfig):
-            return 200, serve_config(self.services, self.agent, reload=frame.reload)
+            return 200, session.serve_config(self.services, self.agent, reload=frame.reload)
         if isinstance(frame, ChannelAsk):
             check_ask_timeout(frame.request)
             check_payload(self.services, frame.request)
@@ -180,8 +176,7 @@ class ChannelSession:
         if isinstance(frame, ChannelDone):
             acknowledge(self.services, self.agent, frame.item_id, frame.result)
         else:
-            own_item(self.services, self.agent, frame.item_id)
-            self.services.inbox.add_progress(frame.item_id, frame.delta)
+            session.add_progress(self.services, self.agent, frame.item_id, frame.delta)
         return 204, None
 
     def _write_workspace(self, frame: ChannelWorkspaceWrite) -> BaseModel:
@@ -195,7 +190,7 @@ class ChannelSession:
 
     async def _next(self, frame: ChannelNext) -> None:
         """The long-poll: an item claimed but not delivered goes back in the queue."""
-        item = await self.services.inbox.next(self.agent, min(frame.wait_s, MAX_WAIT_S))
+        item = await self.services.inbox.next(self.agent, min(frame.wait_s, session.MAX_WAIT_S))
         if item is None:
             await self._reply(frame.id, 204, None)
             return
