@@ -139,3 +139,23 @@ def _offer(queue: asyncio.Queue[Event], event: Event) -> None:
         # A slow subscriber loses its oldest event rather than stalling publishers.
         queue.get_nowait()
     queue.put_nowait(event)
+
+
+def stored_events(db: Database, after: int, agent: str | None, limit: int) -> list[Event]:
+    """Stored events with seq > after, oldest first (EventBus.recent returns the newest ones)."""
+    sql = "SELECT seq, type, agent, at, data FROM events WHERE seq > ?"
+    params: list[Any] = [after]
+    if agent:
+        sql += " AND agent = ?"
+        params.append(agent)
+    rows = db.query(sql + " ORDER BY seq ASC LIMIT ?", [*params, limit])
+    return [
+        Event(seq=r["seq"], type=r["type"], agent=r["agent"], at=r["at"], data=json.loads(r["data"]))
+        for r in rows
+    ]
+
+
+def latest_seq(db: Database) -> int:
+    """The sequence number of the newest stored event (0 when there is none)."""
+    row = db.query_one("SELECT COALESCE(MAX(seq), 0) AS seq FROM events")
+    return int(row["seq"]) if row else 0

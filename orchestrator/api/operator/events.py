@@ -9,15 +9,14 @@ whose sequence number is past the last one replayed.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, FastAPI, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
 from orchestrator.api.deps import OperatorDep, ServicesDep
-from orchestrator.events import Event, EventBus
+from orchestrator.events import Event, EventBus, latest_seq, stored_events
 from orchestrator.state.db import Database
 
 router = APIRouter(prefix="/api/v1/events", tags=["events"])
@@ -34,20 +33,6 @@ CLOSING_FLAG = "flotilla_streams_closing"
 def close_streams(app: FastAPI) -> None:
     """End every open event stream of `app` within DISCONNECT_POLL_S (call before stopping uvicorn)."""
     setattr(app.state, CLOSING_FLAG, True)
-
-
-def stored_events(db: Database, after: int, agent: str | None, limit: int) -> list[Event]:
-    """Stored events with seq > after, oldest first (EventBus.recent returns the newest ones)."""
-    sql = "SELECT seq, type, agent, at, data FROM events WHERE seq > ?"
-    params: list[Any] = [after]
-    if agent:
-        sql += " AND agent = ?"
-        params.append(agent)
-    rows = db.query(sql + " ORDER BY seq ASC LIMIT ?", [*params, limit])
-    return [
-        Event(seq=r["seq"], type=r["type"], agent=r["agent"], at=r["at"], data=json.loads(r["data"]))
-        for r in rows
-    ]
 
 
 def format_sse(event: Event) -> str:
@@ -137,15 +122,10 @@ async def stream_events(
     marks = [after] if after is not None else []
     if last_event_id and last_event_id.isdigit():
         marks.append(int(last_event_id))
-    start = max(marks) if marks else _latest_seq(services.db)
+    start = max(marks) if marks else latest_seq(services.db)
     stream = EventStream(services.events, services.db, agent, start, heartbeat)
     return StreamingResponse(
         stream.messages(request),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
-
-
-def _latest_seq(db: Database) -> int:
-    row = db.query_one("SELECT COALESCE(MAX(seq), 0) AS seq FROM events")
-    return int(row["seq"]) if row else 0
