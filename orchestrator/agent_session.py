@@ -8,9 +8,11 @@ claims lost on the way to it (see docs/architecture.md, at-least-once delivery).
 from __future__ import annotations
 
 from agent_runtime.protocol import AgentRuntimeConfig, CheckIn, CheckInReply, WorkResult
+from orchestrator.broker.inbox import Inbox
+from orchestrator.config.loader import LoadedFleet
 from orchestrator.config.windows import window_for
 from orchestrator.gateway.embedding import embedding_dimensions
-from orchestrator.services import Services
+from orchestrator.health import HealthBoard
 
 # The longest an inbox long-poll waits, whatever the agent asks.
 MAX_WAIT_S = 30.0
@@ -26,8 +28,7 @@ class ItemNotHeld(Exception):
     """The agent holds no inbox item by that id."""
 
 
-def runtime_config(services: Services, agent: str) -> AgentRuntimeConfig:
-    fleet = services.fleet
+def runtime_config(fleet: LoadedFleet, agent: str) -> AgentRuntimeConfig:
     config = fleet.config
     model = config.model_of(agent)
     return AgentRuntimeConfig(
@@ -45,51 +46,55 @@ def runtime_config(services: Services, agent: str) -> AgentRuntimeConfig:
     )
 
 
-def _known(services: Services, agent: str) -> None:
-    if agent not in services.fleet.config.agents:
+def _known(fleet: LoadedFleet, agent: str) -> None:
+    if agent not in fleet.config.agents:
         raise AgentRemoved(f"agent {agent!r} is no longer part of the fleet")
 
 
-def serve_config(services: Services, agent: str, reload: bool = False) -> AgentRuntimeConfig:
+def serve_config(
+    fleet: LoadedFleet, health: HealthBoard, inbox: Inbox, agent: str, reload: bool = False
+) -> AgentRuntimeConfig:
     """Asked once by each new agent process: what it claimed before it started is handed out again.
 
     A running process that reloads its config (`reload`) is the same incarnation: its check-ins
     and claims stand.
     """
-    _known(services, agent)
+    _known(fleet, agent)
     if not reload:
-        services.health.mark_started(agent)
-        services.inbox.requeue_claimed(agent)
-    return runtime_config(services, agent)
+        health.mark_started(agent)
+        inbox.requeue_claimed(agent)
+    return runtime_config(fleet, agent)
 
 
-def record_checkin(services: Services, agent: str, body: CheckIn) -> CheckInReply:
-    _known(services, agent)
-    services.health.record(agent, body)
+def record_checkin(
+    fleet: LoadedFleet, health: HealthBoard, inbox: Inbox, agent: str, body: CheckIn
+) -> CheckInReply:
+    _known(fleet, agent)
+    health.record(agent, body)
     if body.state == "idle" and body.current_item is None:
-        services.inbox.requeue_stale_claims(agent, STALE_CLAIM_S)
-    return CheckInReply(config_hash=services.fleet.runtime_hash(agent))
+        inbox.requeue_stale_claims(agent, STALE_CLAIM_S)
+    return CheckInReply(config_hash=fleet.runtime_hash(agent))
 
 
-def own_item(services: Services, agent: str, item_id: str) -> None:
-    if services.inbox.owner(item_id) != agent:
+def own_item(inbox: Inbox, agent: str, item_id: str) -> None:
+    if inbox.owner(item_id) != agent:
         raise ItemNotHeld(f"no inbox item {item_id}")
 
 
-def add_progress(services: Services, agent: str, item_id: str, delta: str) -> None:
+def add_progress(inbox: Inbox, agent: str, item_id: str, delta: str) -> None:
     """A part of the reply to an item the agent holds, streamed to whoever waits on it."""
-    own_item(services, agent, item_id)
-    services.inbox.add_progress(item_id, delta)
+    own_item(inbox, agent, item_id)
+    inbox.add_progress(item_id, delta)
 
 
-def complete(services: Services, agent: str, item_id: str, result: WorkResult) -> None:
+def complete(inbox: Inbox, agent: str, item_id: str, result: WorkResult) -> None:
     """Record the result of an item this agent holds (the ownership check is in the same update)."""
-    if not services.inbox.complete(agent, item_id, result):
+    if not inbox.complete(agent, item_id, result):
         raise ItemNotHeld(f"no inbox item {item_id}")
 
 
-def fail_refused_result(services: Services, agent: str, item_id: str, reason: str) -> None:
+def fail_refused_result(inbox: Inbox, agent: str, item_id: str, reason: str) -> None:
     """A result that cannot be stored (over a limit): the item it answers fails with the reason,
     so nothing waits on it or hands it out again."""
-    own_item(services, agent, item_id)
-    services.inbox.fail(item_id, reason)
+    own_item(inbox, agent, item_id)
+    inbox.fail(item_id, reason)

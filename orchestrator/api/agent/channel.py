@@ -160,10 +160,15 @@ class ChannelSession:
         await self._reply(frame.id, status, body)
 
     async def _perform(self, frame: Answered) -> tuple[int, BaseModel | None]:
+        services = self.services
         if isinstance(frame, ChannelCheckIn):
-            return 200, session.record_checkin(self.services, self.agent, frame.checkin)
+            return 200, session.record_checkin(
+                services.fleet, services.health, services.inbox, self.agent, frame.checkin
+            )
         if isinstance(frame, ChannelConfig):
-            return 200, session.serve_config(self.services, self.agent, reload=frame.reload)
+            return 200, session.serve_config(
+                services.fleet, services.health, services.inbox, self.agent, frame.reload
+            )
         if isinstance(frame, ChannelAsk):
             check_ask_timeout(frame.request)
             check_payload(self.services, frame.request)
@@ -176,7 +181,7 @@ class ChannelSession:
         if isinstance(frame, ChannelDone):
             acknowledge(self.services, self.agent, frame.item_id, frame.result)
         else:
-            session.add_progress(self.services, self.agent, frame.item_id, frame.delta)
+            session.add_progress(self.services.inbox, self.agent, frame.item_id, frame.delta)
         return 204, None
 
     def _write_workspace(self, frame: ChannelWorkspaceWrite) -> BaseModel:

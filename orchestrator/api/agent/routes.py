@@ -67,9 +67,9 @@ def acknowledge(services: Services, agent: str, item_id: str, result: WorkResult
         try:
             check_result(services, result)
         except ApiError as refused:
-            session.fail_refused_result(services, agent, item_id, refused.body.message)
+            session.fail_refused_result(services.inbox, agent, item_id, refused.body.message)
             raise
-        session.complete(services, agent, item_id, result)
+        session.complete(services.inbox, agent, item_id, result)
 
 
 @router.get("/config")
@@ -77,13 +77,13 @@ async def get_config(
     agent: AgentDep, services: ServicesDep, reload: Annotated[bool, Query()] = False
 ) -> AgentRuntimeConfig:
     with agent_refusals():
-        return session.serve_config(services, agent.name, reload)
+        return session.serve_config(services.fleet, services.health, services.inbox, agent.name, reload)
 
 
 @router.post("/checkin")
 async def checkin(body: CheckIn, agent: AgentDep, services: ServicesDep) -> CheckInReply:
     with agent_refusals():
-        return session.record_checkin(services, agent.name, body)
+        return session.record_checkin(services.fleet, services.health, services.inbox, agent.name, body)
 
 
 async def _disconnected(request: Request) -> None:
@@ -113,7 +113,7 @@ async def next_item(
 @router.post("/inbox/{item_id}/progress", status_code=204)
 async def progress(item_id: str, body: ReplyChunk, agent: AgentDep, services: ServicesDep) -> None:
     with agent_refusals():
-        session.add_progress(services, agent.name, item_id, body.delta)
+        session.add_progress(services.inbox, agent.name, item_id, body.delta)
 
 
 @router.post("/inbox/{item_id}/done", status_code=204)

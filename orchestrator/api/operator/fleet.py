@@ -9,8 +9,13 @@ from fastapi import APIRouter, Query
 
 from orchestrator.api.deps import OperatorDep, ServicesDep
 from orchestrator.api.errors import ApiError
+from orchestrator.api.operator.fleet_status import (
+    FleetReadiness,
+    FleetStatus,
+    fleet_readiness,
+    fleet_status_of,
+)
 from orchestrator.backends.base import BackendError
-from orchestrator.fleet_status import FleetReadiness, FleetStatus, fleet_readiness, fleet_status_of
 
 router = APIRouter(prefix="/api/v1", tags=["operator"])
 

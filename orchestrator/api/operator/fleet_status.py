@@ -1,5 +1,6 @@
 """The fleet as the operator sees it: each agent's state, health, spend and queue, and how many
-agents are up and take messages."""
+agents are up and take messages. A view composed from the state of the running parts (units,
+check-ins, inboxes, holds, spend), read by the fleet routes and by `flotilla up`'s live table."""
 
 from __future__ import annotations
 
