@@ -52,26 +52,27 @@ def _known(fleet: LoadedFleet, agent: str) -> None:
 
 
 def serve_config(
-    fleet: LoadedFleet, health: HealthBoard, inbox: Inbox, agent: str, reload: bool = False
+    fleet: LoadedFleet, health: HealthBoard, inbox: Inbox | None, agent: str, reload: bool = False
 ) -> AgentRuntimeConfig:
     """Asked once by each new agent process: what it claimed before it started is handed out again.
 
     A running process that reloads its config (`reload`) is the same incarnation: its check-ins
-    and claims stand.
+    and claims stand. Without an inbox (the orchestrator's core parts alone) there are no claims.
     """
     _known(fleet, agent)
     if not reload:
         health.mark_started(agent)
-        inbox.requeue_claimed(agent)
+        if inbox is not None:
+            inbox.requeue_claimed(agent)
     return runtime_config(fleet, agent)
 
 
 def record_checkin(
-    fleet: LoadedFleet, health: HealthBoard, inbox: Inbox, agent: str, body: CheckIn
+    fleet: LoadedFleet, health: HealthBoard, inbox: Inbox | None, agent: str, body: CheckIn
 ) -> CheckInReply:
     _known(fleet, agent)
     health.record(agent, body)
-    if body.state == "idle" and body.current_item is None:
+    if inbox is not None and body.state == "idle" and body.current_item is None:
         inbox.requeue_stale_claims(agent, STALE_CLAIM_S)
     return CheckInReply(config_hash=fleet.runtime_hash(agent))
 

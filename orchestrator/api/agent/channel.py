@@ -42,6 +42,7 @@ from agent_runtime.protocol import (
 from orchestrator import agent_session as session
 from orchestrator.api.agent.peers import check_ask_timeout
 from orchestrator.api.agent.routes import acknowledge, agent_refusals
+from orchestrator.api.components import inbox_of
 from orchestrator.api.deps import bearer_token
 from orchestrator.api.errors import ApiError
 from orchestrator.api.limits import check_payload
@@ -163,11 +164,11 @@ class ChannelSession:
         services = self.services
         if isinstance(frame, ChannelCheckIn):
             return 200, session.record_checkin(
-                services.fleet, services.health, services.inbox, self.agent, frame.checkin
+                services.fleet, services.health, inbox_of(services), self.agent, frame.checkin
             )
         if isinstance(frame, ChannelConfig):
             return 200, session.serve_config(
-                services.fleet, services.health, services.inbox, self.agent, frame.reload
+                services.fleet, services.health, inbox_of(services), self.agent, frame.reload
             )
         if isinstance(frame, ChannelAsk):
             check_ask_timeout(frame.request)

@@ -23,7 +23,7 @@ from agent_runtime.protocol import (
 )
 from orchestrator import agent_session as session
 from orchestrator.agent_session import AgentRemoved, ItemNotHeld
-from orchestrator.api.components import scheduler_of
+from orchestrator.api.components import inbox_of, scheduler_of
 from orchestrator.api.deps import AgentDep, ServicesDep
 from orchestrator.api.errors import ApiError
 from orchestrator.api.limits import check_event, check_result
@@ -77,13 +77,13 @@ async def get_config(
     agent: AgentDep, services: ServicesDep, reload: Annotated[bool, Query()] = False
 ) -> AgentRuntimeConfig:
     with agent_refusals():
-        return session.serve_config(services.fleet, services.health, services.inbox, agent.name, reload)
+        return session.serve_config(services.fleet, services.health, inbox_of(services), agent.name, reload)
 
 
 @router.post("/checkin")
 async def checkin(body: CheckIn, agent: AgentDep, services: ServicesDep) -> CheckInReply:
     with agent_refusals():
-        return session.record_checkin(services.fleet, services.health, services.inbox, agent.name, body)
+        return session.record_checkin(services.fleet, services.health, inbox_of(services), agent.name, body)
 
 
 async def _disconnected(request: Request) -> None:
