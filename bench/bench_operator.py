@@ -21,12 +21,12 @@ from orchestrator.api.app import create_app
 from orchestrator.config.loader import load_fleet
 from orchestrator.events import EventType
 from orchestrator.gateway.ledger import timestamp
-from orchestrator.operator.watcher import WorkspaceWatcher
 from orchestrator.scheduler.runs import RunStore
 from orchestrator.services import Services
 from orchestrator.testing.fake_backend import FakeBackend
 from orchestrator.testing.server import serve_app
 from orchestrator.wiring import build_services
+from orchestrator.workspaces.watcher import WorkspaceWatcher
 
 Row = dict[str, str]
 

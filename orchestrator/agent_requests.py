@@ -1,6 +1,6 @@
 """Requests from the orchestrator to an agent, over the channel the agent dialled.
 
-Nothing dials an agent: an agent's channel (`orchestrator.api.channel`) registers here while it
+Nothing dials an agent: an agent's channel (`orchestrator.api.agent.channel`) registers here while it
 is open, and carries the orchestrator's requests (`AgentRequest`) as well as the agent's own.
 This is how the orchestrator reaches what lives in an agent's own storage (memory, learnings)
 without opening a path in it, and how it hands the agent its workspace.

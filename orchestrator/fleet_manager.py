@@ -19,7 +19,7 @@ from orchestrator.errors import Refused
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet_view import FleetView
 from orchestrator.image_name import DEFAULT_IMAGE
-from orchestrator.operator.workspace_access import WorkspaceAccess
+from orchestrator.workspaces.access import WorkspaceAccess
 from orchestrator.scaffold import (
     has_previous_layout,
     import_previous_layout,

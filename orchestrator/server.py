@@ -19,12 +19,12 @@ import uvicorn
 
 from orchestrator.alerts import AlertDispatcher, AlertStore
 from orchestrator.api.app import create_app
+from orchestrator.api.operator.events import close_streams
 from orchestrator.listeners import Listeners
-from orchestrator.operator.events_routes import close_streams
-from orchestrator.operator.watcher import WorkspaceWatcher
 from orchestrator.reconcile import ApplyResult
 from orchestrator.services import Services
 from orchestrator.state.endpoint import Endpoint, write_endpoint
+from orchestrator.workspaces.watcher import WorkspaceWatcher
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from orchestrator.fleet_manager import FleetManager
 from orchestrator.fleet_view import FleetView
 from orchestrator.health import HealthBoard
 from orchestrator.image_name import DEFAULT_IMAGE
-from orchestrator.operator.workspace_access import WorkspaceAccess
+from orchestrator.workspaces.access import WorkspaceAccess
 from orchestrator.operator_actions import load_operator_token, save_operator_token
 from orchestrator.scheduler.store import SchedulerStore
 from orchestrator.state.db import Database

@@ -8,28 +8,47 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from orchestrator.api import agent_routes, alerts_routes, channel, control_routes, operator_routes
+from orchestrator.api import gateway
+from orchestrator.api.agent import channel, peers
+from orchestrator.api.agent import routes as agent_routes
 from orchestrator.api.errors import install_error_handlers
 from orchestrator.api.limits import BodyLimit
+from orchestrator.api.operator import (
+    alerts,
+    apply,
+    controls,
+    costs,
+    dashboard,
+    events,
+    fleet,
+    memory,
+    messages,
+    metrics,
+    scheduler,
+    workspace,
+)
+from orchestrator.api.operator import inbox as inbox_routes
 from orchestrator.api.surfaces import AgentSurface
-from orchestrator.broker import router as broker_router
-from orchestrator.gateway import router as gateway_router
-from orchestrator.memory_api import router as memory_router
-from orchestrator.operator import router as surface_router
-from orchestrator.scheduler import router as scheduler_router
 from orchestrator.services import Services
 
 ROUTERS = [
     agent_routes.router,
     channel.router,
-    operator_routes.router,
-    alerts_routes.router,
-    control_routes.router,
-    gateway_router.router,
-    broker_router.router,
-    memory_router.router,
-    scheduler_router.router,
-    surface_router.router,
+    fleet.router,
+    messages.router,
+    apply.router,
+    alerts.router,
+    controls.router,
+    gateway.router,
+    costs.router,
+    peers.router,
+    inbox_routes.router,
+    memory.router,
+    scheduler.router,
+    workspace.router,
+    events.router,
+    metrics.router,
+    dashboard.router,
 ]
 
 

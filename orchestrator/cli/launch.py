@@ -119,7 +119,7 @@ def serve_detached_child(fleet: LoadedFleet, backend: Backend, options: LaunchOp
 
 
 def _live_table(server: OrchestratorServer, console: Console, stop: threading.Event) -> None:
-    from orchestrator.api.operator_routes import fleet_status_of
+    from orchestrator.api.operator.fleet_status import fleet_status_of
 
     while not server.ready.is_set() and not stop.is_set():
         time.sleep(0.2)

@@ -1,1 +1,1 @@
-"""The web dashboard's static files (served by orchestrator.operator.dashboard_routes)."""
+"""The web dashboard's static files (served by orchestrator.api.operator.dashboard)."""

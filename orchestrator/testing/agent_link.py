@@ -15,7 +15,7 @@ from typing import Any
 
 from agent_runtime import AgentChannel, AgentService, Settings
 from agent_runtime.protocol import AgentRequest
-from orchestrator.api.agent_routes import runtime_config
+from orchestrator.agent_session import runtime_config
 from orchestrator.services import Services
 
 
@@ -35,7 +35,7 @@ def connect_agent(services: Services, url: str, agent: str) -> Iterator[AgentSer
     """The agent's channel to the orchestrator at `url`, open and answering its requests."""
     token = services.tokens.mint(agent)
     settings = Settings(orchestrator_url=url, agent=agent, data_dir=services.paths.agent_storage(agent))
-    config = runtime_config(services, agent)
+    config = runtime_config(services.fleet, agent)
     service = AgentService(settings, lambda: config, lambda: token)
     channel = AgentChannel(url, lambda: token)
     channel.serve(service)

@@ -384,3 +384,50 @@ def test_a_new_agent_reports_in_before_its_runtime_loads(
     ghost.runtime_dir.mkdir(parents=True)
     ghost.token_file.write_text(services.tokens.mint("ghost"))
     assert report_in(ghost, threading.Event()) is None  # 410: no longer part of the fleet
+
+
+def test_refusals_are_the_same_by_http_and_over_the_channel(services: Services, base_url: str) -> None:
+    """An agent no longer in the fleet (410) and an item the agent does not hold (404) get the
+    same status and body whichever way the call came."""
+    betas = services.inbox.put("beta", ItemKind.OPERATOR_MESSAGE, "operator", "for beta").id
+    removed = {
+        "error": "agent_removed",
+        "message": "agent 'ghost' is no longer part of the fleet",
+        "details": [],
+    }
+    not_held = {"error": "not_found", "message": f"no inbox item {betas}", "details": []}
+    with (
+        agent_client(services, base_url, "ghost") as ghost,
+        agent_client(services, base_url, "alpha") as alpha,
+    ):
+        http = [
+            ghost.get("/agent/v1/config"),
+            ghost.post(
+                "/agent/v1/checkin", json=CheckIn(state="idle", pid=1, uptime_s=1.0).model_dump(mode="json")
+            ),
+            alpha.post(f"/agent/v1/inbox/{betas}/progress", json={"delta": "x"}),
+            alpha.post(f"/agent/v1/inbox/{betas}/done", json={"ok": True, "text": "stolen"}),
+        ]
+        assert [(r.status_code, r.json()) for r in http] == [(410, removed)] * 2 + [(404, not_held)] * 2
+        alpha_token = alpha.headers["authorization"]
+        ghost_token = ghost.headers["authorization"]
+    frames = [
+        (ghost_token, {"id": 1, "type": "config"}),
+        (ghost_token, {"id": 2, "type": "checkin", "checkin": {"state": "idle", "pid": 1, "uptime_s": 1.0}}),
+        (alpha_token, {"id": 3, "type": "progress", "item_id": betas, "delta": "x"}),
+        (alpha_token, {"id": 4, "type": "done", "item_id": betas, "result": {"ok": True, "text": "stolen"}}),
+    ]
+    replies = []
+    for token, frame in frames:
+        with connect(
+            channel_url(base_url), additional_headers={"Authorization": token}, proxy=None
+        ) as socket:
+            socket.send(json.dumps(frame))
+            replies.append(_next_reply(socket))
+    assert [(r["id"], r["status"], r["body"]) for r in replies] == [
+        (1, 410, removed),
+        (2, 410, removed),
+        (3, 404, not_held),
+        (4, 404, not_held),
+    ]
+    assert services.inbox.state(betas) == "queued"

@@ -61,7 +61,7 @@ def test_a_backend_that_could_not_fence_is_reported_by_the_fleet_status(
 ) -> None:
     from types import SimpleNamespace
 
-    from orchestrator.api.operator_routes import fleet_warnings
+    from orchestrator.api.operator.fleet_status import fleet_warnings
 
     monkeypatch.setattr(firewall.os, "geteuid", lambda: 1000)
     status = firewall.install_fence("research", "br-0123456789ab", "172.30.0.1", 8765)

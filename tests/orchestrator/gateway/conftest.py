@@ -31,7 +31,7 @@ from orchestrator.events import EventBus
 from orchestrator.fleet_view import FleetView
 from orchestrator.gateway.service import Gateway
 from orchestrator.health import HealthBoard
-from orchestrator.operator.workspace_access import WorkspaceAccess
+from orchestrator.workspaces.access import WorkspaceAccess
 from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths
 from orchestrator.testing.fake_backend import FakeBackend

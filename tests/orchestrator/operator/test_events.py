@@ -11,8 +11,8 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from orchestrator.api.operator.events import close_streams
 from orchestrator.events import EventType
-from orchestrator.operator.events_routes import close_streams
 from orchestrator.services import Services
 from orchestrator.testing.server import serve_app
 

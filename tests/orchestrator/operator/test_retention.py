@@ -10,7 +10,7 @@ from conftest import build_services, write_fleet
 
 from agent_runtime.workspace.versioned import Workspace
 from orchestrator.config.limits import LimitsConfig
-from orchestrator.operator.retention import prune_file_history
+from orchestrator.workspaces.retention import prune_file_history
 
 
 def soul_versions(workspace: Workspace) -> list[int]:

@@ -10,8 +10,8 @@ import pytest
 
 from agent_runtime.workspace.versioned import CAPS, Workspace
 from orchestrator.events import Event, EventType
-from orchestrator.operator.watcher import DIRECT_EDIT_REASON, WorkspaceWatcher
 from orchestrator.services import Services
+from orchestrator.workspaces.watcher import DIRECT_EDIT_REASON, WorkspaceWatcher
 
 WAIT_S = 20.0
 

@@ -1,29 +1,24 @@
-"""Broker routes: agents ask and tell their peers; the operator reads inboxes, traces and contracts."""
+"""Routes an agent calls to talk to its peers: the peers it may ask, ask and tell."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
+from fastapi import APIRouter, Depends, HTTPException, Request, Response
 from pydantic import BaseModel
 
 from agent_runtime.protocol import (
     AGENT_API_PREFIX,
     AskRequest,
     AskResult,
-    InboxItem,
     PeerInfo,
     TellRequest,
     TellResult,
 )
-from orchestrator.api.deps import OperatorDep, ServicesDep
 from orchestrator.api.errors import ApiError
 from orchestrator.api.limits import check_payload
 from orchestrator.auth import Principal
 from orchestrator.broker.broker import MAX_TIMEOUT_S
-from orchestrator.broker.contracts_check import ContractsReport, check_running
-from orchestrator.broker.inbox import DeadLetter
-from orchestrator.broker.messages import MessageTrace
 from orchestrator.services import Services
 
 router = APIRouter()
@@ -72,9 +67,6 @@ def check_ask_timeout(request: AskRequest) -> None:
         )
 
 
-# --- agent routes ----------------------------------------------------------------------------
-
-
 @router.get(f"{AGENT_API_PREFIX}/peers", tags=["agent"])
 async def list_peers(agent: AgentDep, services: FastServicesDep) -> list[PeerInfo]:
     """The agents this agent may talk to, with the operations of the contract in force for each."""
@@ -94,65 +86,3 @@ async def ask(body: AskRequest, agent: AgentDep, services: FastServicesDep) -> R
 async def tell(body: TellRequest, agent: AgentDep, services: FastServicesDep) -> Response:
     check_payload(services, body)
     return _json(await services.broker.tell(agent.name, body))
-
-
-# --- operator routes -------------------------------------------------------------------------
-
-
-@router.get("/api/v1/agents/{agent}/inbox", tags=["broker"])
-def inbox(
-    agent: str,
-    _: OperatorDep,
-    services: ServicesDep,
-    all: Annotated[bool, Query(description="include finished items")] = False,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-) -> list[InboxItem]:
-    _member(services, agent)
-    return services.inbox.list(agent, limit=limit, include_done=all)
-
-
-@router.get("/api/v1/agents/{agent}/dead-letters", tags=["broker"])
-def dead_letters(agent: str, _: OperatorDep, services: ServicesDep) -> list[DeadLetter]:
-    """Items handed out `limits.delivery_attempts` times without an answer; they wait for the operator."""
-    _member(services, agent)
-    return services.inbox.dead_letters(agent)
-
-
-class DeadLetterAction(BaseModel):
-    item_id: str
-    state: str
-
-
-def _no_dead_letter(agent: str, item_id: str) -> ApiError:
-    return ApiError(404, "not_found", f"{agent} has no dead-lettered item {item_id!r}")
-
-
-@router.post("/api/v1/agents/{agent}/dead-letters/{item_id}/retry", tags=["broker"])
-def retry_dead_letter(agent: str, item_id: str, _: OperatorDep, services: ServicesDep) -> DeadLetterAction:
-    """Queue a dead letter again, with a fresh count of delivery attempts."""
-    _member(services, agent)
-    if not services.inbox.retry(agent, item_id):
-        raise _no_dead_letter(agent, item_id)
-    return DeadLetterAction(item_id=item_id, state="queued")
-
-
-@router.post("/api/v1/agents/{agent}/dead-letters/{item_id}/drop", tags=["broker"])
-def drop_dead_letter(agent: str, item_id: str, _: OperatorDep, services: ServicesDep) -> DeadLetterAction:
-    """Give a dead letter up: it is never delivered again."""
-    _member(services, agent)
-    if not services.inbox.drop(agent, item_id):
-        raise _no_dead_letter(agent, item_id)
-    return DeadLetterAction(item_id=item_id, state="dropped")
-
-
-@router.get("/api/v1/trace/{message_id}", tags=["broker"])
-def trace(message_id: str, _: OperatorDep, services: ServicesDep) -> MessageTrace:
-    found = services.broker.messages.trace(message_id)
-    if found is None:
-        raise ApiError(404, "not_found", f"no message {message_id!r} (give a message id or an inbox item id)")
-    return found
-
-
-@router.get("/api/v1/contracts/check", tags=["broker"])
-def contracts_check(_: OperatorDep, services: ServicesDep) -> ContractsReport:
-    return check_running(services.fleet, services.broker.interfaces, services.paths)

@@ -1,26 +1,19 @@
-"""Scheduler routes: agents post their run records; the operator lists runs, checks an agent's
-heartbeat rules and runs one tick now."""
+"""Operator routes over the scheduler: list runs, check an agent's heartbeat rules, run one tick now."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query
 
-from agent_runtime.protocol import AGENT_API_PREFIX, RunRecord
-from orchestrator.api.deps import AgentDep, OperatorDep, ServicesDep
+from orchestrator.api.deps import OperatorDep, ServicesDep
 from orchestrator.api.errors import ApiError
 from orchestrator.scheduler.models import HeartbeatStatus, TickResult
 from orchestrator.scheduler.runs import RunKind, RunView
-from orchestrator.scheduler.service import Scheduler
 from orchestrator.services import Services
 
 router = APIRouter(tags=["scheduler"])
-
-
-def _scheduler(services: Services) -> Scheduler:
-    return services.scheduler
 
 
 def _fleet_agent(services: Services, agent: str) -> str:
@@ -28,17 +21,6 @@ def _fleet_agent(services: Services, agent: str) -> str:
         known = ", ".join(sorted(services.fleet.config.agents))
         raise ApiError(404, "unknown_agent", f"no agent {agent!r} in fleet {services.fleet.name} ({known})")
     return agent
-
-
-@router.post(f"{AGENT_API_PREFIX}/runs", status_code=204)
-def post_run(record: RunRecord, agent: AgentDep, services: ServicesDep) -> Response:
-    """Store the record of one agent turn. Posting the same record id again is harmless."""
-    if record.agent != agent.name:
-        raise ApiError(
-            403, "forbidden", f"agent {agent.name!r} cannot post a run record for agent {record.agent!r}"
-        )
-    _scheduler(services).record_turn(record)
-    return Response(status_code=204)
 
 
 @router.get("/api/v1/runs")
@@ -50,7 +32,7 @@ def list_runs(
     kind: RunKind | None = None,
 ) -> list[RunView]:
     """Run records, newest first: heartbeat ticks (idle/skipped/run) and agent turns."""
-    runs = _scheduler(services).runs
+    runs = services.scheduler.runs
     if agent is not None and agent not in services.fleet.config.agents and runs.count(agent) == 0:
         _fleet_agent(services, agent)
     return runs.recent(agent, limit, kind)
@@ -59,11 +41,11 @@ def list_runs(
 @router.post("/api/v1/agents/{agent}/heartbeat")
 async def run_heartbeat(agent: str, _: OperatorDep, services: ServicesDep) -> TickResult:
     """Run one heartbeat tick now: idle, a queued heartbeat item, or the reason it was skipped."""
-    scheduler = _scheduler(services)
+    scheduler = services.scheduler
     return await asyncio.to_thread(scheduler.tick_now, _fleet_agent(services, agent))
 
 
 @router.get("/api/v1/agents/{agent}/heartbeat")
 def heartbeat_status(agent: str, _: OperatorDep, services: ServicesDep) -> HeartbeatStatus:
     """The agent's heartbeat schedule, its rules (due or not, last done) and any bad rule."""
-    return _scheduler(services).status(_fleet_agent(services, agent))
+    return services.scheduler.status(_fleet_agent(services, agent))

@@ -12,8 +12,8 @@ from fastapi import APIRouter, Query
 
 from agent_runtime.protocol import WorkspaceWriteResult
 from orchestrator.api.deps import OperatorDep, ServicesDep
-from orchestrator.operator import workspace_access as access
-from orchestrator.operator.models import (
+from orchestrator.workspaces import access
+from orchestrator.workspaces.models import (
     WorkspaceDiff,
     WorkspaceEdit,
     WorkspaceFileContent,

@@ -25,9 +25,8 @@ from agent_runtime.memory import (
     SaveResult,
 )
 from agent_runtime.protocol import AgentOp
-from orchestrator.api.deps import OperatorDep, ServicesDep
-from orchestrator.memory_api.access import ask_memory
-from orchestrator.memory_api.models import (
+from orchestrator.agent_memory.access import ask_memory
+from orchestrator.agent_memory.models import (
     ContradictionList,
     FactCreate,
     FactDetail,
@@ -37,6 +36,7 @@ from orchestrator.memory_api.models import (
     MemorySearchResult,
     ResolveContradiction,
 )
+from orchestrator.api.deps import OperatorDep, ServicesDep
 
 router = APIRouter(prefix="/api/v1/agents/{agent}/memory", tags=["memory"])
 

@@ -35,8 +35,8 @@ from agent_runtime import (
 )
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet_view import FleetView
-from orchestrator.operator.retention import prune_file_history
-from orchestrator.operator.workspace_access import AgentWorkspace, WorkspaceAccess
+from orchestrator.workspaces.retention import prune_file_history
+from orchestrator.workspaces.access import AgentWorkspace, WorkspaceAccess
 from orchestrator.state.paths import StatePaths
 
 log = logging.getLogger(__name__)

@@ -1,36 +1,29 @@
-"""HTTP routes of the LLM gateway.
-
-Agents (bearer = their own token):
+"""The LLM gateway's OpenAI-compatible routes, for agents (bearer = their own token):
     POST /v1/chat/completions    OpenAI-compatible, `stream: true` answered as SSE
     POST /v1/embeddings          OpenAI-compatible
     GET  /v1/models              OpenAI-compatible: the models this agent may call
     GET  /v1/models/{model}      one of them (404 for any other)
     POST /v1/tokens/count        TokenCountRequest -> TokenCountResult
-Operator:
-    GET  /api/v1/costs           CostsReport: spend per agent today and this month, budgets
-    GET  /api/v1/usage           UsageSeries: calls, tokens and dollars per time bucket
+
+The operator's view of spending is in orchestrator.api.operator.costs.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
-from typing import Annotated, Literal
 
-from fastapi import APIRouter, FastAPI, Query, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from agent_runtime.protocol import RUN_HEADER, TokenCountRequest, TokenCountResult
-from orchestrator.api.deps import AgentDep, OperatorDep, ServicesDep
+from orchestrator.api.deps import AgentDep, ServicesDep
 from orchestrator.gateway.errors import GatewayError
 from orchestrator.gateway.models import (
     ChatCompletionRequest,
-    CostsReport,
     EmbeddingRequest,
     ModelCard,
     ModelList,
-    UsageSeries,
 )
 from orchestrator.gateway.service import Gateway
 from orchestrator.services import Services
@@ -50,10 +43,6 @@ router = APIRouter(lifespan=_lifespan)
 
 
 def _gateway(services: Services) -> Gateway:
-    return services.gateway
-
-
-def _operator_gateway(services: Services) -> Gateway:
     return services.gateway
 
 
@@ -115,21 +104,3 @@ async def count_tokens(
         return _gateway(services).count_tokens(body)
     except GatewayError as exc:
         return exc.response()
-
-
-@router.get("/api/v1/costs")
-async def costs(_: OperatorDep, services: ServicesDep) -> CostsReport:
-    return _operator_gateway(services).costs()
-
-
-@router.get("/api/v1/usage", response_model=None)
-async def usage(
-    _: OperatorDep,
-    services: ServicesDep,
-    agent: Annotated[str | None, Query(description="Only this agent")] = None,
-    since: Annotated[datetime | None, Query(description="ISO 8601 start; default 24 hours ago")] = None,
-    bucket: Annotated[Literal["hour", "day"], Query(description="Width of a time bucket")] = "hour",
-) -> UsageSeries:
-    if since is not None and since.tzinfo is None:
-        since = since.replace(tzinfo=UTC)
-    return _operator_gateway(services).usage(since, bucket, agent or None)

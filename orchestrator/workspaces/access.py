@@ -41,7 +41,7 @@ from orchestrator.agent_requests import AgentChannels
 from orchestrator.errors import BadRequest, Failed, Forbidden, Invalid, NotFound, Refused, TooLarge
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet_view import FleetView
-from orchestrator.operator.models import (
+from orchestrator.workspaces.models import (
     FileKind,
     WorkspaceDiff,
     WorkspaceFileContent,
@@ -50,7 +50,7 @@ from orchestrator.operator.models import (
     WorkspaceListing,
     WorkspaceVersionRow,
 )
-from orchestrator.operator.retention import prune_file_history
+from orchestrator.workspaces.retention import prune_file_history
 from orchestrator.state.paths import StatePaths
 
 # Folders the runtime fills itself; the operator reads them here (learnings, daily memory logs).

@@ -1,17 +1,24 @@
-"""`POST /api/v1/apply`: read a fleet file, check it is this fleet's, and plan or apply it."""
+"""Operator route `POST /api/v1/apply`: read a fleet file, check it is this fleet's, and plan or apply it."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Annotated
 
+from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
+from orchestrator.api.deps import OperatorDep, ServicesDep
 from orchestrator.api.errors import ApiError
+from orchestrator.backends.base import BackendError
 from orchestrator.config.fleet import ConfigError, LoadedFleet
 from orchestrator.config.loader import load_fleet
 from orchestrator.reconcile import PlanAction
-from orchestrator.seeding import SeedChange
+from orchestrator.seeding import SEEDED_FILES, SeedChange
 from orchestrator.services import Services
+
+router = APIRouter(prefix="/api/v1", tags=["operator"])
 
 
 class PlannedAction(BaseModel):
@@ -65,3 +72,46 @@ def plan_out(actions: list[PlanAction], file: Path, seeds: list[SeedChange] | No
         ],
         file=str(file),
     )
+
+
+@router.post("/apply")
+async def apply_fleet(
+    _: OperatorDep,
+    services: ServicesDep,
+    dry_run: Annotated[bool, Query()] = False,
+    file: Annotated[
+        str | None, Query(description="The fleet file to apply (default: the one in force)")
+    ] = None,
+    force_seed: Annotated[
+        list[str] | None, Query(description="AGENT/FILE: take fleet.yaml's text over a changed file")
+    ] = None,
+) -> PlanOut:
+    """Read the fleet file and reconcile. An invalid file, or another fleet's, changes nothing."""
+    candidate = await asyncio.to_thread(read_candidate, services, file)
+    try:
+        actions = await asyncio.to_thread(services.manager.plan, candidate)
+    except BackendError as exc:
+        raise ApiError(503, "backend_unavailable", f"cannot list the fleet's units: {exc}") from None
+    forced = _forced_seeds(candidate, force_seed or [])
+    if dry_run:
+        seeds = await asyncio.to_thread(services.manager.plan_seeds, candidate, forced)
+        return plan_out(actions, candidate.path, seeds)
+    results = await asyncio.to_thread(services.manager.apply, lambda _: None, candidate, forced)
+    failed = [f"{r.action.agent}: {r.error}" for r in results if not r.ok]
+    if failed:
+        raise ApiError(502, "apply_failed", "some changes failed", failed)
+    return plan_out(actions, candidate.path, services.manager.seeded)
+
+
+def _forced_seeds(fleet: LoadedFleet, pairs: list[str]) -> frozenset[tuple[str, str]]:
+    forced = set()
+    for pair in pairs:
+        agent, _, file = pair.partition("/")
+        if agent not in fleet.config.agents or file not in SEEDED_FILES:
+            raise ApiError(
+                422,
+                "invalid_request",
+                f"--force-seed {agent} {file}: name an agent of the fleet and one of {', '.join(SEEDED_FILES)}",
+            )
+        forced.add((agent, file))
+    return frozenset(forced)

@@ -12,7 +12,7 @@ from fastapi import APIRouter, HTTPException, Request, Response
 from prometheus_client import CollectorRegistry
 
 from orchestrator.api.deps import ServicesDep, principal_of
-from orchestrator.operator.metrics import CONTENT_TYPE_LATEST, build_registry, render
+from orchestrator.metrics.collector import CONTENT_TYPE_LATEST, build_registry, render
 from orchestrator.services import Services
 
 router = APIRouter(tags=["metrics"])

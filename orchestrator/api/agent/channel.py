@@ -39,20 +39,15 @@ from agent_runtime.protocol import (
     ChannelWorkspaceWrite,
     ErrorBody,
 )
-from orchestrator.api.agent_routes import (
-    MAX_WAIT_S,
-    acknowledge,
-    own_item,
-    record_checkin,
-    serve_config,
-)
+from orchestrator import agent_session as session
+from orchestrator.api.agent.peers import check_ask_timeout
+from orchestrator.api.agent.routes import acknowledge, agent_refusals
 from orchestrator.api.deps import bearer_token
 from orchestrator.api.errors import ApiError
 from orchestrator.api.limits import check_payload
-from orchestrator.broker.router import check_ask_timeout
 from orchestrator.errors import Refused
-from orchestrator.operator import workspace_access
 from orchestrator.services import Services
+from orchestrator.workspaces import access as workspace_access
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix=AGENT_API_PREFIX, tags=["agent"])
@@ -159,7 +154,8 @@ class ChannelSession:
 
     async def _respond(self, frame: Answered) -> None:
         try:
-            status, body = await self._perform(frame)
+            with agent_refusals():
+                status, body = await self._perform(frame)
         except ApiError as refused:
             status, body = refused.status, refused.body
         except Refused as refused:
@@ -168,10 +164,15 @@ class ChannelSession:
         await self._reply(frame.id, status, body)
 
     async def _perform(self, frame: Answered) -> tuple[int, BaseModel | None]:
+        services = self.services
         if isinstance(frame, ChannelCheckIn):
-            return 200, record_checkin(self.services, self.agent, frame.checkin)
+            return 200, session.record_checkin(
+                services.fleet, services.health, services.inbox, self.agent, frame.checkin
+            )
         if isinstance(frame, ChannelConfig):
-            return 200, serve_config(self.services, self.agent, reload=frame.reload)
+            return 200, session.serve_config(
+                services.fleet, services.health, services.inbox, self.agent, frame.reload
+            )
         if isinstance(frame, ChannelAsk):
             check_ask_timeout(frame.request)
             check_payload(self.services, frame.request)
@@ -184,8 +185,7 @@ class ChannelSession:
         if isinstance(frame, ChannelDone):
             acknowledge(self.services, self.agent, frame.item_id, frame.result)
         else:
-            own_item(self.services, self.agent, frame.item_id)
-            self.services.inbox.add_progress(frame.item_id, frame.delta)
+            session.add_progress(self.services.inbox, self.agent, frame.item_id, frame.delta)
         return 204, None
 
     def _write_workspace(self, frame: ChannelWorkspaceWrite) -> BaseModel:
@@ -199,7 +199,7 @@ class ChannelSession:
 
     async def _next(self, frame: ChannelNext) -> None:
         """The long-poll: an item claimed but not delivered goes back in the queue."""
-        item = await self.services.inbox.next(self.agent, min(frame.wait_s, MAX_WAIT_S))
+        item = await self.services.inbox.next(self.agent, min(frame.wait_s, session.MAX_WAIT_S))
         if item is None:
             await self._reply(frame.id, 204, None)
             return

@@ -1,0 +1,102 @@
+"""What an agent asks of the orchestrator about itself, by HTTP or over its channel: the config it
+runs with, its check-ins, and the inbox items it holds (progress and results).
+
+A new agent process re-queues what its previous incarnation claimed; an idle check-in releases
+claims lost on the way to it (see docs/architecture.md, at-least-once delivery).
+"""
+
+from __future__ import annotations
+
+from agent_runtime.protocol import AgentRuntimeConfig, CheckIn, CheckInReply, WorkResult
+from orchestrator.broker.inbox import Inbox
+from orchestrator.config.fleet import LoadedFleet
+from orchestrator.config.settings import runtime_hash
+from orchestrator.config.windows import window_for
+from orchestrator.gateway.embedding import embedding_dimensions
+from orchestrator.health import HealthBoard
+
+# The longest an inbox long-poll waits, whatever the agent asks.
+MAX_WAIT_S = 30.0
+# A claim this old, held while its agent reports being idle, was lost on the way to the agent.
+STALE_CLAIM_S = 20.0
+
+
+class AgentRemoved(Exception):
+    """The agent is no longer part of the fleet (its unit may still be running)."""
+
+
+class ItemNotHeld(Exception):
+    """The agent holds no inbox item by that id."""
+
+
+def runtime_config(fleet: LoadedFleet, agent: str) -> AgentRuntimeConfig:
+    config = fleet.config
+    model = config.model_of(agent)
+    return AgentRuntimeConfig(
+        fleet=config.fleet,
+        agent=agent,
+        role=config.agents[agent].role,
+        model=model,
+        heartbeat_model=config.heartbeat_model_of(agent),
+        context_window=config.context_window_of(agent, window_for(model)),
+        embedding_model=config.embedding_model(),
+        embedding_dimensions=embedding_dimensions(config),
+        talks_to=list(config.agents[agent].talks_to),
+        max_frame_bytes=config.limits.bytes_of("channel_frame"),
+        config_hash=runtime_hash(fleet, agent),
+    )
+
+
+def _known(fleet: LoadedFleet, agent: str) -> None:
+    if agent not in fleet.config.agents:
+        raise AgentRemoved(f"agent {agent!r} is no longer part of the fleet")
+
+
+def serve_config(
+    fleet: LoadedFleet, health: HealthBoard, inbox: Inbox | None, agent: str, reload: bool = False
+) -> AgentRuntimeConfig:
+    """Asked once by each new agent process: what it claimed before it started is handed out again.
+
+    A running process that reloads its config (`reload`) is the same incarnation: its check-ins
+    and claims stand. Without an inbox (the orchestrator's core parts alone) there are no claims.
+    """
+    _known(fleet, agent)
+    if not reload:
+        health.mark_started(agent)
+        if inbox is not None:
+            inbox.requeue_claimed(agent)
+    return runtime_config(fleet, agent)
+
+
+def record_checkin(
+    fleet: LoadedFleet, health: HealthBoard, inbox: Inbox | None, agent: str, body: CheckIn
+) -> CheckInReply:
+    _known(fleet, agent)
+    health.record(agent, body)
+    if inbox is not None and body.state == "idle" and body.current_item is None:
+        inbox.requeue_stale_claims(agent, STALE_CLAIM_S)
+    return CheckInReply(config_hash=runtime_hash(fleet, agent))
+
+
+def own_item(inbox: Inbox, agent: str, item_id: str) -> None:
+    if inbox.owner(item_id) != agent:
+        raise ItemNotHeld(f"no inbox item {item_id}")
+
+
+def add_progress(inbox: Inbox, agent: str, item_id: str, delta: str) -> None:
+    """A part of the reply to an item the agent holds, streamed to whoever waits on it."""
+    own_item(inbox, agent, item_id)
+    inbox.add_progress(item_id, delta)
+
+
+def complete(inbox: Inbox, agent: str, item_id: str, result: WorkResult) -> None:
+    """Record the result of an item this agent holds (the ownership check is in the same update)."""
+    if not inbox.complete(agent, item_id, result):
+        raise ItemNotHeld(f"no inbox item {item_id}")
+
+
+def fail_refused_result(inbox: Inbox, agent: str, item_id: str, reason: str) -> None:
+    """A result that cannot be stored (over a limit): the item it answers fails with the reason,
+    so nothing waits on it or hands it out again."""
+    own_item(inbox, agent, item_id)
+    inbox.fail(item_id, reason)

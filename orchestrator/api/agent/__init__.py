@@ -1,0 +1,3 @@
+"""Routes an agent calls with its own token: its config, check-ins, inbox, events and run
+records; ask and tell to its peers; and the channel, one WebSocket that carries the same calls as
+frames. Served on the agent address (see orchestrator.api.surfaces)."""

@@ -1,0 +1,84 @@
+"""Operator routes that message an agent: queue a message (its reply streamed on request) and
+follow the inbox item it became."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
+
+from agent_runtime.protocol import ItemKind, WorkResult
+from orchestrator.api.deps import OperatorDep, ServicesDep
+from orchestrator.api.errors import ApiError
+from orchestrator.api.limits import check_message
+from orchestrator.services import Services
+
+router = APIRouter(prefix="/api/v1", tags=["operator"])
+
+
+class MessageIn(BaseModel):
+    text: str = Field(min_length=1)
+    timeout_s: float = Field(default=300.0, gt=0, le=3600)
+
+
+class MessageAccepted(BaseModel):
+    item_id: str
+
+
+class ItemStatus(BaseModel):
+    item_id: str
+    state: str
+    result: WorkResult | None
+
+
+def _require_agent(services: Services, agent: str) -> None:
+    if agent not in services.fleet.config.agents:
+        known = ", ".join(services.fleet.config.agents)
+        raise ApiError(404, "unknown_agent", f"no agent {agent!r} in fleet {services.fleet.name} ({known})")
+
+
+@router.post("/agents/{agent}/messages", response_model=None)
+async def send_message(
+    agent: str,
+    body: MessageIn,
+    _: OperatorDep,
+    services: ServicesDep,
+    stream: Annotated[bool, Query()] = False,
+) -> MessageAccepted | StreamingResponse:
+    """Queue an operator message. With ?stream=true, answer with the reply as server-sent events."""
+    _require_agent(services, agent)
+    check_message(services, body.text)
+    item = services.inbox.put(agent, ItemKind.OPERATOR_MESSAGE, "operator", body.text, priority=10)
+    if not stream:
+        return MessageAccepted(item_id=item.id)
+    return StreamingResponse(_reply_events(services, item.id, body.timeout_s), media_type="text/event-stream")
+
+
+async def _reply_events(services: Services, item_id: str, timeout_s: float) -> AsyncIterator[str]:
+    yield f"event: queued\ndata: {json.dumps({'item_id': item_id})}\n\n"
+    deadline = time.monotonic() + timeout_s
+    async for delta in services.inbox.stream(item_id, timeout_s):
+        yield f"event: delta\ndata: {json.dumps({'delta': delta})}\n\n"
+    remaining = max(0.1, deadline - time.monotonic())
+    result = await services.inbox.wait_result(item_id, remaining)
+    if result is None:
+        error = {
+            "error": "timeout",
+            "message": f"no reply within {timeout_s:.0f}s; item {item_id} stays queued",
+        }
+        yield f"event: error\ndata: {json.dumps(error)}\n\n"
+        return
+    yield f"event: done\ndata: {result.model_dump_json()}\n\n"
+
+
+@router.get("/items/{item_id}")
+def item_status(item_id: str, _: OperatorDep, services: ServicesDep) -> ItemStatus:
+    state = services.inbox.state(item_id)
+    if state is None:
+        raise ApiError(404, "not_found", f"no inbox item {item_id}")
+    return ItemStatus(item_id=item_id, state=state, result=services.inbox.result(item_id))
