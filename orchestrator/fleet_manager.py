@@ -19,7 +19,6 @@ from orchestrator.errors import Refused
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet_view import FleetView
 from orchestrator.image_name import DEFAULT_IMAGE
-from orchestrator.workspaces.access import WorkspaceAccess
 from orchestrator.scaffold import (
     has_previous_layout,
     import_previous_layout,
@@ -31,6 +30,7 @@ from orchestrator.scaffold import (
 from orchestrator.scheduler.store import SchedulerStore
 from orchestrator.seeding import SeedChange, plan_seeds, record_seed
 from orchestrator.state.paths import StatePaths
+from orchestrator.workspaces.access import WorkspaceAccess
 
 log = logging.getLogger(__name__)
 

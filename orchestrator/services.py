@@ -21,12 +21,12 @@ from orchestrator.fleet_manager import FleetManager
 from orchestrator.fleet_view import FleetView
 from orchestrator.gateway.service import Gateway
 from orchestrator.health import HealthBoard
-from orchestrator.workspaces.access import WorkspaceAccess
 from orchestrator.operator_actions import OperatorActions
 from orchestrator.scheduler.service import Scheduler
 from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths
 from orchestrator.supervisor import Supervisor
+from orchestrator.workspaces.access import WorkspaceAccess
 
 
 @dataclass

@@ -21,12 +21,12 @@ from orchestrator.fleet_manager import FleetManager
 from orchestrator.fleet_view import FleetView
 from orchestrator.health import HealthBoard
 from orchestrator.image_name import DEFAULT_IMAGE
-from orchestrator.workspaces.access import WorkspaceAccess
 from orchestrator.operator_actions import load_operator_token, save_operator_token
 from orchestrator.scheduler.store import SchedulerStore
 from orchestrator.state.db import Database
 from orchestrator.state.migrations import migrate_state
 from orchestrator.state.paths import StatePaths
+from orchestrator.workspaces.access import WorkspaceAccess
 
 log = logging.getLogger(__name__)
 

@@ -41,6 +41,7 @@ from orchestrator.agent_requests import AgentChannels
 from orchestrator.errors import BadRequest, Failed, Forbidden, Invalid, NotFound, Refused, TooLarge
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet_view import FleetView
+from orchestrator.state.paths import StatePaths
 from orchestrator.workspaces.models import (
     FileKind,
     WorkspaceDiff,
@@ -51,7 +52,6 @@ from orchestrator.workspaces.models import (
     WorkspaceVersionRow,
 )
 from orchestrator.workspaces.retention import prune_file_history
-from orchestrator.state.paths import StatePaths
 
 # Folders the runtime fills itself; the operator reads them here (learnings, daily memory logs).
 EXTRA_FOLDERS: dict[str, FileKind] = {"learnings": "learning", "memory": "memory"}

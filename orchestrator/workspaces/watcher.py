@@ -35,9 +35,9 @@ from agent_runtime import (
 )
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet_view import FleetView
-from orchestrator.workspaces.retention import prune_file_history
-from orchestrator.workspaces.access import AgentWorkspace, WorkspaceAccess
 from orchestrator.state.paths import StatePaths
+from orchestrator.workspaces.access import AgentWorkspace, WorkspaceAccess
+from orchestrator.workspaces.retention import prune_file_history
 
 log = logging.getLogger(__name__)
 

@@ -31,13 +31,13 @@ from orchestrator.events import EventBus
 from orchestrator.fleet_view import FleetView
 from orchestrator.gateway.service import Gateway
 from orchestrator.health import HealthBoard
-from orchestrator.workspaces.access import WorkspaceAccess
 from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths
 from orchestrator.testing.fake_backend import FakeBackend
 from orchestrator.testing.fake_upstream import FakeUpstream
 from orchestrator.testing.server import serve_app
 from orchestrator.wiring import Core, attach_subsystems, fleet_manager
+from orchestrator.workspaces.access import WorkspaceAccess
 
 
 @pytest.fixture(scope="session")
