@@ -154,7 +154,7 @@ class ChannelSession:
 
     async def _respond(self, frame: Answered) -> None:
         try:
-            with agent_refusals():
+            with agent_refusals:
                 status, body = await self._perform(frame)
         except ApiError as refused:
             status, body = refused.status, refused.body

@@ -4,8 +4,7 @@ the records of its runs."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from contextlib import contextmanager
+from types import TracebackType
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
@@ -45,15 +44,25 @@ AGENT_EVENT_TYPES = {
 }
 
 
-@contextmanager
-def agent_refusals() -> Iterator[None]:
-    """The session's refusals as the answers an agent gets, by HTTP or over its channel."""
-    try:
-        yield
-    except AgentRemoved as removed:
-        raise ApiError(410, "agent_removed", str(removed)) from None
-    except ItemNotHeld as missing:
-        raise ApiError(404, "not_found", str(missing)) from None
+class AgentRefusals:
+    """The session's refusals as the answers an agent gets, by HTTP or over its channel.
+
+    A plain context manager (no generator): every channel frame passes through it.
+    """
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, _: TracebackType | None
+    ) -> None:
+        if isinstance(error, AgentRemoved):
+            raise ApiError(410, "agent_removed", str(error)) from None
+        if isinstance(error, ItemNotHeld):
+            raise ApiError(404, "not_found", str(error)) from None
+
+
+agent_refusals = AgentRefusals()
 
 
 def acknowledge(services: Services, agent: str, item_id: str, result: WorkResult) -> None:
@@ -62,7 +71,7 @@ def acknowledge(services: Services, agent: str, item_id: str, result: WorkResult
     A result over the payload limit is not stored: the item fails with the reason, so nothing
     waits on it or hands it out again, and the agent gets the 413.
     """
-    with agent_refusals():
+    with agent_refusals:
         try:
             check_result(services, result)
         except ApiError as refused:
@@ -75,13 +84,13 @@ def acknowledge(services: Services, agent: str, item_id: str, result: WorkResult
 async def get_config(
     agent: AgentDep, services: ServicesDep, reload: Annotated[bool, Query()] = False
 ) -> AgentRuntimeConfig:
-    with agent_refusals():
+    with agent_refusals:
         return session.serve_config(services.fleet, services.health, services.inbox, agent.name, reload)
 
 
 @router.post("/checkin")
 async def checkin(body: CheckIn, agent: AgentDep, services: ServicesDep) -> CheckInReply:
-    with agent_refusals():
+    with agent_refusals:
         return session.record_checkin(services.fleet, services.health, services.inbox, agent.name, body)
 
 
@@ -111,7 +120,7 @@ async def next_item(
 
 @router.post("/inbox/{item_id}/progress", status_code=204)
 async def progress(item_id: str, body: ReplyChunk, agent: AgentDep, services: ServicesDep) -> None:
-    with agent_refusals():
+    with agent_refusals:
         session.add_progress(services.inbox, agent.name, item_id, body.delta)
 
 
