@@ -26,7 +26,7 @@ from orchestrator.cli.common import (
 from orchestrator.cli.render import fleet_table
 from orchestrator.config.capacity import Capacity
 from orchestrator.config.loader import LoadedFleet
-from orchestrator.config.models import FleetConfig
+from orchestrator.config.schema import fleet_schema
 from orchestrator.image_name import DEFAULT_IMAGE
 from orchestrator.reconcile import fleet_labels, plan, remove_fleet
 from orchestrator.state.paths import StatePaths
@@ -65,9 +65,29 @@ def _engine_capacity(runtime: Runtime, paths: StatePaths) -> tuple[Capacity | No
 
 
 @click.command()
-def schema() -> None:
-    """Print the JSON Schema of fleet.yaml, for editors."""
-    click.echo(json.dumps(FleetConfig.model_json_schema(), indent=2))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Write the schema to this file (e.g. fleet.schema.json) instead of printing it.",
+)
+def schema(output: Path | None) -> None:
+    """Print the JSON Schema of fleet.yaml, for editors.
+
+    \b
+    Editor help while typing (yaml-language-server: VS Code's YAML extension, Neovim, Helix...):
+      flotilla schema -o fleet.schema.json
+    and make this the first line of fleet.yaml:
+      # yaml-language-server: $schema=fleet.schema.json
+    """
+    text = json.dumps(fleet_schema(), indent=2)
+    if output is None:
+        click.echo(text)
+        return
+    output.write_text(text + "\n", encoding="utf-8")
+    click.echo(f"wrote {output}; make this the first line of fleet.yaml:")
+    click.echo(f"# yaml-language-server: $schema={output}")
 
 
 def _backend_or_exit(runtime: Runtime, paths: StatePaths) -> Backend:
