@@ -352,3 +352,35 @@ def run_spend(db: Database, agent: str, run_id: str) -> RunSpend | None:
         model=last["model"] if last is not None else None,
         estimated=bool(row["estimated"]),
     )
+
+
+@dataclass(frozen=True)
+class CallLatency:
+    agent: str
+    model: str
+    seconds: float
+
+
+def ledger_top_id(db: Database) -> int:
+    """The newest usage row's id (0 for an empty ledger)."""
+    row = db.query_one("SELECT COALESCE(MAX(id), 0) AS top FROM gateway_usage")
+    return int(row["top"]) if row is not None else 0
+
+
+def first_reserved_id(db: Database, after_id: int, upto_id: int) -> int | None:
+    """The oldest call still in flight in (after_id, upto_id]: rows before it are final."""
+    row = db.query_one(
+        "SELECT MIN(id) AS id FROM gateway_usage WHERE id > ? AND id <= ? AND status = 'reserved'",
+        (after_id, upto_id),
+    )
+    return int(row["id"]) if row is not None and row["id"] is not None else None
+
+
+def settled_latencies(db: Database, after_id: int, upto_id: int) -> list[CallLatency]:
+    """How long each settled call in (after_id, upto_id] took upstream."""
+    rows = db.query(
+        "SELECT agent, model, latency_ms FROM gateway_usage WHERE id > ? AND id <= ? "
+        "AND status != 'reserved' AND latency_ms IS NOT NULL",
+        (after_id, upto_id),
+    )
+    return [CallLatency(str(r["agent"]), str(r["model"]), int(r["latency_ms"]) / 1000.0) for r in rows]

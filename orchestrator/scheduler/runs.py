@@ -224,3 +224,18 @@ def _to_view(row: Any) -> RunView:
         detail=row["detail"],
         files_changed=json.loads(row["files_changed"]),
     )
+
+
+def turn_durations_after(db: Database, after_seq: int) -> tuple[int, list[tuple[str, str, float]]]:
+    """(agent, trigger, seconds) of each turn stored after `after_seq`, and the newest seq read.
+
+    A run is stored once it has finished, so every row past a seq is final.
+    """
+    rows = db.query(
+        "SELECT seq, agent, kind, trigger, duration_s FROM runs WHERE seq > ? ORDER BY seq", (after_seq,)
+    )
+    top = int(rows[-1]["seq"]) if rows else after_seq
+    turns = [
+        (str(r["agent"]), str(r["trigger"]), float(r["duration_s"])) for r in rows if r["kind"] == "turn"
+    ]
+    return top, turns
