@@ -410,6 +410,7 @@ class AgentOp(StrEnum):
     MEMORY_RESOLVE = "memory.resolve"
     FILES_LIST = "files.list"  # {"folder": "learnings"} -> FileListing
     FILES_READ = "files.read"  # {"path": "learnings/x.md", "limit": n} -> FileText
+    HISTORY_READ = "history.read"  # TranscriptQuery -> TranscriptPage (agent_runtime.transcript)
 
 
 class AgentRequest(WireModel):

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from orchestrator.api import agent_routes, alerts_routes, channel, control_routes, operator_routes
+from orchestrator.api import agent_routes, alerts_routes, channel, control_routes, history, operator_routes
 from orchestrator.api.errors import install_error_handlers
 from orchestrator.api.limits import BodyLimit
 from orchestrator.api.surfaces import AgentSurface
@@ -28,6 +28,7 @@ ROUTERS = [
     gateway_router.router,
     broker_router.router,
     memory_router.router,
+    history.router,
     scheduler_router.router,
     surface_router.router,
 ]

@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "events": ("orchestrator.cli.operator", "events"),
     "workspace": ("orchestrator.cli.operator", "workspace"),
     "inbox": ("orchestrator.cli.inbox", "inbox"),
+    "history": ("orchestrator.cli.history", "history"),
     "trace": ("orchestrator.cli.broker", "trace"),
     "contracts": ("orchestrator.cli.broker", "contracts"),
     "memory": ("orchestrator.cli.memory", "memory"),
