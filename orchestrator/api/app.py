@@ -8,7 +8,15 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from orchestrator.api import agent_routes, alerts_routes, channel, control_routes, history, operator_routes
+from orchestrator.api import (
+    agent_routes,
+    alerts_routes,
+    channel,
+    control_routes,
+    history,
+    operator_routes,
+    trace,
+)
 from orchestrator.api.errors import install_error_handlers
 from orchestrator.api.limits import BodyLimit
 from orchestrator.api.surfaces import AgentSurface
@@ -29,6 +37,7 @@ ROUTERS = [
     broker_router.router,
     memory_router.router,
     history.router,
+    trace.router,
     scheduler_router.router,
     surface_router.router,
 ]

@@ -28,6 +28,7 @@ from orchestrator.loop_calls import call_in_loop
 
 if TYPE_CHECKING:
     from orchestrator.services import Services
+    from orchestrator.state.db import Database
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS inbox (
@@ -483,3 +484,38 @@ def _to_item(row: Any) -> InboxItem:
         attempt=max(1, row["attempt"]),
         deadline=datetime.fromisoformat(row["expires_at"]) if row["expires_at"] else None,
     )
+
+
+class ItemTiming(BaseModel):
+    """An inbox item's delivery: who it was for, its state, and when it was queued, claimed, done."""
+
+    id: str
+    agent: str
+    kind: ItemKind
+    sender: str
+    operation: str | None = None
+    state: str
+    attempt: int = 0
+    created_at: datetime
+    claimed_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+def _like_prefix(prefix: str) -> str:
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped + "%"
+
+
+def item_ids_like(db: Database, prefix: str, limit: int = 10) -> list[str]:
+    """Inbox item ids that start with `prefix`."""
+    rows = db.query("SELECT id FROM inbox WHERE id LIKE ? ESCAPE '\\' LIMIT ?", (_like_prefix(prefix), limit))
+    return [str(row["id"]) for row in rows]
+
+
+def item_timing(db: Database, item_id: str) -> ItemTiming | None:
+    row = db.query_one(
+        "SELECT id, agent, kind, sender, operation, state, attempt, created_at, claimed_at, finished_at"
+        " FROM inbox WHERE id = ?",
+        (item_id,),
+    )
+    return ItemTiming.model_validate(dict(row)) if row is not None else None

@@ -285,3 +285,23 @@ def asks_finished_between(
         )
         for row in rows
     ]
+
+
+def message_ids_like(db: Database, prefix: str, limit: int = 10) -> list[str]:
+    """Ids of the messages whose id, or whose delivered item's id, starts with `prefix`."""
+    pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    rows = db.query(
+        "SELECT id FROM broker_messages WHERE id LIKE ? ESCAPE '\\' OR item_id LIKE ? ESCAPE '\\' LIMIT ?",
+        (pattern, pattern, limit),
+    )
+    return [str(row["id"]) for row in rows]
+
+
+def first_messages_of_item(db: Database, item_id: str) -> list[str]:
+    """Ids of the messages sent while an item that was not itself a message (an operator's
+    message, a heartbeat) was being worked, oldest first."""
+    rows = db.query(
+        "SELECT id FROM broker_messages WHERE parent_item = ? AND parent_id IS NULL ORDER BY created_at",
+        (item_id,),
+    )
+    return [str(row["id"]) for row in rows]

@@ -28,7 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "workspace": ("orchestrator.cli.operator", "workspace"),
     "inbox": ("orchestrator.cli.inbox", "inbox"),
     "history": ("orchestrator.cli.history", "history"),
-    "trace": ("orchestrator.cli.broker", "trace"),
+    "trace": ("orchestrator.cli.trace", "trace"),
     "contracts": ("orchestrator.cli.broker", "contracts"),
     "memory": ("orchestrator.cli.memory", "memory"),
     "costs": ("orchestrator.cli.costs", "costs"),

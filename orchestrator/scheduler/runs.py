@@ -239,3 +239,14 @@ def turn_durations_after(db: Database, after_seq: int) -> tuple[int, list[tuple[
         (str(r["agent"]), str(r["trigger"]), float(r["duration_s"])) for r in rows if r["kind"] == "turn"
     ]
     return top, turns
+
+
+def turns_for_items(db: Database, item_ids: list[str]) -> list[RunView]:
+    """The turn records of these inbox items, oldest first."""
+    if not item_ids:
+        return []
+    marks = ", ".join("?" for _ in item_ids)
+    rows = db.query(
+        f"SELECT * FROM runs WHERE kind = 'turn' AND item_id IN ({marks}) ORDER BY seq", list(item_ids)
+    )
+    return [_to_view(row) for row in rows]
