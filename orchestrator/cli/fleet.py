@@ -19,10 +19,10 @@ from orchestrator.cli.common import (
     DEFAULT_PORT,
     check_capacity_or_exit,
     client_for,
-    fleet_file_long_option,
     fleet_file_option,
     load_or_exit,
 )
+from orchestrator.cli.options import echo_json, follow_option, json_option
 from orchestrator.cli.render import fleet_table
 from orchestrator.config.capacity import Capacity
 from orchestrator.config.loader import LoadedFleet
@@ -40,11 +40,25 @@ from orchestrator.state.paths import StatePaths
     default=None,
     help="Check resources against this runtime's engine (default: the fleet's last, else docker).",
 )
-def validate(fleet_file: Path, runtime: Runtime | None) -> None:
+@json_option
+def validate(fleet_file: Path, runtime: Runtime | None, as_json: bool) -> None:
     """Check fleet.yaml as `up` would; report every problem with file, line and field (exit code 2)."""
     paths = StatePaths.for_fleet_file(fleet_file)
     capacity, engine_note = _engine_capacity(_runtime_of(paths, runtime), paths)
-    fleet = load_or_exit(fleet_file, capacity)
+    fleet = load_or_exit(fleet_file, capacity, as_json=as_json)
+    if as_json:
+        echo_json(
+            {
+                "file": str(fleet_file),
+                "valid": True,
+                "fleet": fleet.name,
+                "agents": sorted(fleet.config.agents),
+                "warnings": list(fleet.warnings),
+                "problems": [],
+                "notes": [engine_note] if engine_note else [],
+            }
+        )
+        return
     for warning in fleet.warnings:
         click.echo(f"warning: {warning}")
     count = len(fleet.config.agents)
@@ -190,7 +204,9 @@ def _refuse_other_launch(
         )
 
 
-def _apply_remote(fleet_file: Path, dry_run: bool, force_seeds: tuple[tuple[str, str], ...] = ()) -> bool:
+def _apply_remote(
+    fleet_file: Path, dry_run: bool, force_seeds: tuple[tuple[str, str], ...] = (), as_json: bool = False
+) -> bool:
     """Ask the running orchestrator to plan or apply `fleet_file`; True when changes are (were) due."""
     client = client_for(fleet_file, timeout_s=300.0)
     result = client.post(
@@ -199,6 +215,9 @@ def _apply_remote(fleet_file: Path, dry_run: bool, force_seeds: tuple[tuple[str,
         file=str(fleet_file.resolve()),
         force_seed=[f"{agent}/{file}" for agent, file in force_seeds] or None,
     )
+    if as_json:
+        echo_json({"dry_run": dry_run, **result})
+        return bool(result["changed"])
     for line in result["actions"]:
         click.echo(line)
     if not result["changed"]:
@@ -227,8 +246,13 @@ EXIT_CANNOT_PLAN = 3
     metavar="AGENT FILE",
     help="Take fleet.yaml's text for FILE (e.g. SOUL.md) of AGENT even though it changed since it was seeded.",
 )
+@json_option
 def apply(
-    fleet_file: Path, dry_run: bool, runtime: Runtime | None, force_seeds: tuple[tuple[str, str], ...]
+    fleet_file: Path,
+    dry_run: bool,
+    runtime: Runtime | None,
+    force_seeds: tuple[tuple[str, str], ...],
+    as_json: bool,
 ) -> None:
     """Reconcile the running fleet with the fleet file given (--dry-run only prints the plan).
 
@@ -237,13 +261,13 @@ def apply(
     """
     paths = StatePaths.for_fleet_file(fleet_file)
     if not dry_run:
-        load_or_exit(fleet_file)
+        load_or_exit(fleet_file, as_json=as_json)
         if read_endpoint(paths) is None:
             raise CliError("no orchestrator is running: `flotilla up` starts it and applies fleet.yaml")
-        _apply_remote(fleet_file, dry_run=False, force_seeds=force_seeds)
+        _apply_remote(fleet_file, dry_run=False, force_seeds=force_seeds, as_json=as_json)
         return
     try:
-        pending = _dry_run(fleet_file, paths, runtime, force_seeds)
+        pending = _dry_run(fleet_file, paths, runtime, force_seeds, as_json)
     except CliError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(EXIT_CANNOT_PLAN) from None
@@ -252,18 +276,25 @@ def apply(
 
 
 def _dry_run(
-    fleet_file: Path, paths: StatePaths, runtime: Runtime | None, force_seeds: tuple[tuple[str, str], ...]
+    fleet_file: Path,
+    paths: StatePaths,
+    runtime: Runtime | None,
+    force_seeds: tuple[tuple[str, str], ...],
+    as_json: bool = False,
 ) -> bool:
     if read_endpoint(paths) is not None:
-        load_or_exit(fleet_file)
-        return _apply_remote(fleet_file, dry_run=True, force_seeds=force_seeds)
-    fleet = load_or_exit(fleet_file)
+        load_or_exit(fleet_file, as_json=as_json)
+        return _apply_remote(fleet_file, dry_run=True, force_seeds=force_seeds, as_json=as_json)
+    fleet = load_or_exit(fleet_file, as_json=as_json)
     backend = _backend_or_exit(_runtime_of(paths, runtime, fleet), paths)
     check_capacity_or_exit(fleet, backend.capacity())
     try:
         actions = [a for a in plan(fleet, backend.list(fleet_labels(fleet.name))) if a.pending]
     except BackendError as exc:
         raise CliError(str(exc)) from None
+    if as_json:
+        echo_json({"dry_run": True, "changed": bool(actions), "actions": [str(a) for a in actions]})
+        return bool(actions)
     for action in actions:
         click.echo(str(action))
     if not actions:
@@ -295,9 +326,11 @@ def ps(fleet_file: Path, as_json: bool) -> None:
 
 
 @click.command()
-@fleet_file_long_option
-@click.option("-f", "--follow", is_flag=True, help="Keep printing new lines.")
-@click.option("--tail", type=int, default=200, show_default=True)
+@fleet_file_option
+@follow_option("Keep printing new lines.")
+@click.option(
+    "-n", "--limit", "--tail", "tail", type=int, default=200, show_default=True, help="The last N lines."
+)
 @click.option("--runtime", type=click.Choice(RUNTIMES), default=None)
 @click.argument("agent")
 def logs(fleet_file: Path, follow: bool, tail: int, runtime: Runtime | None, agent: str) -> None:

@@ -16,6 +16,7 @@ import click
 from agent_runtime.transcript import MAX_TURNS, TranscriptMessage
 from orchestrator.cli.client import ApiClient
 from orchestrator.cli.common import client_for, fleet_file_option
+from orchestrator.cli.options import follow_option
 from orchestrator.transcripts import ContextMark, Transcript, TranscriptTurn, TurnRun
 
 FOLLOW_EVERY_S = 1.0
@@ -97,7 +98,7 @@ def _fetch(client: ApiClient, agent: str, **params: object) -> Transcript:
     show_default=True,
     help="The last N turns.",
 )
-@click.option("--follow", is_flag=True, help="Keep printing new messages as the agent logs them.")
+@follow_option("Keep printing new messages as the agent logs them.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (with --follow: one turn per line).")
 @click.argument("agent")
 def history(fleet_file: Path, limit: int, follow: bool, as_json: bool, agent: str) -> None:
