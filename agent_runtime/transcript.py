@@ -52,6 +52,7 @@ class TranscriptPage(BaseModel):
 class TranscriptQuery(BaseModel):
     turns: int = Field(default=20, ge=1, le=MAX_TURNS)
     after: str | None = Field(default=None, description="Only messages logged after this message id")
+    item_id: str | None = Field(default=None, max_length=64, description="Only the messages of this item")
 
 
 def _cut(text: str) -> tuple[str, bool]:
@@ -108,6 +109,8 @@ def _size(message: TranscriptMessage) -> int:
 
 def read_transcript(log: HistoryLog, query: TranscriptQuery) -> TranscriptPage:
     """The last `turns` turns, or (with `after`) every message after that id, oldest first."""
+    if query.item_id is not None:
+        return _of_item(log, query.item_id)
     if query.after is not None:
         return _after(log, query.after)
     picked: list[TranscriptMessage] = []
@@ -160,3 +163,23 @@ def serve_transcript(data_dir: Path, body: dict[str, Any]) -> dict[str, Any]:
     """The answer to `history.read`: the page as JSON (bad input raises ValueError)."""
     page = read_transcript(HistoryLog(data_dir), TranscriptQuery.model_validate(body))
     return page.model_dump(mode="json")
+
+
+ITEM_DAYS_SEARCHED = 3
+
+
+def _of_item(log: HistoryLog, item_id: str) -> TranscriptPage:
+    """The messages of one item, from the newest days back (an item's turn spans a day or two)."""
+    picked: list[TranscriptMessage] = []
+    budget = MAX_PAGE_CHARS
+    for path in sorted(log.root.glob("*.jsonl"), reverse=True)[:ITEM_DAYS_SEARCHED]:
+        found = [_message(r) for r in _records(path) if r.get("item_id") == item_id]
+        for message in reversed(found):
+            budget -= _size(message)
+            if budget < 0:
+                break
+            picked.append(message)
+        if picked and not found:
+            break
+    picked.reverse()
+    return TranscriptPage(messages=picked, last_id=picked[-1].id if picked else None)

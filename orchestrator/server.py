@@ -25,6 +25,7 @@ from orchestrator.operator.events_routes import close_streams
 from orchestrator.operator.watcher import WorkspaceWatcher
 from orchestrator.reconcile import ApplyResult
 from orchestrator.services import Services
+from orchestrator.telemetry.tracing import trace_export
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,9 @@ class OrchestratorServer:
             asyncio.create_task(services.scheduler.run(), name="scheduler"),
             asyncio.create_task(alerts.run(), name="alerts"),
         ]
+        traces = trace_export(services.db, services.channels, services.fleet.name)
+        if traces is not None:
+            tasks.append(asyncio.create_task(traces.run(), name="traces"))
         self.ready.set()
         return tasks
 

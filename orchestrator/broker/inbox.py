@@ -519,3 +519,18 @@ def item_timing(db: Database, item_id: str) -> ItemTiming | None:
         (item_id,),
     )
     return ItemTiming.model_validate(dict(row)) if row is not None else None
+
+
+def items_finished_between(
+    db: Database, kinds: list[str], after: tuple[str, str], before: datetime, limit: int = 200
+) -> list[tuple[tuple[str, str], ItemTiming]]:
+    """Items of these kinds finished after the (finished_at, id) cursor `after` and before
+    `before`, oldest first, each with the cursor a later read resumes from."""
+    marks = ", ".join("?" for _ in kinds)
+    rows = db.query(
+        "SELECT id, agent, kind, sender, operation, state, attempt, created_at, claimed_at, finished_at"
+        f" FROM inbox WHERE kind IN ({marks}) AND finished_at IS NOT NULL AND finished_at < ?"
+        " AND (finished_at > ? OR (finished_at = ? AND id > ?)) ORDER BY finished_at, id LIMIT ?",
+        (*kinds, before.isoformat(), after[0], after[0], after[1], limit),
+    )
+    return [((str(row["finished_at"]), str(row["id"])), ItemTiming.model_validate(dict(row))) for row in rows]

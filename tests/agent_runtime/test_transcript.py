@@ -77,3 +77,10 @@ def test_served_over_the_channel_and_bad_queries_refused(tmp_path: Path) -> None
     assert status == 200 and len(body["messages"]) == 4
     status, body = service.answer(AgentRequest(request=2, op=AgentOp.HISTORY_READ, body={"turns": 0}))
     assert status == 422 and body["error"] == "invalid_request"
+
+
+def test_the_messages_of_one_item(tmp_path: Path) -> None:
+    log = log_two_turns(tmp_path)
+    page = read_transcript(log, TranscriptQuery(item_id="item-b"))
+    assert [m.role for m in page.messages] == ["user", "assistant", "tool", "assistant"]
+    assert read_transcript(log, TranscriptQuery(item_id="item-z")).messages == []
