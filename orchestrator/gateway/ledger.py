@@ -354,13 +354,6 @@ def run_spend(db: Database, agent: str, run_id: str) -> RunSpend | None:
     )
 
 
-@dataclass(frozen=True)
-class CallLatency:
-    agent: str
-    model: str
-    seconds: float
-
-
 def ledger_top_id(db: Database) -> int:
     """The newest usage row's id (0 for an empty ledger)."""
     row = db.query_one("SELECT COALESCE(MAX(id), 0) AS top FROM gateway_usage")
@@ -376,14 +369,39 @@ def first_reserved_id(db: Database, after_id: int, upto_id: int) -> int | None:
     return int(row["id"]) if row is not None and row["id"] is not None else None
 
 
-def settled_latencies(db: Database, after_id: int, upto_id: int) -> list[CallLatency]:
-    """How long each settled call in (after_id, upto_id] took upstream."""
+@dataclass(frozen=True)
+class LatencyCounts:
+    """Settled calls of one (agent, model): how many took at most each bound, their count and sum."""
+
+    agent: str
+    model: str
+    at_most: tuple[int, ...]
+    count: int
+    total_s: float
+
+
+def settled_latency_counts(
+    db: Database, after_id: int, upto_id: int, bounds_s: tuple[float, ...]
+) -> list[LatencyCounts]:
+    """How long the settled calls in (after_id, upto_id] took upstream, counted per bound."""
+    columns = "".join(
+        f", SUM(latency_ms <= {round(bound * 1000)}) AS b{i}" for i, bound in enumerate(bounds_s)
+    )
     rows = db.query(
-        "SELECT agent, model, latency_ms FROM gateway_usage WHERE id > ? AND id <= ? "
-        "AND status != 'reserved' AND latency_ms IS NOT NULL",
+        f"SELECT agent, model, COUNT(*) AS n, SUM(latency_ms) AS total{columns} FROM gateway_usage"
+        " WHERE id > ? AND id <= ? AND status != 'reserved' AND latency_ms IS NOT NULL GROUP BY agent, model",
         (after_id, upto_id),
     )
-    return [CallLatency(str(r["agent"]), str(r["model"]), int(r["latency_ms"]) / 1000.0) for r in rows]
+    return [
+        LatencyCounts(
+            agent=str(r["agent"]),
+            model=str(r["model"]),
+            at_most=tuple(int(r[f"b{i}"] or 0) for i in range(len(bounds_s))),
+            count=int(r["n"]),
+            total_s=int(r["total"] or 0) / 1000.0,
+        )
+        for r in rows
+    ]
 
 
 @dataclass(frozen=True)

@@ -150,7 +150,7 @@ def build_registry(services: Services) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(FleetCollector(services))
     registry.register(LatencyCollector(services.db))
-    registry.register(BudgetCollector(services.db, services.events, lambda: services.fleet.config))
+    registry.register(BudgetCollector(services.db, lambda: services.fleet.config))
     ProcessCollector(registry=registry)
     return registry
 

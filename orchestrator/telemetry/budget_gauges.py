@@ -6,38 +6,30 @@ gauges are what an alert rule or a dashboard panel watches to see it coming.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from orchestrator.config.models import FleetConfig
-from orchestrator.events import EventBus
-from orchestrator.gateway.budget import Budgets
-from orchestrator.gateway.ledger import Ledger
-from orchestrator.gateway.models import BudgetWindow
+from orchestrator.config.models import BudgetConfig, FleetConfig
+from orchestrator.gateway.budget import BUDGET_KINDS, day_window, month_window
+from orchestrator.gateway.ledger import Ledger, Spend
+from orchestrator.gateway.models import BudgetKind
 from orchestrator.state.db import Database
 
 LABELS = ["agent", "scope", "period", "unit"]
-
-
-def _labels(agent: str, window: BudgetWindow) -> list[str]:
-    period, unit = window.kind.split("_", 1)
-    return [agent, window.scope, period, unit]
+KINDS: tuple[BudgetKind, ...] = BUDGET_KINDS
 
 
 class BudgetCollector(Collector):
-    """Reads every cap's use through the gateway's own budget arithmetic (one source of truth).
+    """Every configured cap with what is left of it, from the gateway's daily spend roll-up and
+    its own windows (UTC day, UTC month). The fleet-wide caps carry an empty `agent` label."""
 
-    The fleet-wide caps are reported once, with an empty `agent` label.
-    """
-
-    def __init__(self, db: Database, events: EventBus, config: Callable[[], FleetConfig]) -> None:
+    def __init__(self, db: Database, config: Callable[[], FleetConfig]) -> None:
+        self._db = db
         self._config = config
-        self._budgets = Budgets(db, Ledger(db), events, config, lambda: datetime.now(UTC))
-        self._lock = threading.Lock()
+        Ledger(db)  # its tables exist before the gateway's first call
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         limit = GaugeMetricFamily(
@@ -53,17 +45,25 @@ class BudgetCollector(Collector):
             "When the current period of a budget cap ends (Unix time)",
             labels=LABELS,
         )
-        with self._lock:
-            windows = [
-                (agent, window)
-                for agent in sorted(self._config().agents)
-                for window in self._budgets.status(agent).windows
-                if window.scope == "agent"
-            ]
-            windows += [("", window) for window in self._budgets.fleet_windows()]
-        for agent, window in windows:
-            labels = _labels(agent, window)
-            limit.add_metric(labels, window.limit)
-            remaining.add_metric(labels, max(0.0, window.limit - window.spent))
-            resets.add_metric(labels, window.resets_at.timestamp())
+        config, now = self._config(), datetime.now(UTC)
+        subjects: list[tuple[str, str | None, BudgetConfig]] = [
+            (agent, agent, config.budget_of(agent)) for agent in sorted(config.agents)
+        ]
+        subjects.append(("", None, config.budget))
+        for label, subject, caps in subjects:
+            scope = "agent" if subject is not None else "fleet"
+            spends: dict[datetime, Spend] = {}
+            for kind in KINDS:
+                cap = getattr(caps, kind)
+                if cap is None:
+                    continue
+                start, end = day_window(now) if kind.startswith("daily") else month_window(now)
+                if start not in spends:
+                    spends[start] = Ledger.spend(self._db, subject, start, end)
+                spent = spends[start].usd if kind.endswith("_usd") else float(spends[start].tokens)
+                period, unit = kind.split("_", 1)
+                labels = [label, scope, period, unit]
+                limit.add_metric(labels, float(cap))
+                remaining.add_metric(labels, max(0.0, float(cap) - spent))
+                resets.add_metric(labels, end.timestamp())
         yield from (limit, remaining, resets)

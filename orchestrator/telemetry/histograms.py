@@ -19,7 +19,12 @@ from prometheus_client.core import HistogramMetricFamily
 from prometheus_client.registry import Collector
 
 from orchestrator.broker.messages import asks_finished_between
-from orchestrator.gateway.ledger import CallLatency, first_reserved_id, ledger_top_id, settled_latencies
+from orchestrator.gateway.ledger import (
+    LatencyCounts,
+    first_reserved_id,
+    ledger_top_id,
+    settled_latency_counts,
+)
 from orchestrator.scheduler.runs import turn_durations_after
 from orchestrator.state.db import Database
 
@@ -54,6 +59,18 @@ class Histogram:
             found.per_bucket[index] += 1
         found.total += value
         found.count += 1
+
+    def add_counts(self, labels: Labels, at_most: tuple[int, ...], count: int, total: float) -> None:
+        """Fold in observations already counted per bound (cumulative counts, as SQL gives them)."""
+        found = self.series.get(labels)
+        if found is None:
+            found = self.series[labels] = Series([0] * len(self.bounds))
+        below = 0
+        for index, cumulative in enumerate(at_most):
+            found.per_bucket[index] += cumulative - below
+            below = cumulative
+        found.total += total
+        found.count += count
 
     def copy(self) -> Histogram:
         return Histogram(
@@ -90,19 +107,21 @@ class ModelCallLatency:
             open_id = first_reserved_id(db, self._settled_upto, top)
             settled = top if open_id is None else open_id - 1
             if settled > self._settled_upto:
-                _observe(self._settled, settled_latencies(db, self._settled_upto, settled))
+                _add(
+                    self._settled, settled_latency_counts(db, self._settled_upto, settled, MODEL_CALL_BUCKETS)
+                )
                 self._settled_upto = settled
             current = self._settled.copy()
             if top > self._settled_upto:  # settled after a call still in flight: counted on a copy
-                _observe(current, settled_latencies(db, self._settled_upto, top))
+                _add(current, settled_latency_counts(db, self._settled_upto, top, MODEL_CALL_BUCKETS))
             return current
         except sqlite3.OperationalError:
             return self._settled.copy()
 
 
-def _observe(histogram: Histogram, calls: Iterable[CallLatency]) -> None:
-    for call in calls:
-        histogram.observe((call.agent, call.model), call.seconds)
+def _add(histogram: Histogram, counted: Iterable[LatencyCounts]) -> None:
+    for counts in counted:
+        histogram.add_counts((counts.agent, counts.model), counts.at_most, counts.count, counts.total_s)
 
 
 class TurnDuration:
