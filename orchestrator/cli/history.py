@@ -8,6 +8,7 @@ context's flushes and compactions where they happened.
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -24,12 +25,21 @@ SHOWN_TEXT = 2_000
 ROLE_STYLE = {"user": "cyan", "assistant": "green", "tool": "yellow", "system": "magenta"}
 
 
+# What an agent logged is its model's and tools' text: never let it drive the terminal.
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    return CONTROL.sub("\N{REPLACEMENT CHARACTER}", text)
+
+
 def _short(text: str, limit: int = SHOWN_TEXT) -> str:
-    return text if len(text) <= limit else text[:limit] + f" … [{len(text) - limit} more chars]"
+    shown = text if len(text) <= limit else text[:limit] + f" … [{len(text) - limit} more chars]"
+    return printable(shown)
 
 
 def _clock(at: str) -> str:
-    return at[11:19] if len(at) >= 19 else at
+    return printable(at[11:19] if len(at) >= 19 else at[:19])
 
 
 def run_summary(run: TurnRun | None) -> str:
@@ -44,7 +54,7 @@ def run_summary(run: TurnRun | None) -> str:
         f"{run.duration_s:.2f} s",
         run.outcome,
     ]
-    return " · ".join(parts) + (f" ({run.detail})" if run.detail else "")
+    return printable(" · ".join(parts) + (f" ({run.detail})" if run.detail else ""))
 
 
 def turn_header(turn: TranscriptTurn) -> str:
@@ -60,18 +70,18 @@ def message_lines(message: TranscriptMessage) -> list[str]:
     lines = []
     if message.role == "tool":
         lines.append(
-            f"  {_clock(message.at)} {role} ← {message.name or 'tool'}: {_short(message.content)}{cut}"
+            f"  {_clock(message.at)} {role} ← {printable(message.name or 'tool')}: {_short(message.content)}{cut}"
         )
     elif message.content or not message.tool_calls:
         lines.append(f"  {_clock(message.at)} {role} {_short(message.content)}{cut}")
     for call in message.tool_calls:
         args = _short(call.arguments) + (" [cut by the agent]" if call.truncated else "")
-        lines.append(f"  {_clock(message.at)} {role} → {call.name}({args})")
+        lines.append(f"  {_clock(message.at)} {role} → {printable(call.name)}({args})")
     return lines
 
 
 def mark_line(mark: ContextMark) -> str:
-    details = ", ".join(f"{key} {value}" for key, value in mark.data.items())
+    details = printable(", ".join(f"{key} {value}" for key, value in mark.data.items()))
     stamp = mark.at.strftime("%H:%M:%S")
     return click.style(f"  {stamp} ⋯ {mark.type}" + (f": {details}" if details else ""), fg="magenta")
 

@@ -14,6 +14,7 @@ import click
 
 from orchestrator.broker.request_trace import RequestTrace, TraceStep
 from orchestrator.cli.common import client_for, fleet_file_option
+from orchestrator.cli.history import printable
 
 SHORT_ID = 12
 
@@ -30,7 +31,7 @@ def step_line(step: TraceStep, started: float, asked: str) -> str:
         "peer_ask": f"ask {step.operation}",
         "operator_message": "operator message",
     }.get(step.kind, step.kind.replace("peer_", ""))
-    state = step.state + (f" ({step.error})" if step.error else "")
+    state = step.state + (f" ({printable(step.error)})" if step.error else "")
     took = f" in {_ms(step.took_s)}" if step.took_s is not None else ""
     offset = f"+{step.created_at.timestamp() - started:7.3f}s"
     marker = "*" if asked in (step.id, step.item_id) else "-"
@@ -44,7 +45,7 @@ def step_line(step: TraceStep, started: float, asked: str) -> str:
     if step.run is not None:
         run = step.run
         details.append(
-            f"turn {run.model or '-'} {run.tokens_in}→{run.tokens_out} tokens ${run.cost_usd:.4f} "
+            f"turn {printable(run.model or '-')} {run.tokens_in}→{run.tokens_out} tokens ${run.cost_usd:.4f} "
             f"{_ms(run.duration_s)} {run.outcome}"
         )
     if details:

@@ -169,3 +169,12 @@ def _read_until(stream: object, marker: str, deadline_s: float = 60) -> str:
         if marker in line:
             return "\n".join(seen)
     raise AssertionError(f"the follower never printed {marker!r}; it printed: {seen}")
+
+
+def test_an_agents_text_cannot_drive_the_operators_terminal(services: Services, url: str) -> None:
+    log = HistoryLog(services.paths.agent_storage("alpha"))
+    log.append(Turn(role="assistant", content="ok\x1b[2J\x1b]0;pwned\x07 done", item_id="item-esc"))
+    result = CliRunner().invoke(cli, ["history", "-f", str(services.fleet.path), "alpha"])
+    assert result.exit_code == 0, result.output
+    assert "\x1b[2J" not in result.output and "\x07" not in result.output
+    assert "ok\N{REPLACEMENT CHARACTER}[2J" in result.output
