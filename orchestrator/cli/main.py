@@ -72,7 +72,7 @@ def cli() -> None:
 
     \b
     Start:    flotilla validate && flotilla up
-    Inspect:  flotilla ps · flotilla logs AGENT · flotilla events -F
+    Inspect:  flotilla ps · flotilla history AGENT · flotilla trace ID · flotilla events -F
     Talk:     flotilla send AGENT "message" · flotilla chat AGENT
     Stop:     flotilla down [-v]
 
