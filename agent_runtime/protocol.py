@@ -410,6 +410,7 @@ class AgentOp(StrEnum):
     MEMORY_RESOLVE = "memory.resolve"
     FILES_LIST = "files.list"  # {"folder": "learnings"} -> FileListing
     FILES_READ = "files.read"  # {"path": "learnings/x.md", "limit": n} -> FileText
+    HISTORY_READ = "history.read"  # TranscriptQuery -> TranscriptPage (agent_runtime.workspace.transcript)
 
 
 class AgentRequest(WireModel):
@@ -439,3 +440,40 @@ class ChannelReply(WireModel):
     id: int
     status: int = Field(description="As the matching HTTP route would answer: 200, 204, 4xx, 5xx")
     body: Any = Field(default=None, description="The route's JSON body; an ErrorBody when status >= 400")
+
+
+# ------------------------------------------------------------------ the turn log (history.read)
+
+MAX_TURNS = 500
+TranscriptRole = Literal["system", "user", "assistant", "tool"]
+
+
+class ToolCallView(BaseModel):
+    id: str = ""
+    name: str = ""
+    arguments: str = ""
+    truncated: bool = False
+
+
+class TranscriptMessage(BaseModel):
+    id: str
+    at: str
+    role: TranscriptRole
+    content: str = ""
+    truncated: bool = Field(default=False, description="The content was cut to the first MAX_TEXT chars")
+    tool_calls: list[ToolCallView] = Field(default_factory=list)
+    tool_call_id: str | None = Field(default=None, description="On a tool result: the call it answers")
+    name: str | None = Field(default=None, description="On a tool result: the tool's name")
+    item_id: str | None = None
+
+
+class TranscriptPage(BaseModel):
+    messages: list[TranscriptMessage] = Field(default_factory=list, description="Oldest first")
+    last_id: str | None = Field(default=None, description="Ask again with after=last_id for what follows")
+    earlier: bool = Field(default=False, description="Older turns exist than the ones returned")
+
+
+class TranscriptQuery(BaseModel):
+    turns: int = Field(default=20, ge=1, le=MAX_TURNS)
+    after: str | None = Field(default=None, description="Only messages logged after this message id")
+    item_id: str | None = Field(default=None, max_length=64, description="Only the messages of this item")

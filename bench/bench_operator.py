@@ -36,7 +36,9 @@ def _row(metric: str, value: str, target: str = "") -> Row:
 
 
 def _fleet(root: Path, agents: int) -> Services:
-    lines = ["version: 1", "fleet: benchops", "agents:"]
+    # Every cap set, so that a scrape computes each agent's and the fleet's budget gauges.
+    caps = "{daily_usd: 100, monthly_usd: 1000, daily_tokens: 100000000, monthly_tokens: 1000000000}"
+    lines = ["version: 1", "fleet: benchops", f"budget: {caps}", "defaults:", f"  budget: {caps}", "agents:"]
     lines += [f"  agent-{i}:\n    role: worker {i}" for i in range(agents)]
     path = root / "fleet.yaml"
     path.write_text("\n".join(lines) + "\n")
@@ -52,7 +54,8 @@ def _fill(services: Services, agents: int, usage_rows: int, events: int) -> None
     with services.db.transaction() as conn:
         conn.executemany(
             "INSERT INTO gateway_usage(at, agent, kind, requested_model, model, provider, tokens_in, "
-            "tokens_out, cost_usd, status) VALUES (?, ?, 'chat', 'test', 'test', 'test', 900, 120, 0.002, 'ok')",
+            "tokens_out, cost_usd, status, latency_ms) "
+            "VALUES (?, ?, 'chat', 'test', 'test', 'test', 900, 120, 0.002, 'ok', 800)",
             [(timestamp(start + step * i), names[i % agents]) for i in range(usage_rows)],
         )
         conn.executemany(

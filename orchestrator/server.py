@@ -24,6 +24,7 @@ from orchestrator.listeners import Listeners
 from orchestrator.reconcile import ApplyResult
 from orchestrator.services import Services
 from orchestrator.state.endpoint import Endpoint, write_endpoint
+from orchestrator.telemetry.tracing import trace_export
 from orchestrator.workspaces.watcher import WorkspaceWatcher
 
 log = logging.getLogger(__name__)
@@ -84,6 +85,9 @@ class OrchestratorServer:
             asyncio.create_task(services.scheduler.run(), name="scheduler"),
             asyncio.create_task(alerts.run(), name="alerts"),
         ]
+        traces = trace_export(services.db, services.channels, services.fleet.name)
+        if traces is not None:
+            tasks.append(asyncio.create_task(traces.run(), name="traces"))
         self.ready.set()
         return tasks
 

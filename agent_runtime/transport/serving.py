@@ -69,6 +69,10 @@ class AgentService:
                 return self._take_workspace(WorkspaceCopy.model_validate(request.body))
             if request.op in (AgentOp.FILES_LIST, AgentOp.FILES_READ):
                 return self._files(request)
+            if request.op == AgentOp.HISTORY_READ:
+                from agent_runtime.workspace.transcript import serve_transcript  # loaded when first asked
+
+                return 200, serve_transcript(self.settings.data_dir, request.body)
             return self._memory(request)
         except (ValueError, TypeError) as bad:  # pydantic's ValidationError included
             return refusal(422, "invalid_request", f"{request.op.value}: {bad}")

@@ -21,10 +21,12 @@ from orchestrator.api.operator import (
     dashboard,
     events,
     fleet,
+    history,
     memory,
     messages,
     metrics,
     scheduler,
+    trace,
     workspace,
 )
 from orchestrator.api.operator import inbox as inbox_routes
@@ -49,6 +51,8 @@ ROUTERS = [
     events.router,
     metrics.router,
     dashboard.router,
+    history.router,
+    trace.router,
 ]
 
 

@@ -567,3 +567,53 @@ def _to_item(row: Any) -> InboxItem:
         attempt=max(1, row["attempt"]),
         deadline=datetime.fromisoformat(row["expires_at"]) if row["expires_at"] else None,
     )
+
+
+class ItemTiming(BaseModel):
+    """An inbox item's delivery: who it was for, its state, and when it was queued, claimed, done."""
+
+    id: str
+    agent: str
+    kind: ItemKind
+    sender: str
+    operation: str | None = None
+    state: str
+    attempt: int = 0
+    created_at: datetime
+    claimed_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+def _like_prefix(prefix: str) -> str:
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped + "%"
+
+
+def item_ids_like(db: Database, prefix: str, limit: int = 10) -> list[str]:
+    """Inbox item ids that start with `prefix`."""
+    rows = db.query("SELECT id FROM inbox WHERE id LIKE ? ESCAPE '\\' LIMIT ?", (_like_prefix(prefix), limit))
+    return [str(row["id"]) for row in rows]
+
+
+def item_timing(db: Database, item_id: str) -> ItemTiming | None:
+    row = db.query_one(
+        "SELECT id, agent, kind, sender, operation, state, attempt, created_at, claimed_at, finished_at"
+        " FROM inbox WHERE id = ?",
+        (item_id,),
+    )
+    return ItemTiming.model_validate(dict(row)) if row is not None else None
+
+
+def items_finished_between(
+    db: Database, kinds: list[str], after: tuple[str, str], before: datetime, limit: int = 200
+) -> list[tuple[tuple[str, str], ItemTiming]]:
+    """Items of these kinds finished after the (finished_at, id) cursor `after` and before
+    `before`, oldest first, each with the cursor a later read resumes from."""
+    marks = ", ".join("?" for _ in kinds)
+    rows = db.query(
+        "SELECT id, agent, kind, sender, operation, state, attempt, created_at, claimed_at, finished_at"
+        f" FROM inbox WHERE kind IN ({marks}) AND finished_at IS NOT NULL AND finished_at < ?"
+        " AND (finished_at > ? OR (finished_at = ? AND id > ?)) ORDER BY finished_at, id LIMIT ?",
+        (*kinds, before.isoformat(), after[0], after[0], after[1], limit),
+    )
+    return [((str(row["finished_at"]), str(row["id"])), ItemTiming.model_validate(dict(row))) for row in rows]

@@ -247,3 +247,61 @@ def _to_record(row: Any) -> MessageRecord:
         item_attempts=row["item_attempts"],
         claimed_at=datetime.fromisoformat(row["claimed_at"]) if row["claimed_at"] else None,
     )
+
+
+class FinishedAsk(BaseModel):
+    """An ask that has an outcome, for latency figures."""
+
+    rowid: int
+    recipient: str
+    state: MessageState
+    created_at: datetime
+    finished_at: datetime
+    cursor: tuple[str, int] = Field(description="(finished_at as stored, rowid): where a later read resumes")
+
+    @property
+    def seconds(self) -> float:
+        return max(0.0, (self.finished_at - self.created_at).total_seconds())
+
+
+def asks_finished_between(
+    db: Database, after: tuple[str, int], before: datetime, limit: int = 10_000
+) -> list[FinishedAsk]:
+    """Asks finished after the (finished_at, rowid) cursor `after` and before `before`, oldest first."""
+    rows = db.query(
+        "SELECT rowid, recipient, state, created_at, finished_at FROM broker_messages "
+        "WHERE kind = 'ask' AND finished_at IS NOT NULL AND finished_at < ? "
+        "AND (finished_at > ? OR (finished_at = ? AND rowid > ?)) ORDER BY finished_at, rowid LIMIT ?",
+        (before.isoformat(), after[0], after[0], after[1], limit),
+    )
+    return [
+        FinishedAsk(
+            rowid=row["rowid"],
+            recipient=row["recipient"],
+            state=MessageState(row["state"]),
+            created_at=datetime.fromisoformat(row["created_at"]),
+            finished_at=datetime.fromisoformat(row["finished_at"]),
+            cursor=(row["finished_at"], row["rowid"]),
+        )
+        for row in rows
+    ]
+
+
+def message_ids_like(db: Database, prefix: str, limit: int = 10) -> list[str]:
+    """Ids of the messages whose id, or whose delivered item's id, starts with `prefix`."""
+    pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    rows = db.query(
+        "SELECT id FROM broker_messages WHERE id LIKE ? ESCAPE '\\' OR item_id LIKE ? ESCAPE '\\' LIMIT ?",
+        (pattern, pattern, limit),
+    )
+    return [str(row["id"]) for row in rows]
+
+
+def first_messages_of_item(db: Database, item_id: str) -> list[str]:
+    """Ids of the messages sent while an item that was not itself a message (an operator's
+    message, a heartbeat) was being worked, oldest first."""
+    rows = db.query(
+        "SELECT id FROM broker_messages WHERE parent_item = ? AND parent_id IS NULL ORDER BY created_at",
+        (item_id,),
+    )
+    return [str(row["id"]) for row in rows]

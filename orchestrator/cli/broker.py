@@ -1,4 +1,4 @@
-"""`flotilla contracts check`, `flotilla inbox AGENT` and `flotilla trace MESSAGE_ID`."""
+"""`flotilla contracts check` and `flotilla inbox AGENT` (`flotilla trace` is in `orchestrator.cli.trace`)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import click
 
 from orchestrator.broker.contracts_check import ContractsReport, check_offline
 from orchestrator.cli.common import client_for, fleet_file_option, load_or_exit
+from orchestrator.cli.trace import trace
 
 EXIT_CONTRACT_ERRORS = 1
 
@@ -120,41 +121,4 @@ def inbox(fleet_file: Path, show_all: bool, limit: int, as_json: bool, agent: st
     _table(["ID", "CREATED", "KIND", "FROM", "OPERATION", "TRY", "CHAIN", "CONTENT"], rows)
 
 
-# ------------------------------------------------------------------------------------- trace
-
-
-@click.command()
-@fleet_file_option
-@click.option("--json", "as_json", is_flag=True, help="Print the trace as JSON.")
-@click.argument("message_id")
-def trace(fleet_file: Path, as_json: bool, message_id: str) -> None:
-    """Show the path of a request through agents (give a message id or an inbox item id)."""
-    with closing(client_for(fleet_file)) as client:
-        found = client.get(f"/api/v1/trace/{quote(message_id, safe='')}")
-    if as_json:
-        click.echo(json.dumps(found, indent=2))
-        return
-    click.echo("path: " + " -> ".join(found["path"]))
-    for message in found["messages"]:
-        click.echo(_trace_line(message, found["message_id"]))
-
-
-def _trace_line(message: dict[str, Any], asked: str) -> str:
-    indent = "  " * message["depth"]
-    what = f"ask {message['operation']}" if message["kind"] == "ask" else "tell"
-    state = message["state"]
-    if message.get("error_code"):
-        state += f" ({message['error_code']}: {message.get('error_message') or ''})"
-    elif message.get("item_state") and message["kind"] == "tell":
-        state += f", {message['item_state']}"
-    took = ""
-    if message.get("finished_at"):
-        seconds = (
-            datetime.fromisoformat(message["finished_at"]) - datetime.fromisoformat(message["created_at"])
-        ).total_seconds()
-        took = f" in {seconds * 1000:.0f} ms"
-    marker = "*" if message["id"] == asked else "-"
-    return (
-        f"{indent}{marker} {_clock(message['created_at'])} {message['sender']} -> {message['recipient']}"
-        f" {what}: {state}{took}  [{message['id'][:12]}]"
-    )
+__all__ = ["contracts", "inbox", "trace"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
@@ -36,8 +37,6 @@ def _fleet_file(*flags: str) -> Callable[[F], F]:
 
 
 fleet_file_option = _fleet_file("-f", "--file")
-# For commands where -f means --follow, as in `tail -f`.
-fleet_file_long_option = _fleet_file("--file")
 
 
 def client_for(fleet_file: Path, timeout_s: float = 30.0) -> ApiClient:
@@ -45,15 +44,18 @@ def client_for(fleet_file: Path, timeout_s: float = 30.0) -> ApiClient:
 
 
 def load_or_exit(
-    fleet_file: Path, capacity: Capacity | None = None, *, contracts: bool = True
+    fleet_file: Path, capacity: Capacity | None = None, *, contracts: bool = True, as_json: bool = False
 ) -> LoadedFleet:
     """Load the fleet, or print every problem (file:line: path: message) and exit with code 2.
 
-    Warnings (things that work but are likely mistakes) are for `validate` to print.
+    Warnings (things that work but are likely mistakes) are for `validate` to print. With
+    `as_json`, the problems are printed as one JSON object on stdout.
     """
     try:
         fleet = load_fleet(fleet_file, capacity, contracts=contracts)
     except ConfigError as exc:
+        if as_json:
+            _exit_with_json(fleet_file, exc)
         _exit_with(fleet_file, exc)
     return fleet
 
@@ -64,6 +66,12 @@ def check_capacity_or_exit(fleet: LoadedFleet, capacity: Capacity | None) -> Non
         check_capacity(fleet, capacity)
     except ConfigError as exc:
         _exit_with(fleet.path, exc)
+
+
+def _exit_with_json(fleet_file: Path, exc: ConfigError) -> NoReturn:
+    problems = [{"file": p.file, "line": p.line, "path": p.path, "message": p.message} for p in exc.problems]
+    click.echo(json.dumps({"file": str(fleet_file), "valid": False, "problems": problems}, indent=2))
+    raise SystemExit(EXIT_INVALID_CONFIG)
 
 
 def _exit_with(fleet_file: Path, exc: ConfigError) -> NoReturn:

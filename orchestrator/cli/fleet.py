@@ -19,14 +19,14 @@ from orchestrator.cli.common import (
     DEFAULT_PORT,
     check_capacity_or_exit,
     client_for,
-    fleet_file_long_option,
     fleet_file_option,
     load_or_exit,
 )
+from orchestrator.cli.options import echo_json, follow_option, json_option
 from orchestrator.cli.render import fleet_table
 from orchestrator.config.capacity import Capacity
 from orchestrator.config.fleet import LoadedFleet
-from orchestrator.config.models import FleetConfig
+from orchestrator.config.schema import fleet_schema
 from orchestrator.image_name import DEFAULT_IMAGE
 from orchestrator.reconcile import fleet_labels, plan, remove_fleet
 from orchestrator.state.endpoint import Endpoint, read_endpoint
@@ -41,11 +41,25 @@ from orchestrator.state.paths import StatePaths
     default=None,
     help="Check resources against this runtime's engine (default: the fleet's last, else docker).",
 )
-def validate(fleet_file: Path, runtime: Runtime | None) -> None:
+@json_option
+def validate(fleet_file: Path, runtime: Runtime | None, as_json: bool) -> None:
     """Check fleet.yaml as `up` would; report every problem with file, line and field (exit code 2)."""
     paths = StatePaths.for_fleet_file(fleet_file)
     capacity, engine_note = _engine_capacity(_runtime_of(paths, runtime), paths)
-    fleet = load_or_exit(fleet_file, capacity)
+    fleet = load_or_exit(fleet_file, capacity, as_json=as_json)
+    if as_json:
+        echo_json(
+            {
+                "file": str(fleet_file),
+                "valid": True,
+                "fleet": fleet.name,
+                "agents": sorted(fleet.config.agents),
+                "warnings": list(fleet.warnings),
+                "problems": [],
+                "notes": [engine_note] if engine_note else [],
+            }
+        )
+        return
     for warning in fleet.warnings:
         click.echo(f"warning: {warning}")
     count = len(fleet.config.agents)
@@ -66,9 +80,29 @@ def _engine_capacity(runtime: Runtime, paths: StatePaths) -> tuple[Capacity | No
 
 
 @click.command()
-def schema() -> None:
-    """Print the JSON Schema of fleet.yaml, for editors."""
-    click.echo(json.dumps(FleetConfig.model_json_schema(), indent=2))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Write the schema to this file (e.g. fleet.schema.json) instead of printing it.",
+)
+def schema(output: Path | None) -> None:
+    """Print the JSON Schema of fleet.yaml, for editors.
+
+    \b
+    Editor help while typing (yaml-language-server: VS Code's YAML extension, Neovim, Helix...):
+      flotilla schema -o fleet.schema.json
+    and make this the first line of fleet.yaml:
+      # yaml-language-server: $schema=fleet.schema.json
+    """
+    text = json.dumps(fleet_schema(), indent=2)
+    if output is None:
+        click.echo(text)
+        return
+    output.write_text(text + "\n", encoding="utf-8")
+    click.echo(f"wrote {output}; make this the first line of fleet.yaml:")
+    click.echo(f"# yaml-language-server: $schema={output}")
 
 
 def _backend_or_exit(runtime: Runtime, paths: StatePaths) -> Backend:
@@ -172,7 +206,9 @@ def _refuse_other_launch(
         )
 
 
-def _apply_remote(fleet_file: Path, dry_run: bool, force_seeds: tuple[tuple[str, str], ...] = ()) -> bool:
+def _apply_remote(
+    fleet_file: Path, dry_run: bool, force_seeds: tuple[tuple[str, str], ...] = (), as_json: bool = False
+) -> bool:
     """Ask the running orchestrator to plan or apply `fleet_file`; True when changes are (were) due."""
     client = client_for(fleet_file, timeout_s=300.0)
     result = client.post(
@@ -181,6 +217,9 @@ def _apply_remote(fleet_file: Path, dry_run: bool, force_seeds: tuple[tuple[str,
         file=str(fleet_file.resolve()),
         force_seed=[f"{agent}/{file}" for agent, file in force_seeds] or None,
     )
+    if as_json:
+        echo_json({"dry_run": dry_run, **result})
+        return bool(result["changed"])
     for line in result["actions"]:
         click.echo(line)
     if not result["changed"]:
@@ -209,8 +248,13 @@ EXIT_CANNOT_PLAN = 3
     metavar="AGENT FILE",
     help="Take fleet.yaml's text for FILE (e.g. SOUL.md) of AGENT even though it changed since it was seeded.",
 )
+@json_option
 def apply(
-    fleet_file: Path, dry_run: bool, runtime: Runtime | None, force_seeds: tuple[tuple[str, str], ...]
+    fleet_file: Path,
+    dry_run: bool,
+    runtime: Runtime | None,
+    force_seeds: tuple[tuple[str, str], ...],
+    as_json: bool,
 ) -> None:
     """Reconcile the running fleet with the fleet file given (--dry-run only prints the plan).
 
@@ -219,13 +263,13 @@ def apply(
     """
     paths = StatePaths.for_fleet_file(fleet_file)
     if not dry_run:
-        load_or_exit(fleet_file)
+        load_or_exit(fleet_file, as_json=as_json)
         if read_endpoint(paths) is None:
             raise CliError("no orchestrator is running: `flotilla up` starts it and applies fleet.yaml")
-        _apply_remote(fleet_file, dry_run=False, force_seeds=force_seeds)
+        _apply_remote(fleet_file, dry_run=False, force_seeds=force_seeds, as_json=as_json)
         return
     try:
-        pending = _dry_run(fleet_file, paths, runtime, force_seeds)
+        pending = _dry_run(fleet_file, paths, runtime, force_seeds, as_json)
     except CliError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(EXIT_CANNOT_PLAN) from None
@@ -234,18 +278,25 @@ def apply(
 
 
 def _dry_run(
-    fleet_file: Path, paths: StatePaths, runtime: Runtime | None, force_seeds: tuple[tuple[str, str], ...]
+    fleet_file: Path,
+    paths: StatePaths,
+    runtime: Runtime | None,
+    force_seeds: tuple[tuple[str, str], ...],
+    as_json: bool = False,
 ) -> bool:
     if read_endpoint(paths) is not None:
-        load_or_exit(fleet_file)
-        return _apply_remote(fleet_file, dry_run=True, force_seeds=force_seeds)
-    fleet = load_or_exit(fleet_file)
+        load_or_exit(fleet_file, as_json=as_json)
+        return _apply_remote(fleet_file, dry_run=True, force_seeds=force_seeds, as_json=as_json)
+    fleet = load_or_exit(fleet_file, as_json=as_json)
     backend = _backend_or_exit(_runtime_of(paths, runtime, fleet), paths)
     check_capacity_or_exit(fleet, backend.capacity())
     try:
         actions = [a for a in plan(fleet, backend.list(fleet_labels(fleet.name))) if a.pending]
     except BackendError as exc:
         raise CliError(str(exc)) from None
+    if as_json:
+        echo_json({"dry_run": True, "changed": bool(actions), "actions": [str(a) for a in actions]})
+        return bool(actions)
     for action in actions:
         click.echo(str(action))
     if not actions:
@@ -277,9 +328,11 @@ def ps(fleet_file: Path, as_json: bool) -> None:
 
 
 @click.command()
-@fleet_file_long_option
-@click.option("-f", "--follow", is_flag=True, help="Keep printing new lines.")
-@click.option("--tail", type=int, default=200, show_default=True)
+@fleet_file_option
+@follow_option("Keep printing new lines.")
+@click.option(
+    "-n", "--limit", "--tail", "tail", type=int, default=200, show_default=True, help="The last N lines."
+)
 @click.option("--runtime", type=click.Choice(RUNTIMES), default=None)
 @click.argument("agent")
 def logs(fleet_file: Path, follow: bool, tail: int, runtime: Runtime | None, agent: str) -> None:

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from orchestrator.cli.options import echo_json, json_option
 from orchestrator.config.units import format_bytes
 from orchestrator.image import (
     BASE_TAG,
@@ -81,12 +82,18 @@ def build(base: str | None, tag: str, force: bool, verbose: bool, source: Path |
 @click.option("--base", default=None, help="Base image the source hash is computed for.")
 @click.option("--check", is_flag=True, help="Exit with status 1 unless the image is up to date.")
 @_source_option
-def status(tag: str, base: str | None, check: bool, source: Path | None) -> None:
+@json_option
+def status(tag: str, base: str | None, check: bool, source: Path | None, as_json: bool) -> None:
     """Show the agent image and whether it matches the source tree."""
     try:
         found = image_status(source or default_repo_root(), tag=tag, base=base)
     except ImageError as exc:
         raise click.ClickException(str(exc)) from exc
+    if as_json:
+        echo_json(found.model_dump(mode="json"))
+        if check and not found.up_to_date:
+            raise SystemExit(1)
+        return
     table = Table(show_header=False, box=None)
     table.add_row("tag", escape(found.tag))
     if not found.exists:

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
 
 from orchestrator.config.fleet import ConfigError
 from orchestrator.config.loader import load_fleet
+from orchestrator.config.schema import EDITOR_MODELINE, SCHEMA_FILE_NAME, fleet_schema
 
 STARTER_FLEET = """\
-# A fleet of one agent. Every field is described by `flotilla schema`; point your editor at it
-# for completion and help while typing (see the README).
+{modeline}
+# A fleet of one agent. Every field is described in fleet.schema.json (`flotilla schema`); the
+# line above points editors that use yaml-language-server at it, for completion and help.
 version: 1
 fleet: {fleet}                 # a DNS label: lowercase letters, digits and '-'
 
@@ -83,11 +86,14 @@ def init(directory: Path, name: str | None, force: bool) -> None:
         raise click.UsageError(f"{existing[0]} exists; nothing was written (use --force to overwrite)")
     directory.mkdir(parents=True, exist_ok=True)
     interface.parent.mkdir(exist_ok=True)
-    fleet_file.write_text(STARTER_FLEET.format(fleet=name or _fleet_name(directory)), encoding="utf-8")
+    starter = STARTER_FLEET.format(fleet=name or _fleet_name(directory), modeline=EDITOR_MODELINE)
+    fleet_file.write_text(starter, encoding="utf-8")
     interface.write_text(STARTER_INTERFACE, encoding="utf-8")
+    schema_file = directory / SCHEMA_FILE_NAME
+    schema_file.write_text(json.dumps(fleet_schema(), indent=2) + "\n", encoding="utf-8")
     try:
         load_fleet(fleet_file)
     except ConfigError as exc:
         raise click.UsageError(f"the starter fleet does not validate: {exc}") from None
-    click.echo(f"wrote {fleet_file} and {interface}")
+    click.echo(f"wrote {fleet_file}, {interface} and {schema_file}")
     click.echo(f"next: cd {directory} && flotilla validate && flotilla up")

@@ -27,7 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "events": ("orchestrator.cli.operator", "events"),
     "workspace": ("orchestrator.cli.operator", "workspace"),
     "inbox": ("orchestrator.cli.inbox", "inbox"),
-    "trace": ("orchestrator.cli.broker", "trace"),
+    "history": ("orchestrator.cli.history", "history"),
+    "trace": ("orchestrator.cli.trace", "trace"),
     "contracts": ("orchestrator.cli.broker", "contracts"),
     "memory": ("orchestrator.cli.memory", "memory"),
     "costs": ("orchestrator.cli.costs", "costs"),
@@ -71,7 +72,7 @@ def cli() -> None:
 
     \b
     Start:    flotilla validate && flotilla up
-    Inspect:  flotilla ps · flotilla logs AGENT · flotilla events -f
+    Inspect:  flotilla ps · flotilla history AGENT · flotilla trace ID · flotilla events -F
     Talk:     flotilla send AGENT "message" · flotilla chat AGENT
     Stop:     flotilla down [-v]
 

@@ -1,13 +1,15 @@
 """`flotilla memory ...`: inspect and correct an agent's long-term memory.
 
-flotilla memory list AGENT [--status active|superseded|forgotten|all] [--category C]
-flotilla memory search AGENT "query" [-k N]
+flotilla memory list AGENT [--status active|superseded|forgotten|all] [--category C] [-n N]
+flotilla memory search AGENT "query" [-n N]
 flotilla memory show AGENT ID
 flotilla memory add AGENT "text" [--category C] [--subject KEY]
 flotilla memory edit AGENT ID "text" [--category C]
 flotilla memory forget AGENT ID
 flotilla memory contradictions AGENT [--all] [--resolve ID --keep old|new]
 flotilla memory status AGENT
+
+Every command takes --json.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import click
 
 from orchestrator.cli.client import CliError
 from orchestrator.cli.common import client_for, fleet_file_option
+from orchestrator.cli.options import echo_json, json_option
 
 
 def _request(fleet_file: Path, method: str, path: str, body: Any = None, **params: Any) -> Any:
@@ -48,7 +51,10 @@ def _fact_line(fact: dict[str, Any], score: float | None = None) -> str:
     return f"{scored}#{fact['id']}{status}  {text}  ({fact['source']}, {fact['category']}, {fact['updated_at'][:10]})"
 
 
-def _print_save(result: dict[str, Any]) -> None:
+def _print_save(result: dict[str, Any], as_json: bool = False) -> None:
+    if as_json:
+        echo_json(result)
+        return
     outcome = result["outcome"]
     if outcome == "superseded":
         click.echo(f"saved as #{result['fact_id']}, replacing #{result['replaced_id']}")
@@ -80,7 +86,7 @@ def memory() -> None:
     show_default=True,
 )
 @click.option("--category", default=None, help="Only this category.")
-@click.option("--limit", type=click.IntRange(1, 1000), default=100, show_default=True)
+@click.option("-n", "--limit", type=click.IntRange(1, 1000), default=100, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.argument("agent")
 def list_facts(
@@ -101,7 +107,16 @@ def list_facts(
 
 @memory.command()
 @fleet_file_option
-@click.option("-k", "k", type=click.IntRange(1, 100), default=10, show_default=True, help="How many results.")
+@click.option(
+    "-n",
+    "--limit",
+    "-k",
+    "k",
+    type=click.IntRange(1, 100),
+    default=10,
+    show_default=True,
+    help="How many results.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.argument("agent")
 @click.argument("query")
@@ -125,11 +140,15 @@ def search(fleet_file: Path, k: int, as_json: bool, agent: str, query: str) -> N
 
 @memory.command()
 @fleet_file_option
+@json_option
 @click.argument("agent")
 @click.argument("fact_id", type=int)
-def show(fleet_file: Path, agent: str, fact_id: int) -> None:
+def show(fleet_file: Path, as_json: bool, agent: str, fact_id: int) -> None:
     """Show a fact with every version of its subject."""
     found = _request(fleet_file, "GET", f"{_base(agent)}/facts/{fact_id}")
+    if as_json:
+        echo_json(found)
+        return
     fact = found["fact"]
     click.echo(_fact_line(fact))
     click.echo(
@@ -146,34 +165,41 @@ def show(fleet_file: Path, agent: str, fact_id: int) -> None:
 @fleet_file_option
 @click.option("--category", default=None)
 @click.option("--subject", default=None, help="A stable key such as user.home_city.")
+@json_option
 @click.argument("agent")
 @click.argument("text")
-def add(fleet_file: Path, category: str | None, subject: str | None, agent: str, text: str) -> None:
+def add(
+    fleet_file: Path, category: str | None, subject: str | None, as_json: bool, agent: str, text: str
+) -> None:
     """Teach AGENT a fact as the operator."""
     body = {"text": text, "category": category, "subject": subject}
-    _print_save(_request(fleet_file, "POST", f"{_base(agent)}/facts", body))
+    _print_save(_request(fleet_file, "POST", f"{_base(agent)}/facts", body), as_json)
 
 
 @memory.command()
 @fleet_file_option
 @click.option("--category", default=None, help="Move the fact to this category.")
+@json_option
 @click.argument("agent")
 @click.argument("fact_id", type=int)
 @click.argument("text")
-def edit(fleet_file: Path, category: str | None, agent: str, fact_id: int, text: str) -> None:
+def edit(fleet_file: Path, category: str | None, as_json: bool, agent: str, fact_id: int, text: str) -> None:
     """Correct fact FACT_ID of AGENT (the old wording stays as history)."""
-    _print_save(
-        _request(fleet_file, "PUT", f"{_base(agent)}/facts/{fact_id}", {"text": text, "category": category})
-    )
+    body = {"text": text, "category": category}
+    _print_save(_request(fleet_file, "PUT", f"{_base(agent)}/facts/{fact_id}", body), as_json)
 
 
 @memory.command()
 @fleet_file_option
+@json_option
 @click.argument("agent")
 @click.argument("fact_id", type=int)
-def forget(fleet_file: Path, agent: str, fact_id: int) -> None:
+def forget(fleet_file: Path, as_json: bool, agent: str, fact_id: int) -> None:
     """Forget fact FACT_ID of AGENT for good (it will not be learned again)."""
     found = _request(fleet_file, "DELETE", f"{_base(agent)}/facts/{fact_id}")
+    if as_json:
+        echo_json(found)
+        return
     ids = found["forgotten"]
     if not ids:
         click.echo(f"#{fact_id} was already forgotten")
@@ -188,9 +214,10 @@ def forget(fleet_file: Path, agent: str, fact_id: int) -> None:
 @click.option(
     "--keep", type=click.Choice(["old", "new"]), default=None, help="With --resolve: which fact stays."
 )
+@json_option
 @click.argument("agent")
 def contradictions(
-    fleet_file: Path, show_all: bool, resolve_id: int | None, keep: str | None, agent: str
+    fleet_file: Path, show_all: bool, resolve_id: int | None, keep: str | None, as_json: bool, agent: str
 ) -> None:
     """List AGENT's pending contradictions, or settle one with --resolve ID --keep old|new."""
     if resolve_id is not None:
@@ -201,6 +228,9 @@ def contradictions(
         done = _request(
             fleet_file, "POST", f"{_base(agent)}/contradictions/{resolve_id}/resolve", {"keep": keep}
         )
+        if as_json:
+            echo_json(done)
+            return
         if done["resolution"] == "kept_new":
             click.echo(f"contradiction {resolve_id}: kept the new fact as #{done['new_fact_id']}")
         else:
@@ -211,6 +241,9 @@ def contradictions(
     found = _request(
         fleet_file, "GET", f"{_base(agent)}/contradictions", status="all" if show_all else "pending"
     )
+    if as_json:
+        echo_json(found)
+        return
     if not found["contradictions"]:
         click.echo("no contradictions")
     for item in found["contradictions"]:
@@ -223,10 +256,14 @@ def contradictions(
 
 @memory.command()
 @fleet_file_option
+@json_option
 @click.argument("agent")
-def status(fleet_file: Path, agent: str) -> None:
+def status(fleet_file: Path, as_json: bool, agent: str) -> None:
     """Search mode, embedding model and counts of AGENT's memory."""
     found = _request(fleet_file, "GET", f"{_base(agent)}/status")
+    if as_json:
+        echo_json(found)
+        return
     click.echo(
         f"mode: {found['mode']} ({found['embedding_model'] or 'no embedding model'}, {found['dimensions']} dims)"
     )

@@ -14,7 +14,8 @@ from urllib.parse import quote
 import click
 
 from orchestrator.cli.client import ApiClient, CliError
-from orchestrator.cli.common import client_for, fleet_file_long_option, fleet_file_option
+from orchestrator.cli.common import client_for, fleet_file_option
+from orchestrator.cli.options import follow_option
 
 # ------------------------------------------------------------------------------------ events
 
@@ -41,8 +42,8 @@ def _echo_event(event: dict[str, Any], as_json: bool) -> None:
 
 
 @click.command()
-@fleet_file_long_option
-@click.option("-f", "--follow", is_flag=True, help="Keep printing events as they happen.")
+@fleet_file_option
+@follow_option("Keep printing events as they happen.")
 @click.option("--agent", help="Only events about this agent.")
 @click.option(
     "-n",
@@ -54,7 +55,7 @@ def _echo_event(event: dict[str, Any], as_json: bool) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
 def events(fleet_file: Path, follow: bool, agent: str | None, limit: int, as_json: bool) -> None:
-    """Show recent events (agent started, heartbeat, message, budget, workspace...); -f follows live."""
+    """Show recent events (agent started, heartbeat, message, budget, workspace...); -F follows live."""
     with closing(client_for(fleet_file)) as client:
         _show_events(client, follow, agent, limit, as_json)
 

@@ -35,7 +35,7 @@ class WebhookConfig(_Strict):
     headers_env: dict[str, str] = Field(
         default_factory=dict, description="Header name -> host environment variable holding its value"
     )
-    timeout_s: float = Field(default=5.0, gt=0, le=60)
+    timeout_s: float = Field(default=5.0, gt=0, le=60, description="Seconds to wait for the webhook")
 
     @field_validator("url")
     @classmethod
@@ -84,8 +84,10 @@ class AlertRule(_Strict):
 
 
 class AlertsConfig(_Strict):
-    webhooks: dict[str, WebhookConfig] = Field(default_factory=dict)
-    rules: list[AlertRule] = Field(default_factory=list)
+    """Rules on the fleet's events and the webhooks they notify."""
+
+    webhooks: dict[str, WebhookConfig] = Field(default_factory=dict, description="Webhooks by name")
+    rules: list[AlertRule] = Field(default_factory=list, description="When to send an alert, and where")
     repeat_after: str = Field(
         default="1h", description="The same alert (rule, agent, webhook) is sent again only after this long"
     )

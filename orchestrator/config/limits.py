@@ -24,6 +24,8 @@ FLOORS = {
 
 
 class LimitsConfig(BaseModel):
+    """Caps on everything the orchestrator accepts; sizes in bytes or with k/m/g."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     request_body: str | int = Field(

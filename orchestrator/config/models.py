@@ -37,11 +37,18 @@ Duration = Annotated[str, Field(description="A duration such as 30s, 15m, 2h or 
 class ProviderConfig(Strict):
     """An OpenAI-compatible upstream. The key is read from the host environment only."""
 
-    base_url: str = Field(description="e.g. https://api.openai.com/v1 or http://127.0.0.1:11434/v1")
-    api_key_env: str | None = Field(
-        default=None, description="Name of the host environment variable holding the key"
+    base_url: str = Field(
+        description="The provider's OpenAI-compatible API root",
+        examples=["https://api.openai.com/v1", "http://127.0.0.1:11434/v1"],
     )
-    timeout_s: float = Field(default=120.0, gt=0)
+    api_key_env: str | None = Field(
+        default=None,
+        description="Name of the host environment variable holding the key (null: no key is sent)",
+        examples=["OPENAI_API_KEY"],
+    )
+    timeout_s: float = Field(
+        default=120.0, gt=0, description="Seconds the gateway waits for one upstream call", examples=[60]
+    )
 
     @field_validator("base_url")
     @classmethod
@@ -54,16 +61,26 @@ class ProviderConfig(Strict):
 class ModelInfo(Strict):
     """Per-model facts: context window and prices in USD per million tokens."""
 
-    context_window: int | None = Field(default=None, ge=1024)
+    context_window: int | None = Field(
+        default=None, ge=1024, description="The model's context window in tokens", examples=[128000]
+    )
     max_output_tokens: int | None = Field(
         default=None, ge=1, description="max_tokens the gateway sets on a request that sets none"
     )
-    input_per_mtok: float | None = Field(default=None, ge=0)
-    output_per_mtok: float | None = Field(default=None, ge=0)
-    cached_input_per_mtok: float | None = Field(default=None, ge=0)
+    input_per_mtok: float | None = Field(
+        default=None, ge=0, description="USD per million input tokens (not cached)", examples=[0.15]
+    )
+    output_per_mtok: float | None = Field(
+        default=None, ge=0, description="USD per million output tokens", examples=[0.6]
+    )
+    cached_input_per_mtok: float | None = Field(
+        default=None, ge=0, description="USD per million input tokens read from the provider's cache"
+    )
 
 
 class EmbeddingConfig(Strict):
+    """The model that turns memory into vectors for search by meaning."""
+
     model: str | None = Field(
         default=None,
         description="provider:model, 'test', or null for keyword-only memory. Unset: 'test' in a fleet "
@@ -78,20 +95,55 @@ class EmbeddingConfig(Strict):
 
 
 class LLMConfig(Strict):
-    default_model: str = TEST_MODEL
-    fallback_model: str | None = None
-    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
-    models: dict[str, ModelInfo] = Field(default_factory=dict)
-    embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
+    """The LLM gateway: providers, the models' facts and prices, the defaults."""
+
+    default_model: str = Field(
+        default=TEST_MODEL,
+        description="provider:model for agents that name none; 'test' is the built-in scripted model",
+        examples=["openai:gpt-4o-mini", "test"],
+    )
+    fallback_model: str | None = Field(
+        default=None,
+        description="provider:model the gateway tries when an agent's model fails after its retries",
+    )
+    providers: dict[str, ProviderConfig] = Field(
+        default_factory=dict, description="OpenAI-compatible upstreams by name (the part before ':')"
+    )
+    models: dict[str, ModelInfo] = Field(
+        default_factory=dict,
+        description="Facts and prices per model (provider:model); known models have built-in prices",
+    )
+    embedding: EmbeddingConfig = Field(
+        default_factory=EmbeddingConfig, description="The embedding model for agents' memory"
+    )
 
 
 class HeartbeatConfig(Strict):
-    every: Duration | None = None
-    cron: str | None = None
-    tz: str = "UTC"
-    rules: list[str] = Field(default_factory=list)
-    jitter: Duration | None = None
-    missed: Literal["coalesce", "skip"] = "coalesce"
+    """When the agent wakes on its own: a fixed interval or a cron schedule, plus rules."""
+
+    every: Duration | None = Field(
+        default=None, description="Wake at this interval (not with cron)", examples=["15m", "1h"]
+    )
+    cron: str | None = Field(
+        default=None,
+        description="Wake on this five-field cron schedule, in `tz` (not with every)",
+        examples=["0 9 * * 1-5"],
+    )
+    tz: str = Field(
+        default="UTC", description="IANA time zone of cron and of the rules' times", examples=["Europe/Paris"]
+    )
+    rules: list[str] = Field(
+        default_factory=list,
+        description="Rules with their own cadence, added to HEARTBEAT.md",
+        examples=[["daily 09:00: tidy MEMORY.md and drop what is no longer true"]],
+    )
+    jitter: Duration | None = Field(
+        default=None, description="Random delay up to this long, so agents do not all wake at once"
+    )
+    missed: Literal["coalesce", "skip"] = Field(
+        default="coalesce",
+        description="Ticks missed while the orchestrator was down: coalesce into one run, or skip them",
+    )
 
     _every = field_validator("every", "jitter")(_check_duration)
 
@@ -120,11 +172,17 @@ class HeartbeatConfig(Strict):
 
 
 class ResourcesConfig(Strict):
-    memory: str | int = "128m"
-    cpus: float = 0.5
-    pids: int = 64
+    """Limits of the agent's container."""
+
+    memory: str | int = Field(
+        default="128m", description="Memory limit (bytes, or with k/m/g); floor 32m", examples=["256m"]
+    )
+    cpus: float = Field(default=0.5, description="CPU limit in cores; floor 0.05", examples=[1.0])
+    pids: int = Field(default=64, description="Most processes and threads at once; floor 16")
     disk: str | int = Field(
-        default="256m", description="Quota of the agent's own storage (/data), enforced by the kernel"
+        default="256m",
+        description="Quota of the agent's own storage (/data), enforced by the kernel; floor 16m",
+        examples=["1g"],
     )
 
     @field_validator("memory")
@@ -166,19 +224,45 @@ class ResourcesConfig(Strict):
 
 
 class BudgetConfig(Strict):
-    daily_usd: float | None = Field(default=None, ge=0)
-    monthly_usd: float | None = Field(default=None, ge=0)
-    daily_tokens: int | None = Field(default=None, ge=0)
-    monthly_tokens: int | None = Field(default=None, ge=0)
+    """Spend caps enforced by the gateway: a call past one is refused (429). Days and months are UTC."""
+
+    daily_usd: float | None = Field(
+        default=None, ge=0, description="Most USD spent per UTC day (null: no cap)", examples=[1.0]
+    )
+    monthly_usd: float | None = Field(
+        default=None, ge=0, description="Most USD spent per calendar month (null: no cap)", examples=[20]
+    )
+    daily_tokens: int | None = Field(
+        default=None, ge=0, description="Most tokens (in + out) per UTC day (null: no cap)"
+    )
+    monthly_tokens: int | None = Field(
+        default=None, ge=0, description="Most tokens (in + out) per calendar month (null: no cap)"
+    )
 
 
 class DefaultsConfig(Strict):
-    model: str | None = None
-    heartbeat_model: str | None = None
-    resources: ResourcesConfig = Field(default_factory=ResourcesConfig)
-    budget: BudgetConfig = Field(default_factory=BudgetConfig)
-    heartbeat: HeartbeatConfig | None = None
-    hibernate_after: Duration | None = None
+    """Settings for every agent that does not set its own."""
+
+    model: str | None = Field(
+        default=None, description="provider:model for agents that name none (else llm.default_model)"
+    )
+    heartbeat_model: str | None = Field(
+        default=None, description="provider:model for heartbeat runs (else the agent's model)"
+    )
+    resources: ResourcesConfig = Field(
+        default_factory=ResourcesConfig, description="Container limits for agents that set none"
+    )
+    budget: BudgetConfig = Field(
+        default_factory=BudgetConfig, description="Budget of each agent that sets none"
+    )
+    heartbeat: HeartbeatConfig | None = Field(
+        default=None, description="Heartbeat of agents that set none (null: no heartbeat)"
+    )
+    hibernate_after: Duration | None = Field(
+        default=None,
+        description="Stop an agent's container after this long idle; it starts again on its next item",
+        examples=["30m"],
+    )
 
     _hibernate = field_validator("hibernate_after")(_check_duration)
 
@@ -198,38 +282,70 @@ class PlacementConfig(Strict):
 
 
 class AgentConfig(Strict):
-    role: str = ""
-    model: str | None = None
-    heartbeat_model: str | None = None
+    """One agent: its identity, model, schedule, peers and limits."""
+
+    role: str = Field(
+        default="",
+        description="One line on what the agent does; peers see it in AGENTS.md",
+        examples=["researcher"],
+    )
+    model: str | None = Field(
+        default=None,
+        description="provider:model (else defaults.model, else llm.default_model)",
+        examples=["openai:gpt-4o-mini", "test"],
+    )
+    heartbeat_model: str | None = Field(
+        default=None, description="provider:model for heartbeat runs (else defaults, else `model`)"
+    )
     models: list[str] = Field(
         default_factory=list, description="Extra models this agent may call through the gateway"
     )
-    context_window: int | None = Field(default=None, ge=1024)
-    soul: str = ""
-    instructions: str = ""
-    user: str = ""
-    heartbeat: HeartbeatConfig | None = None
-    hibernate_after: Duration | None = None
-    interface: str = Field(default="", description="Inline INTERFACE.md text, or a path in the fleet folder")
-    talks_to: list[str] = Field(default_factory=list)
-    resources: ResourcesConfig | None = None
-    budget: BudgetConfig | None = None
+    context_window: int | None = Field(
+        default=None, ge=1024, description="Tokens of context (else the model's, from llm.models)"
+    )
+    soul: str = Field(default="", description="Seed of SOUL.md: personality and values (text or a path)")
+    instructions: str = Field(default="", description="Seed of INSTRUCTIONS.md: how to work (text or a path)")
+    user: str = Field(default="", description="Seed of USER.md: who the agent works for (text or a path)")
+    heartbeat: HeartbeatConfig | None = Field(
+        default=None, description="When the agent wakes on its own (else defaults.heartbeat)"
+    )
+    hibernate_after: Duration | None = Field(
+        default=None, description="Stop the container after this long idle (else defaults.hibernate_after)"
+    )
+    interface: str = Field(
+        default="",
+        description="Inline INTERFACE.md text, or a path in the fleet folder",
+        examples=["interfaces/researcher.md"],
+    )
+    talks_to: list[str] = Field(
+        default_factory=list, description="Agents this one may ask or tell (the broker refuses others)"
+    )
+    resources: ResourcesConfig | None = Field(
+        default=None, description="Container limits (else defaults.resources)"
+    )
+    budget: BudgetConfig | None = Field(default=None, description="Spend caps (else defaults.budget)")
     placement: PlacementConfig | None = Field(default=None, description="Node placement (swarm runtime)")
 
     _hibernate = field_validator("hibernate_after")(_check_duration)
 
 
 class FleetConfig(Strict):
-    version: Literal[1] = 1
-    fleet: str = Field(description="The fleet's name: a DNS label")
+    """fleet.yaml: a fleet of agents and everything the orchestrator needs to run it."""
+
+    version: Literal[1] = Field(default=1, description="Version of this file's format")
+    fleet: str = Field(description="The fleet's name: a DNS label", examples=["research-team"])
     runtime: Literal["docker", "process", "swarm"] | None = Field(
         default=None, description="Where agents run; `up --runtime` overrides it"
     )
-    defaults: DefaultsConfig = Field(default_factory=DefaultsConfig)
-    llm: LLMConfig = Field(default_factory=LLMConfig)
+    defaults: DefaultsConfig = Field(
+        default_factory=DefaultsConfig, description="Settings for every agent that does not set its own"
+    )
+    llm: LLMConfig = Field(default_factory=LLMConfig, description="Models, providers and prices")
     budget: BudgetConfig = Field(default_factory=BudgetConfig, description="Fleet-wide caps")
     limits: LimitsConfig = Field(default_factory=LimitsConfig, description="Size caps on every input")
-    agents: dict[str, AgentConfig] = Field(min_length=1)
+    agents: dict[str, AgentConfig] = Field(
+        min_length=1, description="The agents by name (a DNS label each); at least one"
+    )
     alerts: AlertsConfig = Field(default_factory=AlertsConfig, description="Webhook alerts on events")
 
     @field_validator("fleet")

@@ -428,3 +428,103 @@ class LedgerReader:
             tokens["out"] += int(row["t_out"] or 0)
             tokens["cached"] += int(row["t_cached"] or 0)
             into.cost[agent] = into.cost.get(agent, 0.0) + float(row["cost"] or 0.0)
+
+
+def ledger_top_id(db: Database) -> int:
+    """The newest usage row's id (0 for an empty ledger)."""
+    row = db.query_one("SELECT COALESCE(MAX(id), 0) AS top FROM gateway_usage")
+    return int(row["top"]) if row is not None else 0
+
+
+def first_reserved_id(db: Database, after_id: int, upto_id: int) -> int | None:
+    """The oldest call still in flight in (after_id, upto_id]: rows before it are final."""
+    row = db.query_one(
+        "SELECT MIN(id) AS id FROM gateway_usage WHERE id > ? AND id <= ? AND status = 'reserved'",
+        (after_id, upto_id),
+    )
+    return int(row["id"]) if row is not None and row["id"] is not None else None
+
+
+@dataclass(frozen=True)
+class LatencyCounts:
+    """Settled calls of one (agent, model): how many took at most each bound, their count and sum."""
+
+    agent: str
+    model: str
+    at_most: tuple[int, ...]
+    count: int
+    total_s: float
+
+
+def settled_latency_counts(
+    db: Database, after_id: int, upto_id: int, bounds_s: tuple[float, ...]
+) -> list[LatencyCounts]:
+    """How long the settled calls in (after_id, upto_id] took upstream, counted per bound."""
+    columns = "".join(
+        f", SUM(latency_ms <= {round(bound * 1000)}) AS b{i}" for i, bound in enumerate(bounds_s)
+    )
+    rows = db.query(
+        f"SELECT agent, model, COUNT(*) AS n, SUM(latency_ms) AS total{columns} FROM gateway_usage"
+        " WHERE id > ? AND id <= ? AND status != 'reserved' AND latency_ms IS NOT NULL GROUP BY agent, model",
+        (after_id, upto_id),
+    )
+    return [
+        LatencyCounts(
+            agent=str(r["agent"]),
+            model=str(r["model"]),
+            at_most=tuple(int(r[f"b{i}"] or 0) for i in range(len(bounds_s))),
+            count=int(r["n"]),
+            total_s=int(r["total"] or 0) / 1000.0,
+        )
+        for r in rows
+    ]
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """One settled call through the gateway, as a trace shows it."""
+
+    at: datetime
+    run_id: str
+    kind: str
+    requested_model: str
+    model: str
+    provider: str
+    tokens_in: int
+    tokens_out: int
+    cached_tokens: int
+    cost_usd: float
+    latency_s: float
+    status: str
+    error: str | None
+
+
+def calls_of_runs(db: Database, agent: str, run_ids: list[str]) -> list[ModelCall]:
+    """The settled calls an agent made during these runs, oldest first."""
+    if not run_ids:
+        return []
+    marks = ", ".join("?" for _ in run_ids)
+    rows = db.query(
+        "SELECT at, run_id, kind, requested_model, model, provider, tokens_in, tokens_out, cached_tokens,"
+        " cost_usd, latency_ms, status, error FROM gateway_usage"
+        f" WHERE agent = ? AND run_id IN ({marks}) AND status != 'reserved' ORDER BY id",
+        (agent, *run_ids),
+    )
+    return [
+        ModelCall(
+            at=parse_timestamp(str(r["at"])),
+            run_id=str(r["run_id"]),
+            kind=str(r["kind"]),
+            requested_model=str(r["requested_model"]),
+            model=str(r["model"]),
+            provider=str(r["provider"]),
+            tokens_in=int(r["tokens_in"]),
+            tokens_out=int(r["tokens_out"]),
+            cached_tokens=int(r["cached_tokens"]),
+            cost_usd=float(r["cost_usd"]),
+            latency_s=int(r["latency_ms"] or 0) / 1000.0,
+            status=str(r["status"]),
+            error=r["error"],
+        )
+        for r in rows
+    ]

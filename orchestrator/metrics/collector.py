@@ -1,8 +1,15 @@
 """Prometheus metrics, computed at scrape time from the orchestrator's SQLite state.
 
 The tables belong to other subsystems (the gateway's usage ledger, the scheduler's runs, the
-inboxes, the event log); each owner provides the reader, which reads defensively and incrementally.
-Check-in figures (memory, whether an agent is checking in) come from the health board.
+inboxes, the event log); each owner provides the reader, which reads defensively and incrementally. Check-in
+figures (memory, whether an agent is checking in) come from the health board. Latency
+histograms and budget gauges have collectors of their own (`orchestrator.telemetry`), and the
+orchestrator's own process is described by the standard `process_*` metrics.
+
+Each family counts one kind of thing once, and its label values never overlap, so that a sum
+over any label is a true total: turns (an agent working an item) and heartbeat ticks (the
+scheduler's decision, whose outcome `run` made a turn) are separate families, and tokens are
+split into uncached input, cached input and output. The list is in docs/metrics.md.
 """
 
 from __future__ import annotations
@@ -10,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, ProcessCollector, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -19,14 +26,12 @@ from orchestrator.events import EventReader, EventType
 from orchestrator.fleet_view import FleetView
 from orchestrator.gateway.ledger import LedgerReader
 from orchestrator.health import HealthBoard
-from orchestrator.scheduler.runs import RunKey, RunReader
+from orchestrator.scheduler.runs import RunReader
 from orchestrator.state.db import Database
+from orchestrator.telemetry.budget_gauges import BudgetCollector
+from orchestrator.telemetry.histograms import LatencyCollector
 
-HEARTBEAT_OUTCOMES = {
-    EventType.HEARTBEAT_RUN.value: "run",
-    EventType.HEARTBEAT_IDLE.value: "idle",
-    EventType.HEARTBEAT_SKIPPED.value: "skipped",
-}
+HEARTBEAT_OUTCOMES = ("run", "idle", "skipped")
 RESTARTED = EventType.AGENT_RESTARTED.value
 Family = CounterMetricFamily | GaugeMetricFamily
 
@@ -42,14 +47,14 @@ class FleetCollector(Collector):
         self._health = health
         self._ledger = LedgerReader()
         self._runs = RunReader()
-        self._events = EventReader([*HEARTBEAT_OUTCOMES, RESTARTED])
+        self._events = EventReader([RESTARTED])
 
     def collect(self) -> Iterator[Family]:
         agents = sorted(self._fleet.current().config.agents)
         yield from self._agent_info(agents)
         yield from self._usage(agents)
         events = self._events.read(self._db)
-        yield from self._runs_and_heartbeats(agents, events)
+        yield from self._run_counts(agents)
         yield from self._queue(agents)
         yield self._restarts(agents, events)
 
@@ -75,7 +80,10 @@ class FleetCollector(Collector):
     def _usage(self, agents: list[str]) -> Iterator[CounterMetricFamily]:
         totals = self._ledger.read(self._db)
         tokens = CounterMetricFamily(
-            "flotilla_llm_tokens", "Tokens through the LLM gateway", labels=["agent", "direction"]
+            "flotilla_llm_tokens",
+            "Tokens through the LLM gateway by type: input (prompt tokens not read from the provider's "
+            "cache), input_cached (prompt tokens read from it) and output; the types do not overlap",
+            labels=["agent", "type"],
         )
         cost = CounterMetricFamily("flotilla_llm_cost_usd", "Spend through the LLM gateway", labels=["agent"])
         calls = CounterMetricFamily(
@@ -83,46 +91,38 @@ class FleetCollector(Collector):
         )
         for agent in sorted(set(agents) | set(totals.tokens)):
             counted = totals.tokens.get(agent, Counter())
-            for direction in ("in", "out", "cached"):
-                tokens.add_metric([agent, direction], counted[direction])
+            cached = min(counted["cached"], counted["in"])
+            tokens.add_metric([agent, "input"], counted["in"] - cached)
+            tokens.add_metric([agent, "input_cached"], cached)
+            tokens.add_metric([agent, "output"], counted["out"])
             cost.add_metric([agent], totals.cost.get(agent, 0.0))
         for (agent, status), n in sorted(totals.calls.items()):
             calls.add_metric([agent, status], n)
         yield from (tokens, cost, calls)
 
-    def _runs_and_heartbeats(
-        self, agents: list[str], events: Counter[tuple[str, str]]
-    ) -> Iterator[CounterMetricFamily]:
-        counts, has_kind = self._runs.read(self._db)
-        runs = CounterMetricFamily(
-            "flotilla_runs",
-            "Run records by kind (turn, tick), trigger and outcome",
-            labels=["agent", "kind", "trigger", "outcome"],
-        )
+    def _run_counts(self, agents: list[str]) -> Iterator[CounterMetricFamily]:
+        counts, _ = self._runs.read(self._db)
         turns = CounterMetricFamily(
-            "flotilla_agent_turns", "Agent turns (model-driven runs)", labels=["agent"]
+            "flotilla_turns",
+            "Agent turns (the agent worked an item) by trigger and outcome",
+            labels=["agent", "trigger", "outcome"],
         )
-        heartbeats = CounterMetricFamily(
+        ticks = CounterMetricFamily(
             "flotilla_heartbeats",
-            "Heartbeat ticks by outcome (run, idle, skipped)",
+            "Heartbeat ticks by outcome: run (it made a turn, counted in flotilla_turns_total with "
+            "trigger heartbeat), idle (nothing to do) or skipped",
             labels=["agent", "outcome"],
         )
-        per_agent: Counter[str] = Counter()
-        ticks: Counter[tuple[str, str]] = Counter()
-        for key, n in sorted(counts.items()):
-            runs.add_metric(list(key), n)
-            _tally(key, n, per_agent, ticks)
-        if not has_kind:
-            # Without the scheduler's tick records, count its heartbeat events instead.
-            for (agent, event_type), n in events.items():
-                if event_type in HEARTBEAT_OUTCOMES:
-                    ticks[(agent, HEARTBEAT_OUTCOMES[event_type])] += n
-        for agent in sorted(set(agents) | set(per_agent)):
-            turns.add_metric([agent], per_agent[agent])
-        for agent in sorted(set(agents) | {agent for agent, _ in ticks}):
-            for outcome in HEARTBEAT_OUTCOMES.values():
-                heartbeats.add_metric([agent, outcome], ticks[(agent, outcome)])
-        yield from (runs, turns, heartbeats)
+        tick_counts: Counter[tuple[str, str]] = Counter()
+        for (agent, kind, trigger, outcome), n in sorted(counts.items()):
+            if kind == "tick":
+                tick_counts[(agent, outcome)] += n
+            else:
+                turns.add_metric([agent, trigger, outcome], n)
+        for agent in sorted(set(agents) | {agent for agent, _ in tick_counts}):
+            for outcome in HEARTBEAT_OUTCOMES:
+                ticks.add_metric([agent, outcome], tick_counts[(agent, outcome)])
+        yield from (turns, ticks)
 
     def _queue(self, agents: list[str]) -> Iterator[GaugeMetricFamily]:
         depths = queue_depths(self._db)
@@ -146,18 +146,13 @@ class FleetCollector(Collector):
         return restarts
 
 
-def _tally(key: RunKey, n: int, turns: Counter[str], ticks: Counter[tuple[str, str]]) -> None:
-    agent, kind, _, outcome = key
-    if kind == "tick":
-        ticks[(agent, outcome)] += n
-    else:
-        turns[agent] += n
-
-
 def build_registry(db: Database, fleet: FleetView, health: HealthBoard) -> CollectorRegistry:
     """A registry of its own, so metrics of other code in the process never leak in (or collide)."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(FleetCollector(db, fleet, health))
+    registry.register(LatencyCollector(db))
+    registry.register(BudgetCollector(db, lambda: fleet.current().config))
+    ProcessCollector(registry=registry)
     return registry
 
 

@@ -263,3 +263,29 @@ class RunReader:
                 self._counts[key] += int(row["n"])
             self._upto = max(self._upto, top)
             return Counter(self._counts), "kind" in cols
+
+
+def turn_durations_after(db: Database, after_seq: int) -> tuple[int, list[tuple[str, str, float]]]:
+    """(agent, trigger, seconds) of each turn stored after `after_seq`, and the newest seq read.
+
+    A run is stored once it has finished, so every row past a seq is final.
+    """
+    rows = db.query(
+        "SELECT seq, agent, kind, trigger, duration_s FROM runs WHERE seq > ? ORDER BY seq", (after_seq,)
+    )
+    top = int(rows[-1]["seq"]) if rows else after_seq
+    turns = [
+        (str(r["agent"]), str(r["trigger"]), float(r["duration_s"])) for r in rows if r["kind"] == "turn"
+    ]
+    return top, turns
+
+
+def turns_for_items(db: Database, item_ids: list[str]) -> list[RunView]:
+    """The turn records of these inbox items, oldest first."""
+    if not item_ids:
+        return []
+    marks = ", ".join("?" for _ in item_ids)
+    rows = db.query(
+        f"SELECT * FROM runs WHERE kind = 'turn' AND item_id IN ({marks}) ORDER BY seq", list(item_ids)
+    )
+    return [_to_view(row) for row in rows]

@@ -160,7 +160,7 @@ def test_events_follow_streams_live(running: Path, services: Services) -> None:
     services.events.publish(EventType.AGENT_STARTED, agent="alpha")
     code = "from orchestrator.cli.operator import events; events()"
     with subprocess.Popen(
-        [sys.executable, "-c", code, "--file", str(running), "-f", "-n", "1"],
+        [sys.executable, "-c", code, "--file", str(running), "-F", "-n", "1"],
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

@@ -90,8 +90,7 @@ def test_metrics_before_any_subsystem_wrote_anything(operator: TestClient) -> No
     samples = scrape(operator)
     assert value(samples, "flotilla_agent_info", agent="alpha", role="researcher", model="test") == 1
     assert value(samples, "flotilla_agent_checking_in", agent="beta") == 0
-    assert value(samples, "flotilla_llm_tokens_total", agent="alpha", direction="in") == 0
-    assert value(samples, "flotilla_agent_turns_total", agent="beta") == 0
+    assert value(samples, "flotilla_llm_tokens_total", agent="alpha", type="input") == 0
     assert value(samples, "flotilla_inbox_depth", agent="alpha", state="queued") == 0
     assert value(samples, "flotilla_agent_restarts_total", agent="alpha") == 0
     assert value(samples, "flotilla_heartbeats_total", agent="alpha", outcome="idle") == 0
@@ -114,18 +113,15 @@ def test_metrics_reflect_usage_runs_queue_and_restarts(operator: TestClient, ser
     services.events.publish(EventType.AGENT_RESTARTED, agent="alpha", exit_code=1)
 
     samples = scrape(operator)
-    assert value(samples, "flotilla_llm_tokens_total", agent="alpha", direction="in") == 150
-    assert value(samples, "flotilla_llm_tokens_total", agent="alpha", direction="out") == 25
-    assert value(samples, "flotilla_llm_tokens_total", agent="alpha", direction="cached") == 14
+    assert value(samples, "flotilla_llm_tokens_total", agent="alpha", type="input") == 150 - 14
+    assert value(samples, "flotilla_llm_tokens_total", agent="alpha", type="output") == 25
+    assert value(samples, "flotilla_llm_tokens_total", agent="alpha", type="input_cached") == 14
     assert value(samples, "flotilla_llm_cost_usd_total", agent="alpha") == pytest.approx(0.75)
     assert value(samples, "flotilla_llm_cost_usd_total", agent="beta") == 0.01
     assert value(samples, "flotilla_llm_calls_total", agent="alpha", status="ok") == 2
     assert value(samples, "flotilla_llm_calls_total", agent="alpha", status="reserved") == 1
-    assert value(samples, "flotilla_agent_turns_total", agent="alpha") == 2
-    assert (
-        value(samples, "flotilla_runs_total", agent="alpha", kind="turn", trigger="operator", outcome="error")
-        == 1
-    )
+    assert value(samples, "flotilla_turns_total", agent="alpha", trigger="operator", outcome="ok") == 1
+    assert value(samples, "flotilla_turns_total", agent="alpha", trigger="operator", outcome="error") == 1
     assert value(samples, "flotilla_heartbeats_total", agent="beta", outcome="idle") == 2
     assert value(samples, "flotilla_heartbeats_total", agent="beta", outcome="run") == 1
     assert value(samples, "flotilla_heartbeats_total", agent="beta", outcome="skipped") == 0
@@ -165,7 +161,7 @@ def test_calls_settled_between_scrapes_are_counted_once(operator: TestClient, se
         )
     charge(services, "alpha", 10, 1, 0.1, settle=True)  # after the open one
     first = scrape(operator)
-    assert value(first, "flotilla_llm_tokens_total", agent="alpha", direction="in") == 10
+    assert value(first, "flotilla_llm_tokens_total", agent="alpha", type="input") == 10 - 7
     assert value(first, "flotilla_llm_calls_total", agent="alpha", status="reserved") == 1
     ledger.settle(
         open_row,
@@ -178,7 +174,7 @@ def test_calls_settled_between_scrapes_are_counted_once(operator: TestClient, se
     charge(services, "alpha", 1, 1, 0.01, settle=True)
     for _ in range(2):  # the second scrape must not count anything twice
         samples = scrape(operator)
-        assert value(samples, "flotilla_llm_tokens_total", agent="alpha", direction="in") == 311
+        assert value(samples, "flotilla_llm_tokens_total", agent="alpha", type="input") == 311 - 14
         assert value(samples, "flotilla_llm_cost_usd_total", agent="alpha") == pytest.approx(0.61)
         assert value(samples, "flotilla_llm_calls_total", agent="alpha", status="ok") == 3
         assert (

@@ -1,0 +1,1 @@
+"""What the orchestrator reports about itself for monitoring: latency histograms, budget gauges."""
