@@ -39,7 +39,6 @@ ROUTES_MOVING_TO_API = frozenset(
         "orchestrator.operator.events_routes",
         "orchestrator.operator.metrics_routes",
         "orchestrator.operator.workspace_routes",
-        "orchestrator.operator.router",
     }
 )
 
@@ -193,6 +192,16 @@ def _is_allowed(module: str, target: str) -> bool:
     if module in ROUTES_MOVING_TO_API:
         return layer_of(target) <= API
     return layer_of(target) <= layer_of(module)
+
+
+def test_the_allowance_for_routes_still_moving_is_needed() -> None:
+    """An entry goes once its module lives under `orchestrator/api/` (or no longer imports it)."""
+    stale = sorted(
+        module
+        for module in ROUTES_MOVING_TO_API
+        if not any(layer_of(target) > DOMAIN for target in GRAPH.get(module, ()))
+    )
+    assert not stale, f"no longer needed in ROUTES_MOVING_TO_API: {stale}"
 
 
 def test_imports_point_down_the_layers() -> None:
