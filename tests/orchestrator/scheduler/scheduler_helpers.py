@@ -69,9 +69,9 @@ class SchedulerParts:
         return self.fleet_view.current()
 
 
-def build_services(fleet_file: Path) -> Services:
+def build_services(fleet_file: Path) -> SchedulerParts:
     core = core_services(load_fleet(fleet_file), FakeBackend())
-    parts = SchedulerParts(
+    return SchedulerParts(
         fleet_view=core.fleet_view,
         paths=core.paths,
         db=core.db,
@@ -82,7 +82,6 @@ def build_services(fleet_file: Path) -> Services:
         inbox=Inbox(core.db, core.events, core.controls, core.fleet_view),
         operator_token=core.tokens.mint_operator(),
     )
-    return parts  # type: ignore[return-value]
 
 
 def build_all_services(fleet_file: Path, clock: Clock) -> Services:
@@ -92,7 +91,9 @@ def build_all_services(fleet_file: Path, clock: Clock) -> Services:
     return attach_subsystems(core, fleet_manager(core), clock=clock)
 
 
-def scheduler_of(services: Services, cls: type[Scheduler] = Scheduler, **options: Any) -> Scheduler:
+def scheduler_of(
+    services: SchedulerParts | Services, cls: type[Scheduler] = Scheduler, **options: Any
+) -> Scheduler:
     """A scheduler over the test's state (`options`: clock, max_sleep_s, budget)."""
     return cls(
         services.db,
