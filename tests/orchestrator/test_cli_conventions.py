@@ -17,8 +17,8 @@ import click  # noqa: E402
 import pytest  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 
-from orchestrator.cli.client import Endpoint, write_endpoint  # noqa: E402
 from orchestrator.cli.main import cli  # noqa: E402
+from orchestrator.state.endpoint import Endpoint, write_endpoint  # noqa: E402
 from tests.orchestrator.test_memory_api import agent_store, build, live  # noqa: E402
 
 DATA_COMMANDS = {

@@ -20,15 +20,15 @@ from click.testing import CliRunner
 from agent_runtime.protocol import RunOutcome, RunRecord
 from agent_runtime.workspace.history import HistoryLog, Turn
 from orchestrator.api.app import create_app
-from orchestrator.cli.client import Endpoint, write_endpoint
 from orchestrator.cli.main import cli
 from orchestrator.config.loader import load_fleet
 from orchestrator.scheduler.runs import RunStore
 from orchestrator.services import Services
+from orchestrator.state.endpoint import Endpoint, write_endpoint
 from orchestrator.testing.agent_link import connect_agent
 from orchestrator.testing.fake_backend import FakeBackend
 from orchestrator.testing.server import serve_app
-from orchestrator.wiring import core_services
+from orchestrator.wiring import attach_subsystems, core_services, fleet_manager
 
 FLEET = """\
 version: 1
@@ -50,8 +50,9 @@ CALL = {
 def services(tmp_path: Path) -> Iterator[Services]:
     fleet_file = tmp_path / "fleet.yaml"
     fleet_file.write_text(textwrap.dedent(FLEET))
-    built = core_services(load_fleet(fleet_file), FakeBackend())
-    built.operator_token = built.tokens.mint_operator()
+    core = core_services(load_fleet(fleet_file), FakeBackend())
+    core.operator_token = core.tokens.mint_operator()
+    built = attach_subsystems(core, fleet_manager(core))
     yield built
     built.db.close()
 

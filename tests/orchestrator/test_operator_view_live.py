@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from orchestrator.cli.client import read_endpoint
+from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 from orchestrator.testing.cli import free_port, run_flotilla, wait_for
 

@@ -17,10 +17,10 @@ from click.testing import CliRunner
 from agent_runtime.protocol import AskRequest, ItemKind, RunOutcome, RunRecord, WorkResult
 from orchestrator.api.app import create_app
 from orchestrator.broker.request_trace import AmbiguousId, RequestTracer, TraceNotFound
-from orchestrator.cli.client import Endpoint, write_endpoint
 from orchestrator.cli.main import cli
 from orchestrator.scheduler.runs import RunStore
 from orchestrator.services import Services
+from orchestrator.state.endpoint import Endpoint, write_endpoint
 from orchestrator.testing.server import serve_app
 
 
