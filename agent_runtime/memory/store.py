@@ -136,6 +136,8 @@ class MemoryStore:
                 yield self._conn
             except BaseException:
                 self._depth -= 1
+                # The matrix in memory may hold changes being undone: it is filled again.
+                self.index.drop_matrix()
                 if depth == 0:
                     self._conn.execute("ROLLBACK")
                 else:
