@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from agent_runtime.memory.quantized import KERNEL_AVAILABLE, QuantizedMatrix
+from agent_runtime.memory.quantized import KERNEL_AVAILABLE, QuantizedMatrix, memory_budget
 from agent_runtime.memory.schema import vector_index
 from agent_runtime.memory.sqlite import Connection
 from agent_runtime.memory.text import fts_query
@@ -45,9 +45,10 @@ def normalize_category(name: str | None) -> str:
 
 
 class FactIndex:
-    def __init__(self, conn: Connection, dims: int) -> None:
+    def __init__(self, conn: Connection, dims: int, matrix_max_mb: int | None = None) -> None:
         self.conn = conn
         self.dims = dims
+        self.matrix_budget = memory_budget(matrix_max_mb)
         self._matrix: QuantizedMatrix | None = None
         self._data_version: int | None = None
 
@@ -186,9 +187,10 @@ class FactIndex:
 
         Stale means another connection has committed since it was filled (SQLite's
         `data_version` moved): this connection's own changes keep it in step as they happen.
-        None without the SIMD kernel.
+        None without the SIMD kernel, or when the matrix would be larger than its budget.
         """
-        if not KERNEL_AVAILABLE:
+        if not KERNEL_AVAILABLE or self.indexed_count() * self.dims > self.matrix_budget:
+            self._matrix = None
             return None
         version = int(self.conn.execute("PRAGMA data_version").fetchone()[0])
         if self._matrix is None or version != self._data_version:

@@ -8,14 +8,18 @@ caller scans the float32 vectors in SQL instead: slower, never less exact.
 
 The matrix is a cache of the `fact_codes` table, filled from it when first needed and kept in
 step by the index as facts enter and leave; the index drops it when a transaction rolls back
-or another connection writes, and the next search fills it again.
+or another connection writes, and the next search fills it again. It is ordinary memory, which
+a container's limit counts and cannot reclaim: past a budget (`memory_budget`, by default a
+share of that limit) the index leaves it out and scans in SQL.
 """
 
 from __future__ import annotations
 
 import heapq
+import os
 from array import array
 from itertools import compress
+from pathlib import Path
 from types import ModuleType
 
 kernel: ModuleType | None
@@ -25,6 +29,30 @@ except ImportError:  # the SQL scan in FactIndex takes over
     kernel = None
 
 KERNEL_AVAILABLE = kernel is not None
+# Share of the memory the process may use that the matrix may take by default.
+MATRIX_SHARE = 0.4
+# Where cgroup v2 and v1 say how much memory this container may use.
+CGROUP_LIMITS = (Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"))
+
+
+def memory_limit() -> int:
+    """Bytes this process may use: its container's memory limit, or else the machine's memory."""
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for path in CGROUP_LIMITS:
+        try:
+            text = path.read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            return min(int(text), physical)
+    return physical
+
+
+def memory_budget(max_mb: int | None) -> int:
+    """Bytes the matrix may take: `max_mb` when given, else MATRIX_SHARE of `memory_limit()`."""
+    if max_mb is not None:
+        return max_mb * 1024 * 1024
+    return int(MATRIX_SHARE * memory_limit())
 
 
 class QuantizedMatrix:

@@ -11,7 +11,7 @@ import pytest
 
 from agent_runtime.memory import index as index_module
 from agent_runtime.memory.models import MemoryConfig
-from agent_runtime.memory.quantized import KERNEL_AVAILABLE
+from agent_runtime.memory.quantized import KERNEL_AVAILABLE, memory_budget, memory_limit
 from agent_runtime.memory.store import MemoryStore
 from agent_runtime.memory.vectors import VectorError, int8_code
 
@@ -168,3 +168,21 @@ def test_without_the_kernel_the_sql_scan_returns_the_exact_top_ten(
     for query in unit(np.random.default_rng(15), 3):
         exact = [int(i) + 1 for i in np.argsort(-(vectors @ query))[:10]]
         assert nearest_ids(store, query) == exact
+
+
+def test_past_its_memory_budget_the_matrix_is_left_out_and_search_stays_exact(tmp_path: Path) -> None:
+    config = MemoryConfig(dimensions=DIMS, embedding_model="test-random", matrix_max_mb=0)
+    rng = np.random.default_rng(16)
+    vectors = unit(rng, 50)
+    with MemoryStore(tmp_path / "memory.db", config=config) as store:
+        for i, vector in enumerate(vectors):
+            store.save(f"fact {i}", vector=vector.tobytes())
+        query = unit(rng, 1)[0]
+        assert nearest_ids(store, query) == [int(i) + 1 for i in np.argsort(-(vectors @ query))[:10]]
+        with store.transaction():
+            assert store.index.resident() is None
+
+
+def test_the_default_budget_is_a_share_of_the_memory_this_process_may_use() -> None:
+    assert 0 < memory_budget(None) < memory_limit()
+    assert memory_budget(3) == 3 * 1024 * 1024
