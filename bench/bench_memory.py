@@ -155,14 +155,17 @@ def restart_reload(store: MemoryStore) -> tuple[float, float]:
 
 def _insert(
     store: MemoryStore, vectors: np.ndarray, words: list[str], rng: np.random.Generator
-) -> list[float]:
+) -> tuple[list[float], list[float]]:
+    """Wall-clock and calling-thread CPU time of each insert."""
     latencies: list[float] = []
+    cpu: list[float] = []
     for i in range(len(vectors)):
         text = " ".join(words[int(j)] for j in rng.integers(0, VOCABULARY, int(rng.integers(8, 13))))
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         store.save(f"{text} {i}", category=f"topic-{i % CATEGORIES}", vector=vectors[i].tobytes())
         latencies.append(time.perf_counter() - t0)
-    return latencies
+        cpu.append(time.thread_time() - c0)
+    return latencies, cpu
 
 
 def measure(size: int, kind: str, queries: int, folder: Path) -> list[Row]:
@@ -178,7 +181,8 @@ def measure(size: int, kind: str, queries: int, folder: Path) -> list[Row]:
         store.index.resident()
     cpu_started, process_cpu_started = time.thread_time(), time.process_time()
     started = time.perf_counter()
-    latencies = _insert(store, vectors, words, rng)
+    latencies, insert_cpus = _insert(store, vectors, words, rng)
+    slowest = max(range(size), key=latencies.__getitem__)
     total = time.perf_counter() - started
     insert_cpu = time.thread_time() - cpu_started
     insert_process_cpu = time.process_time() - process_cpu_started
@@ -198,17 +202,21 @@ def measure(size: int, kind: str, queries: int, folder: Path) -> list[Row]:
     hybrid_recalls: list[float] = []
     planted_found = dict.fromkeys(PLANTED_COSINES, 0)
     config = store.config
-    for query in query_vectors:
-        exact = exact_top10(vectors, query)
+    exact_sets = [exact_top10(vectors, query) for query in query_vectors]
+    # Vector searches first, back to back: interleaved with the hybrid searches, which record
+    # accesses, each one would start as the checkpoint thread copies the previous writes.
+    for query, exact in zip(query_vectors, exact_sets, strict=True):
+        with store.transaction():
+            t0, c0 = time.perf_counter(), time.thread_time()
+            found = store.index.nearest(query.tobytes(), 10)
+            vector_times.append(time.perf_counter() - t0)
+            vector_cpu.append(time.thread_time() - c0)
+        vector_recalls.append(len({fact_id - 1 for fact_id, _ in found} & exact) / 10)
+    for query, exact in zip(query_vectors, exact_sets, strict=True):
         blob = query.tobytes()
         text = " ".join(words[int(j)] for j in rng.integers(0, VOCABULARY, 3))
         with store.transaction():
-            t0, c0 = time.perf_counter(), time.thread_time()
-            found = store.index.nearest(blob, 10)
-            vector_times.append(time.perf_counter() - t0)
-            vector_cpu.append(time.thread_time() - c0)
             gathered = gather(store.index, text, blob, 10, config, None).similarity
-        vector_recalls.append(len({fact_id - 1 for fact_id, _ in found} & exact) / 10)
         hybrid_recalls.append(len({fact_id - 1 for fact_id in gathered} & exact) / 10)
         t0 = time.perf_counter()
         store.search(text, 10, vector=blob, min_similarity=0.0)
@@ -257,7 +265,11 @@ def measure(size: int, kind: str, queries: int, folder: Path) -> list[Row]:
             "insert p50 / p95 (ms)",
             f"{statistics.median(latencies) * ms:.2f} / {percentile(latencies, 0.95) * ms:.2f}",
         ),
-        row("slowest insert (ms)", f"{max(latencies) * ms:.1f}", f"<= {TARGET_MAX_INSERT_MS:.0f}"),
+        row(
+            "slowest insert, wall clock (its CPU time) (ms); most CPU any insert took (ms)",
+            f"{latencies[slowest] * ms:.1f} ({insert_cpus[slowest] * ms:.1f}); {max(insert_cpus) * ms:.1f}",
+            f"<= {TARGET_MAX_INSERT_MS:.0f}",
+        ),
         row(
             "insert CPU time per fact, calling thread / with checkpoint thread (ms)",
             f"{insert_cpu / size * ms:.2f} / {insert_process_cpu / size * ms:.2f}",

@@ -62,8 +62,9 @@ def int8_code(blob: bytes) -> bytes:
     """
     values = array("f")
     values.frombytes(blob)
-    largest = max(map(abs, values), default=0.0)
+    floats = values.tolist()  # plain floats: the loops below run about twice as fast on them
+    largest = max(max(floats, default=0.0), -min(floats, default=0.0))
     if not largest or not math.isfinite(largest):
         raise VectorError("vector is zero or not finite: it has no direction to compare")
     scale = INT8_MAX / largest
-    return array("b", map(round, map(scale.__mul__, values))).tobytes()
+    return array("b", [round(value * scale) for value in floats]).tobytes()
