@@ -199,10 +199,9 @@ class FactIndex:
         return self._matrix
 
     def load_matrix(self) -> QuantizedMatrix:
-        matrix = QuantizedMatrix(self.dims)
-        for fact_id, code in self.conn.execute("SELECT fact_id, code FROM fact_codes"):
-            matrix.add(int(fact_id), bytes(code))
-        return matrix
+        cursor = self.conn.cursor()
+        cursor.row_factory = None  # plain tuples: no Row object per fact
+        return QuantizedMatrix.from_rows(self.dims, cursor.execute("SELECT fact_id, code FROM fact_codes"))
 
     def drop_matrix(self) -> None:
         """Forget the matrix (a transaction rolled back): the next search fills it again."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import heapq
 import os
 from array import array
+from collections.abc import Iterable
 from itertools import compress
 from pathlib import Path
 from types import ModuleType
@@ -63,6 +64,19 @@ class QuantizedMatrix:
         self.codes = bytearray()
         self.ids = array("q")
         self.rows: dict[int, int] = {}
+
+    @classmethod
+    def from_rows(cls, dims: int, rows: Iterable[tuple[int, bytes]]) -> QuantizedMatrix:
+        """A matrix of (fact id, code) rows, built in one pass; codes of another size are skipped."""
+        matrix = cls(dims)
+        codes: list[bytes] = []
+        for fact_id, code in rows:
+            if len(code) == dims and fact_id not in matrix.rows:
+                matrix.rows[fact_id] = len(codes)
+                matrix.ids.append(fact_id)
+                codes.append(code)
+        matrix.codes = bytearray(b"".join(codes))
+        return matrix
 
     def __len__(self) -> int:
         return len(self.ids)

@@ -11,7 +11,7 @@ import pytest
 
 from agent_runtime.memory import index as index_module
 from agent_runtime.memory.models import MemoryConfig
-from agent_runtime.memory.quantized import KERNEL_AVAILABLE, memory_budget, memory_limit
+from agent_runtime.memory.quantized import KERNEL_AVAILABLE, QuantizedMatrix, memory_budget, memory_limit
 from agent_runtime.memory.store import MemoryStore
 from agent_runtime.memory.vectors import VectorError, int8_code
 
@@ -186,3 +186,22 @@ def test_past_its_memory_budget_the_matrix_is_left_out_and_search_stays_exact(tm
 def test_the_default_budget_is_a_share_of_the_memory_this_process_may_use() -> None:
     assert 0 < memory_budget(None) < memory_limit()
     assert memory_budget(3) == 3 * 1024 * 1024
+
+
+def test_the_matrix_keeps_its_rows_in_step_with_adds_replacements_and_removals() -> None:
+    rng = np.random.default_rng(17)
+    vectors = unit(rng, 6)
+    codes = [int8_code(vector.tobytes()) for vector in vectors]
+    matrix = QuantizedMatrix.from_rows(DIMS, [(10 + i, code) for i, code in enumerate(codes[:4])])
+    matrix.add(14, codes[4])
+    matrix.remove(11)  # the last row (14) moves into its place
+    matrix.add(12, codes[5])  # replaces fact 12's code in its row
+    assert sorted(matrix.ids) == [10, 12, 13, 14] and 11 not in matrix
+    for fact_id, row in matrix.rows.items():
+        assert matrix.ids[row] == fact_id
+    expected = {10: codes[0], 12: codes[5], 13: codes[3], 14: codes[4]}
+    for fact_id, code in expected.items():
+        row = matrix.rows[fact_id]
+        assert bytes(matrix.codes[row * DIMS : (row + 1) * DIMS]) == code
+    assert matrix.closest(codes[4], 1) == [14]
+    assert sorted(matrix.closest(codes[0], 10)) == [10, 12, 13, 14]
