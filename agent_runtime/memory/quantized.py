@@ -108,6 +108,9 @@ class QuantizedMatrix:
             self.codes[row * self.dims : (row + 1) * self.dims] = self.codes[last * self.dims :]
             self.ids[row] = moved
             self.rows[moved] = row
+        # Zeroed before the cut: a shrunk bytearray keeps its old bytes in spare capacity, and
+        # a forgotten fact's code should not stay in memory.
+        self.codes[last * self.dims :] = bytes(self.dims)
         del self.codes[last * self.dims :]
         self.ids.pop()
 
