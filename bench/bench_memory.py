@@ -17,8 +17,9 @@ Searches, all timed by wall clock on the calling thread (and its CPU time):
   ranking, access bookkeeping) with a query vector and three query words; its recall is that of
   the vector candidates it gathered (how many of the exact top 10 it had to rank).
 The numpy baseline runs in a subprocess with OPENBLAS_NUM_THREADS, OMP_NUM_THREADS and
-MKL_NUM_THREADS set to 1 before numpy is imported (1 thread), once before and once after the
-searches, over the same float32 matrix.
+MKL_NUM_THREADS set to 1 before numpy is imported (1 thread), over the same float32 matrix,
+interleaved query by query with the store's vector searches (two rounds, each side first in
+one), so a change of machine load reaches both.
 
 The int8 matrix is in memory from the first insert on (as in an agent that has searched once),
 so inserts pay for keeping it in step. Restart: a second store opened on the finished file
@@ -59,20 +60,21 @@ TARGET_MAX_INSERT_MS = 50.0
 PLANTED_COSINES = (0.7, 0.5)
 BASELINE_THREADS = 1
 _SYLLABLES = ["ka", "lo", "mi", "ru", "te", "sa", "no", "vi", "de", "po", "zu", "fe", "ri", "ga", "bo", "ny"]
-# The baseline's process: thread counts are fixed in the environment before numpy loads.
+# The baseline's process: thread counts are fixed in the environment before numpy loads. It
+# times the query whose index it reads on stdin and answers [wall, cpu] on stdout, so its
+# searches interleave with the store's and both see the same machine load.
 BASELINE_SCRIPT = """
 import json, sys, time
 import numpy as np
-matrix = np.load(sys.argv[1], mmap_mode=None)
+matrix = np.load(sys.argv[1])
 queries = np.load(sys.argv[2])
-times = []
-for query in queries:
+for line in sys.stdin:
+    query = queries[int(line)]
     started, cpu = time.perf_counter(), time.thread_time()
     scores = matrix @ query
     top = np.argpartition(-scores, 10)[:10]
     top = top[np.argsort(-scores[top])]
-    times.append([time.perf_counter() - started, time.thread_time() - cpu])
-print(json.dumps(times))
+    print(json.dumps([time.perf_counter() - started, time.thread_time() - cpu]), flush=True)
 """
 
 
@@ -121,20 +123,33 @@ def exact_top10(matrix: np.ndarray, query: np.ndarray) -> set[int]:
     return {int(i) for i in top}
 
 
-def single_thread_baseline(matrix_file: Path, queries_file: Path) -> list[tuple[float, float]]:
-    """numpy's matrix-vector product and top-10 selection, timed in a 1-thread subprocess:
-    (wall clock, CPU time) per query."""
-    env = dict(os.environ)
-    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        env[name] = str(BASELINE_THREADS)
-    out = subprocess.run(
-        [sys.executable, "-c", BASELINE_SCRIPT, str(matrix_file), str(queries_file)],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return [(float(wall), float(cpu)) for wall, cpu in json.loads(out)]
+class SingleThreadBaseline:
+    """numpy's matrix-vector product and top-10 selection in a 1-thread subprocess, one query
+    at a time on request: (wall clock, CPU time) of each, timed inside that process."""
+
+    def __init__(self, matrix_file: Path, queries_file: Path) -> None:
+        env = dict(os.environ)
+        for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            env[name] = str(BASELINE_THREADS)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", BASELINE_SCRIPT, str(matrix_file), str(queries_file)],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def time(self, query_index: int) -> tuple[float, float]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(f"{query_index}\n")
+        self.process.stdin.flush()
+        wall, cpu = json.loads(self.process.stdout.readline())
+        return float(wall), float(cpu)
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        self.process.wait(timeout=60)
 
 
 def _row(size: int, kind: str, metric: str, value: str, target: str = "") -> Row:
@@ -192,7 +207,6 @@ def measure(size: int, kind: str, queries: int, folder: Path) -> list[Row]:
     matrix_file, queries_file = folder / "matrix.npy", folder / "queries.npy"
     np.save(matrix_file, vectors)
     np.save(queries_file, query_vectors)
-    brute = single_thread_baseline(matrix_file, queries_file)
     reload_ms, matrix_mb = restart_reload(store)
 
     vector_times: list[float] = []
@@ -203,15 +217,24 @@ def measure(size: int, kind: str, queries: int, folder: Path) -> list[Row]:
     planted_found = dict.fromkeys(PLANTED_COSINES, 0)
     config = store.config
     exact_sets = [exact_top10(vectors, query) for query in query_vectors]
-    # Vector searches first, back to back: interleaved with the hybrid searches, which record
-    # accesses, each one would start as the checkpoint thread copies the previous writes.
-    for query, exact in zip(query_vectors, exact_sets, strict=True):
-        with store.transaction():
-            t0, c0 = time.perf_counter(), time.thread_time()
-            found = store.index.nearest(query.tobytes(), 10)
-            vector_times.append(time.perf_counter() - t0)
-            vector_cpu.append(time.thread_time() - c0)
-        vector_recalls.append(len({fact_id - 1 for fact_id, _ in found} & exact) / 10)
+    # Vector searches and the numpy baseline interleaved query by query, in two rounds (numpy
+    # first, then the store first), so both see the same load. Not interleaved with the hybrid
+    # searches, which record accesses: the checkpoint thread would copy those writes meanwhile.
+    baseline = SingleThreadBaseline(matrix_file, queries_file)
+    brute: list[tuple[float, float]] = []
+    for numpy_first in (True, False):
+        for index, (query, exact) in enumerate(zip(query_vectors, exact_sets, strict=True)):
+            if numpy_first:
+                brute.append(baseline.time(index))
+            with store.transaction():
+                t0, c0 = time.perf_counter(), time.thread_time()
+                found = store.index.nearest(query.tobytes(), 10)
+                vector_times.append(time.perf_counter() - t0)
+                vector_cpu.append(time.thread_time() - c0)
+            if not numpy_first:
+                brute.append(baseline.time(index))
+            vector_recalls.append(len({fact_id - 1 for fact_id, _ in found} & exact) / 10)
+    baseline.close()
     for query, exact in zip(query_vectors, exact_sets, strict=True):
         blob = query.tobytes()
         text = " ".join(words[int(j)] for j in rng.integers(0, VOCABULARY, 3))
@@ -237,7 +260,6 @@ def measure(size: int, kind: str, queries: int, folder: Path) -> list[Row]:
         store.forget(int(fact_id) + 1)
         forget_times.append(time.perf_counter() - t0)
     store.close()
-    brute += single_thread_baseline(matrix_file, queries_file)
     brute_times = [wall for wall, _ in brute]
     brute_cpu = [cpu for _, cpu in brute]
 
