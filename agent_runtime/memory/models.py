@@ -193,4 +193,11 @@ class MemoryConfig(BaseModel):
         default=True, description="Drop and rebuild vectors when the embedding model or size changed"
     )
     cache_mb: int = Field(default=16, ge=1)
+    matrix_max_mb: int | None = Field(
+        default=None,
+        ge=0,
+        description="Largest int8 matrix held in memory for the search over every fact (dimensions "
+        "bytes per fact); beyond it that search scans in SQL, exact but slower. None: 40% of the "
+        "memory this process may use (its container's limit, else the machine's)",
+    )
     max_text_chars: int = Field(default=4000, ge=16)

@@ -3,10 +3,11 @@
 Facts keep their text and bookkeeping in `facts`; their float32 embedding in
 `fact_embeddings` (the exact vector, used to rescore and to rebuild); a binary-quantized copy
 in the sqlite-vec table `fact_index`, partitioned by category, which is what a KNN query within
-a category scans (1 bit per dimension: 48 times less to read than float32); a 3-bit level code
-per dimension in `fact_codes`, which the search over every fact scans for candidates (see
-vectors.level_code); and their words in the FTS5 table `fact_fts`. Only active facts are in
-`fact_index` and `fact_fts`: superseded and forgotten facts are out of ordinary search by
+a category scans (1 bit per dimension: 48 times less to read than float32); an int8 code
+per active fact in `fact_codes` (one signed byte per dimension, see vectors.int8_code), from
+which the matrix in memory that the search over every fact scans is filled (see quantized.py);
+and their words in the FTS5 table `fact_fts`. Only active facts are in `fact_index`,
+`fact_codes` and `fact_fts`: superseded and forgotten facts are out of ordinary search by
 construction.
 """
 

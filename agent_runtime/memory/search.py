@@ -4,8 +4,9 @@ Vector candidates come in up to three tiers:
 1. categories: the query is compared with each category's centroid;
 2. facts in the best categories (those at least `category_similarity` close), searched in
    their own partitions of the index;
-3. a flat search over every active fact (a level-code scan, then exact rescoring), run when tier 2 found fewer than k facts at least
-   `good_similarity` close (or no category was close enough).
+3. a flat search over every active fact (an int8 scan of the matrix in memory, then exact
+   rescoring), run when tier 2 found fewer than k facts at least `good_similarity` close (or
+   no category was close enough).
 Keyword candidates come from FTS5 in every mode. The keyword score is BM25 divided by the best
 BM25 among the candidates, so both parts lie in [0, 1]. Without a query vector (keyword-only
 mode) the score is the keyword part alone.

@@ -94,7 +94,7 @@ class MemoryStore:
         self.vector_note: str | None = None
         self.forget_listeners: list[Callable[[list[str]], None]] = []
         """Called with the texts of the facts just forgotten (copies of them elsewhere go too)."""
-        self.index = FactIndex(self._conn, self.config.dimensions)
+        self.index = FactIndex(self._conn, self.config.dimensions, self.config.matrix_max_mb)
         try:
             self._prepare()
         except BaseException:
@@ -107,7 +107,7 @@ class MemoryStore:
         with self.transaction() as conn:
             prepared = migrate.prepare(conn, self.config, self.embeddings.embedder is not None)
             FactIndex(conn, prepared.dims).backfill_codes()
-        self.index = FactIndex(self._conn, prepared.dims)
+        self.index = FactIndex(self._conn, prepared.dims, self.config.matrix_max_mb)
         if not prepared.vectors_usable:
             self.vector_note = prepared.note
             self.embeddings.embedder = None
@@ -136,6 +136,8 @@ class MemoryStore:
                 yield self._conn
             except BaseException:
                 self._depth -= 1
+                # The matrix in memory may hold changes being undone: it is filled again.
+                self.index.drop_matrix()
                 if depth == 0:
                     self._conn.execute("ROLLBACK")
                 else:

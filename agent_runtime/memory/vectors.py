@@ -49,26 +49,22 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / norm if norm else 0.0
 
 
-# Thresholds of the level code, in units of the vector's root-mean-square component: the
-# quartiles of a normal distribution, so each of the four levels holds about as many values.
-LEVEL_THRESHOLDS = (0.6745, 0.0, -0.6745)
+INT8_MAX = 127
 
 
-def level_code(blob: bytes) -> bytes:
-    """A 3-bit thermometer code per dimension (bits: above +t, above 0, above -t).
+def int8_code(blob: bytes) -> bytes:
+    """The vector scaled so its largest component is +-127, rounded to signed bytes.
 
-    The Hamming distance between two codes is the L1 distance between the vectors quantized to
-    four levels, a far closer estimate of their angle than the sign bits alone: it lets a scan
-    of 3 bits per dimension propose the candidates that the exact float32 comparison orders.
+    Cosine similarity ignores each vector's scale, so every vector gets the finest scale that
+    fits its own values: the rounding error is under 0.4% of the largest component, and the
+    int8 cosine orders neighbours almost exactly as the float32 one does, at a quarter of the
+    size.
     """
     values = array("f")
     values.frombytes(blob)
-    rms = math.sqrt(math.fsum(v * v for v in values) / max(len(values), 1))
-    size = (len(values) + 7) // 8
-    pad = "0" * (size * 8 - len(values))
-    code = bytearray()
-    for threshold in LEVEL_THRESHOLDS:
-        limit = threshold * rms
-        bits = "".join(["1" if v > limit else "0" for v in values]) + pad
-        code += int(bits, 2).to_bytes(size, "big")
-    return bytes(code)
+    floats = values.tolist()  # plain floats: the loops below run about twice as fast on them
+    largest = max(max(floats, default=0.0), -min(floats, default=0.0))
+    if not largest or not math.isfinite(largest):
+        raise VectorError("vector is zero or not finite: it has no direction to compare")
+    scale = INT8_MAX / largest
+    return array("b", [round(value * scale) for value in floats]).tobytes()
