@@ -410,6 +410,9 @@ class AgentOp(StrEnum):
     MEMORY_RESOLVE = "memory.resolve"
     FILES_LIST = "files.list"  # {"folder": "learnings"} -> FileListing
     FILES_READ = "files.read"  # {"path": "learnings/x.md", "limit": n} -> FileText
+    SNAPSHOT_TAKE = "snapshot.take"  # -> SnapshotListing (agent_runtime.snapshot)
+    SNAPSHOT_READ = "snapshot.read"  # {"path": p, "offset": n} -> SnapshotChunk
+    SNAPSHOT_DROP = "snapshot.drop"  # -> {"dropped": bool}
 
 
 class AgentRequest(WireModel):
@@ -433,6 +436,26 @@ class FileListing(WireModel):
 class FileText(WireModel):
     path: str
     content: str
+
+
+class SnapshotFile(WireModel):
+    path: str = Field(description="Relative to the agent's /data")
+    size: int = Field(ge=0)
+    sha256: str
+
+
+class SnapshotListing(WireModel):
+    """What a snapshot of the agent's own storage holds."""
+
+    files: list[SnapshotFile] = Field(default_factory=list)
+    memory_schema: str | None = Field(default=None, description="memory.db's schema version")
+
+
+class SnapshotChunk(WireModel):
+    path: str
+    offset: int = Field(ge=0)
+    data: str = Field(description="base64")
+    eof: bool
 
 
 class ChannelReply(WireModel):

@@ -28,6 +28,7 @@ from agent_runtime.protocol import (
     WorkspaceCopy,
 )
 from agent_runtime.settings import Settings
+from agent_runtime.snapshot import SNAPSHOT_OPS, SnapshotError, Snapshots
 from agent_runtime.workspace import UnknownFile, Workspace
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ class AgentService:
         self._config = config
         self._token = token
         self.workspace = Workspace(settings.data_dir)
+        self.snapshots = Snapshots(settings.data_dir)
 
     @staticmethod
     def inline(request: AgentRequest) -> bool:
@@ -69,6 +71,8 @@ class AgentService:
                 return self._take_workspace(WorkspaceCopy.model_validate(request.body))
             if request.op in (AgentOp.FILES_LIST, AgentOp.FILES_READ):
                 return self._files(request)
+            if request.op in SNAPSHOT_OPS:
+                return self._snapshot(request)
             return self._memory(request)
         except (ValueError, TypeError) as bad:  # pydantic's ValidationError included
             return refusal(422, "invalid_request", f"{request.op.value}: {bad}")
@@ -112,6 +116,19 @@ class AgentService:
         except FileAccessError as missing:
             return refusal(404, "unknown_file", str(missing))
         return 200, FileText(path=path, content=content).model_dump()
+
+    # --- snapshots for backups ------------------------------------------------------------------
+
+    def _snapshot(self, request: AgentRequest) -> Answer:
+        try:
+            if request.op == AgentOp.SNAPSHOT_TAKE:
+                return 200, self.snapshots.take().model_dump()
+            if request.op == AgentOp.SNAPSHOT_READ:
+                chunk = self.snapshots.read(str(request.body["path"]), int(request.body.get("offset", 0)))
+                return 200, chunk.model_dump()
+            return 200, {"dropped": self.snapshots.drop()}
+        except (SnapshotError, KeyError) as failed:
+            return refusal(404, "not_found", f"{request.op.value}: {failed}")
 
     # --- memory ----------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from orchestrator import reconcile
 from orchestrator.api.errors import ApiError
 from orchestrator.backends.base import AgentSpec, BackendError, UnitInfo
+from orchestrator.backup.restore import pending_restores, restore_carried
 from orchestrator.config.loader import LoadedFleet
 from orchestrator.events import EventType
 from orchestrator.image_name import DEFAULT_IMAGE
@@ -47,6 +48,7 @@ class FleetManager:
         """Agents moved from the previous layout whose own files still wait for their new storage."""
         self._applying = threading.Lock()
         self.migrate_previous_layout()
+        self._carry.update(pending_restores(services.paths, list(self.fleet.config.agents)))
 
     @property
     def fleet(self) -> LoadedFleet:
@@ -233,7 +235,8 @@ class FleetManager:
                     fields=[change.field for change in result.action.changes],
                 )
             elif result.ok and result.action.kind in ("create", "recreate", "start"):
-                self._carry.pop(result.action.agent, None)
+                if self._carry.pop(result.action.agent, None) is not None:
+                    restore_carried(self._services.paths, result.action.agent)
                 events.publish(
                     EventType.AGENT_STARTED, agent=result.action.agent, reason=result.action.reason
                 )

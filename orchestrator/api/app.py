@@ -8,7 +8,14 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from orchestrator.api import agent_routes, alerts_routes, channel, control_routes, operator_routes
+from orchestrator.api import (
+    agent_routes,
+    alerts_routes,
+    backup_routes,
+    channel,
+    control_routes,
+    operator_routes,
+)
 from orchestrator.api.errors import install_error_handlers
 from orchestrator.api.limits import BodyLimit
 from orchestrator.api.surfaces import AgentSurface
@@ -30,6 +37,7 @@ ROUTERS = [
     memory_router.router,
     scheduler_router.router,
     surface_router.router,
+    backup_routes.router,
 ]
 
 
