@@ -107,26 +107,27 @@ def verify(archive: Path, as_json: bool) -> None:
 
 
 @click.command("restore")
+@fleet_file_option
 @click.argument("archive", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--into",
     "target",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path("."),
-    show_default=True,
-    help="The folder to restore the fleet into (empty unless --force).",
+    default=None,
+    help="The folder to restore the fleet into (default: the fleet file's folder; empty unless --force).",
 )
 @click.option("--agent", default=None, help="Restore this agent only, into its fleet's folder.")
 @click.option(
     "--force", is_flag=True, help="Restore into a folder that is not empty (replaces what is there)."
 )
-def restore(archive: Path, target: Path, agent: str | None, force: bool) -> None:
+def restore(fleet_file: Path, archive: Path, target: Path | None, agent: str | None, force: bool) -> None:
     """Restore a backup into a folder; `flotilla up` there brings the fleet back.
 
     \b
     The agents' own files (memory, history, learnings) are carried into their storage when
     `up` creates it: restore onto a fresh machine, or after `flotilla down -v`.
     """
+    target = target or fleet_file.resolve().parent
     try:
         result = restore_archive(
             archive, target, only_agent=agent, force=force, progress=lambda m: _say(f"  {m}")
