@@ -22,6 +22,7 @@ from orchestrator.api.agent_ask import ask_agent
 from orchestrator.api.deps import OperatorDep, ServicesDep
 from orchestrator.api.errors import ApiError
 from orchestrator.backup.archive import BackupRefused, FleetSources, take_backup
+from orchestrator.backup.schedule import ScheduledBackups
 from orchestrator.backup.snapshot import AskAgent, Model, SnapshotFailed
 from orchestrator.services import Services
 
@@ -48,6 +49,16 @@ def channel_asker(services: Services) -> AskAgent:
             raise SnapshotFailed(f"agent {agent}: {failed.body.message}") from None
 
     return ask
+
+
+def scheduled_backups(services: Services) -> ScheduledBackups:
+    """The orchestrator's own backups (fleet.yaml `backup:`), through the same path as this route."""
+    return ScheduledBackups(
+        lambda: services.fleet.config.backup,
+        lambda: fleet_sources(services),
+        channel_asker(services),
+        services.events.publish,
+    )
 
 
 def _event(kind: str, data: Any) -> str:

@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from orchestrator.config.alerts import AlertsConfig
+from orchestrator.config.backup import BackupSchedule
 from orchestrator.config.cron import cron_problem
 from orchestrator.config.limits import LimitsConfig
 from orchestrator.config.units import parse_duration, parse_memory
@@ -231,6 +232,7 @@ class FleetConfig(Strict):
     limits: LimitsConfig = Field(default_factory=LimitsConfig, description="Size caps on every input")
     agents: dict[str, AgentConfig] = Field(min_length=1)
     alerts: AlertsConfig = Field(default_factory=AlertsConfig, description="Webhook alerts on events")
+    backup: BackupSchedule | None = Field(default=None, description="Scheduled backups with retention")
 
     @field_validator("fleet")
     @classmethod

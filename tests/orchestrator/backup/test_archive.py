@@ -12,6 +12,7 @@ import io
 import json
 import sqlite3
 import tarfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +25,10 @@ from orchestrator.auth import TokenStore
 from orchestrator.backup.archive import BackupRefused, FleetSources, take_backup
 from orchestrator.backup.manifest import MANIFEST_NAME, Manifest
 from orchestrator.backup.restore import RestoreRefused, pending_restore, restore_archive
+from orchestrator.backup.schedule import ScheduledBackups, backup_folder, scheduled_backups, seconds_until_due
 from orchestrator.backup.snapshot import Model, SnapshotFailed
 from orchestrator.backup.verify import Verdict, verify_archive
+from orchestrator.config.backup import BackupSchedule
 from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths
 
@@ -296,3 +299,46 @@ def test_a_damaged_archive_is_not_restored(tmp_path: Path) -> None:
         restore_archive(archive, tmp_path / "restored")
     assert refused.value.exit_code == Verdict.DAMAGED
     assert not (tmp_path / "restored" / ".flotilla" / "state.db").exists()
+
+
+def test_scheduled_backups_keep_the_newest_and_say_when_the_next_is_due(tmp_path: Path) -> None:
+    sources, agents = make_fleet(tmp_path)
+    schedule = BackupSchedule(every="6h", keep=2, dir="saved")
+    events: list[tuple[str, dict[str, Any]]] = []
+    backups = ScheduledBackups(
+        lambda: schedule, lambda: sources, agents, lambda kind, **data: events.append((kind, data))
+    )
+    folder = backup_folder(schedule, sources.fleet_file)
+    assert folder == sources.fleet_file.parent / "saved"
+    assert seconds_until_due(schedule, folder, "demo", time.time()) == 0
+
+    for _ in range(3):
+        assert asyncio.run(backups.take(schedule)) is not None
+
+    kept = scheduled_backups(folder, "demo")
+    assert len(kept) == 2 and all(verify_archive(p).verdict == Verdict.OK for p in kept)
+    assert [kind for kind, _ in events] == ["backup.taken"] * 3
+    assert len(events[2][1]["removed"]) == 1
+    assert 6 * 3600 - 60 < seconds_until_due(schedule, folder, "demo", time.time()) <= 6 * 3600
+
+
+def test_a_scheduled_backup_that_cannot_be_written_is_an_event(tmp_path: Path) -> None:
+    sources, agents = make_fleet(tmp_path)
+    (tmp_path / "file").write_text("not a folder")
+    schedule = BackupSchedule(every="1h", dir=str(tmp_path / "file" / "below"))
+    events: list[tuple[str, dict[str, Any]]] = []
+    backups = ScheduledBackups(
+        lambda: schedule, lambda: sources, agents, lambda kind, **data: events.append((kind, data))
+    )
+    assert asyncio.run(backups.take(schedule)) is None
+    assert events[0][0] == "backup.failed" and "file" in events[0][1]["error"]
+
+
+def test_the_backup_option_of_fleet_yaml_is_checked() -> None:
+    assert BackupSchedule(every="6h").keep == 7
+    with pytest.raises(ValueError, match="shorter than one minute"):
+        BackupSchedule(every="30s")
+    with pytest.raises(ValueError, match="invalid duration"):
+        BackupSchedule(every="often")
+    with pytest.raises(ValueError):
+        BackupSchedule.model_validate({"every": "1d", "keep": 0})
