@@ -48,7 +48,9 @@ class FleetManager:
         """Agents moved from the previous layout whose own files still wait for their new storage."""
         self._applying = threading.Lock()
         self.migrate_previous_layout()
-        self._carry.update(pending_restores(services.paths, list(self.fleet.config.agents)))
+        self._restoring = pending_restores(services.paths, list(self.fleet.config.agents))
+        """Agents whose own files from a backup replace what their storage holds at creation."""
+        self._carry.update(self._restoring)
 
     @property
     def fleet(self) -> LoadedFleet:
@@ -81,6 +83,7 @@ class FleetManager:
             token_file=token_file,
             disk_bytes=resources.disk_bytes,
             carry_from=self._carry.get(agent),
+            carry_replaces=agent in self._restoring,
             placement=self.fleet.config.placement_of(agent),
         )
 
@@ -235,7 +238,9 @@ class FleetManager:
                     fields=[change.field for change in result.action.changes],
                 )
             elif result.ok and result.action.kind in ("create", "recreate", "start"):
-                if self._carry.pop(result.action.agent, None) is not None:
+                self._carry.pop(result.action.agent, None)
+                if result.action.kind != "start" and result.action.agent in self._restoring:
+                    del self._restoring[result.action.agent]
                     restore_carried(self._services.paths, result.action.agent)
                 events.publish(
                     EventType.AGENT_STARTED, agent=result.action.agent, reason=result.action.reason

@@ -82,6 +82,8 @@ class AgentSpec:
     """A previous-layout folder whose agent-owned files (memory, history, learnings) go into the
     agent's new storage before its unit first starts. Copied by the backend inside the unit's
     own confinement, never read by the orchestrator."""
+    carry_replaces: bool = False
+    """A restored backup: `carry_from` replaces the agent's own files in existing storage too."""
 
     @property
     def state_root(self) -> Path:

@@ -11,6 +11,7 @@ fleet is refused unless forced.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import tarfile
@@ -48,6 +49,17 @@ class RestoreResult(BaseModel):
 def pending_restore(paths: StatePaths, agent: str) -> Path:
     """Where an agent's own files from a backup wait for its new storage."""
     return paths.root / RESTORE_FOLDER / agent
+
+
+def orchestrator_alive(paths: StatePaths) -> bool:
+    """An orchestrator serves this folder: its endpoint file names a live process (a clean
+    stop removes the file; a zombie left by a killed one does not count)."""
+    try:
+        pid = int(json.loads(paths.endpoint_file.read_text())["pid"])
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
 def _occupied(target: Path) -> list[str]:
@@ -118,7 +130,7 @@ def _check_target(
             raise RestoreRefused(
                 f"{target} is not empty ({shown}): restore into an empty folder, or add --force"
             )
-        if paths.pid_file.exists() and not force:
+        if orchestrator_alive(paths) and not force:
             raise RestoreRefused(f"an orchestrator may be running in {target}: run `flotilla down` first")
         target.mkdir(parents=True, exist_ok=True)
         paths.ensure()
@@ -129,7 +141,7 @@ def _check_target(
         raise RestoreRefused(
             f"{target} holds no fleet.yaml: restore agent {only_agent} into its fleet's folder"
         )
-    if paths.pid_file.exists():
+    if orchestrator_alive(paths):
         raise RestoreRefused(f"the fleet in {target} may be running: run `flotilla down` first")
     if paths.agent_dir(only_agent).exists() and not force:
         raise RestoreRefused(

@@ -124,8 +124,10 @@ def restore(fleet_file: Path, archive: Path, target: Path | None, agent: str | N
     """Restore a backup into a folder; `flotilla up` there brings the fleet back.
 
     \b
-    The agents' own files (memory, history, learnings) are carried into their storage when
-    `up` creates it: restore onto a fresh machine, or after `flotilla down -v`.
+    The fleet must be down. The agents' own files (memory, history, learnings) replace what
+    their storage holds when the next `up` creates their units.
+    --agent NAME restores one agent (from a full backup or one taken with --agent) into the
+    folder of its fleet: its workspace now, its own files at the next `up`.
     """
     target = target or fleet_file.resolve().parent
     try:
@@ -143,32 +145,5 @@ def restore(fleet_file: Path, archive: Path, target: Path | None, agent: str | N
         click.echo(
             f"warning: agent {name} was incomplete in the backup: it starts without its own files", err=True
         )
-    for name in _existing_volumes(result.fleet, result.agents):
-        click.echo(
-            f"warning: the storage of agent {name} ({name!r}'s volume) exists on this machine: `up` keeps it "
-            "and does not carry the restored files in; remove it first (flotilla down -v in its old folder)",
-            err=True,
-        )
+    click.echo("the agents' own files (memory, history, learnings) go into their storage at the next `up`")
     click.echo(f"start it with: cd {result.target} && flotilla up")
-
-
-def _existing_volumes(fleet: str, agents: list[str]) -> list[str]:
-    try:
-        import docker
-        from docker.errors import DockerException, NotFound
-
-        from orchestrator.backends.docker_storage import volume_name
-    except ImportError:
-        return []
-    found = []
-    try:
-        client = docker.from_env()
-        for agent in agents:
-            try:
-                client.volumes.get(volume_name(fleet, agent))
-                found.append(agent)
-            except NotFound:
-                continue
-    except DockerException:
-        return []
-    return found

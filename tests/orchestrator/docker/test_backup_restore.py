@@ -9,6 +9,7 @@ continues and an item that was still waiting in a paused agent's inbox is delive
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import shutil
 import sqlite3
@@ -70,7 +71,7 @@ def moved(
         (REPO / "fleet.yaml").read_text().replace("fleet: demo", f"fleet: {name}")
     )
     (old / ".env").write_text("OPENAI_API_KEY=sk-test-never-in-a-backup\n")
-    facts: dict[str, Any] = {"old": old, "new": new, "archive": root / "fleet.tar"}
+    facts: dict[str, Any] = {"old": old, "new": new, "archive": root / "fleet.tar", "image": agent_image.tag}
     try:
         up(old, agent_image.tag)
         flotilla(old, "memory", "add", "writer", FACT)
@@ -154,3 +155,24 @@ def test_the_ledger_continues_and_the_waiting_item_is_delivered(moved: dict[str,
         deadline_s=120,
     )
     assert ledger_rows(new) > moved["ledger_before"]
+
+
+def test_one_agent_is_restored_into_its_existing_storage(moved: dict[str, Any], tmp_path: Path) -> None:
+    new: Path = moved["new"]
+    archive = tmp_path / "writer.tar"
+    flotilla(new, "backup", "--agent", "writer", "-o", str(archive))
+    flotilla(new, "memory", "add", "writer", "The lighthouse is painted green")
+    text = tmp_path / "memory.md"
+    text.write_text("written after the backup\n")
+    edited = run_flotilla(
+        new, "workspace", "edit", "writer", "MEMORY.md", env=os.environ | {"EDITOR": f"cp {text}"}
+    )
+    assert edited.returncode == 0, edited.stderr
+    flotilla(new, "down")  # the writer's volume stays
+    refused = run_flotilla(new, "restore", str(archive))
+    assert refused.returncode == 1 and "holds agent writer only" in refused.stderr
+    flotilla(new, "restore", str(archive), "--agent", "writer", "--force")
+    up(new, moved["image"])
+    found = flotilla(new, "memory", "search", "writer", "ferry lighthouse", "--json")
+    assert FACT in found and "lighthouse" not in found
+    assert "written after the backup" not in flotilla(new, "workspace", "cat", "writer", "MEMORY.md")
