@@ -123,6 +123,9 @@ class CheckIn(WireModel):
     current_item: str | None = None
     context: ContextStatus | None = None
     memory_mode: Literal["hybrid", "keyword", "unknown"] = "unknown"
+    memory_problem: str | None = Field(
+        default=None, description="memory.db was damaged at start: what was wrong and where it was kept"
+    )
     protocol: int = PROTOCOL_VERSION
 
 
