@@ -20,6 +20,7 @@ import uvicorn
 from orchestrator.alerts import AlertDispatcher, AlertStore
 from orchestrator.api.app import create_app
 from orchestrator.api.backup_routes import scheduled_backups
+from orchestrator.broker.repair import keep_messages_in_step
 from orchestrator.cli.client import Endpoint, write_endpoint
 from orchestrator.listeners import Listeners
 from orchestrator.operator.events_routes import close_streams
@@ -83,6 +84,7 @@ class OrchestratorServer:
             asyncio.create_task(services.scheduler.run(), name="scheduler"),
             asyncio.create_task(alerts.run(), name="alerts"),
             asyncio.create_task(scheduled_backups(services).run(), name="backups"),
+            asyncio.create_task(keep_messages_in_step(services.broker.messages), name="message-repair"),
         ]
         self.ready.set()
         return tasks
