@@ -18,6 +18,7 @@ from orchestrator.api import (
 )
 from orchestrator.api.errors import install_error_handlers
 from orchestrator.api.limits import BodyLimit
+from orchestrator.api.storage_errors import install_storage_error_handlers
 from orchestrator.api.surfaces import AgentSurface
 from orchestrator.broker import router as broker_router
 from orchestrator.gateway import router as gateway_router
@@ -54,6 +55,7 @@ def create_app(services: Services) -> FastAPI:
     app = FastAPI(title="Flotilla orchestrator", lifespan=lifespan)
     app.state.services = services
     install_error_handlers(app)
+    install_storage_error_handlers(app, lambda: services.paths.db)
     app.add_middleware(BodyLimit, limit_of=lambda: services.fleet.config.limits.bytes_of("request_body"))
     app.add_middleware(AgentSurface, agent_url_of=lambda: services.agent_url)
     for router in ROUTERS:

@@ -50,6 +50,7 @@ from orchestrator.operator.models import (
 )
 from orchestrator.operator.retention import prune_file_history
 from orchestrator.services import Services
+from orchestrator.state.disk import is_disk_full
 
 # Folders the runtime fills itself; the operator reads them here (learnings, daily memory logs).
 EXTRA_FOLDERS: dict[str, FileKind] = {"learnings": "learning", "memory": "memory"}
@@ -302,6 +303,8 @@ def write_file(
     except WorkspaceError as other:
         raise ApiError(400, "refused", str(other)) from None
     except OSError as failed:
+        if is_disk_full(failed):  # a 507 naming the path and the space left (api.storage_errors)
+            raise OSError(failed.errno, failed.strerror, str(access.workspace.root / canonical)) from None
         # The agent's folder on the host may belong to the container's user.
         raise ApiError(
             500, "write_failed", f"{canonical} could not be written on the host: {failed.strerror or failed}"
