@@ -45,6 +45,8 @@ from orchestrator.state.paths import StatePaths
 
 Progress = Callable[[str], None]
 READ_BLOCK = 1024 * 1024
+# One backup at a time: each agent keeps one snapshot, which a second backup would replace.
+_one_at_a_time = asyncio.Lock()
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,13 @@ async def take_backup(
     progress: Progress = lambda _: None,
 ) -> BackupResult:
     """Back the fleet (or one agent) up into `output`."""
+    async with _one_at_a_time:
+        return await _take_backup(sources, ask, output, only_agent, progress)
+
+
+async def _take_backup(
+    sources: FleetSources, ask: AskAgent, output: Path, only_agent: str | None, progress: Progress
+) -> BackupResult:
     started = time.monotonic()
     if only_agent is not None and only_agent not in sources.agents:
         raise BackupRefused(f"no agent named {only_agent!r} in fleet {sources.fleet}")
