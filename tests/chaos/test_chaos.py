@@ -275,6 +275,9 @@ def fleet(agent_image: ImageBuildResult, docker_client: Any, tmp_path: Path) -> 
     name = f"flt-test-chaos-{secrets.token_hex(3)}"
     shutil.copytree(REPO / "examples", tmp_path / "examples")
     text = (REPO / "fleet.yaml").read_text().replace("fleet: demo", f"fleet: {name}")
+    # Budgets high enough that a long run measures faults, not the example's daily caps.
+    text = text.replace("daily_usd: 1.00, monthly_usd: 10.00", "daily_usd: 1000, monthly_usd: 10000")
+    text = text.replace("budget: { daily_usd: 5.00 }", "budget: { daily_usd: 5000 }")
     (tmp_path / "fleet.yaml").write_text(text)
     running = Fleet(tmp_path, name, agent_image.tag, free_port(), docker_client)
     try:
