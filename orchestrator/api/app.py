@@ -8,14 +8,8 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from orchestrator.api import (
-    agent_routes,
-    alerts_routes,
-    backup_routes,
-    channel,
-    control_routes,
-    operator_routes,
-)
+from orchestrator.api import agent_routes, alerts_routes, channel, control_routes, operator_routes
+from orchestrator.api.backup_routes import router as backup_router
 from orchestrator.api.errors import install_error_handlers
 from orchestrator.api.limits import BodyLimit
 from orchestrator.api.storage_errors import install_storage_error_handlers
@@ -38,7 +32,7 @@ ROUTERS = [
     memory_router.router,
     scheduler_router.router,
     surface_router.router,
-    backup_routes.router,
+    backup_router,
 ]
 
 
