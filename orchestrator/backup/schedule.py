@@ -23,6 +23,8 @@ from orchestrator.config.backup import BackupSchedule
 log = logging.getLogger(__name__)
 
 IDLE_CHECK_S = 60.0
+# The agents of a fleet that just started connect first; a backup taken before would be incomplete.
+FIRST_CHECK_AFTER_S = 30.0
 RETRY_AFTER_FAILURE_S = 600.0
 EVENT_TAKEN = "backup.taken"
 EVENT_FAILED = "backup.failed"
@@ -74,6 +76,7 @@ class ScheduledBackups:
         self._publish = publish
 
     async def run(self) -> None:
+        await asyncio.sleep(FIRST_CHECK_AFTER_S)
         while True:
             schedule = self._schedule_of()
             if schedule is None:
