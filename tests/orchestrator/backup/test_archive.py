@@ -342,3 +342,25 @@ def test_the_backup_option_of_fleet_yaml_is_checked() -> None:
         BackupSchedule(every="often")
     with pytest.raises(ValueError):
         BackupSchedule.model_validate({"every": "1d", "keep": 0})
+
+
+def test_restored_files_replace_what_process_storage_holds(tmp_path: Path) -> None:
+    from orchestrator.backends.process import _carry
+
+    storage, restored = tmp_path / "storage", tmp_path / "restored"
+    (storage / "history").mkdir(parents=True)
+    (storage / "memory.db").write_bytes(b"newer database")
+    (storage / "memory.db-wal").write_bytes(b"its log, which must not be replayed into another")
+    (storage / "history" / "after-the-backup.jsonl").write_text("{}\n")
+    (storage / "workspace" / "notes").mkdir(parents=True)
+    (storage / "workspace" / "notes" / "kept.md").write_text("not the agent's own files\n")
+    (restored / "history").mkdir(parents=True)
+    (restored / "memory.db").write_bytes(b"backed-up database")
+    (restored / "history" / "before.jsonl").write_text("{}\n")
+
+    _carry(restored, storage, replace=True)
+
+    assert (storage / "memory.db").read_bytes() == b"backed-up database"
+    assert not (storage / "memory.db-wal").exists()
+    assert sorted(p.name for p in (storage / "history").iterdir()) == ["before.jsonl"]
+    assert (storage / "workspace" / "notes" / "kept.md").exists()
