@@ -123,6 +123,9 @@ class CheckIn(WireModel):
     current_item: str | None = None
     context: ContextStatus | None = None
     memory_mode: Literal["hybrid", "keyword", "unknown"] = "unknown"
+    memory_problem: str | None = Field(
+        default=None, description="memory.db was damaged at start: what was wrong and where it was kept"
+    )
     protocol: int = PROTOCOL_VERSION
 
 
@@ -411,6 +414,9 @@ class AgentOp(StrEnum):
     FILES_LIST = "files.list"  # {"folder": "learnings"} -> FileListing
     FILES_READ = "files.read"  # {"path": "learnings/x.md", "limit": n} -> FileText
     HISTORY_READ = "history.read"  # TranscriptQuery -> TranscriptPage (agent_runtime.workspace.transcript)
+    SNAPSHOT_TAKE = "snapshot.take"  # -> SnapshotListing (agent_runtime.workspace.snapshot)
+    SNAPSHOT_READ = "snapshot.read"  # {"path": p, "offset": n} -> SnapshotChunk
+    SNAPSHOT_DROP = "snapshot.drop"  # -> {"dropped": bool}
 
 
 class AgentRequest(WireModel):
@@ -434,6 +440,26 @@ class FileListing(WireModel):
 class FileText(WireModel):
     path: str
     content: str
+
+
+class SnapshotFile(WireModel):
+    path: str = Field(description="Relative to the agent's /data")
+    size: int = Field(ge=0)
+    sha256: str
+
+
+class SnapshotListing(WireModel):
+    """What a snapshot of the agent's own storage holds."""
+
+    files: list[SnapshotFile] = Field(default_factory=list)
+    memory_schema: str | None = Field(default=None, description="memory.db's schema version")
+
+
+class SnapshotChunk(WireModel):
+    path: str
+    offset: int = Field(ge=0)
+    data: str = Field(description="base64")
+    eof: bool
 
 
 class ChannelReply(WireModel):

@@ -117,3 +117,10 @@ class TokenStore:
             return None
         kind, name = found
         return Principal(name, kind)
+
+
+def forget_all_tokens(db: Database) -> None:
+    """Drop every token digest: for a copy of state.db that leaves the machine (a backup); the
+    restored fleet mints new tokens when its units are created."""
+    db.ensure_schema(SCHEMA)
+    db.execute("DELETE FROM principal_tokens")

@@ -12,6 +12,7 @@ from pathlib import Path
 from orchestrator import reconcile
 from orchestrator.auth import TokenStore
 from orchestrator.backends.base import AgentSpec, Backend, BackendError, UnitInfo
+from orchestrator.backup.restore import pending_restores, restore_carried
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.settings import container_hash
 from orchestrator.controls import Controls
@@ -69,6 +70,9 @@ class FleetManager:
         """Agents moved from the previous layout whose own files still wait for their new storage."""
         self._applying = threading.Lock()
         self.migrate_previous_layout()
+        self._restoring = pending_restores(self._paths, list(self.fleet.config.agents))
+        """Agents whose own files from a backup replace what their storage holds at creation."""
+        self._carry.update(self._restoring)
 
     @property
     def fleet(self) -> LoadedFleet:
@@ -100,6 +104,7 @@ class FleetManager:
             token_file=token_file,
             disk_bytes=resources.disk_bytes,
             carry_from=self._carry.get(agent),
+            carry_replaces=agent in self._restoring,
             placement=self.fleet.config.placement_of(agent),
         )
 
@@ -249,6 +254,9 @@ class FleetManager:
                 )
             elif result.ok and result.action.kind in ("create", "recreate", "start"):
                 self._carry.pop(result.action.agent, None)
+                if result.action.kind != "start" and result.action.agent in self._restoring:
+                    del self._restoring[result.action.agent]
+                    restore_carried(self._paths, result.action.agent)
                 events.publish(
                     EventType.AGENT_STARTED, agent=result.action.agent, reason=result.action.reason
                 )

@@ -20,6 +20,8 @@ import uvicorn
 from orchestrator.alerts import AlertDispatcher, AlertStore
 from orchestrator.api.app import create_app
 from orchestrator.api.operator.events import close_streams
+from orchestrator.backup.fleet_backups import scheduled_backups
+from orchestrator.broker.repair import keep_messages_in_step
 from orchestrator.listeners import Listeners
 from orchestrator.reconcile import ApplyResult
 from orchestrator.services import Services
@@ -84,6 +86,13 @@ class OrchestratorServer:
             asyncio.create_task(services.supervisor.run(), name="supervisor"),
             asyncio.create_task(services.scheduler.run(), name="scheduler"),
             asyncio.create_task(alerts.run(), name="alerts"),
+            asyncio.create_task(
+                scheduled_backups(
+                    services.fleet_view, services.paths, services.asker, services.events.publish
+                ).run(),
+                name="backups",
+            ),
+            asyncio.create_task(keep_messages_in_step(services.broker.messages), name="message-repair"),
         ]
         traces = trace_export(services.db, services.channels, services.fleet.name)
         if traces is not None:

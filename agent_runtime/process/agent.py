@@ -19,7 +19,14 @@ from pydantic import ValidationError
 
 from agent_runtime.process.settings import Settings
 from agent_runtime.process.state import RuntimeState
-from agent_runtime.protocol import AgentRuntimeConfig, InboxItem, WorkspaceWrite, WorkspaceWriteResult
+from agent_runtime.process.storage_check import MEMORY_DAMAGED_EVENT, check_own_storage
+from agent_runtime.protocol import (
+    AgentEvent,
+    AgentRuntimeConfig,
+    InboxItem,
+    WorkspaceWrite,
+    WorkspaceWriteResult,
+)
 from agent_runtime.transport.boot import GONE, Backoff
 from agent_runtime.transport.checkin import CheckInThread
 from agent_runtime.transport.client import OrchestratorClient
@@ -60,6 +67,20 @@ class AgentProcess:
     def request_stop(self) -> None:
         self.stopping.set()
 
+    def _check_storage(self) -> None:
+        """Leftover temp files removed; a damaged memory.db set aside, reported and shown in ps."""
+        check = check_own_storage(self.settings.data_dir)
+        if check.memory_problem is None:
+            return
+        self.state.memory_problem = f"damaged at start ({check.memory_problem}); kept as {check.kept_aside}"
+        event = AgentEvent(
+            type=MEMORY_DAMAGED_EVENT, data={"problem": check.memory_problem, "kept_aside": check.kept_aside}
+        )
+        try:
+            self.client.event(event)
+        except OrchestratorError as failed:
+            log.warning("could not report the damaged memory.db: %s", failed)
+
     def _on_config_hash(self, config_hash: str) -> None:
         if self.config is not None and config_hash != self.config.config_hash:
             self._config_stale.set()
@@ -74,6 +95,7 @@ class AgentProcess:
         self.config = config
         self.client.use_limits(config)
         log.info("agent %s of fleet %s started (model %s)", config.agent, config.fleet, config.model)
+        self._check_storage()
         self._serve_orchestrator()
         checkin = CheckInThread(self.client, self.state, self.settings.alive_file, self._on_config_hash)
         self.state.set_state("idle")

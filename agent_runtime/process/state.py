@@ -40,6 +40,7 @@ class RuntimeState:
         self.turns = int(_float_env(TURNS_ENV, 0))
         self.context: ContextStatus | None = None
         self.memory_mode: MemoryMode = "unknown"
+        self.memory_problem: str | None = None
 
     def set_state(self, state: ProcessState, current_item: str | None = None) -> None:
         with self._lock:
@@ -75,6 +76,7 @@ class RuntimeState:
                 current_item=self.current_item,
                 context=self.context,
                 memory_mode=self.memory_mode,
+                memory_problem=self.memory_problem,
             )
 
 

@@ -28,6 +28,7 @@ from agent_runtime.protocol import (
     WorkspaceCopy,
 )
 from agent_runtime.workspace.files import FileAccessError, PathEscape, SymlinkRefused, WorkspaceFiles
+from agent_runtime.workspace.snapshot import SNAPSHOT_OPS, SnapshotError, Snapshots
 from agent_runtime.workspace.versioned import UnknownFile, Workspace
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ class AgentService:
         self._config = config
         self._token = token
         self.workspace = Workspace(settings.data_dir)
+        self.snapshots = Snapshots(settings.data_dir)
 
     @staticmethod
     def inline(request: AgentRequest) -> bool:
@@ -73,6 +75,8 @@ class AgentService:
                 from agent_runtime.workspace.transcript import serve_transcript  # loaded when first asked
 
                 return 200, serve_transcript(self.settings.data_dir, request.body)
+            if request.op in SNAPSHOT_OPS:
+                return self._snapshot(request)
             return self._memory(request)
         except (ValueError, TypeError) as bad:  # pydantic's ValidationError included
             return refusal(422, "invalid_request", f"{request.op.value}: {bad}")
@@ -116,6 +120,19 @@ class AgentService:
         except FileAccessError as missing:
             return refusal(404, "unknown_file", str(missing))
         return 200, FileText(path=path, content=content).model_dump()
+
+    # --- snapshots for backups ------------------------------------------------------------------
+
+    def _snapshot(self, request: AgentRequest) -> Answer:
+        try:
+            if request.op == AgentOp.SNAPSHOT_TAKE:
+                return 200, self.snapshots.take().model_dump()
+            if request.op == AgentOp.SNAPSHOT_READ:
+                chunk = self.snapshots.read(str(request.body["path"]), int(request.body.get("offset", 0)))
+                return 200, chunk.model_dump()
+            return 200, {"dropped": self.snapshots.drop()}
+        except (SnapshotError, KeyError) as failed:
+            return refusal(404, "not_found", f"{request.op.value}: {failed}")
 
     # --- memory ----------------------------------------------------------------------------
 

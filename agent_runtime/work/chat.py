@@ -28,10 +28,19 @@ RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 DONE = "[DONE]"
 # The gateway's word that it already retried upstream: one retry layer, never two.
 SHOULD_RETRY_HEADER = "x-should-retry"
+# An orchestrator that restarts is away for seconds: a refused connection (the request never
+# reached it, so nothing was charged) is tried again for this long, the delay capped.
+OUTAGE_WAIT_S = 90.0
+OUTAGE_DELAY_MAX_S = 5.0
 
 
 class ChatError(RuntimeError):
     """The model call failed; the text is the gateway's message when it sent one."""
+
+
+class StreamBroken(ChatError):
+    """The reply stream ended before its end: the gateway went away during the call. The call
+    may be made again; the ledger settled (or, after a restart, recovered) the cut one by itself."""
 
 
 def error_text(response: httpx.Response) -> str:
@@ -116,7 +125,7 @@ class ChatClient:
                         raise ChatError(f"the stream failed: {message}")
                     yield chunk
             except httpx.HTTPError as failed:
-                raise ChatError(f"the reply stream broke: {failed}") from None
+                raise StreamBroken(f"the reply stream broke: {failed}") from None
             except ValueError:
                 raise ChatError("the gateway streamed a chunk that is not JSON") from None
 
@@ -131,8 +140,10 @@ class ChatClient:
     def _send(self, content: bytes, headers: dict[str, str]) -> httpx.Response:
         """The response, its status checked; retried on connection errors and busy statuses,
         except when the gateway says it already retried (`x-should-retry: false`)."""
-        for attempt in range(self.max_retries + 1):
-            last = attempt == self.max_retries
+        outage_until = time.monotonic() + OUTAGE_WAIT_S
+        attempt = 0
+        while True:
+            last = attempt >= self.max_retries
             try:
                 response = self._http.send(
                     self._http.build_request(
@@ -147,6 +158,12 @@ class ChatClient:
                     ),
                     stream=True,
                 )
+            except (httpx.ConnectError, httpx.ConnectTimeout) as refused:
+                if time.monotonic() >= outage_until:
+                    raise ChatError(f"cannot reach the gateway for {OUTAGE_WAIT_S:g}s: {refused}") from None
+                time.sleep(min(RETRY_DELAY_S * 2**attempt, OUTAGE_DELAY_MAX_S))
+                attempt += 1
+                continue
             except httpx.HTTPError as failed:
                 if last:
                     raise ChatError(f"cannot reach the gateway: {failed}") from None
@@ -160,4 +177,4 @@ class ChatClient:
                     raise ChatError(text)
                 response.close()
             time.sleep(RETRY_DELAY_S * 2**attempt)
-        raise AssertionError("unreachable: the last attempt returns or raises")
+            attempt += 1

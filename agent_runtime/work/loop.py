@@ -16,6 +16,7 @@ decides, before each call, whether to flush, compact, warn or prune.
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -23,13 +24,16 @@ from typing import Any
 
 from agent_runtime.protocol import RUN_HEADER, LoopLimits, RunOutcome
 from agent_runtime.tools.registry import ToolRegistry
-from agent_runtime.work.chat import ChatClient, ChatError
+from agent_runtime.work.chat import ChatClient, ChatError, StreamBroken
 from agent_runtime.work.condense import CompletionFailed
 from agent_runtime.work.context import ContextManager
 from agent_runtime.work.prompt import StaticBlocks
 from agent_runtime.workspace.history import Turn
 
 DeltaSink = Callable[[str], None]
+log = logging.getLogger("agent_runtime")
+# A model call cut mid-stream (the orchestrator restarted) is made again this many times.
+CALL_RETRIES = 2
 
 
 class RunTag:
@@ -189,10 +193,17 @@ class ToolLoop:
         tools: list[dict[str, Any]] | None,
         on_delta: DeltaSink,
     ) -> ModelReply:
-        try:
-            return _collect(self.client.stream(model, messages, tools, self.tag.headers()), on_delta)
-        except ChatError as failed:
-            raise LoopFailed(f"model call failed: {failed}") from None
+        for attempt in range(CALL_RETRIES + 1):
+            try:
+                return _collect(self.client.stream(model, messages, tools, self.tag.headers()), on_delta)
+            except StreamBroken as broken:
+                # Cut by an orchestrator restart: made again, a bounded number of times.
+                if attempt == CALL_RETRIES:
+                    raise LoopFailed(f"model call failed: {broken}") from None
+                log.warning("model call cut (%s); calling again", broken)
+            except ChatError as failed:
+                raise LoopFailed(f"model call failed: {failed}") from None
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def _collect(stream: Iterator[dict[str, Any]], on_delta: DeltaSink) -> ModelReply:

@@ -16,6 +16,7 @@ from orchestrator.api.limits import BodyLimit
 from orchestrator.api.operator import (
     alerts,
     apply,
+    backup,
     controls,
     costs,
     dashboard,
@@ -30,6 +31,7 @@ from orchestrator.api.operator import (
     workspace,
 )
 from orchestrator.api.operator import inbox as inbox_routes
+from orchestrator.api.storage_errors import install_storage_error_handlers
 from orchestrator.api.surfaces import AgentSurface
 from orchestrator.services import Services
 
@@ -53,6 +55,7 @@ ROUTERS = [
     dashboard.router,
     history.router,
     trace.router,
+    backup.router,
 ]
 
 
@@ -67,6 +70,7 @@ def create_app(services: Services) -> FastAPI:
     app = FastAPI(title="Flotilla orchestrator", lifespan=lifespan)
     app.state.services = services
     install_error_handlers(app)
+    install_storage_error_handlers(app, lambda: services.paths.db)
     app.add_middleware(BodyLimit, limit_of=lambda: services.fleet.config.limits.bytes_of("request_body"))
     app.add_middleware(AgentSurface, agent_url_of=lambda: services.agent_url)
     for router in ROUTERS:

@@ -28,8 +28,16 @@ LABEL_STATE = f"{LABEL_PREFIX}.state"
 LABEL_LAYOUT = f"{LABEL_PREFIX}.layout"
 """How the unit's storage is laid out; a unit of an older layout is recreated."""
 STORAGE_LAYOUT = "2"
-AGENT_OWNED = ("memory.db", "memory.db-wal", "history", "workspace/learnings", "workspace/memory")
-"""What of a previous-layout folder belongs in the agent's own storage (paths relative to /data)."""
+AGENT_OWNED = (
+    "memory.db",
+    "memory.db-wal",
+    "history",
+    "workspace/learnings",
+    "workspace/memory",
+    ".runtime/processed.jsonl",
+)
+"""What of a previous-layout folder or a restored backup belongs in the agent's own storage
+(paths relative to /data)."""
 """2: the agent's /data is its own storage, the token a read-only file; nothing is shared."""
 
 UnitState = Literal["created", "running", "exited", "dead", "missing"]
@@ -74,6 +82,8 @@ class AgentSpec:
     """A previous-layout folder whose agent-owned files (memory, history, learnings) go into the
     agent's new storage before its unit first starts. Copied by the backend inside the unit's
     own confinement, never read by the orchestrator."""
+    carry_replaces: bool = False
+    """A restored backup: `carry_from` replaces the agent's own files in existing storage too."""
 
     @property
     def state_root(self) -> Path:

@@ -46,13 +46,24 @@ TOKEN_TARGET = "/run/flotilla/token"
 FILESYSTEM = "ext4"
 COMMAND_TIMEOUT_S = 60.0
 # Runs inside the throwaway container of `AgentVolumes._carry`: copies each named path that is
-# a real file or folder (never a link at the top) from /previous to /data.
+# a real file or folder (never a link at the top) from /previous to /data. With "replace" (a
+# restored backup into existing storage) what it replaces goes first, memory.db's WAL included:
+# a WAL left beside another database would be replayed into it.
 CARRY_SCRIPT = """
 import os, shutil, sys
-for rel in sys.argv[1:]:
+replace = sys.argv[1] == "replace"
+for rel in sys.argv[2:]:
     src, dst = os.path.join("/previous", rel), os.path.join("/data", rel)
+    if replace and os.path.exists(os.path.join("/previous", "memory.db")) and rel.startswith("memory.db"):
+        for old in (dst, dst + "-wal", dst + "-shm"):
+            if os.path.lexists(old):
+                os.unlink(old)
     if os.path.islink(src) or not os.path.exists(src):
         continue
+    if replace and os.path.isdir(dst) and not os.path.islink(dst):
+        shutil.rmtree(dst)
+    elif replace and os.path.lexists(dst):
+        os.unlink(dst)
     os.makedirs(os.path.dirname(dst), exist_ok=True)
     if os.path.isdir(src):
         shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True)
@@ -181,6 +192,8 @@ class AgentVolumes:
             return name
         self._check_owner(volume, spec)
         self.reattach(name)
+        if spec.carry_from is not None and spec.carry_replaces:
+            self._carry(spec, name, spec.carry_from)
         return name
 
     def reattach(self, name: str) -> None:
@@ -225,7 +238,13 @@ class AgentVolumes:
         try:
             self._client.containers.run(
                 spec.image,
-                entrypoint=["python3", "-c", CARRY_SCRIPT, *AGENT_OWNED],
+                entrypoint=[
+                    "python3",
+                    "-c",
+                    CARRY_SCRIPT,
+                    "replace" if spec.carry_replaces else "add",
+                    *AGENT_OWNED,
+                ],
                 user=f"{AGENT_UID}:{AGENT_UID}",
                 volumes={
                     str(previous): {"bind": "/previous", "mode": "ro"},

@@ -66,13 +66,21 @@ def _proc_start_time(pid: int) -> str | None:
     return fields[19]
 
 
-def _carry(previous: Path, data_dir: Path) -> None:
-    """The agent's own files from a previous-layout folder, into its new storage. Agents of this
-    runtime run with the orchestrator's user anyway; links are copied as links all the same."""
+def _carry(previous: Path, data_dir: Path, replace: bool = False) -> None:
+    """The agent's own files from a previous-layout folder or a restored backup, into its
+    storage (with `replace`, what they replace goes first, memory.db's WAL included). Agents of
+    this runtime run with the orchestrator's user anyway; links are copied as links all the same."""
+    if replace and (previous / "memory.db").exists():
+        for name in ("memory.db", "memory.db-wal", "memory.db-shm"):
+            (data_dir / name).unlink(missing_ok=True)
     for relative in AGENT_OWNED:
         source, target = previous / relative, data_dir / relative
         if source.is_symlink() or not source.exists():
             continue
+        if replace and target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        elif replace:
+            target.unlink(missing_ok=True)
         target.parent.mkdir(parents=True, exist_ok=True)
         if source.is_dir():
             shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
@@ -136,8 +144,8 @@ class ProcessBackend(Backend):
             env["FLOTILLA_BEARER_FILE"] = str(spec.token_file)
         fresh = not spec.data_dir.exists()
         spec.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if fresh and spec.carry_from is not None:
-            _carry(spec.carry_from, spec.data_dir)
+        if spec.carry_from is not None and (fresh or spec.carry_replaces):
+            _carry(spec.carry_from, spec.data_dir, replace=spec.carry_replaces)
         record = UnitRecord(name=spec.unit_name, labels=spec.labels, data_dir=str(spec.data_dir), env=env)
         self._save(record)
         return self._info(record)

@@ -168,6 +168,29 @@ class MessageLog:
             ),
         )
 
+    def repair_finished(self) -> int:
+        """Asks still `pending` whose inbox item has ended (their waiter was in an orchestrator
+        that was killed) take the item's outcome: answered when it is done, failed otherwise.
+        A live waiter closes its own ask first, or finds it closed with the same outcome and
+        records its own. The number of asks repaired."""
+        now = utcnow().isoformat()
+        cursor = self._db.execute(
+            "UPDATE broker_messages SET"
+            " state = CASE (SELECT i.state FROM inbox i WHERE i.id = item_id)"
+            "   WHEN 'done' THEN 'answered' ELSE 'failed' END,"
+            " error_code = CASE (SELECT i.state FROM inbox i WHERE i.id = item_id)"
+            "   WHEN 'done' THEN NULL ELSE 'failed' END,"
+            " error_message = CASE (SELECT i.state FROM inbox i WHERE i.id = item_id)"
+            "   WHEN 'done' THEN NULL"
+            "   ELSE 'the request ended (' || (SELECT i.state FROM inbox i WHERE i.id = item_id)"
+            "     || ') while the orchestrator was restarting' END,"
+            " finished_at = ?"
+            " WHERE state = 'pending' AND item_id IN"
+            " (SELECT id FROM inbox WHERE state IN ('done', 'failed', 'expired', 'dropped'))",
+            (now,),
+        )
+        return cursor.rowcount
+
     def by_key(self, sender: str, recipient: str, key: str) -> MessageRecord | None:
         """The delivered message an idempotency key already produced, if any."""
         row = self._db.query_one(

@@ -21,6 +21,7 @@ from orchestrator.config.fleet import LoadedFleet
 from orchestrator.listeners import Listeners, PortTaken, bind_listeners
 from orchestrator.logging_setup import configure_logging
 from orchestrator.reconcile import ApplyResult, fleet_labels
+from orchestrator.state.cleanup import remove_leftover_temp_files
 from orchestrator.state.migrations import StateTooNew
 from orchestrator.state.paths import StatePaths
 from orchestrator.wiring import attach_subsystems, reconciling_services
@@ -56,6 +57,7 @@ def prepare(
     os.umask(0o002)
     paths = StatePaths.for_fleet_file(fleet.path)
     paths.ensure()
+    remove_leftover_temp_files(paths)
     if options.runtime in IMAGE_RUNTIMES and options.check_image:
         ensure_agent_image(options.image, console)
     _refuse_foreign_units(fleet, backend, paths)

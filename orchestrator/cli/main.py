@@ -45,6 +45,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "token": ("orchestrator.cli.control", "token"),
     "dashboard": ("orchestrator.cli.control", "dashboard"),
     "completion": ("orchestrator.cli.completion", "completion"),
+    "backup": ("orchestrator.cli.backup", "backup"),
+    "verify": ("orchestrator.cli.backup", "verify"),
+    "restore": ("orchestrator.cli.backup", "restore"),
 }
 
 

@@ -41,6 +41,8 @@ def _memory_search(agent: dict[str, Any]) -> str:
     mode = agent.get("memory_mode") or ("hybrid" if model else "keyword")
     if mode == "unknown":
         mode = "not open yet"
+    if agent.get("memory_problem"):
+        mode = f"[red]fresh store: memory.db {agent['memory_problem']}[/red]; {mode}"
     return f"{mode} ({model})" if model else f"{mode} (no embedding model)"
 
 

@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from orchestrator.config.alerts import AlertsConfig
+from orchestrator.config.backup import BackupSchedule
 from orchestrator.config.cron import cron_problem
 from orchestrator.config.limits import LimitsConfig
 from orchestrator.config.units import parse_duration, parse_memory
@@ -347,6 +348,7 @@ class FleetConfig(Strict):
         min_length=1, description="The agents by name (a DNS label each); at least one"
     )
     alerts: AlertsConfig = Field(default_factory=AlertsConfig, description="Webhook alerts on events")
+    backup: BackupSchedule | None = Field(default=None, description="Scheduled backups with retention")
 
     @field_validator("fleet")
     @classmethod

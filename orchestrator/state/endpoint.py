@@ -37,8 +37,9 @@ def write_endpoint(paths: StatePaths, endpoint: Endpoint) -> None:
 
 
 def _pid_alive(pid: int) -> bool:
+    """A live process (a zombie left by a killed orchestrator that nobody reaped is not)."""
     try:
-        Path(f"/proc/{pid}").stat()
-    except FileNotFoundError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
         return False
-    return True
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"

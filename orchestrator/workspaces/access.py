@@ -41,6 +41,7 @@ from orchestrator.agent_requests import AgentChannels
 from orchestrator.errors import BadRequest, Failed, Forbidden, Invalid, NotFound, Refused, TooLarge
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet_view import FleetView
+from orchestrator.state.disk import is_disk_full
 from orchestrator.state.paths import StatePaths
 from orchestrator.workspaces.models import (
     FileKind,
@@ -350,6 +351,8 @@ def _write(
     except WorkspaceError as other:
         raise BadRequest("refused", str(other)) from None
     except OSError as failed:
+        if is_disk_full(failed):  # a 507 naming the path and the space left (api.storage_errors)
+            raise OSError(failed.errno, failed.strerror, str(access.workspace.root / canonical)) from None
         # The agent's folder on the host may belong to the container's user.
         raise Failed(
             "write_failed", f"{canonical} could not be written on the host: {failed.strerror or failed}"

@@ -40,6 +40,7 @@ AGENT_EVENT_TYPES = {
     "context.warning",
     "context.pruned",
     "memory.mode",
+    "memory.damaged",
     "maintenance.run",
 }
 

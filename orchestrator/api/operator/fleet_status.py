@@ -31,6 +31,9 @@ class AgentStatus(BaseModel):
     context_window: int | None = None
     tokenizer: str | None = None
     memory_mode: str | None = None
+    memory_problem: str | None = Field(
+        default=None, description="memory.db was damaged at start and set aside"
+    )
     embedding_model: str | None = Field(default=None, description="None: memory searches by keyword only")
     busy: bool = False
     dead_letters: int = Field(default=0, description="Inbox items set aside after too many deliveries")
@@ -97,6 +100,7 @@ def agent_status(services: Services, agent: str, unit: UnitInfo | None, spent_to
         context_window=context.window if context else None,
         tokenizer=context.tokenizer if context else None,
         memory_mode=checkin.memory_mode if checkin else None,
+        memory_problem=checkin.memory_problem if checkin else None,
         embedding_model=services.fleet.config.embedding_model(),
         busy=checkin.state == "busy" if checkin else False,
     )

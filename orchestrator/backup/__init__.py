@@ -1,0 +1,1 @@
+"""Backups of a fleet: one tar archive with a manifest (`flotilla backup`, `verify`, `restore`)."""

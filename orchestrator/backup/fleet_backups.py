@@ -1,0 +1,48 @@
+"""The running orchestrator's view of a backup: what the fleet holds and how each agent is asked
+for its snapshot, built from the parts that know (the fleet in force, the state folder, the
+agents' channels)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from agent_runtime.protocol import AgentOp
+from orchestrator.agent_ask import AgentAsker
+from orchestrator.backup.archive import FleetSources
+from orchestrator.backup.schedule import ScheduledBackups
+from orchestrator.backup.snapshot import AskAgent, Model, SnapshotFailed
+from orchestrator.errors import Refused
+from orchestrator.fleet_view import FleetView
+from orchestrator.state.paths import StatePaths
+
+
+def fleet_sources(fleet_view: FleetView, paths: StatePaths) -> FleetSources:
+    fleet = fleet_view.current()
+    return FleetSources(
+        fleet=fleet.name, fleet_file=fleet.path, paths=paths, agents=tuple(fleet.config.agents)
+    )
+
+
+def channel_asker(asker: AgentAsker) -> AskAgent:
+    """Snapshot requests over the agents' channels; a refusal fails that agent's part only."""
+
+    async def ask(agent: str, op: AgentOp, body: dict[str, Any], model: type[Model]) -> Model:
+        try:
+            return await asker.ask(agent, op, body, model)
+        except Refused as failed:
+            raise SnapshotFailed(f"agent {agent}: {failed.message}") from None
+
+    return ask
+
+
+def scheduled_backups(
+    fleet_view: FleetView, paths: StatePaths, asker: AgentAsker, publish: Callable[..., Any]
+) -> ScheduledBackups:
+    """The orchestrator's own backups (fleet.yaml `backup:`), through the same path as the route."""
+    return ScheduledBackups(
+        lambda: fleet_view.current().config.backup,
+        lambda: fleet_sources(fleet_view, paths),
+        channel_asker(asker),
+        publish,
+    )
