@@ -225,7 +225,11 @@ class SwarmBackend(Backend):
     def _wait_tasks_gone(self, fleet: str) -> None:
         deadline = time.monotonic() + REMOVE_WAIT_S
         while time.monotonic() < deadline:
-            containers = self._client.containers.list(all=True, filters={"label": [f"{LABEL_FLEET}={fleet}"]})
+            # Sparse: no inspect per container, which fails for a task container that goes
+            # between the listing and its inspection.
+            containers = self._client.containers.list(
+                all=True, sparse=True, filters={"label": [f"{LABEL_FLEET}={fleet}"]}
+            )
             if not containers:
                 return
             time.sleep(0.5)
