@@ -16,6 +16,7 @@ from orchestrator.api.limits import BodyLimit
 from orchestrator.api.operator import (
     alerts,
     apply,
+    attention,
     controls,
     costs,
     dashboard,
@@ -53,6 +54,7 @@ ROUTERS = [
     dashboard.router,
     history.router,
     trace.router,
+    attention.router,
 ]
 
 
