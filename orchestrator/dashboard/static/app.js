@@ -30,6 +30,8 @@
       if (key === "class") node.className = value;
       else if (key === "text") node.textContent = value;
       else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      // The page's CSP refuses style attributes; properties set through the CSSOM are allowed.
+      else if (key === "style") for (const rule of String(value).split(";")) setStyle(node, rule);
       else node.setAttribute(key, value === true ? "" : String(value));
     }
     for (const child of children.flat()) {
@@ -37,6 +39,11 @@
       node.append(child instanceof Node ? child : document.createTextNode(String(child)));
     }
     return node;
+  }
+
+  function setStyle(node, rule) {
+    const at = rule.indexOf(":");
+    if (at > 0) node.style.setProperty(rule.slice(0, at).trim(), rule.slice(at + 1).trim());
   }
 
   function card(title, body, actions) {
@@ -239,7 +246,7 @@
     { title: "Uptime", num: true, opt: true, cell: (r) => duration(r.uptime_s) },
     { title: "Memory", num: true, opt: true, cell: (r) => bytes(r.memory_bytes) },
     { title: "Spend today", num: true, cell: (r) => money(r.spend_today_usd) },
-    { title: "Pending", num: true, cell: (r) => r.pending ?? "–" },
+    { title: "Pending", num: true, opt: true, cell: (r) => r.pending ?? "–" },
   ];
 
   function renderFleet(view) {

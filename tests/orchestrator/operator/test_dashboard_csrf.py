@@ -50,4 +50,6 @@ def test_the_dashboards_own_requests_pass(browser: TestClient, services: Service
 
 
 def test_a_bearer_token_is_not_ambient_and_needs_no_header(operator: TestClient) -> None:
-    assert operator.post(SEND, json=MESSAGE, headers={"origin": "https://elsewhere.example"}).status_code == 200
+    assert (
+        operator.post(SEND, json=MESSAGE, headers={"origin": "https://elsewhere.example"}).status_code == 200
+    )
