@@ -32,6 +32,7 @@ window.FlotillaOperator = function (ui) {
       else if (ID_KEYS.has(key) && typeof value === "string") shown = h("span", { class: "id", title: value }, shortId(value));
       else if (AGENT_KEYS.has(key) && agents.has(String(value))) shown = agentLink(String(value));
       else if (key === "fraction" && typeof value === "number") shown = `${value} (${Math.round(value * 100)}%)`;
+      else if (typeof value === "number" && !Number.isInteger(value)) shown = String(Number(value.toPrecision(4)));
       else shown = short(value, 60);
       parts.push(h("span", { class: "kv" }, h("span", { class: "k" }, key), "=", shown));
       if (parts.length >= 5) break;

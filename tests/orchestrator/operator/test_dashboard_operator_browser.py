@@ -253,6 +253,7 @@ def check_memory(page: Page) -> None:
     pending = page.locator(".contradiction-items li")
     pending.first.wait_for(timeout=WAIT_MS)
     assert "4512" in pending.first.inner_text() and "9981" in pending.first.inner_text()
+    page.locator(".fact-list tbody tr").first.wait_for(timeout=WAIT_MS)
     shot(page, "dashboard-memory-contradiction.png")
     pending.first.locator("button", has_text="Take new").click()
     page.get_by_text("No contradictions waiting.").wait_for(timeout=WAIT_MS)
