@@ -14,7 +14,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from orchestrator.api.deps import OperatorDep, ServicesDep
-from orchestrator.api.operator.fleet_status import fleet_status_of
+from orchestrator.api.operator.fleet_status import AgentStatus, fleet_status_of
 from orchestrator.events import EventType
 from orchestrator.services import Services
 from orchestrator.telemetry.budget_report import BudgetReport, budget_report
@@ -58,13 +58,20 @@ def _attention(services: Services) -> Attention:
                 ("budget_blocked", status.name in blocked),
                 ("dead_letters", status.dead_letters > 0),
                 ("crash_loop", status.name in looping),
-                ("unhealthy", status.health == "unhealthy" or status.state in ("dead", "exited")),
+                ("unhealthy", _unhealthy(status)),
             )
             if applies
         ]
         if reasons:
             found.append(AgentAttention(agent=status.name, reasons=reasons))
     return Attention(count=len(found), agents=found)
+
+
+def _unhealthy(status: AgentStatus) -> bool:
+    """Failing its health check, or down without the operator or hibernation having put it there."""
+    if status.health == "unhealthy":
+        return True
+    return status.health == "down" and status.held is None and not status.hibernated
 
 
 def _crash_looping(services: Services, now: datetime) -> set[str]:

@@ -32,6 +32,7 @@ agents:
       daily_usd: 0.10
       daily_tokens: 100000
   beta: {}
+  gamma: {}
 """
 
 
@@ -40,7 +41,7 @@ def services(tmp_path: Path) -> Iterator[Services]:
     (tmp_path / "fleet.yaml").write_text(textwrap.dedent(FLEET))
     built = build_services(load_fleet(tmp_path / "fleet.yaml"), FakeBackend())
     assert all(result.ok for result in built.manager.apply())
-    for agent in ("alpha", "beta"):
+    for agent in ("alpha", "beta", "gamma"):
         built.health.record(agent, CheckIn(state="idle", pid=1, uptime_s=60, rss_bytes=1, turns=0))
     yield built
     built.db.close()
@@ -90,15 +91,23 @@ def test_attention_names_each_agent_and_why(operator: TestClient, services: Serv
     for _ in range(3):
         services.events.publish(EventType.AGENT_RESTARTED, agent="beta", reason="exited")
 
+    units = services.manager.units_by_agent()
+    services.backend.stop(units["gamma"].id)  # exited by itself: not held by the operator
+
     assert operator.get("/api/v1/budgets").json()["blocked"] == ["alpha"]
     attention = operator.get("/api/v1/attention").json()
     assert attention == {
-        "count": 2,
+        "count": 3,
         "agents": [
             {"agent": "alpha", "reasons": ["budget_blocked"]},
             {"agent": "beta", "reasons": ["dead_letters", "crash_loop"]},
+            {"agent": "gamma", "reasons": ["unhealthy"]},
         ],
     }
+    # An agent the operator stopped is held, not in trouble.
+    assert operator.post("/api/v1/agents/gamma/stop").status_code == 200
+    reasons = {a["agent"]: a["reasons"] for a in operator.get("/api/v1/attention").json()["agents"]}
+    assert "gamma" not in reasons and reasons["alpha"] == ["budget_blocked"]
 
 
 def test_the_routes_need_the_operator(services: Services) -> None:
