@@ -322,9 +322,10 @@
     const head = h("div", { class: "agent-head" }, h("h1", {}, name), known && known.role ? h("span", { class: "role" }, known.role) : "");
     const stats = h("div", {});
     const reloadStats = async () => {
-      const { rows, error } = await fleetRows();
+      const [{ rows, error }, attention] = await Promise.all([fleetRows(), views.attention()]);
       const row = rows.find((r) => r.name === name);
-      stats.replaceChildren(error || !row ? unavailable("Agent status", error) : agentStats(row));
+      const mine = attention.data && { count: 1, agents: attention.data.agents.filter((a) => a.agent === name) };
+      stats.replaceChildren(error || !row ? unavailable("Agent status", error) : agentStats(row), views.attentionList(mine));
     };
     const tabs = h(
       "nav",

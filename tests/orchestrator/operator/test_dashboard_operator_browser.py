@@ -311,6 +311,10 @@ def test_fleet_page_at_phone_width(operated: Services) -> None:
         assert max(tiles) <= 390
         page.locator("#fleet-table .agent-link", has_text="alpha").click()
         page.locator(".actions").wait_for(timeout=WAIT_MS)
+        page.locator("#agent-budgets .gauge").first.wait_for(timeout=WAIT_MS)
+        assert "budget spent" in page.locator(".attention").inner_text()
+        tabs = page.locator(".page-tabs a").evaluate_all("ts => ts.map(t => t.getBoundingClientRect().top)")
+        assert len(set(tabs)) == 1  # the four tabs on one line
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
         shot(page, "dashboard-agent-390.png")
     assert session.page_errors == []
