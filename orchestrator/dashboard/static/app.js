@@ -606,6 +606,7 @@
       { title: "From", cell: (r) => r.sender || "–" },
       { title: "State", cell: (r) => badge(r.state) },
       { title: "Message", wide: true, cell: (r) => short(r.text || r.operation || "", 70) },
+      { title: "Trace", cell: (r) => (r.id ? views.traceLink(r.id) : "–") },
     ].filter((c) => c.title !== "State" || rows.some((r) => r.state));
     box.replaceChildren(table(columns, rows, "Inbox is empty."));
   }

@@ -276,6 +276,11 @@ def check_actions(page: Page, services: Services) -> None:
     page.locator(".message-text").fill("Please check the tide tables")
     page.locator(".send-form button", has_text="Send").click()
     page.locator(".action-status .id-link").wait_for(timeout=WAIT_MS)
+    queued = page.locator(".action-status .id-link").inner_text()
+    page.locator('.page-tabs a[data-tab="overview"]').click()
+    page.locator(".tab-body .id-link", has_text=queued).wait_for(
+        timeout=WAIT_MS
+    )  # in the inbox, linked to its trace
     texts = [item.text for item in services.inbox.list("alpha")]
     assert "Please check the tide tables" in texts
     page.locator('button[data-action="run-heartbeat"]').click()
