@@ -351,9 +351,13 @@ window.FlotillaOperator = function (ui) {
       h(
         "button",
         {
-          onclick: async () => {
-            await api(`${base}/contradictions/${item.id}/resolve`, { method: "POST", body: JSON.stringify({ keep }) }).catch((error) => alert(error.message));
-            reload();
+          onclick: async (e) => {
+            try {
+              await api(`${base}/contradictions/${item.id}/resolve`, { method: "POST", body: JSON.stringify({ keep }) });
+              reload();
+            } catch (error) {
+              e.target.closest("li").append(h("p", { class: "error-text" }, `Refused: ${error.message}`));
+            }
           },
         },
         keep === "old" ? "Keep stored" : "Take new"
