@@ -16,6 +16,7 @@ from orchestrator.api.limits import BodyLimit
 from orchestrator.api.operator import (
     alerts,
     apply,
+    attention,
     backup,
     controls,
     costs,
@@ -56,6 +57,7 @@ ROUTERS = [
     history.router,
     trace.router,
     backup.router,
+    attention.router,
 ]
 
 

@@ -11,6 +11,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request
 from starlette.requests import HTTPConnection
 
+from orchestrator.api.csrf import refuse_cross_site
 from orchestrator.auth import Principal
 from orchestrator.services import Services
 
@@ -40,7 +41,15 @@ def principal_of(request: Request, services: Services) -> Principal:
     principal = services.tokens.identify(token) if token else None
     if principal is None:
         raise HTTPException(status_code=401, detail="missing or invalid bearer token")
+    if _by_cookie_alone(request):
+        refuse_cross_site(request, request.method)
     return principal
+
+
+def _by_cookie_alone(request: HTTPConnection) -> bool:
+    """The request's only credential is the cookie a browser attaches by itself."""
+    header = request.headers.get("authorization", "")
+    return not header and "token" not in request.query_params and "flotilla_token" in request.cookies
 
 
 async def require_agent(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:

@@ -19,6 +19,7 @@
     refreshTimer: null,
     range: "24h",
   };
+  let views = null; // operator.js, built in start() once every helper here exists
 
   // ------------------------------------------------------------------ DOM helpers
 
@@ -29,6 +30,8 @@
       if (key === "class") node.className = value;
       else if (key === "text") node.textContent = value;
       else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      // The page's CSP refuses style attributes; properties set through the CSSOM are allowed.
+      else if (key === "style") for (const rule of String(value).split(";")) setStyle(node, rule);
       else node.setAttribute(key, value === true ? "" : String(value));
     }
     for (const child of children.flat()) {
@@ -36,6 +39,11 @@
       node.append(child instanceof Node ? child : document.createTextNode(String(child)));
     }
     return node;
+  }
+
+  function setStyle(node, rule) {
+    const at = rule.indexOf(":");
+    if (at > 0) node.style.setProperty(rule.slice(0, at).trim(), rule.slice(at + 1).trim());
   }
 
   function card(title, body, actions) {
@@ -62,7 +70,7 @@
 
   function table(columns, rows, empty) {
     if (!rows.length) return h("p", { class: "muted" }, empty || "Nothing yet.");
-    const cls = (c) => [c.num ? "num" : "", c.nowrap ? "nowrap" : "", c.wide ? "wide" : ""].join(" ").trim();
+    const cls = (c) => [c.num ? "num" : "", c.nowrap ? "nowrap" : "", c.wide ? "wide" : "", c.opt ? "opt" : ""].join(" ").trim();
     return h(
       "div",
       { class: "table-wrap" },
@@ -126,7 +134,9 @@
     try {
       response = await fetch(path, {
         credentials: "same-origin",
-        headers: { accept: "application/json", "content-type": "application/json" },
+        // The custom header tells the orchestrator this call comes from the dashboard's own page
+        // (a cross-site form cannot send it): calls that change something need it.
+        headers: { accept: "application/json", "content-type": "application/json", "x-flotilla-dashboard": "1" },
         ...options,
       });
     } catch (err) {
@@ -167,7 +177,8 @@
 
   function parseRoute() {
     const parts = location.hash.replace(/^#\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
-    if (parts[0] === "agent" && parts[1]) return { page: "agent", agent: parts[1] };
+    if (parts[0] === "agent" && parts[1]) return { page: "agent", agent: parts[1], tab: parts[2] || "overview" };
+    if (parts[0] === "trace") return { page: "trace", ref: parts[1] || "" };
     return { page: "fleet" };
   }
 
@@ -178,9 +189,13 @@
     view.replaceChildren();
     const crumbs = document.getElementById("crumbs");
     crumbs.replaceChildren(h("a", { href: "#/" }, "Fleet"));
+    filterFeed(state.route.page === "agent" ? state.route.agent : null);
     if (state.route.page === "agent") {
       crumbs.append(h("span", { class: "sep" }, "/"), h("span", {}, state.route.agent));
-      renderAgent(view, state.route.agent);
+      renderAgent(view, state.route.agent, state.route.tab);
+    } else if (state.route.page === "trace") {
+      crumbs.append(h("span", { class: "sep" }, "/"), h("span", {}, "trace"));
+      views.traceView(view, state.route.ref);
     } else {
       renderFleet(view);
     }
@@ -204,10 +219,12 @@
     return { rows: listOf(result.data, "agents") };
   }
 
-  function summary(rows, error) {
+  function summary(rows, error, attention) {
     const sum = (key) => rows.reduce((total, r) => total + (Number(r[key]) || 0), 0);
     const running = rows.filter((r) => r.state === "running").length;
-    const trouble = rows.filter((r) => r.health === "unhealthy" || ["dead", "exited"].includes(r.state)).length;
+    const trouble = attention
+      ? attention.count
+      : rows.filter((r) => r.health === "unhealthy" || r.dead_letters > 0 || ["dead", "exited"].includes(r.state)).length;
     const tile = (label, value, kind) =>
       h("div", { class: `tile ${kind || ""}` }, h("div", { class: "tile-value" }, value), h("div", { class: "tile-label" }, label));
     return h(
@@ -222,28 +239,31 @@
 
   const FLEET_COLUMNS = [
     { title: "Agent", cell: (r) => h("a", { href: `#/agent/${enc(r.name)}`, class: "agent-link" }, r.name) },
-    { title: "Role", cell: (r) => h("span", { class: "muted" }, r.role || "") },
+    { title: "Role", opt: true, cell: (r) => h("span", { class: "muted" }, r.role || "") },
     { title: "State", cell: (r) => (r.state === undefined ? h("span", { class: "unavailable" }, "unavailable") : badge(r.hibernated ? "hibernated" : r.state)) },
     { title: "Health", cell: (r) => (r.health === undefined ? "–" : badge(r.health)) },
-    { title: "Restarts", num: true, cell: (r) => r.restarts ?? "–" },
-    { title: "Uptime", num: true, cell: (r) => duration(r.uptime_s) },
-    { title: "Memory", num: true, cell: (r) => bytes(r.memory_bytes) },
+    { title: "Restarts", num: true, opt: true, cell: (r) => r.restarts ?? "–" },
+    { title: "Uptime", num: true, opt: true, cell: (r) => duration(r.uptime_s) },
+    { title: "Memory", num: true, opt: true, cell: (r) => bytes(r.memory_bytes) },
     { title: "Spend today", num: true, cell: (r) => money(r.spend_today_usd) },
-    { title: "Pending", num: true, cell: (r) => r.pending ?? "–" },
+    { title: "Pending", num: true, opt: true, cell: (r) => r.pending ?? "–" },
   ];
 
   function renderFleet(view) {
     const summaryBox = h("div", {});
     const tableBox = h("div", { id: "fleet-table" }, h("p", { class: "muted" }, "Loading…"));
     const chartBox = h("div", {});
+    const budgetBox = h("div", { id: "fleet-budgets" });
     view.append(
       summaryBox,
       card("Agents", tableBox),
+      card("Budgets", budgetBox),
       card("Spend over time", chartBox, rangePicker(() => loadSpend(chartBox, null)))
     );
     const load = async () => {
-      const { rows, error } = await fleetRows();
-      summaryBox.replaceChildren(summary(rows, error));
+      const [{ rows, error }, attention] = await Promise.all([fleetRows(), views.attention()]);
+      summaryBox.replaceChildren(summary(rows, error, attention.data), views.attentionList(attention.data));
+      views.budgetCard(budgetBox, null);
       tableBox.replaceChildren(
         error ? unavailable("Fleet status", error) : "",
         table(FLEET_COLUMNS, rows, "No agents in this fleet.")
@@ -295,19 +315,54 @@
 
   // ------------------------------------------------------------------ agent page
 
-  function renderAgent(view, name) {
+  const AGENT_TABS = { overview: "Overview", transcript: "Transcript", memory: "Memory", events: "Events" };
+
+  function renderAgent(view, name, tab) {
     const known = state.info.agents.find((a) => a.name === name);
     const head = h("div", { class: "agent-head" }, h("h1", {}, name), known && known.role ? h("span", { class: "role" }, known.role) : "");
     const stats = h("div", {});
+    const reloadStats = async () => {
+      const [{ rows, error }, attention] = await Promise.all([fleetRows(), views.attention()]);
+      const row = rows.find((r) => r.name === name);
+      const mine = attention.data && { count: 1, agents: attention.data.agents.filter((a) => a.agent === name) };
+      stats.replaceChildren(error || !row ? unavailable("Agent status", error) : agentStats(row), views.attentionList(mine));
+    };
+    const tabs = h(
+      "nav",
+      { class: "page-tabs" },
+      Object.entries(AGENT_TABS).map(([key, label]) =>
+        h("a", { href: `#/agent/${enc(name)}/${key}`, class: key === tab ? "active" : "", "data-tab": key }, label)
+      )
+    );
+    view.append(head, views.actionBar(name, () => setTimeout(reloadStats, 300)), stats, tabs);
+    reloadStats();
+    const body = h("div", { class: "tab-body" });
+    view.append(body);
+    if (tab === "transcript") {
+      views.transcriptTab(name, body);
+      state.refreshers.push((event) => {
+        if (event && event.agent === name && /^(run\.|compaction\.|agent\.turn)/.test(String(event.type))) views.transcriptTab(name, body);
+      });
+    } else if (tab === "memory") views.memoryTab(name, body);
+    else if (tab === "events") {
+      const names = new Set(state.info.agents.map((a) => a.name));
+      views.eventsTab(name, body, names);
+      state.refreshers.push((event) => {
+        if (event && event.agent === name) views.eventsTab(name, body, names);
+      });
+    } else renderOverview(body, name, reloadStats);
+  }
+
+  function renderOverview(view, name, loadStats) {
     const workspaceBox = h("div", {}, h("p", { class: "muted" }, "Loading…"));
     const filePanel = h("div", { class: "file-panel", hidden: true });
     const runsBox = h("div", {});
     const inboxBox = h("div", {});
     const learningsBox = h("div", {});
     const chartBox = h("div", {});
+    const budgetBox = h("div", { id: "agent-budgets" });
     view.append(
-      head,
-      stats,
+      card("Budget", budgetBox),
       card("Workspace", h("div", {}, workspaceBox, filePanel)),
       card("Recent runs", runsBox),
       h(
@@ -318,11 +373,6 @@
       ),
       card("Spend over time", chartBox, rangePicker(() => loadSpend(chartBox, name)))
     );
-    const loadStats = async () => {
-      const { rows, error } = await fleetRows();
-      const row = rows.find((r) => r.name === name);
-      stats.replaceChildren(error || !row ? unavailable("Agent status", error) : agentStats(row));
-    };
     const loadWorkspace = () => loadWorkspaceFiles(name, workspaceBox, learningsBox, filePanel);
     const loadRuns = () => loadRunsInto(name, runsBox);
     const loadInbox = () => loadInboxInto(name, inboxBox);
@@ -334,9 +384,10 @@
         loadStats();
         loadRuns();
         loadInbox();
+        if (type.startsWith("budget.") || type === "gateway.call") views.budgetCard(budgetBox, name);
       }
     });
-    loadStats();
+    views.budgetCard(budgetBox, name);
     loadWorkspace();
     loadRuns();
     loadInbox();
@@ -555,6 +606,7 @@
       { title: "From", cell: (r) => r.sender || "–" },
       { title: "State", cell: (r) => badge(r.state) },
       { title: "Message", wide: true, cell: (r) => short(r.text || r.operation || "", 70) },
+      { title: "Trace", cell: (r) => (r.id ? views.traceLink(r.id) : "–") },
     ].filter((c) => c.title !== "State" || rows.some((r) => r.state));
     box.replaceChildren(table(columns, rows, "Inbox is empty."));
   }
@@ -612,12 +664,13 @@
 
   // ------------------------------------------------------------------ live events
 
-  function eventSummary(data) {
-    return Object.entries(data || {})
-      .filter(([, value]) => value !== null && value !== undefined && value !== "")
-      .slice(0, 4)
-      .map(([key, value]) => `${key}=${short(value, 48)}`)
-      .join("  ");
+  // On an agent's page the feed shows that agent's events only.
+  function filterFeed(agent) {
+    const feed = document.getElementById("feed");
+    feed.dataset.agent = agent || "";
+    for (const item of feed.children) item.hidden = Boolean(agent) && item.dataset.agent !== agent;
+    const shown = [...feed.children].filter((item) => !item.hidden).length;
+    document.getElementById("feed-count").textContent = agent ? `${shown} of ${agent}` : `${shown} shown`;
   }
 
   function addEvent(event, fresh) {
@@ -627,14 +680,14 @@
     const family = String(event.type).split(".")[0];
     const item = h(
       "li",
-      { class: `event${fresh ? " fresh" : ""}`, "data-seq": event.seq, "data-type": event.type },
+      { class: `event${fresh ? " fresh" : ""}`, "data-seq": event.seq, "data-type": event.type, "data-agent": event.agent || "" },
       h("div", { class: "event-top" }, h("span", { class: `etype etype-${family}` }, event.type), h("time", { datetime: event.at }, when(event.at))),
       event.agent ? h("a", { class: "event-agent", href: `#/agent/${enc(event.agent)}` }, event.agent) : "",
-      h("div", { class: "event-data" }, eventSummary(event.data))
+      h("div", { class: "event-data" }, views.eventData(event.data, new Set(state.info.agents.map((a) => a.name))))
     );
     feed.prepend(item);
     while (feed.children.length > FEED_LIMIT) feed.lastChild.remove();
-    document.getElementById("feed-count").textContent = `${feed.children.length} shown`;
+    filterFeed(feed.dataset.agent);
   }
 
   function setLive(status) {
@@ -668,6 +721,7 @@
   // ------------------------------------------------------------------ start
 
   async function start() {
+    views = window.FlotillaOperator({ h, card, table, badge, unavailable, attempt, api, when, short, money, duration, enc });
     const info = await attempt("/dashboard/info.json");
     if (!info.error) state.info = info.data;
     document.getElementById("fleet-name").textContent = state.info.fleet || "";
