@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from orchestrator.config.alerts import AlertsConfig
 from orchestrator.config.cron import cron_problem
 from orchestrator.config.limits import LimitsConfig
+from orchestrator.config.tools import ToolsConfig
 from orchestrator.config.units import parse_duration, parse_memory
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
@@ -215,6 +216,9 @@ class AgentConfig(Strict):
     resources: ResourcesConfig | None = None
     budget: BudgetConfig | None = None
     placement: PlacementConfig | None = Field(default=None, description="Node placement (swarm runtime)")
+    tools: ToolsConfig = Field(
+        default_factory=ToolsConfig, description="MCP servers and approval rules (docs/tools.md)"
+    )
 
     _hibernate = field_validator("hibernate_after")(_check_duration)
 

@@ -41,6 +41,7 @@ AGENT_EVENT_TYPES = {
     "context.pruned",
     "memory.mode",
     "maintenance.run",
+    "mcp.started",
 }
 
 
