@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import re
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -105,7 +106,7 @@ class McpServers:
         server.stop = asyncio.Event()
         spec = server.spec
         params = StdioServerParameters(
-            command=spec.command[0],
+            command=resolve_program(spec.command[0]),
             args=spec.command[1:],
             env={**get_default_environment(), **_runtime_path(), **spec.env},
             cwd=self._cwd,
@@ -184,6 +185,19 @@ def _result_text(server: str, tool: str, result: Any) -> str:
     if getattr(result, "is_error", False):
         raise ToolError(f"{server} {tool}: {text}")
     return text
+
+
+def resolve_program(program: str) -> str:
+    """`python`/`python3` is the agent's own interpreter (its packages are the server's); a bare
+    name found next to that interpreter (a virtualenv's scripts) is taken from there; anything
+    else is looked up on the PATH by the SDK."""
+    if program in ("python", "python3"):
+        return sys.executable
+    if "/" not in program:
+        beside = Path(sys.executable).parent / program
+        if beside.is_file() and os.access(beside, os.X_OK):
+            return str(beside)
+    return program
 
 
 def _call_failures() -> tuple[type[BaseException], ...]:
