@@ -39,6 +39,11 @@ class McpServerConfig(_Strict):
         description="Program and arguments, e.g. [mcp-server-time, --local-timezone, UTC]. The program "
         "must be in the agent image (see docs/tools.md) or, for the process runtime, on the PATH",
     )
+    package: str | None = Field(
+        default=None,
+        description="pip requirement that provides the server, e.g. mcp-server-time==2026.10.19: added, "
+        "with the MCP SDK, to the fleet's agent image (docker runtime) by `flotilla up`",
+    )
     env: dict[str, str] = Field(
         default_factory=dict,
         description="Environment of the server process (no secrets: the agent sees them)",
@@ -51,6 +56,14 @@ class McpServerConfig(_Strict):
     )
     timeout_s: float = Field(default=60.0, gt=0, le=600, description="Longest a start or one call may take")
 
+    @field_validator("package")
+    @classmethod
+    def _package(cls, value: str | None) -> str | None:
+        problem = requirement_problem(value) if value is not None else None
+        if problem:
+            raise ValueError(problem)
+        return value
+
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
@@ -59,6 +72,17 @@ class McpServerConfig(_Strict):
                 f"invalid MCP server name {value!r}: lowercase letters, digits and '_', starting with a letter"
             )
         return value
+
+
+REQUIREMENT = re.compile(
+    r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?\s*([<>=!~]=?[A-Za-z0-9.*+!_-]+\s*,?\s*)*$"
+)
+
+
+def requirement_problem(value: str) -> str | None:
+    if not REQUIREMENT.match(value):
+        return f"invalid package {value!r}: give a pip requirement such as mcp-server-time==2026.10.19"
+    return None
 
 
 class ToolsConfig(_Strict):
