@@ -57,16 +57,19 @@ class McpServers:
         self._servers = [_Server(spec) for spec in specs]
         self._cwd = cwd
         self._log_dir = log_dir
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="mcp-servers", daemon=True)
+        # Made only when there are servers to hold: an agent without MCP pays nothing.
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
 
     def start(self) -> list[str]:
         """Start every server and list its tools; returns the problems (one line per server that failed)."""
         if not self._servers:
             return []
+        loop = self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=loop.run_forever, name="mcp-servers", daemon=True)
         self._thread.start()
         for server in self._servers:
-            server.task = asyncio.run_coroutine_threadsafe(self._hold(server), self._loop)
+            server.task = asyncio.run_coroutine_threadsafe(self._hold(server), loop)
         for server in self._servers:
             if not server.ready.wait(server.spec.timeout_s):
                 server.problem = server.problem or f"did not start within {server.spec.timeout_s:g}s"
@@ -85,19 +88,22 @@ class McpServers:
         return found
 
     def close(self) -> None:
-        if not self._thread.is_alive():
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None or not thread.is_alive():
             return
         for server in self._servers:
             if server.stop is not None:
-                self._loop.call_soon_threadsafe(server.stop.set)
+                loop.call_soon_threadsafe(server.stop.set)
         for server in self._servers:
             if server.task is not None:
                 try:
                     server.task.result(STOP_TIMEOUT_S)
                 except (FutureTimeout, OSError, RuntimeError) as failed:
                     log.warning("MCP server %s did not stop cleanly: %s", server.spec.name, failed)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(STOP_TIMEOUT_S)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(STOP_TIMEOUT_S)
+        if not thread.is_alive():
+            loop.close()
 
     async def _hold(self, server: _Server) -> None:
         from mcp import ClientSession, StdioServerParameters
@@ -127,7 +133,7 @@ class McpServers:
             server.problem = f"{type(failed).__name__}: {failed}"
             log.warning("MCP server %s failed: %s", spec.name, server.problem)
         except BaseExceptionGroup as failed:  # anyio task groups raise groups
-            server.problem = "; ".join(f"{type(e).__name__}: {e}" for e in failed.exceptions)
+            server.problem = _describe(failed)
             log.warning("MCP server %s failed: %s", spec.name, server.problem)
         finally:
             server.session = None
@@ -148,13 +154,13 @@ class McpServers:
 
     def _caller(self, server: _Server, name: str) -> Callable[[dict[str, Any]], str]:
         def call(arguments: dict[str, Any]) -> str:
-            session = server.session
-            if session is None:
+            session, loop = server.session, self._loop
+            if session is None or loop is None:
                 raise ToolError(
                     f"MCP server {server.spec.name} is not running ({server.problem or 'stopped'})"
                 )
             future = asyncio.run_coroutine_threadsafe(
-                session.call_tool(name, arguments, read_timeout_seconds=server.spec.timeout_s), self._loop
+                session.call_tool(name, arguments, read_timeout_seconds=server.spec.timeout_s), loop
             )
             try:
                 result = future.result(server.spec.timeout_s + 5.0)
@@ -168,6 +174,17 @@ class McpServers:
             return _result_text(server.spec.name, name, result)
 
         return call
+
+
+def _describe(group: BaseExceptionGroup[BaseException]) -> str:
+    """The leaf errors of a task group's failure (a group says only how many it holds)."""
+    leaves: list[str] = []
+    for error in group.exceptions:
+        if isinstance(error, BaseExceptionGroup):
+            leaves.append(_describe(error))
+        else:
+            leaves.append(f"{type(error).__name__}: {error}")
+    return "; ".join(leaves)
 
 
 def _result_text(server: str, tool: str, result: Any) -> str:
@@ -209,6 +226,6 @@ def _call_failures() -> tuple[type[BaseException], ...]:
 
 
 def _runtime_path() -> dict[str, str]:
-    """The PATH of the agent's own environment (a virtualenv's bin included), for the server."""
-    path = os.environ.get("PATH")
-    return {"PATH": path} if path else {}
+    """Where the agent finds programs and packages (PATH with a virtualenv's bin, PYTHONPATH with
+    the image's package folders), handed to the server: the SDK's default environment has neither."""
+    return {name: os.environ[name] for name in ("PATH", "PYTHONPATH") if os.environ.get(name)}
