@@ -2,7 +2,7 @@
 
 fleet.yaml's `tools.mcp[].package` lists pip requirements. `flotilla up` (docker runtime) builds,
 on top of the agent image, an image that adds them, made offline like the agent image itself:
-the wheels are downloaded on the host into a wheelhouse of their own (together with the agent
+the wheels are downloaded on the host into a wheelhouse of their own (`images/wheelhouse-ext/`, together with the agent
 image's requirements, so that one resolution picks every version), and the build installs the
 extension's packages from it without any index into `/opt/flotilla/ext`, which comes after the
 agent runtime's own packages on the PYTHONPATH (the runtime's versions win where both have one).
@@ -40,6 +40,8 @@ from orchestrator.image import (
 
 MCP_SDK = "mcp>=1.20"
 EXTENSION_FILE = "extension.txt"
+# Next to the agent image's wheelhouse; downloaded again only when the requirements change.
+EXTENSION_WHEELHOUSE = Path(f"{WHEELHOUSE.as_posix()}-ext")
 LABEL_EXTENSION = "io.flotilla.extension"
 EXTENSION_DOCKERFILE = """\
 ARG BASE
@@ -96,15 +98,9 @@ def ensure_extension(
         return tag
     root = repo_root or default_repo_root()
     runtime = image_requirements(root / "pyproject.toml")
-    wheelhouse = ensure_wheelhouse_for(root, tag, [*runtime, *packages], progress)
+    wheelhouse = ensure_wheelhouse(root, [*runtime, *packages], progress, folder=root / EXTENSION_WHEELHOUSE)
     _build(docker_client, base_tag, tag, wheelhouse, packages, progress)
     return tag
-
-
-def ensure_wheelhouse_for(root: Path, tag: str, requirements: list[str], progress: ProgressFn) -> Path:
-    """The extension's wheelhouse, next to the agent image's (`images/wheelhouse-ext/<hash>/`)."""
-    folder = root / f"{WHEELHOUSE.as_posix()}-ext" / tag.rsplit("-", 1)[-1]
-    return ensure_wheelhouse(root, requirements, progress, folder=folder)
 
 
 def _build(
