@@ -2,10 +2,11 @@
 
 fleet.yaml's `tools.mcp[].package` lists pip requirements. `flotilla up` (docker runtime) builds,
 on top of the agent image, an image that adds them, made offline like the agent image itself:
-the wheels are downloaded on the host into a wheelhouse of their own (`images/wheelhouse-ext/`, together with the agent
-image's requirements, so that one resolution picks every version), and the build installs the
-extension's packages from it without any index into `/opt/flotilla/ext`, which comes after the
-agent runtime's own packages on the PYTHONPATH (the runtime's versions win where both have one).
+the wheels are downloaded on the host into a wheelhouse of their own (`images/wheelhouse-ext/`,
+together with the agent image's requirements, so that one resolution picks every version), and
+the build installs the extension's packages from it without any index into `/opt/flotilla/ext`,
+which comes after the agent runtime's own packages on the PYTHONPATH (the runtime's versions win
+where both have one).
 
 The image is tagged `<agent image>-ext-<hash>`, the hash covering the agent image's id and the
 packages; an existing image with that tag is used as it is. A fleet that names no package runs

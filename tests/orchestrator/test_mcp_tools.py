@@ -45,6 +45,22 @@ agents:
         time__convert_time: {{approval: required}}
         write_file: {{approval: required}}
       approval_timeout: 10m
+  boss:
+    role: asks the helper, with the operator's leave
+    talks_to: [helper]
+    tools:
+      rules:
+        helper.echo: {{approval: required}}
+  helper:
+    role: echoes
+    interface: |
+      ---
+      operations:
+        - name: echo
+          input: {{type: object, properties: {{text: {{type: string}}}}, required: [text]}}
+          output: {{type: object}}
+      ---
+      Echoes what it is given.
   hasty:
     role: writes files, if allowed in time
     tools:
@@ -182,6 +198,18 @@ def test_an_approved_call_runs_and_the_loop_goes_on(fleet_dir: Path) -> None:
     assert '"approval.requested"' in events and '"approval.decided"' in events
     again = run_flotilla(fleet_dir, "deny", item["id"])
     assert again.returncode != 0 and "already approved" in again.stdout + again.stderr
+
+
+def test_a_peer_operation_waits_for_approval(fleet_dir: Path) -> None:
+    waiting = send_in_background(fleet_dir, "boss", 'ask helper echo {"text": "ping"}')
+    item = one_pending(fleet_dir, "boss")
+    assert item["tool"] == "helper.echo" and item["arguments"]["input"] == {"text": "ping"}
+    assert run_flotilla(fleet_dir, "approve", item["id"]).returncode == 0
+    out, err = waiting.communicate(timeout=120)
+    assert waiting.returncode == 0, err
+    assert "ask_agent returned:" in out and "ERROR" not in out
+    (call,) = calls_of(fleet_dir, "boss", "ask_agent")
+    assert call["source"] == "peer" and call["approval"] == "approved" and call["ok"] is True
 
 
 def test_a_denied_call_is_not_run_and_the_model_is_told_why(fleet_dir: Path) -> None:
