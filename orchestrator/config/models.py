@@ -222,6 +222,13 @@ class AgentConfig(Strict):
 
     _hibernate = field_validator("hibernate_after")(_check_duration)
 
+    @model_validator(mode="after")
+    def _tool_rules(self) -> AgentConfig:
+        problems = self.tools.rule_problems(self.talks_to)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
 
 class FleetConfig(Strict):
     version: Literal[1] = 1

@@ -117,6 +117,20 @@ class ToolsConfig(_Strict):
                 )
         return self
 
+    def rule_problems(self, talks_to: list[str]) -> list[str]:
+        """Rules that name an MCP server this agent does not declare, or a peer it may not ask."""
+        servers = sorted(server.name for server in self.mcp)
+        found = []
+        for key in self.rules:
+            server, separator, _ = key.partition(MCP_SEPARATOR)
+            if separator and server not in servers:
+                declared = ", ".join(servers) or "none"
+                found.append(f"tools.rules: {key!r} names no MCP server of this agent (declared: {declared})")
+            peer, dot, _ = key.partition(".")
+            if dot and peer not in talks_to:
+                found.append(f"tools.rules: {key!r} names {peer!r}, which is not in this agent's talks_to")
+        return found
+
     @property
     def approval_timeout_s(self) -> float:
         return parse_duration(self.approval_timeout)

@@ -87,3 +87,22 @@ def test_rules_and_servers_name_what_needs_approval() -> None:
         ToolsConfig.model_validate(
             {"mcp": [{"name": "a", "command": ["x"]}, {"name": "a", "command": ["y"]}]}
         )
+
+
+def test_rules_must_name_a_declared_server_or_a_peer_of_the_agent() -> None:
+    tools = ToolsConfig.model_validate(
+        {
+            "mcp": [{"name": "time", "command": ["mcp-server-time"]}],
+            "rules": {
+                "time__convert_time": {"approval": "required"},
+                "git__git_commit": {"approval": "required"},
+                "researcher.find_facts": {"approval": "required"},
+                "stranger.op": {"approval": "required"},
+                "write_file": {"approval": "required"},
+            },
+        }
+    )
+    problems = tools.rule_problems(["researcher"])
+    assert len(problems) == 2
+    assert "'git__git_commit' names no MCP server of this agent (declared: time)" in problems[0]
+    assert "'stranger.op' names 'stranger', which is not in this agent's talks_to" in problems[1]
