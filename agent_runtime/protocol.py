@@ -16,6 +16,8 @@ Agent-facing routes (all under the orchestrator's base URL, bearer = the agent's
     GET  /agent/v1/peers                  -> list[PeerInfo]
     POST /agent/v1/ask                    AskRequest -> AskResult
     POST /agent/v1/tell                   TellRequest -> TellResult
+    POST /agent/v1/approvals              ApprovalRequest -> ApprovalItem (same key: same item)
+    GET  /agent/v1/approvals/{id}?wait=S  -> ApprovalItem (long-poll until decided or S elapsed)
     POST /v1/chat/completions             OpenAI-compatible (LLM gateway)
     POST /v1/embeddings                   OpenAI-compatible (LLM gateway)
     POST /v1/tokens/count                 TokenCountRequest -> TokenCountResult
@@ -151,6 +153,28 @@ class LoopLimits(WireModel):
     max_repeated_tool_calls: int = 3
 
 
+class McpServerSpec(WireModel):
+    """An MCP server the agent starts over stdio (fleet.yaml `tools.mcp`)."""
+
+    name: str
+    command: list[str]
+    env: dict[str, str] = Field(default_factory=dict)
+    allow: list[str] | None = None
+    timeout_s: float = 60.0
+
+
+class ToolSettings(WireModel):
+    """The agent's MCP servers and which tool calls wait for an operator's approval.
+
+    `approval_required` holds tool names, `SERVER__*` for every tool of an MCP server, and
+    `PEER.OPERATION` for an `ask_agent` call of that operation.
+    """
+
+    mcp: list[McpServerSpec] = Field(default_factory=list)
+    approval_required: list[str] = Field(default_factory=list)
+    approval_timeout_s: float = 600.0
+
+
 class AgentRuntimeConfig(WireModel):
     """Everything an agent needs to run, served by the orchestrator at start-up.
 
@@ -174,6 +198,7 @@ class AgentRuntimeConfig(WireModel):
         description="Largest channel frame the orchestrator accepts from this agent",
     )
     workspace_quota_bytes: int = 8 * 1024 * 1024
+    tools: ToolSettings = Field(default_factory=ToolSettings)
     config_hash: str
 
 
@@ -183,6 +208,52 @@ class RunOutcome(StrEnum):
     ERROR = "error"
     SKIPPED = "skipped"
     LIMIT = "limit"
+
+
+ApprovalState = Literal["pending", "approved", "denied", "expired"]
+
+
+class ApprovalRequest(WireModel):
+    """A tool call that waits for an operator's decision before it runs."""
+
+    key: str = Field(min_length=8, max_length=128, description="Idempotency key: a retry finds the same item")
+    tool: str = Field(min_length=1, max_length=200)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    item_id: str | None = None
+    run_id: str | None = None
+    timeout_s: float = Field(gt=0, le=7 * 24 * 3600, description="Undecided this long, the call is denied")
+
+
+class ApprovalItem(WireModel):
+    id: str
+    agent: str
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    item_id: str | None = None
+    run_id: str | None = None
+    state: ApprovalState
+    reason: str = ""
+    created_at: datetime
+    expires_at: datetime
+    decided_at: datetime | None = None
+
+
+class ApprovalDecision(WireModel):
+    """The operator's answer to an approval item."""
+
+    reason: str = Field(default="", max_length=2000)
+
+
+class ToolCallRecord(WireModel):
+    """One tool call of a run: what was called, whether it worked, and any approval it waited for."""
+
+    name: str
+    ok: bool
+    source: Literal["builtin", "mcp", "peer"] = "builtin"
+    approval: Literal["approved", "denied", "expired"] | None = None
+    approval_id: str | None = None
+    duration_s: float = 0.0
+    detail: str = ""
 
 
 class RunRecord(WireModel):
@@ -199,6 +270,7 @@ class RunRecord(WireModel):
     outcome: RunOutcome
     detail: str = ""
     files_changed: list[str] = Field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
 
 
 class AgentEvent(WireModel):

@@ -7,7 +7,14 @@ claims lost on the way to it (see docs/architecture.md, at-least-once delivery).
 
 from __future__ import annotations
 
-from agent_runtime.protocol import AgentRuntimeConfig, CheckIn, CheckInReply, WorkResult
+from agent_runtime.protocol import (
+    AgentRuntimeConfig,
+    CheckIn,
+    CheckInReply,
+    McpServerSpec,
+    ToolSettings,
+    WorkResult,
+)
 from orchestrator.broker.inbox import Inbox
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.settings import runtime_hash
@@ -43,7 +50,26 @@ def runtime_config(fleet: LoadedFleet, agent: str) -> AgentRuntimeConfig:
         embedding_dimensions=embedding_dimensions(config),
         talks_to=list(config.agents[agent].talks_to),
         max_frame_bytes=config.limits.bytes_of("channel_frame"),
+        tools=tool_settings(fleet, agent),
         config_hash=runtime_hash(fleet, agent),
+    )
+
+
+def tool_settings(fleet: LoadedFleet, agent: str) -> ToolSettings:
+    tools = fleet.config.agents[agent].tools
+    return ToolSettings(
+        mcp=[
+            McpServerSpec(
+                name=server.name,
+                command=list(server.command),
+                env=dict(server.env),
+                allow=list(server.allow) if server.allow is not None else None,
+                timeout_s=server.timeout_s,
+            )
+            for server in tools.mcp
+        ],
+        approval_required=tools.approval_required(),
+        approval_timeout_s=tools.approval_timeout_s,
     )
 
 

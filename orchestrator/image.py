@@ -302,9 +302,16 @@ def pip_download_command(dest: Path, requirements_file: Path) -> list[str]:
     return [*command, "--requirement", str(requirements_file), "pip"]
 
 
-def ensure_wheelhouse(repo_root: Path, requirements: list[str], progress: ProgressFn = _no_progress) -> Path:
-    """Download the container's wheels for CPython 3.11 on manylinux x86_64, once."""
-    wheelhouse = repo_root / WHEELHOUSE
+def ensure_wheelhouse(
+    repo_root: Path,
+    requirements: list[str],
+    progress: ProgressFn = _no_progress,
+    *,
+    folder: Path | None = None,
+) -> Path:
+    """Download the container's wheels for CPython 3.11 on manylinux x86_64, once (into `folder`,
+    by default the agent image's wheelhouse)."""
+    wheelhouse = folder or repo_root / WHEELHOUSE
     if wheelhouse_is_current(wheelhouse, requirements):
         progress("wheels", f"wheelhouse {WHEELHOUSE} is current")
         return wheelhouse
@@ -314,7 +321,7 @@ def ensure_wheelhouse(repo_root: Path, requirements: list[str], progress: Progre
     (wheelhouse / WHEELHOUSE_STAMP).unlink(missing_ok=True)
     requirements_file = wheelhouse / REQUIREMENTS_FILE
     requirements_file.write_text("".join(f"{line}\n" for line in requirements))
-    progress("wheels", f"downloading wheels into {WHEELHOUSE}")
+    progress("wheels", f"downloading wheels into {wheelhouse}")
     command = pip_download_command(wheelhouse, requirements_file)
     try:
         code, tail = _run_streamed(command, "wheels", progress)

@@ -17,6 +17,7 @@ TABLE_OWNERS: dict[str, frozenset[str]] = {
     "agent_controls": frozenset({"orchestrator.controls"}),
     "agent_restarts": frozenset({"orchestrator.supervisor"}),
     "alerts": frozenset({"orchestrator.alerts.store"}),
+    "approvals": frozenset({"orchestrator.approvals.store"}),
     "alert_cursor": frozenset({"orchestrator.alerts.store"}),
     "broker_messages": frozenset({"orchestrator.broker.messages"}),
     "events": frozenset({"orchestrator.events"}),

@@ -9,9 +9,10 @@ clear message fed back to the model rather than an exception.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import jsonschema
@@ -20,6 +21,8 @@ import jsonschema.validators
 
 Handler = Callable[[dict[str, Any]], str]
 FailureHook = Callable[[str, Any, str], object]
+ToolSource = Literal["builtin", "mcp", "peer"]
+ApprovalOutcome = Literal["approved", "denied", "expired"]
 DEFAULT_MAX_OUTPUT_CHARS = 16_000
 
 
@@ -43,6 +46,7 @@ class Tool:
     description: str
     parameters: dict[str, Any]
     handler: Handler = field(compare=False)
+    source: ToolSource = "builtin"
 
     def spec(self) -> dict[str, Any]:
         return {
@@ -52,11 +56,31 @@ class Tool:
 
 
 @dataclass(frozen=True)
+class Verdict:
+    """An operator's decision on a call that needed approval."""
+
+    state: ApprovalOutcome
+    approval_id: str
+    reason: str = ""
+
+    @property
+    def allowed(self) -> bool:
+        return self.state == "approved"
+
+
+# Asked before a tool runs: None when the call needs no approval, else the operator's decision.
+Gate = Callable[[str, dict[str, Any]], Verdict | None]
+
+
+@dataclass(frozen=True)
 class ToolOutcome:
     name: str
     ok: bool
     output: str
     arguments: Any
+    source: ToolSource = "builtin"
+    verdict: Verdict | None = None
+    duration_s: float = 0.0
 
 
 def parse_arguments(raw: str | dict[str, Any] | None) -> dict[str, Any]:
@@ -82,11 +106,13 @@ class ToolRegistry:
         *,
         max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
         on_failure: FailureHook | None = None,
+        gate: Gate | None = None,
     ) -> None:
         self._tools: dict[str, Tool] = {}
         self._validators: dict[str, Any] = {}
         self.max_output_chars = max_output_chars
         self.on_failure = on_failure
+        self.gate = gate
         for tool in tools:
             self.add(tool)
 
@@ -132,17 +158,43 @@ class ToolRegistry:
         if problems:
             details = "; ".join(_schema_problem(problem) for problem in problems[:5])
             return self._failed(name, arguments, f"invalid arguments for {name}: {details}")
+        verdict = self.gate(name, arguments) if self.gate is not None else None
+        if verdict is not None and not verdict.allowed:
+            return _denied(tool, arguments, verdict)
+        started = time.monotonic()
         try:
             output = tool.handler(arguments)
         except TOOL_FAILURES as failed:
             message = str(failed) or failed.__class__.__name__
-            return self._failed(name, arguments, f"{name} failed: {message}")
-        return ToolOutcome(name=name, ok=True, output=self._clip(output), arguments=arguments)
+            return self._failed(name, arguments, f"{name} failed: {message}", tool.source, verdict)
+        return ToolOutcome(
+            name=name,
+            ok=True,
+            output=self._clip(output),
+            arguments=arguments,
+            source=tool.source,
+            verdict=verdict,
+            duration_s=time.monotonic() - started,
+        )
 
-    def _failed(self, name: str, arguments: Any, message: str) -> ToolOutcome:
+    def _failed(
+        self,
+        name: str,
+        arguments: Any,
+        message: str,
+        source: ToolSource = "builtin",
+        verdict: Verdict | None = None,
+    ) -> ToolOutcome:
         if self.on_failure is not None:
             self.on_failure(name, arguments, message)
-        return ToolOutcome(name=name, ok=False, output=f"ERROR: {message}", arguments=arguments)
+        return ToolOutcome(
+            name=name,
+            ok=False,
+            output=f"ERROR: {message}",
+            arguments=arguments,
+            source=source,
+            verdict=verdict,
+        )
 
     def _clip(self, output: str) -> str:
         if len(output) <= self.max_output_chars:
@@ -151,3 +203,17 @@ class ToolRegistry:
             output[: self.max_output_chars]
             + f"\n[... output cut: {self.max_output_chars} of {len(output)} characters shown]"
         )
+
+
+def _denied(tool: Tool, arguments: dict[str, Any], verdict: Verdict) -> ToolOutcome:
+    why = "no operator decided in time" if verdict.state == "expired" else "the operator denied it"
+    reason = f" ({verdict.reason})" if verdict.reason and verdict.state == "denied" else ""
+    return ToolOutcome(
+        name=tool.name,
+        ok=False,
+        output=f"DENIED: {tool.name} was not run: {why}{reason} [approval {verdict.approval_id}]. "
+        "Do not call it again for this request; go on without it and say so.",
+        arguments=arguments,
+        source=tool.source,
+        verdict=verdict,
+    )

@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_runtime.protocol import RUN_HEADER, LoopLimits, RunOutcome
-from agent_runtime.tools.registry import ToolRegistry
+from agent_runtime.protocol import RUN_HEADER, LoopLimits, RunOutcome, ToolCallRecord
+from agent_runtime.tools.registry import ToolOutcome, ToolRegistry
 from agent_runtime.work.chat import ChatClient, ChatError, StreamBroken
 from agent_runtime.work.condense import CompletionFailed
 from agent_runtime.work.context import ContextManager
@@ -60,6 +60,7 @@ class LoopResult:
     iterations: int = 0
     tool_rounds: int = 0
     tools_used: list[str] = field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
 
 
 @dataclass
@@ -77,6 +78,20 @@ def call_key(name: str, arguments: str) -> tuple[str, str]:
     except json.JSONDecodeError:
         canonical = arguments.strip()
     return name, canonical
+
+
+def call_record(outcome: ToolOutcome) -> ToolCallRecord:
+    """What the run record keeps of one call: no arguments or output (they may be large or private)."""
+    verdict = outcome.verdict
+    return ToolCallRecord(
+        name=outcome.name,
+        ok=outcome.ok,
+        source=outcome.source,
+        approval=verdict.state if verdict else None,
+        approval_id=verdict.approval_id if verdict else None,
+        duration_s=round(outcome.duration_s, 3),
+        detail="" if outcome.ok else outcome.output[:300],
+    )
 
 
 class ToolLoop:
@@ -159,6 +174,7 @@ class ToolLoop:
                 outcome = self.registry.dispatch(name, arguments)
                 output = outcome.output
                 result.tools_used.append(name)
+                result.tool_calls.append(call_record(outcome))
             self.context.add(
                 Turn(role="tool", content=output, tool_call_id=call["id"], name=name, item_id=item_id)
             )

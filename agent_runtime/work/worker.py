@@ -26,7 +26,9 @@ from agent_runtime.protocol import (
     RunRecord,
     WorkResult,
 )
+from agent_runtime.tools.approval import ApprovalClient, ApprovalGate
 from agent_runtime.tools.build import build_tools
+from agent_runtime.tools.mcp import McpServers
 from agent_runtime.tools.registry import Tool
 from agent_runtime.transport.client import OrchestratorClient
 from agent_runtime.transport.errors import OrchestratorError
@@ -172,13 +174,24 @@ class Worker:
         self.memory = MemoryBridge.open(settings, config, lambda: self.client.token, completer.ask)
         state.set_memory_mode(self.memory.mode)
         self._current_item: str | None = None
+        self.mcp = self._start_mcp(config)
+        self.approvals = ApprovalClient(settings.orchestrator_url, lambda: self.client.token)
+        gate = ApprovalGate(
+            self.approvals,
+            lambda: self.config.tools,
+            lambda: self._current_item,
+            lambda: self.run_tag.run_id,
+            on_wait=lambda item: log.info("tool call %s waits for approval %s", item.tool, item.id),
+        )
         self.registry = build_tools(
             workspace=self.workspace,
             files=self.files,
             learnings=self.learnings,
             memory_tools=self.memory.tools,
             peer_tools=self._peer_tools(),
+            mcp_tools=self.mcp.tools(),
             on_failure=self.learnings.record_error,
+            gate=gate,
         )
         counter = CachingCounter(
             lambda texts: client.count_tokens(self.config.model, texts), (OrchestratorError,)
@@ -200,6 +213,15 @@ class Worker:
         self.loop = ToolLoop(
             self.llm, self.registry, self.context, self.static_blocks, config.limits, self.run_tag
         )
+
+    def _start_mcp(self, config: AgentRuntimeConfig) -> McpServers:
+        servers = McpServers(config.tools.mcp, self.workspace_root, self.settings.runtime_dir)
+        problems = servers.start()
+        for problem in problems:
+            log.warning("%s", problem)
+        if config.tools.mcp:
+            self.emit("mcp.started", {"servers": [s.name for s in config.tools.mcp], "problems": problems})
+        return servers
 
     def _peer_tools(self) -> list[Tool]:
         try:
@@ -345,6 +367,7 @@ class Worker:
             outcome=result.outcome,
             detail=result.detail,
             files_changed=files,
+            tool_calls=result.tool_calls,
         )
         try:
             self.client.record_run(run)

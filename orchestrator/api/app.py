@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from orchestrator.api import gateway
+from orchestrator.api.agent import approvals as agent_approvals
 from orchestrator.api.agent import channel, peers
 from orchestrator.api.agent import routes as agent_routes
 from orchestrator.api.errors import install_error_handlers
@@ -16,6 +17,7 @@ from orchestrator.api.limits import BodyLimit
 from orchestrator.api.operator import (
     alerts,
     apply,
+    approvals,
     attention,
     backup,
     controls,
@@ -43,6 +45,8 @@ ROUTERS = [
     messages.router,
     apply.router,
     alerts.router,
+    approvals.router,
+    agent_approvals.router,
     controls.router,
     gateway.router,
     costs.router,

@@ -17,7 +17,7 @@ from rich.console import Console
 
 from orchestrator.backends.select import IMAGE_RUNTIMES
 from orchestrator.cli.client import ApiClient, CliError
-from orchestrator.cli.launch_options import LaunchOptions, ensure_agent_image
+from orchestrator.cli.launch_options import LaunchOptions, ensure_agent_image, fleet_image
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
@@ -33,6 +33,7 @@ def launch_detached(fleet: LoadedFleet, options: LaunchOptions, paths: StatePath
     paths.ensure()
     if options.runtime in IMAGE_RUNTIMES:
         ensure_agent_image(options.image, console)
+        options = replace(options, image=fleet_image(options.image, fleet.config, console))
     pid = _fork_server(fleet, options, paths)
     paths.pid_file.write_text(f"{pid}\n")
     console.print(f"orchestrator started (pid {pid}, log {paths.log_file})")

@@ -6,6 +6,7 @@ import asyncio
 import os
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,7 +16,7 @@ from rich.live import Live
 from orchestrator.backends.base import LABEL_STATE, Backend, BackendError
 from orchestrator.backends.select import IMAGE_RUNTIMES, remember_runtime
 from orchestrator.cli.client import CliError
-from orchestrator.cli.launch_options import LaunchOptions, ensure_agent_image
+from orchestrator.cli.launch_options import LaunchOptions, ensure_agent_image, fleet_image
 from orchestrator.cli.render import fleet_table
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.listeners import Listeners, PortTaken, bind_listeners
@@ -60,6 +61,7 @@ def prepare(
     remove_leftover_temp_files(paths)
     if options.runtime in IMAGE_RUNTIMES and options.check_image:
         ensure_agent_image(options.image, console)
+        options = replace(options, image=fleet_image(options.image, fleet.config, console))
     _refuse_foreign_units(fleet, backend, paths)
     try:
         core, manager = reconciling_services(fleet, backend, paths, image=options.image)

@@ -8,6 +8,7 @@ from rich.console import Console
 
 from orchestrator.backends.select import Runtime
 from orchestrator.cli.client import CliError
+from orchestrator.config.models import FleetConfig
 
 
 @dataclass(frozen=True)
@@ -34,3 +35,18 @@ def ensure_agent_image(image: str, console: Console) -> None:
         console.print(f"built {image} in {result.duration_s:.0f}s")
     elif not result.up_to_date:
         console.print(f"[yellow]{image} is older than the source; `flotilla image build` updates it[/yellow]")
+
+
+def fleet_image(image: str, config: FleetConfig, console: Console) -> str:
+    """The image the fleet's agents run: `image`, or its extension with the fleet's MCP server
+    packages (fleet.yaml `tools.mcp[].package`), built offline when missing."""
+    from orchestrator.image import ImageError
+    from orchestrator.image_extension import ensure_extension
+
+    def progress(stage: str, line: str) -> None:
+        console.print(f"[dim]image {stage}:[/dim] {line.rstrip()}", highlight=False)
+
+    try:
+        return ensure_extension(image, config, progress=progress)
+    except ImageError as exc:
+        raise CliError(f"cannot extend the agent image {image} with the fleet's packages: {exc}") from None

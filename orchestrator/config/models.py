@@ -12,6 +12,7 @@ from orchestrator.config.alerts import AlertsConfig
 from orchestrator.config.backup import BackupSchedule
 from orchestrator.config.cron import cron_problem
 from orchestrator.config.limits import LimitsConfig
+from orchestrator.config.tools import ToolsConfig
 from orchestrator.config.units import parse_duration, parse_memory
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
@@ -326,8 +327,18 @@ class AgentConfig(Strict):
     )
     budget: BudgetConfig | None = Field(default=None, description="Spend caps (else defaults.budget)")
     placement: PlacementConfig | None = Field(default=None, description="Node placement (swarm runtime)")
+    tools: ToolsConfig = Field(
+        default_factory=ToolsConfig, description="MCP servers and approval rules (docs/tools.md)"
+    )
 
     _hibernate = field_validator("hibernate_after")(_check_duration)
+
+    @model_validator(mode="after")
+    def _tool_rules(self) -> AgentConfig:
+        problems = self.tools.rule_problems(self.talks_to)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
 
 class FleetConfig(Strict):

@@ -22,6 +22,7 @@ from orchestrator.config.windows import window_for
 
 if TYPE_CHECKING:
     from orchestrator.config.fleet import LoadedFleet
+    from orchestrator.config.tools import ToolsConfig
 
 Effect = Literal["recreate", "reload", "live", "seed", "generated"]
 EFFECT_NOTES: dict[Effect, str] = {
@@ -82,6 +83,7 @@ def _agent_settings(fleet: LoadedFleet, agent: str) -> Settings:
         "models": ("live", config.allowed_models(agent)),
         "hibernate_after": ("live", config.hibernate_after_of(agent)),
     }
+    settings |= _tool_settings(own.tools)
     settings |= _flat("budget", "live", config.budget_of(agent).model_dump(mode="json"))
     heartbeat = config.heartbeat_of(agent)
     if heartbeat is not None:
@@ -104,6 +106,19 @@ def _agent_settings(fleet: LoadedFleet, agent: str) -> Settings:
         "PROJECT.md": ("generated", fleet.project_md),
     }
     return settings
+
+
+def _tool_settings(tools: ToolsConfig) -> Settings:
+    """MCP servers start with the agent's worker (a new unit); approval rules are re-read on reload.
+
+    Named only when set, so that a fleet without tools keeps the hashes it had.
+    """
+    found: Settings = {}
+    if tools.mcp:
+        found["tools.mcp"] = ("recreate", [server.model_dump(mode="json") for server in tools.mcp])
+    if tools.rules or "approval_timeout" in tools.model_fields_set:
+        found["tools.approval"] = ("reload", [tools.approval_required(), tools.approval_timeout])
+    return found
 
 
 def _digest(settings: Settings, effects: set[Effect]) -> str:

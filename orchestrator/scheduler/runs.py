@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from agent_runtime.protocol import RunRecord
+from agent_runtime.protocol import RunRecord, ToolCallRecord
 from orchestrator.gateway.ledger import run_spend
 from orchestrator.scheduler.store import iso
 from orchestrator.state.db import Database, columns_of, max_id, safe_query
@@ -40,7 +40,8 @@ CREATE TABLE IF NOT EXISTS runs (
     cost_usd REAL NOT NULL DEFAULT 0,
     outcome TEXT NOT NULL,
     detail TEXT NOT NULL DEFAULT '',
-    files_changed TEXT NOT NULL DEFAULT '[]'
+    files_changed TEXT NOT NULL DEFAULT '[]',
+    tool_calls TEXT NOT NULL DEFAULT '[]'
 );
 CREATE INDEX IF NOT EXISTS runs_agent ON runs(agent, seq);
 """
@@ -69,6 +70,7 @@ class RunView(BaseModel):
     outcome: str
     detail: str = ""
     files_changed: list[str] = Field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
 
 
 class AgentTurn(BaseModel):
@@ -153,6 +155,7 @@ class RunStore:
                 "outcome": record.outcome.value,
                 "detail": record.detail,
                 "files_changed": json.dumps(record.files_changed),
+                "tool_calls": json.dumps([call.model_dump(mode="json") for call in record.tool_calls]),
             }
         )
 
@@ -225,6 +228,7 @@ def _to_view(row: Any) -> RunView:
         outcome=row["outcome"],
         detail=row["detail"],
         files_changed=json.loads(row["files_changed"]),
+        tool_calls=json.loads(row["tool_calls"]),
     )
 
 

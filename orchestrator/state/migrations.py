@@ -81,10 +81,15 @@ def _ledger_run_ids(conn: sqlite3.Connection) -> None:
     add_column(conn, "gateway_usage", "run_id", "TEXT")
 
 
+def _run_tool_calls(conn: sqlite3.Connection) -> None:
+    add_column(conn, "runs", "tool_calls", "TEXT NOT NULL DEFAULT '[]'")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "release 0.1.0's tables, given a version", _stamp_release_0_1),
     Migration(2, "tokens of the operator and of agents in separate namespaces", _split_token_namespaces),
     Migration(3, "ledger rows name the run that made them", _ledger_run_ids),
+    Migration(4, "run records list their tool calls", _run_tool_calls),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
 

@@ -42,6 +42,7 @@ AGENT_EVENT_TYPES = {
     "memory.mode",
     "memory.damaged",
     "maintenance.run",
+    "mcp.started",
 }
 
 

@@ -1,0 +1,149 @@
+"""Tool calls that wait for an operator's approval (fleet.yaml `tools.rules`, `approval: required`).
+
+Before such a call runs, the agent asks the orchestrator for an approval item and waits on it
+with long-polls until the operator approves or denies it, or its timeout denies it. The item's
+idempotency key is derived from the inbox item and the call itself, so an agent that lost the
+orchestrator (a restart) or was restarted itself waits on the same item when it asks again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+from pydantic import ValidationError
+
+from agent_runtime.protocol import AGENT_API_PREFIX, ApprovalItem, ApprovalRequest, ToolSettings
+from agent_runtime.tools.registry import Verdict
+from agent_runtime.transport.http import no_delay_transport
+
+log = logging.getLogger(__name__)
+
+WAIT_S = 25.0
+RETRY_S = 1.0
+# The orchestrator expires the item; the agent gives up on its own only this long after that.
+DEADLINE_MARGIN_S = 60.0
+MCP_SEPARATOR = "__"
+
+
+class ApprovalUnavailable(Exception):
+    """The orchestrator could not be asked; the call is not run."""
+
+
+def approval_key(item_id: str | None, tool: str, arguments: dict[str, Any]) -> str:
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"))
+    digest = hashlib.sha256(f"{item_id or '-'}\n{tool}\n{canonical}".encode()).hexdigest()
+    return f"approval-{digest[:40]}"
+
+
+def needs_approval(required: list[str], tool: str, arguments: dict[str, Any]) -> str | None:
+    """The name the approval is asked under, or None when the call needs none."""
+    if tool in required:
+        return tool
+    server, separator, _ = tool.partition(MCP_SEPARATOR)
+    if separator and f"{server}{MCP_SEPARATOR}*" in required:
+        return tool
+    if tool == "ask_agent":
+        operation = f"{arguments.get('agent')}.{arguments.get('operation')}"
+        if operation in required:
+            return operation
+    return None
+
+
+class ApprovalClient:
+    """The agent's approval routes over HTTP, with this agent's bearer token."""
+
+    def __init__(self, base_url: str, token: Callable[[], str], http: httpx.Client | None = None) -> None:
+        self._token = token
+        self._http = http or httpx.Client(
+            base_url=base_url.rstrip("/"), timeout=WAIT_S + 15.0, transport=no_delay_transport()
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def request(self, body: ApprovalRequest) -> ApprovalItem:
+        return self._call("POST", "/approvals", body.model_dump_json().encode())
+
+    def wait(self, approval_id: str, wait_s: float) -> ApprovalItem:
+        return self._call("GET", f"/approvals/{approval_id}?wait={wait_s:g}", None)
+
+    def _call(self, method: str, path: str, content: bytes | None) -> ApprovalItem:
+        try:
+            response = self._http.request(
+                method,
+                f"{AGENT_API_PREFIX}{path}",
+                content=content,
+                headers={"authorization": f"Bearer {self._token()}", "content-type": "application/json"},
+            )
+        except httpx.HTTPError as failed:
+            raise ApprovalUnavailable(f"orchestrator unreachable: {failed}") from None
+        if not response.is_success:
+            raise ApprovalUnavailable(f"HTTP {response.status_code}: {response.text[:300]}")
+        try:
+            return ApprovalItem.model_validate_json(response.content)
+        except ValidationError as bad:
+            raise ApprovalUnavailable(f"unexpected approval item: {bad}") from None
+
+
+class ApprovalGate:
+    """The registry's gate: asks for approval when the agent's settings say so, then waits."""
+
+    def __init__(
+        self,
+        client: ApprovalClient,
+        settings: Callable[[], ToolSettings],
+        item_id: Callable[[], str | None],
+        run_id: Callable[[], str | None],
+        on_wait: Callable[[ApprovalItem], object] | None = None,
+    ) -> None:
+        self._client = client
+        self._settings = settings
+        self._item_id = item_id
+        self._run_id = run_id
+        self._on_wait = on_wait
+
+    def __call__(self, tool: str, arguments: dict[str, Any]) -> Verdict | None:
+        settings = self._settings()
+        asked_as = needs_approval(settings.approval_required, tool, arguments)
+        if asked_as is None:
+            return None
+        request = ApprovalRequest(
+            key=approval_key(self._item_id(), tool, arguments),
+            tool=asked_as,
+            arguments=arguments,
+            item_id=self._item_id(),
+            run_id=self._run_id(),
+            timeout_s=settings.approval_timeout_s,
+        )
+        deadline = time.monotonic() + settings.approval_timeout_s + DEADLINE_MARGIN_S
+        item = self._until_decided(request, deadline)
+        if item is None:
+            return Verdict("expired", "-", "the orchestrator could not be reached to ask for approval")
+        if item.state == "pending":
+            return Verdict("expired", item.id, "no decision before the agent's own deadline")
+        return Verdict(item.state, item.id, item.reason)
+
+    def _until_decided(self, request: ApprovalRequest, deadline: float) -> ApprovalItem | None:
+        item: ApprovalItem | None = None
+        announced = False
+        while time.monotonic() < deadline:
+            try:
+                # Asking again with the same key is how a wait survives an orchestrator restart.
+                item = self._client.request(request) if item is None else self._client.wait(item.id, WAIT_S)
+            except ApprovalUnavailable as failed:
+                log.warning("approval for %s: %s; asking again", request.tool, failed)
+                item = None
+                time.sleep(RETRY_S)
+                continue
+            if item.state != "pending":
+                return item
+            if not announced and self._on_wait is not None:
+                announced = True
+                self._on_wait(item)
+        return item

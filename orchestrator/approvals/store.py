@@ -1,0 +1,163 @@
+"""Approval items: a tool call an agent may make only once an operator approved it.
+
+Owns the table `approvals`. An item is created by the agent (the same idempotency key finds the
+same item, so an agent that retries after an orchestrator restart waits on the item it made),
+decided by an operator (`approve`, `deny`), and denied as `expired` once its timeout passes
+undecided. Expiry is applied whenever items are read, so no timer has to survive a restart.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from agent_runtime.protocol import ApprovalItem, ApprovalRequest, ApprovalState, utcnow
+from orchestrator.events import EventBus
+from orchestrator.state.db import Database
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS approvals (
+    id TEXT PRIMARY KEY,
+    agent TEXT NOT NULL,
+    key TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    arguments TEXT NOT NULL,
+    item_id TEXT,
+    run_id TEXT,
+    state TEXT NOT NULL,
+    reason TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL,
+    expires_at TEXT NOT NULL,
+    decided_at TEXT,
+    UNIQUE(agent, key)
+);
+CREATE INDEX IF NOT EXISTS approvals_state ON approvals(state, expires_at);
+"""
+
+APPROVAL_REQUESTED = "approval.requested"
+APPROVAL_DECIDED = "approval.decided"
+Decision = Literal["approved", "denied"]
+
+
+class UnknownApproval(LookupError):
+    """No approval item by that id (for that agent)."""
+
+
+class AlreadyDecided(ValueError):
+    """The item was decided (or expired) before this decision."""
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat()
+
+
+class ApprovalStore:
+    def __init__(self, db: Database, events: EventBus) -> None:
+        self._db = db
+        self._events = events
+        db.ensure_schema(SCHEMA)
+
+    def request(self, agent: str, body: ApprovalRequest) -> ApprovalItem:
+        """The item for this request: a new one, or the one this key made before."""
+        now = utcnow()
+        approval_id = f"ap-{secrets.token_hex(5)}"
+        cursor = self._db.execute(
+            "INSERT INTO approvals(id, agent, key, tool, arguments, item_id, run_id, state, created_at, expires_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT(agent, key) DO NOTHING",
+            (
+                approval_id,
+                agent,
+                body.key,
+                body.tool,
+                json.dumps(body.arguments, sort_keys=True),
+                body.item_id,
+                body.run_id,
+                _iso(now),
+                _iso(now + timedelta(seconds=body.timeout_s)),
+            ),
+        )
+        row = self._db.query_one("SELECT * FROM approvals WHERE agent = ? AND key = ?", (agent, body.key))
+        if row is None:
+            raise UnknownApproval(f"approval for key {body.key!r} vanished")
+        item = _item(row)
+        if cursor.rowcount == 1:
+            self._events.publish(
+                APPROVAL_REQUESTED,
+                agent,
+                id=item.id,
+                tool=item.tool,
+                arguments=item.arguments,
+                expires_at=_iso(item.expires_at),
+            )
+        return self._expire_if_due(item)
+
+    def get(self, approval_id: str, agent: str | None = None) -> ApprovalItem:
+        row = self._db.query_one("SELECT * FROM approvals WHERE id = ?", (approval_id,))
+        if row is None or (agent is not None and row["agent"] != agent):
+            raise UnknownApproval(f"there is no approval item {approval_id!r}")
+        return self._expire_if_due(_item(row))
+
+    def list(self, state: ApprovalState | None = None, limit: int = 100) -> list[ApprovalItem]:
+        """Newest first; pending items past their timeout are expired before they are listed."""
+        self.expire_due()
+        if state is None:
+            rows = self._db.query("SELECT * FROM approvals ORDER BY created_at DESC LIMIT ?", (limit,))
+        else:
+            rows = self._db.query(
+                "SELECT * FROM approvals WHERE state = ? ORDER BY created_at DESC LIMIT ?", (state, limit)
+            )
+        return [_item(row) for row in rows]
+
+    def decide(self, approval_id: str, decision: Decision, reason: str = "") -> ApprovalItem:
+        item = self.get(approval_id)
+        if item.state != "pending":
+            raise AlreadyDecided(f"approval {approval_id} is already {item.state}")
+        return self._settle(item, decision, reason)
+
+    def expire_due(self) -> int:
+        rows = self._db.query(
+            "SELECT * FROM approvals WHERE state = 'pending' AND expires_at <= ?", (_iso(utcnow()),)
+        )
+        for row in rows:
+            self._expire_if_due(_item(row))
+        return len(rows)
+
+    def _expire_if_due(self, item: ApprovalItem) -> ApprovalItem:
+        if item.state != "pending" or item.expires_at > utcnow():
+            return item
+        return self._settle(item, "expired", "no decision before the timeout: denied")
+
+    def _settle(self, item: ApprovalItem, state: ApprovalState, reason: str) -> ApprovalItem:
+        now = utcnow()
+        cursor = self._db.execute(
+            "UPDATE approvals SET state = ?, reason = ?, decided_at = ? WHERE id = ? AND state = 'pending'",
+            (state, reason, _iso(now), item.id),
+        )
+        if cursor.rowcount != 1:
+            current = self.get(item.id)
+            if state != "expired":
+                raise AlreadyDecided(f"approval {item.id} is already {current.state}")
+            return current
+        settled = item.model_copy(update={"state": state, "reason": reason, "decided_at": now})
+        self._events.publish(
+            APPROVAL_DECIDED, item.agent, id=item.id, tool=item.tool, state=state, reason=reason
+        )
+        return settled
+
+
+def _item(row: Any) -> ApprovalItem:
+    return ApprovalItem(
+        id=row["id"],
+        agent=row["agent"],
+        tool=row["tool"],
+        arguments=json.loads(row["arguments"]),
+        item_id=row["item_id"],
+        run_id=row["run_id"],
+        state=row["state"],
+        reason=row["reason"],
+        created_at=row["created_at"],
+        expires_at=row["expires_at"],
+        decided_at=row["decided_at"],
+    )
