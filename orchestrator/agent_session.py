@@ -43,6 +43,7 @@ def runtime_config(fleet: LoadedFleet, agent: str) -> AgentRuntimeConfig:
         embedding_dimensions=embedding_dimensions(config),
         talks_to=list(config.agents[agent].talks_to),
         max_frame_bytes=config.limits.bytes_of("channel_frame"),
+        context=config.context_of(agent),
         config_hash=runtime_hash(fleet, agent),
     )
 

@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agent_runtime.protocol import ContextSettings
 from orchestrator.config.alerts import AlertsConfig
 from orchestrator.config.cron import cron_problem
 from orchestrator.config.limits import LimitsConfig
@@ -179,6 +180,9 @@ class DefaultsConfig(Strict):
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     heartbeat: HeartbeatConfig | None = None
     hibernate_after: Duration | None = None
+    context: ContextSettings = Field(
+        default_factory=ContextSettings, description="How agents keep their conversation in the window"
+    )
 
     _hibernate = field_validator("hibernate_after")(_check_duration)
 
@@ -215,6 +219,9 @@ class AgentConfig(Strict):
     resources: ResourcesConfig | None = None
     budget: BudgetConfig | None = None
     placement: PlacementConfig | None = Field(default=None, description="Node placement (swarm runtime)")
+    context: ContextSettings | None = Field(
+        default=None, description="Context strategy (compact or checkpoint); defaults.context when unset"
+    )
 
     _hibernate = field_validator("hibernate_after")(_check_duration)
 
@@ -268,7 +275,12 @@ class FleetConfig(Strict):
     def allowed_models(self, name: str) -> list[str]:
         found = [self.model_of(name), self.heartbeat_model_of(name), self.llm.fallback_model]
         found += self.agents[name].models
+        jobs = self.context_of(name).jobs
+        found += [job.model for job in (jobs.review, jobs.consolidation, jobs.extraction) if job.model]
         return list(dict.fromkeys(m for m in found if m))
+
+    def context_of(self, name: str) -> ContextSettings:
+        return self.agents[name].context or self.defaults.context
 
     def resources_of(self, name: str) -> ResourcesConfig:
         return self.agents[name].resources or self.defaults.resources

@@ -82,6 +82,8 @@ def _agent_settings(fleet: LoadedFleet, agent: str) -> Settings:
         "models": ("live", config.allowed_models(agent)),
         "hibernate_after": ("live", config.hibernate_after_of(agent)),
     }
+    # The strategy is chosen when the agent's worker starts.
+    settings |= _flat("context", "recreate", config.context_of(agent).model_dump(mode="json"))
     settings |= _flat("budget", "live", config.budget_of(agent).model_dump(mode="json"))
     heartbeat = config.heartbeat_of(agent)
     if heartbeat is not None:
