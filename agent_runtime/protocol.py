@@ -199,6 +199,14 @@ class ContextSettings(WireModel):
     replay_share: float = Field(
         default=0.5, gt=0, le=0.8, description="checkpoint: at most this share of the window replayed"
     )
+    adopt_after_turns: int = Field(
+        default=24,
+        ge=1,
+        description=(
+            "checkpoint: replayed turns a consolidation must cover before the replay moves to its "
+            "checkpoint (and WORKING_MEMORY.md is re-read): fewer breaks of the cached prompt prefix"
+        ),
+    )
     working_memory_bytes: int = Field(
         default=4096, ge=256, le=32768, description="checkpoint: cap on WORKING_MEMORY.md"
     )

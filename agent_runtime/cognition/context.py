@@ -3,11 +3,13 @@
 Nothing is summarized and nothing is flushed: every turn is in the transcript on disk
 (`history/`), and the prompt replays only the turns after the consolidation job's checkpoint,
 with WORKING_MEMORY.md (capped) in the memory system message. Both change together, when an
-item begins after a consolidation, so every request of an item shares its prefix with the one
-before. When the replay outgrows its bounds (`replay_turns`, `replay_share` of the window), the
-oldest replayed turns leave the prompt in one step, down to half the bound, so the prefix breaks
-once rather than at every request; they stay in the transcript and the next consolidation
-covers them. Hard pruning stays the last resort, as in the `compact` strategy.
+item begins and the latest consolidation covers `adopt_after_turns` of the replayed turns, so
+the cached prefix breaks in steps, not after every consolidation, and every request of an item
+shares its prefix with the one before. When the replay outgrows its bounds (`replay_turns`,
+`replay_share` of the window), it first moves to the latest checkpoint; if that is not enough,
+the oldest replayed turns leave the prompt in one step, down to half the bound; they stay in
+the transcript and the next consolidation covers them. Hard pruning stays the last resort, as
+in the `compact` strategy.
 """
 
 from __future__ import annotations
@@ -50,21 +52,30 @@ class CheckpointContext(ContextManager):
         self.working_memory = ""
         self.checkpoint_turn: str | None = None
         self.replay_drops = 0
+        self._adopted = False
 
     def begin_item(self) -> None:
         super().begin_item()
         self._apply_checkpoint()
 
-    def _apply_checkpoint(self) -> None:
-        """Take the consolidation's checkpoint and WORKING_MEMORY.md, as of now, for this item."""
+    def _apply_checkpoint(self, force: bool = False) -> bool:
+        """Move the replay to the consolidation's checkpoint and re-read WORKING_MEMORY.md, both
+        as of now, when the checkpoint covers `adopt_after_turns` replayed turns (or `force`, or
+        on the first item): the prompt changes from the memory block on, so this happens in
+        steps rather than after every consolidation. True when the replay moved."""
         last = self.files.checkpoint("consolidation").get("last_turn_id")
-        self.checkpoint_turn = str(last) if last else None
         ids = [turn.id for turn in self.history]
-        if self.checkpoint_turn in ids:
-            start = _first_kept(self.history, ids.index(self.checkpoint_turn) + 1)
+        covered = ids.index(str(last)) + 1 if last and str(last) in ids else 0
+        first = not self._adopted
+        if not (first or (covered and (force or covered >= self.settings.adopt_after_turns))):
+            return False
+        self._adopted = True
+        self.checkpoint_turn = str(last) if last else None
+        if covered:
+            start = _first_kept(self.history, covered)
             self.history = self.history[start:]
             self.flushed &= {turn.id for turn in self.history}
-            self.compactions += 1  # the prefix changes from the memory block on
+        self.compactions += 1  # the prefix changes from the memory block on
         text = self.files.read(self.files.working_memory)
         cap = self.settings.working_memory_bytes
         clipped = text.encode("utf-8")[:cap].decode("utf-8", errors="ignore")
@@ -72,6 +83,7 @@ class CheckpointContext(ContextManager):
             clipped += "\n[NOTICE: WORKING_MEMORY.md was cut to its cap]"
         self.working_memory = clipped.strip()
         self.save()
+        return covered > 0
 
     def with_working_memory(self, static: StaticBlocks) -> StaticBlocks:
         block = self.working_memory or "(empty)"
@@ -85,6 +97,8 @@ class CheckpointContext(ContextManager):
         tokens = self._tokens_of(self.history)
         if len(self.history) <= max_turns and sum(tokens) <= max_tokens:
             return 0
+        if self._apply_checkpoint(force=True):
+            return self._bound_replay()
         keep_turns, keep_tokens = max_turns // 2, max_tokens // 2
         start = len(self.history)
         total = 0

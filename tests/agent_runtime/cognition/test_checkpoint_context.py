@@ -18,9 +18,13 @@ QUIET_JOBS = {name: {"after_turns": 10_000} for name in ("review", "consolidatio
 class Recorder:
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
+        self.job_prompts: list[str] = []
 
     def __call__(self, body: dict[str, Any]) -> Reply:
-        self.bodies.append(body)
+        if body["messages"][0]["role"] == "system":  # not a memory job's own prompt
+            self.bodies.append(body)
+        else:
+            self.job_prompts.append(str(body["messages"][0]["content"]))
         return Reply(f"noted ({len(self.bodies)})")
 
     def user_texts(self, index: int = -1) -> list[str]:
@@ -45,7 +49,7 @@ def test_compact_stays_the_default(harness: HarnessFactory) -> None:
 
 def test_replay_starts_after_the_consolidation_checkpoint(harness: HarnessFactory) -> None:
     model = Recorder()
-    h = harness(model, context={"strategy": "checkpoint", "jobs": QUIET_JOBS})
+    h = harness(model, context={"strategy": "checkpoint", "adopt_after_turns": 4, "jobs": QUIET_JOBS})
     assert isinstance(h.worker.context, CheckpointContext)
     h.send("Draft the Q3 report, deadline friday")
     h.send("Also look into the flaky CI job")
@@ -56,6 +60,8 @@ def test_replay_starts_after_the_consolidation_checkpoint(harness: HarnessFactor
     assert runner is not None
     record = runner.run("consolidation")
     assert record.input_turns == 4
+    # The job asked the agent's model (its answer was unusable, so the deterministic pass stands).
+    assert record.model == "fake-model" and "CONSOLIDATE_WORKING_MEMORY" in model.job_prompts[-1]
     h.send("What is on my plate?")
     # Only the new message is replayed; the earlier turns are in working memory instead.
     users = model.user_texts()
@@ -65,6 +71,23 @@ def test_replay_starts_after_the_consolidation_checkpoint(harness: HarnessFactor
     # The transcript stays whole on disk.
     assert sum("Draft the Q3 report" in text for text in _transcript(h.data_dir)) == 1
     assert len(_transcript(h.data_dir)) == 6
+
+
+def test_the_replay_moves_only_once_the_checkpoint_covers_enough_turns(harness: HarnessFactory) -> None:
+    model = Recorder()
+    h = harness(model, context={"strategy": "checkpoint", "adopt_after_turns": 6, "jobs": QUIET_JOBS})
+    runner = h.worker.cognition
+    assert runner is not None
+    h.send("first")
+    h.send("second")
+    runner.run("consolidation")  # covers 4 turns: fewer than 6, the prompt keeps its prefix
+    h.send("third")
+    assert model.bodies[-1]["messages"][: len(model.bodies[-2]["messages"])] == model.bodies[-2]["messages"]
+    runner.run("consolidation")  # now covers 6
+    h.send("fourth")
+    users = model.user_texts()
+    assert len(users) == 1 and "fourth" in users[0]
+    assert "- third" in model.memory_block()
 
 
 def test_a_long_replay_is_cut_in_one_step_and_the_prefix_holds_between_cuts(harness: HarnessFactory) -> None:
