@@ -76,6 +76,25 @@ class HeartbeatReason(WireModel):
     detail: str = ""
 
 
+class BudgetLeft(WireModel):
+    scope: Literal["agent", "fleet"]
+    kind: Literal["daily_usd", "monthly_usd", "daily_tokens", "monthly_tokens"]
+    left: float = Field(description="What remains of the cap in the current window")
+    resets_at: datetime
+
+
+class RuntimeSnapshot(WireModel):
+    """The agent's surroundings when an item is handed to it. The agent shows it in the item's
+    message, the volatile end of the prompt, so it never changes the cached prefix."""
+
+    at: datetime
+    peers: dict[str, Literal["idle", "busy", "starting", "stopping", "not running"]] = Field(
+        default_factory=dict, description="The agents it talks to, by the state of their last check-in"
+    )
+    budgets: list[BudgetLeft] = Field(default_factory=list)
+    inbox_waiting: int = Field(default=0, ge=0, description="Other items queued for the agent")
+
+
 class InboxItem(WireModel):
     id: str
     kind: ItemKind
@@ -90,6 +109,7 @@ class InboxItem(WireModel):
     reasons: list[HeartbeatReason] = Field(default_factory=list)
     attempt: int = 1
     deadline: datetime | None = None
+    snapshot: RuntimeSnapshot | None = Field(default=None, description="Set when handed to the agent")
 
 
 class WorkResult(WireModel):
