@@ -504,8 +504,39 @@ class AgentOp(StrEnum):
     MEMORY_SEARCH = "memory.search"
     MEMORY_CONTRADICTIONS = "memory.contradictions"
     MEMORY_RESOLVE = "memory.resolve"
+    MEMORY_JOBS = "memory.jobs"  # {} -> MemoryJobs: run records and checkpoints
+    MEMORY_RUN = "memory.run"  # {"job": name} -> MemoryJobRun: the job run now
     FILES_LIST = "files.list"  # {"folder": "learnings"} -> FileListing
     FILES_READ = "files.read"  # {"path": "learnings/x.md", "limit": n} -> FileText
+
+
+class MemoryJobRun(WireModel):
+    """One run of a memory job, as the operator sees it."""
+
+    job: str
+    family: Literal["maintenance", "cognition"] = Field(
+        description="maintenance: the memory store's jobs; cognition: the checkpoint strategy's"
+    )
+    trigger: str
+    model: str | None = None
+    outcome: str
+    started_at: datetime
+    finished_at: datetime | None = None
+    detail: str = ""
+    changes: list[str] = Field(default_factory=list)
+
+
+class MemoryJobCheckpoint(WireModel):
+    job: str
+    family: Literal["maintenance", "cognition"]
+    value: dict[str, Any] = Field(default_factory=dict)
+
+
+class MemoryJobs(WireModel):
+    strategy: ContextStrategy
+    jobs: list[str] = Field(description="The jobs `memory run` accepts")
+    checkpoints: list[MemoryJobCheckpoint] = Field(default_factory=list)
+    runs: list[MemoryJobRun] = Field(default_factory=list, description="Newest first")
 
 
 class AgentRequest(WireModel):

@@ -44,6 +44,7 @@ class CognitionRunner:
         self._now = clock or (lambda: datetime.now(UTC))
         self._started_at = self._now()
         self._lock = threading.Lock()
+        self._run_lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
     def job_settings(self, job: str) -> CognitionJobSettings:
@@ -116,9 +117,14 @@ class CognitionRunner:
             self.run(job, trigger)
 
     def run(self, job: str, trigger: str = "manual") -> CognitionRun:
-        """Run one job now, in this thread, and return its record."""
+        """Run one job now, in this thread, and return its record. Runs wait for each other:
+        the operator's `memory run` and the background round never overlap."""
         if job not in JOBS:
             raise LookupError(f"no cognition job {job!r}; jobs: {', '.join(JOB_NAMES)}")
+        with self._run_lock:
+            return self._run(job, trigger)
+
+    def _run(self, job: str, trigger: str) -> CognitionRun:
         started = self._now()
         checkpoint = self.files.checkpoint(job)
         model = self.model_of(job)
