@@ -130,3 +130,14 @@ class CheckpointContext(ContextManager):
         self.last_tokens = size
         messages = assemble(static, "", self.history, self.current, warning)
         return PreparedRequest(messages, size, size / self.window, bool(warning), pruned)
+
+    def rewrite_summary(self, rewrite: Callable[[str], str]) -> bool:
+        """A forgotten fact leaves the working memory held for the prompt too (the files are
+        rewritten by `forgetting.forget_in_files`)."""
+        changed = super().rewrite_summary(rewrite)
+        rewritten = rewrite(self.working_memory) if self.working_memory else self.working_memory
+        if rewritten != self.working_memory:
+            self.working_memory = rewritten
+            self.save()
+            changed = True
+        return changed

@@ -8,6 +8,7 @@ consolidation and extraction, which drop or replace the lines flagged.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -262,8 +263,62 @@ def review(job: JobInput) -> JobOutput:
                 # The earlier line is the older statement of the same subject.
                 flags.append(ReviewFlag(file=job.files.relative(path), line=seen[key], reason="superseded"))
             seen[key] = line
+    detail = "heuristics"
+    if job.complete is not None:
+        found = _model_flags(job, flags)
+        if found is not None:
+            flags, detail = found, "heuristics and model"
     body = Review(at=job.now, flags=flags).model_dump_json(indent=1)
-    return JobOutput({job.files.review_path: body}, f"{len(flags)} flags")
+    return JobOutput({job.files.review_path: body}, f"{len(flags)} flags ({detail})")
+
+
+REVIEW_MARKER = "REVIEW_MEMORY_FILES"
+
+
+def _model_flags(job: JobInput, flags: list[ReviewFlag]) -> list[ReviewFlag] | None:
+    """The heuristic flags plus the model's; None when its answer cannot be read."""
+    assert job.complete is not None
+    numbered: list[tuple[str, str]] = []
+    for path in [job.files.working_memory, *(job.files.semantic_dir / name for name in SEMANTIC_FILES)]:
+        numbered += [
+            (job.files.relative(path), line)
+            for line in job.files.read(path).splitlines()
+            if line.startswith("- ")
+        ]
+    if not numbered:
+        return flags
+    listing = "\n".join(f"{n}. [{name}] {line}" for n, (name, line) in enumerate(numbered, 1))
+    prompt = (
+        f"{REVIEW_MARKER}\nToday is {job.now.date().isoformat()}. Audit these memory lines. Answer with only "
+        'a JSON array of {"line": number, "reason": "stale" | "duplicate" | "superseded"} for the lines '
+        f"that are out of date, repeated, or replaced by a newer line; [] when none.\n\n{listing}\n"
+    )
+    try:
+        answer = json.loads(_json_array(job.complete(prompt)))
+    except (RuntimeError, ValueError):
+        return None
+    if not isinstance(answer, list):
+        return None
+    found = list(flags)
+    for entry in answer:
+        if not isinstance(entry, dict):
+            return None
+        number, reason = entry.get("line"), entry.get("reason")
+        if isinstance(number, int) and 1 <= number <= len(numbered) and reason in _REASONS:
+            name, line = numbered[number - 1]
+            if not any(f.file == name and f.line == line for f in found):
+                found.append(ReviewFlag(file=name, line=line, reason=str(reason)))
+    return found
+
+
+_REASONS = ("stale", "duplicate", "superseded")
+
+
+def _json_array(answer: str) -> str:
+    start, end = answer.find("["), answer.rfind("]")
+    if start < 0 or end < start:
+        raise ValueError("no JSON array in the answer")
+    return answer[start : end + 1]
 
 
 JOBS: dict[str, Callable[[JobInput], JobOutput]] = {

@@ -179,6 +179,13 @@ class AgentService:
         except RuntimeError as busy:
             raise JobBusy(str(busy)) from None
 
+    def _forget_in_cognition_files(self, texts: list[str]) -> None:
+        """The operator's forget reaches the checkpoint strategy's files too."""
+        from agent_runtime.cognition.files import CognitionFiles
+        from agent_runtime.cognition.forgetting import forget_in_files
+
+        forget_in_files(CognitionFiles(self.settings.data_dir), texts)
+
     @contextmanager
     def _store(self) -> Iterator[MemoryStore]:
         from agent_runtime.memory.embeddings import GatewayEmbedder
@@ -199,6 +206,7 @@ class AgentService:
             config=MemoryConfig(dimensions=dimensions, embedding_model=model, reindex_on_model_change=False),
             fact_log=FactLog(self.workspace.root),
         )
+        store.forget_listeners.append(self._forget_in_cognition_files)
         try:
             yield store
         finally:

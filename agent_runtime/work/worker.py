@@ -222,10 +222,13 @@ class Worker:
         def model_call(model: str) -> Callable[[str], str]:
             return OpenAICompleter(self.llm, lambda: model).ask
 
+        files = CognitionFiles(data)
         self.cognition = CognitionRunner(data, settings, agent_model=self.config.model, model_call=model_call)
-        return CheckpointContext(
-            files=CognitionFiles(data), settings=settings, on_overflow=self.maintain, **base
-        )
+        if self.memory.memory_store is not None:
+            from agent_runtime.cognition.forgetting import forget_in_files
+
+            self.memory.memory_store.forget_listeners.append(lambda texts: forget_in_files(files, texts))
+        return CheckpointContext(files=files, settings=settings, on_overflow=self.maintain, **base)
 
     def _peer_tools(self) -> list[Tool]:
         try:

@@ -184,3 +184,38 @@ def test_a_job_model_is_called_and_named_in_the_record(tmp_path: Path) -> None:
     assert record.model == "openai:gpt-4o-mini" and record.provider == "openai"
     assert "- Migration plan" in CognitionFiles(tmp_path).working_memory.read_text()
     assert runner.model_of("review") == "openai:gpt-4o"
+
+
+def test_a_review_model_flags_a_line_and_extraction_then_drops_it(tmp_path: Path) -> None:
+    files = CognitionFiles(tmp_path)
+    files.write(
+        files.semantic_dir / "projects.md",
+        "# Projects\n- The launch is planned for Q1 (2026-01-05)\n- The API is frozen (2026-02-01)\n",
+    )
+
+    def model_call(model: str):  # type: ignore[no-untyped-def]
+        return lambda prompt: '[{"line": 1, "reason": "stale"}, {"line": 99, "reason": "stale"}]'
+
+    runner = CognitionRunner(
+        tmp_path, ContextSettings(), agent_model="openai:gpt-4o", model_call=model_call, clock=lambda: NOON
+    )
+    record = runner.run("review")
+    assert record.detail == "1 flags (heuristics and model)"
+    assert [flag.line for flag in files.review().flags] == ["- The launch is planned for Q1 (2026-01-05)"]
+    runner.run("extraction")
+    projects = (files.semantic_dir / "projects.md").read_text()
+    assert "launch" not in projects and "The API is frozen" in projects
+
+
+def test_an_unreadable_review_answer_leaves_the_heuristic_flags(tmp_path: Path) -> None:
+    files = CognitionFiles(tmp_path)
+    files.write(files.semantic_dir / "facts.md", "# Facts\n- [k] A (2026-01-01)\n- [k] B (2026-02-01)\n")
+    runner = CognitionRunner(
+        tmp_path,
+        ContextSettings(),
+        agent_model="m",
+        model_call=lambda model: lambda p: "no idea",
+        clock=lambda: NOON,
+    )
+    assert runner.run("review").detail == "1 flags (heuristics)"
+    assert [(f.line, f.reason) for f in files.review().flags] == [("- [k] A (2026-01-01)", "superseded")]
