@@ -4,8 +4,8 @@
     2. system: MEMORY.md, the learnings and the most salient facts of the memory store
     3. system: the summary of compacted history (when there is one)
     4. the recent turns, as they were sent
-    5. the current message, which alone carries the clock ("[2025-05-01 09:30:00 UTC · ...]") and
-       the runtime snapshot (peers, budgets left, items waiting), fresh at every item
+    5. the current message, which alone carries the clock ("[2025-05-01 09:30:00 UTC · ...]") and,
+       on its last line, the runtime snapshot (peers, budgets left, items waiting)
 
 The tool catalog is passed through `tools=` in the registry's fixed order. Nothing before the
 current message depends on the time or on a counter, so consecutive requests share their prefix
@@ -192,16 +192,9 @@ def current_message(
     now: datetime | None = None,
 ) -> str:
     """The text of the incoming message, with the only timestamp of the prompt in its header and,
-    below it, the runtime snapshot the orchestrator handed out with the item."""
+    on its last line, the runtime snapshot the orchestrator handed out with the item."""
     text = _message_text(item, workspace, remaining_budget, output_schema, _stamp(now or datetime.now(UTC)))
-    if item.snapshot is None:
-        return text
-    header, _, body = text.partition("\n")
-    return (
-        f"{header}\n{snapshot_line(item.snapshot)}\n{body}"
-        if body
-        else f"{header}\n{snapshot_line(item.snapshot)}"
-    )
+    return text if item.snapshot is None else f"{text}\n{snapshot_line(item.snapshot)}"
 
 
 def _amount(kind: str, left: float) -> str:

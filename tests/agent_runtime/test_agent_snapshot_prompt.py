@@ -36,11 +36,11 @@ def test_the_snapshot_sits_in_the_volatile_end_and_the_prefix_holds(harness: Har
     h.send("second", snapshot=_snapshot(0, "busy", 39_500))
     first, second = (body["messages"] for body in bodies)
     latest = str(second[-1]["content"])
-    assert latest.splitlines()[1] == (
+    assert latest.splitlines()[-1] == (
         "[runtime: peers beta busy · 39,500 tokens left of your daily budget (resets 2026-03-03 00:00:00 UTC)"
         " · 0 other items waiting]"
     )
-    assert latest.endswith("second")
+    assert latest.splitlines()[1] == "second"
     # The system messages never carry it, and the second request starts with the first.
     assert all("[runtime:" not in str(m["content"]) for m in second if m["role"] == "system")
     assert second[: len(first)] == first
