@@ -78,6 +78,25 @@ class HeartbeatReason(WireModel):
     detail: str = ""
 
 
+class BudgetLeft(WireModel):
+    scope: Literal["agent", "fleet"]
+    kind: Literal["daily_usd", "monthly_usd", "daily_tokens", "monthly_tokens"]
+    left: float = Field(description="What remains of the cap in the current window")
+    resets_at: datetime
+
+
+class RuntimeSnapshot(WireModel):
+    """The agent's surroundings when an item is handed to it. The agent shows it in the item's
+    message, the volatile end of the prompt, so it never changes the cached prefix."""
+
+    at: datetime
+    peers: dict[str, Literal["idle", "busy", "starting", "stopping", "not running"]] = Field(
+        default_factory=dict, description="The agents it talks to, by the state of their last check-in"
+    )
+    budgets: list[BudgetLeft] = Field(default_factory=list)
+    inbox_waiting: int = Field(default=0, ge=0, description="Other items queued for the agent")
+
+
 class InboxItem(WireModel):
     id: str
     kind: ItemKind
@@ -92,6 +111,7 @@ class InboxItem(WireModel):
     reasons: list[HeartbeatReason] = Field(default_factory=list)
     attempt: int = 1
     deadline: datetime | None = None
+    snapshot: RuntimeSnapshot | None = Field(default=None, description="Set when handed to the agent")
 
 
 class WorkResult(WireModel):
@@ -141,6 +161,86 @@ class ContextThresholds(WireModel):
     compact: float = 0.70
     warn: float = 0.80
     prune: float = 0.90
+
+
+class ContextStrategy(StrEnum):
+    """compact: summaries replace older turns; checkpoint: the transcript stays whole and only the
+    turns after the last consolidation are replayed, with working memory beside them."""
+
+    COMPACT = "compact"
+    CHECKPOINT = "checkpoint"
+
+
+_UTC_TIME = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
+
+
+class CognitionJobSettings(WireModel):
+    """When one job of the `checkpoint` strategy runs, and with which model."""
+
+    after_turns: int = Field(ge=1, description="Run once this many turns wait past the job's checkpoint")
+    at: list[Annotated[str, Field(pattern=_UTC_TIME)]] = Field(
+        default_factory=list, description="Also run at these times of day, UTC (HH:MM)"
+    )
+    model: str | None = Field(
+        default=None, description="The model this job calls (none: the agent's model; `test`: no model)"
+    )
+
+
+def _review() -> CognitionJobSettings:
+    return CognitionJobSettings(after_turns=8, at=["03:00", "15:00"])
+
+
+def _consolidation() -> CognitionJobSettings:
+    return CognitionJobSettings(after_turns=6, at=["04:00"])
+
+
+def _extraction() -> CognitionJobSettings:
+    return CognitionJobSettings(after_turns=12, at=["05:00"])
+
+
+class CognitionJobs(WireModel):
+    """The checkpoint strategy's jobs: when each runs and with which model."""
+
+    review: CognitionJobSettings = Field(
+        default_factory=_review, description="Audits working memory and the semantic files"
+    )
+    consolidation: CognitionJobSettings = Field(
+        default_factory=_consolidation, description="Rewrites WORKING_MEMORY.md and moves the checkpoint"
+    )
+    extraction: CognitionJobSettings = Field(
+        default_factory=_extraction, description="Maintains facts.md, preferences.md and projects.md"
+    )
+
+
+class ContextSettings(WireModel):
+    """How an agent keeps its conversation within the model's window."""
+
+    strategy: ContextStrategy = Field(
+        default=ContextStrategy.COMPACT,
+        description=(
+            "compact: summarize older turns into the context (flush and compaction); checkpoint: keep "
+            "the transcript whole, replay only the turns after the consolidation checkpoint, with "
+            "WORKING_MEMORY.md injected and semantic files read on demand"
+        ),
+    )
+    replay_turns: int = Field(
+        default=60, ge=4, description="checkpoint: at most this many turns replayed after the checkpoint"
+    )
+    replay_share: float = Field(
+        default=0.5, gt=0, le=0.8, description="checkpoint: at most this share of the window replayed"
+    )
+    adopt_after_turns: int = Field(
+        default=24,
+        ge=1,
+        description=(
+            "checkpoint: replayed turns a consolidation must cover before the replay moves to its "
+            "checkpoint (and WORKING_MEMORY.md is re-read): fewer breaks of the cached prompt prefix"
+        ),
+    )
+    working_memory_bytes: int = Field(
+        default=4096, ge=256, le=32768, description="checkpoint: cap on WORKING_MEMORY.md"
+    )
+    jobs: CognitionJobs = Field(default_factory=CognitionJobs, description="checkpoint: the memory jobs")
 
 
 # The agent channel's largest message, both ways, unless fleet.yaml `limits.channel_frame` is lower.
@@ -199,6 +299,7 @@ class AgentRuntimeConfig(WireModel):
     )
     workspace_quota_bytes: int = 8 * 1024 * 1024
     tools: ToolSettings = Field(default_factory=ToolSettings)
+    context: ContextSettings = Field(default_factory=ContextSettings)
     config_hash: str
 
 
@@ -483,12 +584,43 @@ class AgentOp(StrEnum):
     MEMORY_SEARCH = "memory.search"
     MEMORY_CONTRADICTIONS = "memory.contradictions"
     MEMORY_RESOLVE = "memory.resolve"
+    MEMORY_JOBS = "memory.jobs"  # {} -> MemoryJobs: run records and checkpoints
+    MEMORY_RUN = "memory.run"  # {"job": name} -> MemoryJobRun: the job run now
     FILES_LIST = "files.list"  # {"folder": "learnings"} -> FileListing
     FILES_READ = "files.read"  # {"path": "learnings/x.md", "limit": n} -> FileText
     HISTORY_READ = "history.read"  # TranscriptQuery -> TranscriptPage (agent_runtime.workspace.transcript)
     SNAPSHOT_TAKE = "snapshot.take"  # -> SnapshotListing (agent_runtime.workspace.snapshot)
     SNAPSHOT_READ = "snapshot.read"  # {"path": p, "offset": n} -> SnapshotChunk
     SNAPSHOT_DROP = "snapshot.drop"  # -> {"dropped": bool}
+
+
+class MemoryJobRun(WireModel):
+    """One run of a memory job, as the operator sees it."""
+
+    job: str
+    family: Literal["maintenance", "cognition"] = Field(
+        description="maintenance: the memory store's jobs; cognition: the checkpoint strategy's"
+    )
+    trigger: str
+    model: str | None = None
+    outcome: str
+    started_at: datetime
+    finished_at: datetime | None = None
+    detail: str = ""
+    changes: list[str] = Field(default_factory=list)
+
+
+class MemoryJobCheckpoint(WireModel):
+    job: str
+    family: Literal["maintenance", "cognition"]
+    value: dict[str, Any] = Field(default_factory=dict)
+
+
+class MemoryJobs(WireModel):
+    strategy: ContextStrategy
+    jobs: list[str] = Field(description="The jobs `memory run` accepts")
+    checkpoints: list[MemoryJobCheckpoint] = Field(default_factory=list)
+    runs: list[MemoryJobRun] = Field(default_factory=list, description="Newest first")
 
 
 class AgentRequest(WireModel):

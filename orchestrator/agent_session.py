@@ -51,6 +51,7 @@ def runtime_config(fleet: LoadedFleet, agent: str) -> AgentRuntimeConfig:
         talks_to=list(config.agents[agent].talks_to),
         max_frame_bytes=config.limits.bytes_of("channel_frame"),
         tools=tool_settings(fleet, agent),
+        context=config.context_of(agent),
         config_hash=runtime_hash(fleet, agent),
     )
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from orchestrator.agent_ask import AgentAsker
 from orchestrator.agent_requests import AgentChannels
+from orchestrator.agent_snapshot import SnapshotTaker
 from orchestrator.auth import TokenStore
 from orchestrator.backends.base import Backend
 from orchestrator.broker.broker import Broker
@@ -50,6 +51,8 @@ class Services:
     scheduler: Scheduler
     supervisor: Supervisor
     asker: AgentAsker
+    snapshots: SnapshotTaker
+    """The runtime snapshot (peers, budgets left, inbox depth, time) handed out with each item."""
     actions: OperatorActions
     operator_token: str
     """The operator's token in force (a rotation replaces it)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from orchestrator.agent_requests import AgentChannels
@@ -138,6 +139,7 @@ def attach_subsystems(
     (about a second of imports), which `flotilla up` spends while the agents already start.
     """
     from orchestrator.agent_ask import AgentAsker
+    from orchestrator.agent_snapshot import SnapshotTaker
     from orchestrator.broker.broker import Broker
     from orchestrator.broker.inbox import Inbox
     from orchestrator.gateway.service import Gateway
@@ -170,6 +172,9 @@ def attach_subsystems(
         scheduler=scheduler,
         supervisor=Supervisor(db, fleet, manager, core.backend, core.controls, core.health, events, policy),
         asker=AgentAsker(fleet, core.channels, core.health, scheduler),
+        snapshots=SnapshotTaker(
+            fleet.current, core.health, inbox, gateway.budgets, lambda: datetime.now(UTC)
+        ),
         actions=OperatorActions(fleet, manager, core.backend, core.controls, core.health, inbox, events),
         operator_token=core.operator_token,
         agent_url=manager.agent_url,

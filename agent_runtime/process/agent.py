@@ -13,7 +13,7 @@ import os
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -112,7 +112,11 @@ class AgentProcess:
         from agent_runtime.transport.serving import AgentService
         from agent_runtime.workspace.versioned import write_through
 
-        self.client.channel.serve(AgentService(self.settings, lambda: self.config, lambda: self.client.token))
+        self.client.channel.serve(
+            AgentService(
+                self.settings, lambda: self.config, lambda: self.client.token, job_runners=self._job_runners
+            )
+        )
         write_through(self.settings.data_dir, self._write_workspace)
 
     def _write_workspace(self, name: str, content: str, author: Author, reason: str) -> WorkspaceWriteResult:
@@ -241,6 +245,11 @@ class AgentProcess:
         finally:
             self._last_work = time.monotonic()
             self.state.set_state("idle")
+
+    def _job_runners(self) -> tuple[Any, Any] | None:
+        """The started worker's memory job runners, which call its models; None before."""
+        worker = self._worker
+        return (worker.memory.maintenance, worker.cognition) if worker is not None else None
 
     def worker(self) -> Worker:
         if self._worker is None:

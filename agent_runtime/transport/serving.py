@@ -21,6 +21,8 @@ from agent_runtime.protocol import (
     AgentOp,
     AgentRequest,
     AgentRuntimeConfig,
+    ContextSettings,
+    ContextStrategy,
     ErrorBody,
     FileEntry,
     FileListing,
@@ -32,7 +34,11 @@ from agent_runtime.workspace.snapshot import SNAPSHOT_OPS, SnapshotError, Snapsh
 from agent_runtime.workspace.versioned import UnknownFile, Workspace
 
 if TYPE_CHECKING:
+    from agent_runtime.cognition.runner import CognitionRunner
+    from agent_runtime.memory.maintenance import MaintenanceRunner
     from agent_runtime.memory.store import MemoryStore
+
+    JobRunners = tuple[MaintenanceRunner | None, CognitionRunner | None]
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +50,10 @@ OPERATOR_FORGET_REASON = "forgotten by the operator"
 Answer = tuple[int, Any]
 
 
+class JobBusy(RuntimeError):
+    """The memory job asked for is running already."""
+
+
 def refusal(status: int, error: str, message: str) -> Answer:
     return status, ErrorBody(error=error, message=message).model_dump()
 
@@ -52,11 +62,18 @@ class AgentService:
     """Answers the orchestrator's requests for one agent."""
 
     def __init__(
-        self, settings: Settings, config: Callable[[], AgentRuntimeConfig | None], token: Callable[[], str]
+        self,
+        settings: Settings,
+        config: Callable[[], AgentRuntimeConfig | None],
+        token: Callable[[], str],
+        job_runners: Callable[[], JobRunners | None] | None = None,
     ) -> None:
+        """`job_runners`: the running worker's memory job runners (with its models), when it has
+        started; without them `memory.run` runs the job here, without a model."""
         self.settings = settings
         self._config = config
         self._token = token
+        self._job_runners = job_runners
         self.workspace = Workspace(settings.data_dir)
         self.snapshots = Snapshots(settings.data_dir)
 
@@ -144,15 +161,51 @@ class AgentService:
             from agent_runtime.memory.vectors import VectorError
         except ImportError as missing:
             return refusal(503, "unavailable", f"this agent has no memory store: {missing}")
+        from agent_runtime.cognition.operator import UnknownJob
+
         try:
             with self._store() as store:
+                if request.op in (AgentOp.MEMORY_JOBS, AgentOp.MEMORY_RUN):
+                    return 200, self._jobs(store, request.op, request.body)
                 return 200, _memory_op(store, request.op, request.body)
-        except (FactNotFound, ContradictionNotFound) as gone:
+        except (FactNotFound, ContradictionNotFound, UnknownJob) as gone:
             return refusal(404, "not_found", str(gone))
+        except JobBusy as busy:
+            return refusal(409, "conflict", str(busy))
         except (MemoryInputError, VectorError, ValueError, KeyError) as bad:
             return refusal(422, "invalid_request", str(bad))
         except (sqlite.Error, sqlite.SqliteVecUnavailable) as failed:
             return refusal(503, "unavailable", f"the memory store is busy or unreadable: {failed}")
+
+    def _jobs(self, store: MemoryStore, op: AgentOp, body: dict[str, Any]) -> Any:
+        """Run records and checkpoints of the memory jobs, or one job run now."""
+        from agent_runtime.cognition.operator import memory_jobs, resolve, run_job
+        from agent_runtime.cognition.runner import CognitionRunner
+        from agent_runtime.memory.maintenance import MaintenanceRunner
+
+        config = self._config()
+        settings = config.context if config is not None else ContextSettings()
+        data_dir = self.settings.data_dir
+        if op == AgentOp.MEMORY_JOBS:
+            return memory_jobs(store, data_dir, settings.strategy).model_dump(mode="json")
+        family, job = resolve(str(body.get("job", "")), settings.strategy)
+        running = self._job_runners() if self._job_runners is not None else None
+        maintenance, cognition = running if running is not None else (None, None)
+        if maintenance is None:
+            maintenance = MaintenanceRunner(store, data_dir)
+        if cognition is None and settings.strategy == ContextStrategy.CHECKPOINT:
+            cognition = CognitionRunner(data_dir, settings, agent_model=config.model if config else "test")
+        try:
+            return run_job(family, job, maintenance, cognition).model_dump(mode="json")
+        except RuntimeError as busy:
+            raise JobBusy(str(busy)) from None
+
+    def _forget_in_cognition_files(self, texts: list[str]) -> None:
+        """The operator's forget reaches the checkpoint strategy's files too."""
+        from agent_runtime.cognition.files import CognitionFiles
+        from agent_runtime.cognition.forgetting import forget_in_files
+
+        forget_in_files(CognitionFiles(self.settings.data_dir), texts)
 
     @contextmanager
     def _store(self) -> Iterator[MemoryStore]:
@@ -174,6 +227,7 @@ class AgentService:
             config=MemoryConfig(dimensions=dimensions, embedding_model=model, reindex_on_model_change=False),
             fact_log=FactLog(self.workspace.root),
         )
+        store.forget_listeners.append(self._forget_in_cognition_files)
         try:
             yield store
         finally:

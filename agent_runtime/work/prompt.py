@@ -4,7 +4,8 @@
     2. system: MEMORY.md, the learnings and the most salient facts of the memory store
     3. system: the summary of compacted history (when there is one)
     4. the recent turns, as they were sent
-    5. the current message, which alone carries the clock ("[2025-05-01 09:30:00 UTC · ...]")
+    5. the current message, which alone carries the clock ("[2025-05-01 09:30:00 UTC · ...]") and,
+       on its last line, the runtime snapshot (peers, budgets left, items waiting)
 
 The tool catalog is passed through `tools=` in the registry's fixed order. Nothing before the
 current message depends on the time or on a counter, so consecutive requests share their prefix
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from agent_runtime.protocol import AgentRuntimeConfig, InboxItem, ItemKind
+from agent_runtime.protocol import AgentRuntimeConfig, InboxItem, ItemKind, RuntimeSnapshot
 from agent_runtime.workspace.history import Turn
 from agent_runtime.workspace.learnings import Learnings
 from agent_runtime.workspace.versioned import (
@@ -190,8 +191,41 @@ def current_message(
     output_schema: dict[str, Any] | None = None,
     now: datetime | None = None,
 ) -> str:
-    """The text of the incoming message, with the only timestamp of the prompt in its header."""
-    stamp = _stamp(now or datetime.now(UTC))
+    """The text of the incoming message, with the only timestamp of the prompt in its header and,
+    on its last line, the runtime snapshot the orchestrator handed out with the item."""
+    text = _message_text(item, workspace, remaining_budget, output_schema, _stamp(now or datetime.now(UTC)))
+    return text if item.snapshot is None else f"{text}\n{snapshot_line(item.snapshot)}"
+
+
+def _amount(kind: str, left: float) -> str:
+    return f"${left:,.2f}" if kind.endswith("usd") else f"{left:,.0f} tokens"
+
+
+def snapshot_line(snapshot: RuntimeSnapshot) -> str:
+    """One line: peers, budgets left, other items waiting (the time is in the header)."""
+    parts = []
+    if snapshot.peers:
+        parts.append(
+            "peers " + ", ".join(f"{name} {state}" for name, state in sorted(snapshot.peers.items()))
+        )
+    for budget in snapshot.budgets:
+        period = budget.kind.split("_", 1)[0]
+        owner = "your" if budget.scope == "agent" else "the fleet's"
+        parts.append(
+            f"{_amount(budget.kind, budget.left)} left of {owner} {period} budget"
+            f" (resets {_stamp(budget.resets_at)})"
+        )
+    parts.append(f"{snapshot.inbox_waiting} other item{'s' if snapshot.inbox_waiting != 1 else ''} waiting")
+    return "[runtime: " + " · ".join(parts) + "]"
+
+
+def _message_text(
+    item: InboxItem,
+    workspace: Workspace,
+    remaining_budget: int,
+    output_schema: dict[str, Any] | None,
+    stamp: str,
+) -> str:
     if item.kind == ItemKind.HEARTBEAT:
         return _heartbeat_message(item, workspace, remaining_budget, stamp)
     if item.kind == ItemKind.PEER_ASK:

@@ -11,15 +11,17 @@ import logging
 import os
 import secrets
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agent_runtime.process.settings import Settings, SettingsError, read_token
 from agent_runtime.process.state import RuntimeState
 from agent_runtime.protocol import (
     AgentEvent,
     AgentRuntimeConfig,
+    ContextStrategy,
     InboxItem,
     ItemKind,
     RunOutcome,
@@ -45,6 +47,9 @@ from agent_runtime.workspace.files import WorkspaceFiles
 from agent_runtime.workspace.history import HistoryLog
 from agent_runtime.workspace.learnings import Learnings
 from agent_runtime.workspace.versioned import Workspace
+
+if TYPE_CHECKING:
+    from agent_runtime.cognition.runner import CognitionRunner
 
 log = logging.getLogger(__name__)
 
@@ -196,18 +201,8 @@ class Worker:
         counter = CachingCounter(
             lambda texts: client.count_tokens(self.config.model, texts), (OrchestratorError,)
         )
-        self.context = ContextManager(
-            window=config.context_window,
-            thresholds=config.thresholds,
-            counter=counter,
-            completer=completer,
-            memory_file=MemoryFileFacts(self.workspace),
-            store=self.memory.store,
-            history_log=HistoryLog(data),
-            state_path=settings.runtime_dir / "context.json",
-            tools_text=json.dumps(self.registry.specs(), sort_keys=True),
-            emit=self.emit,
-        )
+        self.cognition: CognitionRunner | None = None
+        self.context = self._context_manager(counter, completer)
         self.context.load()
         self.memory.on_forget(self.context.rewrite_summary)
         self.loop = ToolLoop(
@@ -222,6 +217,40 @@ class Worker:
         if config.tools.mcp:
             self.emit("mcp.started", {"servers": [s.name for s in config.tools.mcp], "problems": problems})
         return servers
+
+    def _context_manager(self, counter: CachingCounter, completer: OpenAICompleter) -> ContextManager:
+        """The context manager of the agent's strategy: `compact` (summaries) or `checkpoint`
+        (whole transcript, replay after the consolidation checkpoint, working memory)."""
+        data = self.settings.data_dir
+        base: dict[str, Any] = {
+            "window": self.config.context_window,
+            "thresholds": self.config.thresholds,
+            "counter": counter,
+            "completer": completer,
+            "memory_file": MemoryFileFacts(self.workspace),
+            "store": self.memory.store,
+            "history_log": HistoryLog(data),
+            "state_path": self.settings.runtime_dir / "context.json",
+            "tools_text": json.dumps(self.registry.specs(), sort_keys=True),
+            "emit": self.emit,
+        }
+        settings = self.config.context
+        if settings.strategy != ContextStrategy.CHECKPOINT:
+            return ContextManager(**base)
+        from agent_runtime.cognition.context import CheckpointContext
+        from agent_runtime.cognition.files import CognitionFiles
+        from agent_runtime.cognition.runner import CognitionRunner
+
+        def model_call(model: str) -> Callable[[str], str]:
+            return OpenAICompleter(self.llm, lambda: model).ask
+
+        files = CognitionFiles(data)
+        self.cognition = CognitionRunner(data, settings, agent_model=self.config.model, model_call=model_call)
+        if self.memory.memory_store is not None:
+            from agent_runtime.cognition.forgetting import forget_in_files
+
+            self.memory.memory_store.forget_listeners.append(lambda texts: forget_in_files(files, texts))
+        return CheckpointContext(files=files, settings=settings, on_overflow=self.maintain, **base)
 
     def _peer_tools(self) -> list[Tool]:
         try:
@@ -311,6 +340,8 @@ class Worker:
     def maintain(self) -> None:
         """Start due memory maintenance jobs (background threads); called after items and when idle."""
         started = self.memory.tick()
+        if self.cognition is not None:
+            started += self.cognition.tick()
         if started:
             self.emit("maintenance.run", {"jobs": started})
 

@@ -49,3 +49,11 @@ class ForgetResult(BaseModel):
 
 class ContradictionList(BaseModel):
     contradictions: list[Contradiction]
+
+
+class RunJob(_Body):
+    job: str = Field(
+        min_length=1,
+        max_length=64,
+        description="A job name: `review`, or qualified by family: `maintenance/review`, `cognition/review`",
+    )

@@ -8,6 +8,8 @@ flotilla memory edit AGENT ID "text" [--category C]
 flotilla memory forget AGENT ID
 flotilla memory contradictions AGENT [--all] [--resolve ID --keep old|new]
 flotilla memory status AGENT
+flotilla memory jobs AGENT
+flotilla memory run AGENT JOB
 
 Every command takes --json.
 """
@@ -274,3 +276,41 @@ def status(fleet_file: Path, as_json: bool, agent: str) -> None:
     click.echo(f"episodes: {found['episodes']}; pending contradictions: {found['pending_contradictions']}")
     if found["last_error"]:
         click.echo(f"last error: {found['last_error']}")
+
+
+def _run_line(run: dict[str, Any]) -> str:
+    model = run["model"] or "no model"
+    changes = "; ".join(run["changes"]) or "no change"
+    return (
+        f"{run['started_at'][:19]}  {run['family']}/{run['job']:<13} {run['trigger']:<8} {run['outcome']:<7} "
+        f"{model}  {changes}" + (f"  ({run['detail']})" if run["detail"] else "")
+    )
+
+
+@memory.command()
+@fleet_file_option
+@click.option("--json", "as_json", is_flag=True, help="Print the agent's answer as JSON")
+@click.argument("agent")
+def jobs(fleet_file: Path, as_json: bool, agent: str) -> None:
+    """AGENT's memory jobs: run records (trigger, model, outcome, changes) and checkpoints."""
+    found = _request(fleet_file, "GET", f"{_base(agent)}/jobs")
+    if as_json:
+        click.echo(json.dumps(found, indent=1))
+        return
+    click.echo(f"context strategy: {found['strategy']}; jobs: {', '.join(found['jobs'])}")
+    for checkpoint in found["checkpoints"]:
+        value = json.dumps(checkpoint["value"], sort_keys=True)
+        click.echo(f"checkpoint {checkpoint['family']}/{checkpoint['job']}: {value}")
+    if not found["runs"]:
+        click.echo("no run yet")
+    for run in found["runs"]:
+        click.echo(_run_line(run))
+
+
+@memory.command()
+@fleet_file_option
+@click.argument("agent")
+@click.argument("job")
+def run(fleet_file: Path, agent: str, job: str) -> None:
+    """Run AGENT's memory JOB now (e.g. review, or cognition/consolidation) and print its record."""
+    click.echo(_run_line(_request(fleet_file, "POST", f"{_base(agent)}/jobs/run", {"job": job})))

@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agent_runtime.protocol import ContextSettings
 from orchestrator.config.alerts import AlertsConfig
 from orchestrator.config.backup import BackupSchedule
 from orchestrator.config.cron import cron_problem
@@ -265,6 +266,9 @@ class DefaultsConfig(Strict):
         description="Stop an agent's container after this long idle; it starts again on its next item",
         examples=["30m"],
     )
+    context: ContextSettings = Field(
+        default_factory=ContextSettings, description="How agents keep their conversation in the window"
+    )
 
     _hibernate = field_validator("hibernate_after")(_check_duration)
 
@@ -329,6 +333,9 @@ class AgentConfig(Strict):
     placement: PlacementConfig | None = Field(default=None, description="Node placement (swarm runtime)")
     tools: ToolsConfig = Field(
         default_factory=ToolsConfig, description="MCP servers and approval rules (docs/tools.md)"
+    )
+    context: ContextSettings | None = Field(
+        default=None, description="Context strategy (compact or checkpoint); defaults.context when unset"
     )
 
     _hibernate = field_validator("hibernate_after")(_check_duration)
@@ -397,7 +404,12 @@ class FleetConfig(Strict):
     def allowed_models(self, name: str) -> list[str]:
         found = [self.model_of(name), self.heartbeat_model_of(name), self.llm.fallback_model]
         found += self.agents[name].models
+        jobs = self.context_of(name).jobs
+        found += [job.model for job in (jobs.review, jobs.consolidation, jobs.extraction) if job.model]
         return list(dict.fromkeys(m for m in found if m))
+
+    def context_of(self, name: str) -> ContextSettings:
+        return self.agents[name].context or self.defaults.context
 
     def resources_of(self, name: str) -> ResourcesConfig:
         return self.agents[name].resources or self.defaults.resources

@@ -49,6 +49,16 @@ BENCH_INTERNALS: dict[str, set[str]] = {
         "agent_runtime.workspace.versioned",
     },
     "bench/bench_memory.py": {"agent_runtime.memory.search"},
+    "bench/bench_strategies.py": {
+        "agent_runtime.cognition.context",
+        "agent_runtime.cognition.files",
+        "agent_runtime.cognition.runner",
+        "agent_runtime.work.condense",
+        "agent_runtime.work.context",
+        "agent_runtime.work.facts",
+        "agent_runtime.work.prompt",
+        "agent_runtime.workspace.history",
+    },
 }
 
 

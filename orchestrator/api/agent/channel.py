@@ -204,6 +204,7 @@ class ChannelSession:
             await self._reply(frame.id, 204, None)
             return
         try:
+            item = self.services.snapshots.stamp(self.agent, item)
             await self._reply(frame.id, 200, item)
         except BaseException:
             self.services.inbox.release(item.id)

@@ -117,7 +117,7 @@ async def next_item(
     if item is not None and await request.is_disconnected():
         services.inbox.release(item.id)
         return Response(status_code=204)
-    return item if item is not None else Response(status_code=204)
+    return services.snapshots.stamp(agent.name, item) if item is not None else Response(status_code=204)
 
 
 @router.post("/inbox/{item_id}/progress", status_code=204)

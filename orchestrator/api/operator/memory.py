@@ -10,6 +10,8 @@ settle contradictions. Operator token only.
     GET    /api/v1/agents/{agent}/memory/search?q=&k=          -> MemorySearchResult
     GET    /api/v1/agents/{agent}/memory/contradictions?status=pending
     POST   /api/v1/agents/{agent}/memory/contradictions/{id}/resolve   {"keep": "old"|"new"}
+    GET    /api/v1/agents/{agent}/memory/jobs                  -> MemoryJobs (run records, checkpoints)
+    POST   /api/v1/agents/{agent}/memory/jobs/run              {"job": "review"} -> MemoryJobRun
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from agent_runtime.memory import (
     MemoryStatus,
     SaveResult,
 )
-from agent_runtime.protocol import AgentOp
+from agent_runtime.protocol import AgentOp, MemoryJobRun, MemoryJobs
 from orchestrator.agent_memory.access import ask_memory
 from orchestrator.agent_memory.models import (
     ContradictionList,
@@ -35,6 +37,7 @@ from orchestrator.agent_memory.models import (
     ForgetResult,
     MemorySearchResult,
     ResolveContradiction,
+    RunJob,
 )
 from orchestrator.api.deps import OperatorDep, ServicesDep
 
@@ -132,3 +135,16 @@ async def resolve_contradiction(
     return await ask_memory(
         services.asker, agent, AgentOp.MEMORY_RESOLVE, Contradiction, id=contradiction_id, keep=body.keep
     )
+
+
+@router.get("/jobs")
+async def memory_jobs(agent: str, _: OperatorDep, services: ServicesDep) -> MemoryJobs:
+    """The memory jobs' run records (trigger, model, outcome, changes), newest first, and their
+    checkpoints: the memory store's maintenance jobs, and the checkpoint strategy's jobs."""
+    return await ask_memory(services.asker, agent, AgentOp.MEMORY_JOBS, MemoryJobs)
+
+
+@router.post("/jobs/run")
+async def run_memory_job(agent: str, body: RunJob, _: OperatorDep, services: ServicesDep) -> MemoryJobRun:
+    """Run one memory job now, in the agent, and return its run record."""
+    return await ask_memory(services.asker, agent, AgentOp.MEMORY_RUN, MemoryJobRun, job=body.job)

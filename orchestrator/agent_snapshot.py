@@ -1,0 +1,58 @@
+"""The runtime snapshot handed to an agent with each inbox item: its peers' states, what is left
+of its budgets, how many other items wait, and the time. The agent shows it in the item's own
+message (the volatile end of its prompt), so it is fresh at every item and never breaks the
+prompt prefix a provider caches."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from agent_runtime.protocol import BudgetLeft, InboxItem, RuntimeSnapshot
+from orchestrator.broker.inbox import Inbox
+from orchestrator.config.fleet import LoadedFleet
+from orchestrator.gateway.budget import Budgets
+from orchestrator.health import HealthBoard
+
+
+class SnapshotTaker:
+    def __init__(
+        self,
+        fleet: Callable[[], LoadedFleet],
+        health: HealthBoard,
+        inbox: Inbox,
+        budgets: Budgets,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._fleet = fleet
+        self._health = health
+        self._inbox = inbox
+        self._budgets = budgets
+        self._clock = clock
+
+    def take(self, agent: str) -> RuntimeSnapshot:
+        config = self._fleet().config
+        talks_to = config.agents[agent].talks_to if agent in config.agents else []
+        peers = {}
+        for peer in talks_to:
+            sighting = self._health.last(peer)
+            running = sighting is not None and self._health.is_checking_in(peer)
+            peers[peer] = sighting.checkin.state if running and sighting else "not running"
+        budgets = [
+            BudgetLeft(
+                scope=window.scope,
+                kind=window.kind,
+                left=max(window.limit - window.spent, 0.0),
+                resets_at=window.resets_at,
+            )
+            for window in self._budgets.status(agent).windows
+        ]
+        return RuntimeSnapshot(
+            at=self._clock(),
+            peers=peers,
+            budgets=budgets,
+            inbox_waiting=self._inbox.counts(agent).queued,
+        )
+
+    def stamp(self, agent: str, item: InboxItem) -> InboxItem:
+        return item.model_copy(update={"snapshot": self.take(agent)})

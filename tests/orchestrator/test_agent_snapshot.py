@@ -1,0 +1,66 @@
+"""The runtime snapshot handed out with each inbox item, over real HTTP: peers' states, budgets
+left, other items waiting."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from agent_runtime.protocol import CheckIn, InboxItem, ItemKind
+from orchestrator.api.app import create_app
+from orchestrator.config.loader import load_fleet
+from orchestrator.services import Services
+from orchestrator.testing.fake_backend import FakeBackend
+from orchestrator.testing.server import serve_app
+from orchestrator.wiring import build_services
+
+FLEET = """\
+version: 1
+fleet: snap
+agents:
+  alpha:
+    role: a
+    talks_to: [beta, gamma]
+    budget: {daily_tokens: 50000}
+  beta:
+    role: b
+  gamma:
+    role: c
+"""
+
+
+@pytest.fixture
+def services(tmp_path: Path) -> Iterator[Services]:
+    (tmp_path / "fleet.yaml").write_text(FLEET)
+    built = build_services(load_fleet(tmp_path / "fleet.yaml"), FakeBackend())
+    yield built
+    built.db.close()
+
+
+def _client(services: Services, base_url: str, agent: str) -> httpx.Client:
+    token = services.tokens.mint(agent)
+    return httpx.Client(base_url=base_url, headers={"authorization": f"Bearer {token}"}, timeout=10)
+
+
+def test_an_item_carries_peers_budgets_and_inbox_depth(services: Services) -> None:
+    with serve_app(create_app(services)) as base_url:
+        with _client(services, base_url, "beta") as beta:
+            checkin = CheckIn(state="idle", pid=7, uptime_s=1.0)
+            assert beta.post("/agent/v1/checkin", json=checkin.model_dump(mode="json")).status_code == 200
+        for text in ("first", "second", "third"):
+            services.inbox.put("alpha", ItemKind.OPERATOR_MESSAGE, "operator", text)
+        with _client(services, base_url, "alpha") as alpha:
+            item = InboxItem.model_validate(alpha.get("/agent/v1/inbox/next", params={"wait": 1}).json())
+    snapshot = item.snapshot
+    assert snapshot is not None
+    assert snapshot.peers == {"beta": "idle", "gamma": "not running"}
+    assert snapshot.inbox_waiting == 2
+    [budget] = [b for b in snapshot.budgets if b.scope == "agent"]
+    assert budget.kind == "daily_tokens" and budget.left == 50000
+    assert budget.resets_at > snapshot.at
+    # Nothing of it is stored with the item.
+    stored = services.inbox.get(item.id)
+    assert stored is not None and stored.snapshot is None
