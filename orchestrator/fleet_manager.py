@@ -19,6 +19,7 @@ from orchestrator.errors import Refused
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet_view import FleetView
 from orchestrator.image_name import DEFAULT_IMAGE
+from orchestrator.placement_overrides import placement_of
 from orchestrator.scaffold import (
     has_previous_layout,
     import_previous_layout,
@@ -100,7 +101,7 @@ class FleetManager:
             token_file=token_file,
             disk_bytes=resources.disk_bytes,
             carry_from=self._carry.get(agent),
-            placement=self.fleet.config.placement_of(agent),
+            placement=placement_of(paths, agent, self.fleet.config.placement_of(agent)),
         )
 
     def migrate_previous_layout(self) -> list[str]:

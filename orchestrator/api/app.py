@@ -24,6 +24,7 @@ from orchestrator.api.operator import (
     memory,
     messages,
     metrics,
+    move,
     scheduler,
     workspace,
 )
@@ -39,6 +40,7 @@ ROUTERS = [
     apply.router,
     alerts.router,
     controls.router,
+    move.router,
     gateway.router,
     costs.router,
     peers.router,

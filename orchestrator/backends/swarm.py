@@ -61,6 +61,7 @@ from orchestrator.backends.base import (
     UnitState,
 )
 from orchestrator.backends.docker import connect_docker
+from orchestrator.backends.swarm_move import VolumeCarrier, wait_until
 
 log = logging.getLogger(__name__)
 
@@ -427,6 +428,48 @@ class SwarmBackend(Backend):
         for secret in self._client.secrets.list(filters={"label": f"{LABEL_AGENT}={agent}"}):
             if (secret.attrs["Spec"].get("Labels") or {}).get(LABEL_FLEET) == fleet:
                 secret.remove()
+
+    # ---------------------------------------------------------------------- moving
+
+    def _ready_nodes(self) -> builtins.list[str]:
+        """Host names of the nodes a task can be placed on (ready and active)."""
+        return sorted(
+            str(n.attrs["Description"]["Hostname"])
+            for n in self._client.nodes.list()
+            if (n.attrs.get("Status") or {}).get("State") == "ready"
+            and (n.attrs.get("Spec") or {}).get("Availability") == "active"
+        )
+
+    def move(self, spec: AgentSpec, node: str, snapshot: Path) -> UnitInfo:
+        """Stop the agent's service, snapshot its volume, remove both, make the volume again on
+        `node` from the snapshot, then run the agent there (see orchestrator.backends.swarm_move)."""
+        ready = self._ready_nodes()
+        if node not in ready:
+            raise BackendError(f"no ready swarm node named {node!r} (ready: {', '.join(ready) or 'none'})")
+        here = self._node_name(self._node_id) or ""
+        service = self._service(spec.unit_name)
+        task, _ = self._latest_task(service) if service is not None else (None, 0)
+        source = self._node_name((task or {}).get("NodeID")) or here
+        if {source, node} != {here}:
+            raise BackendError(
+                f"{spec.agent}'s storage can be carried only from and to this node ({here}); "
+                f"it is on {source}: see docs/swarm.md for a move between two machines"
+            )
+        carrier = VolumeCarrier(self._client, AGENT_UID)
+        volume = volume_name(spec.fleet, spec.agent)
+        if service is not None:
+            self._scale(service.id, 0)
+            wait_until(lambda: not self._task_containers(service.id), f"{spec.agent}'s task to stop")
+            carrier.export(spec.image, volume, snapshot)
+            self.remove(service.id)
+            carrier.remove_volume(volume)
+        carrier.fill(spec.image, volume, _labels(spec.fleet, "data", spec.agent), snapshot)
+        return self.run(spec)
+
+    def _task_containers(self, service_id: str) -> builtins.list[Any]:
+        """The running containers of a service's tasks on this node."""
+        label = f"com.docker.swarm.service.id={service_id}"
+        return list(self._client.containers.list(filters={"label": label, "status": "running"}))
 
     # ---------------------------------------------------------------------- looking
 
