@@ -6,9 +6,8 @@ One run per N, each a fresh fleet of N agents (`flotilla up -d`, the built-in `t
 - orchestrator: CPU seconds it spent from the command until every agent had answered, and its
   RSS then (read from /proc, the orchestrator's own process with all its threads);
 - broker throughput: at least `MESSAGES_AT_LEAST` operator messages (two or more per agent),
-  queued for every agent at once
-  (over the HTTP API, as `flotilla send` does), until the last is answered: messages per second
-  through queue -> delivery over the agent channel -> the agent's model call through the
+  queued for every agent at once from `QUEUE_CLIENTS` concurrent API clients (over the HTTP API,
+  as `flotilla send` does), until the last is answered: messages per second through queue -> delivery over the agent channel -> the agent's model call through the
   gateway -> stored result, and the orchestrator's CPU seconds per message. Completion is read
   by polling only the last message queued to each agent (an agent takes its inbox in order),
   so the poll costs N small requests per sweep, not one per message;
@@ -36,6 +35,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +52,7 @@ from bench.fleet_run import (
     wait_endpoint,
 )
 from orchestrator.cli.client import ApiClient
+from orchestrator.state.endpoint import Endpoint
 
 Row = dict[str, str]
 SIZES = (10, 50, 100, 200)
@@ -60,6 +61,7 @@ MESSAGES_AT_LEAST = 300
 IDLE_SETTLE_S = 40.0
 IDLE_WINDOW_S = 30.0
 SWEEP_S = 0.2
+QUEUE_CLIENTS = 8
 TIMEOUT_S = 900.0
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -194,6 +196,23 @@ def _wait_last(client: ApiClient, last: dict[str, str], deadline: float) -> None
         raise RuntimeError(f"{len(pending)} agents did not answer in time, e.g. {sorted(pending)[:3]}")
 
 
+def _queue_all(endpoint: Endpoint, agents: list[str], per_agent: int) -> dict[str, str]:
+    """Queue `per_agent` messages for every agent from QUEUE_CLIENTS clients at once, each agent's
+    messages in order from one client; the id of the last message queued to each agent."""
+    groups = [agents[i::QUEUE_CLIENTS] for i in range(QUEUE_CLIENTS)]
+
+    def queue(group: list[str]) -> dict[str, str]:
+        last: dict[str, str] = {}
+        with closing(ApiClient(endpoint)) as own:
+            for i in range(per_agent):
+                for agent in group:
+                    last[agent] = send(own, agent, f"message {i} to {agent}")
+        return last
+
+    with ThreadPoolExecutor(QUEUE_CLIENTS) as pool:
+        return {agent: item for found in pool.map(queue, groups) for agent, item in found.items()}
+
+
 def measure(n: int, runtime: str = "process") -> list[Row]:
     name = f"bench-cap-{n}"
     agents = agent_names(n)
@@ -242,10 +261,7 @@ def measure(n: int, runtime: str = "process") -> list[Row]:
                 cpu_before = cpu_seconds(fleet.orchestrator)
                 agents_before = fleet.agents_cpu_s()
                 sent_at = time.monotonic()
-                last: dict[str, str] = {}
-                for i in range(per_agent):
-                    for agent in agents:
-                        last[agent] = send(client, agent, f"message {i} to {agent}")
+                last = _queue_all(endpoint, agents, per_agent)
                 queued_s = time.monotonic() - sent_at
                 _wait_last(client, last, time.monotonic() + TIMEOUT_S)
                 took_s = time.monotonic() - sent_at
