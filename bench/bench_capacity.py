@@ -7,8 +7,9 @@ One run per N, each a fresh fleet of N agents (`flotilla up -d`, the built-in `t
   RSS then (read from /proc, the orchestrator's own process with all its threads);
 - broker throughput: at least `MESSAGES_AT_LEAST` operator messages (two or more per agent),
   queued for every agent at once from `QUEUE_CLIENTS` concurrent API clients (over the HTTP API,
-  as `flotilla send` does), until the last is answered: messages per second through queue -> delivery over the agent channel -> the agent's model call through the
-  gateway -> stored result, and the orchestrator's CPU seconds per message. Completion is read
+  as `flotilla send` does), until the last is answered: messages per second through queue ->
+  delivery over the agent channel -> the agent's model call through the gateway -> stored
+  result, and the orchestrator's CPU seconds per message. Completion is read
   by polling only the last message queued to each agent (an agent takes its inbox in order),
   so the poll costs N small requests per sweep, not one per message;
 - idle: `IDLE_SETTLE_S` after the last answer (agents have released their worker by then),

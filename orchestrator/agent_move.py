@@ -9,13 +9,15 @@ agent runs there; if the move fails it stays, and the error names it.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pydantic import BaseModel
 
 from orchestrator.backends.base import Backend, BackendError
 from orchestrator.events import EventBus
 from orchestrator.fleet_manager import FleetManager
 from orchestrator.health import HealthBoard
-from orchestrator.placement_overrides import record_placement
+from orchestrator.placement_overrides import node_constraint, record_placement
 from orchestrator.state.paths import StatePaths
 
 AGENT_MOVED = "agent.moved"
@@ -58,12 +60,13 @@ class AgentMove:
         with self._manager.unless_applying() as free:
             if not free:
                 raise BackendError("an apply is under way: move the agent once it is done")
-            record_placement(self._paths, agent, node)
+            spec = replace(self._manager.spec_for(agent), placement=(node_constraint(node),))
             try:
-                self._backend.move(self._manager.spec_for(agent), node, snapshot)
+                self._backend.move(spec, node, snapshot)
             except BackendError as exc:
                 kept = f"; its storage snapshot is kept in {snapshot}" if snapshot.exists() else ""
                 raise BackendError(f"moving {agent} to {node} failed: {exc}{kept}") from exc
+            record_placement(self._paths, agent, node)
         carried = snapshot.stat().st_size if snapshot.exists() else 0
         snapshot.unlink(missing_ok=True)
         self._health.forget(agent)

@@ -30,10 +30,14 @@ def read_placements(paths: StatePaths) -> Placements:
         return Placements()
 
 
+def node_constraint(node: str) -> str:
+    return f"node.hostname=={node}"
+
+
 def placement_of(paths: StatePaths, agent: str, configured: tuple[str, ...]) -> tuple[str, ...]:
     """The scheduling constraints of an agent: its moved-to node, else fleet.yaml's placement."""
     node = read_placements(paths).nodes.get(agent)
-    return (f"node.hostname=={node}",) if node else configured
+    return (node_constraint(node),) if node else configured
 
 
 def record_placement(paths: StatePaths, agent: str, node: str) -> None:
