@@ -60,6 +60,8 @@ class AgentMove:
         with self._manager.unless_applying() as free:
             if not free:
                 raise BackendError("an apply is under way: move the agent once it is done")
+            # Checked before the spec is made: making it gives the agent a new token.
+            self._backend.check_move(f"flotilla-{fleet.name}-{agent}", node)
             spec = replace(self._manager.spec_for(agent), placement=(node_constraint(node),))
             try:
                 self._backend.move(spec, node, snapshot)

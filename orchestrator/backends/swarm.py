@@ -78,6 +78,8 @@ RELAY_NANO_CPUS = 200_000_000
 TMP_BYTES = 16 * 1024 * 1024
 REMOVE_WAIT_S = 30.0
 STOP_GRACE_NS = 10_000_000_000
+STOP_MARGIN_S = 20.0
+_ENDED_TASK_STATES = frozenset({"complete", "shutdown", "failed", "rejected", "orphaned", "remove"})
 
 _TASK_STATES: dict[str, UnitState] = {
     "new": "created",
@@ -404,7 +406,21 @@ class SwarmBackend(Backend):
         self._scale(unit_id, 1)
 
     def stop(self, unit_id: str, timeout_s: float = 10.0) -> None:
+        """Scale to zero and wait until the task has ended, as `docker stop` does: a start right
+        after (a restart) would otherwise run a second task on the volume beside the first."""
         self._scale(unit_id, 0)
+        wait_until(
+            lambda: not self._live_tasks(unit_id),
+            f"the task of {unit_id} to stop",
+            within_s=timeout_s + STOP_GRACE_NS / 1e9 + STOP_MARGIN_S,
+        )
+
+    def _live_tasks(self, unit_id: str) -> builtins.list[dict[str, Any]]:
+        """Tasks of the service that have not ended, on any node."""
+        service = self._service(unit_id)
+        if service is None:
+            return []
+        return [t for t in service.tasks() if (t.get("Status") or {}).get("State") not in _ENDED_TASK_STATES]
 
     def _scale(self, unit_id: str, replicas: int) -> None:
         service = self._require(unit_id)
@@ -440,36 +456,34 @@ class SwarmBackend(Backend):
             and (n.attrs.get("Spec") or {}).get("Availability") == "active"
         )
 
-    def move(self, spec: AgentSpec, node: str, snapshot: Path) -> UnitInfo:
-        """Stop the agent's service, snapshot its volume, remove both, make the volume again on
-        `node` from the snapshot, then run the agent there (see orchestrator.backends.swarm_move)."""
+    def check_move(self, unit_name: str, node: str) -> None:
         ready = self._ready_nodes()
         if node not in ready:
             raise BackendError(f"no ready swarm node named {node!r} (ready: {', '.join(ready) or 'none'})")
         here = self._node_name(self._node_id) or ""
-        service = self._service(spec.unit_name)
+        service = self._service(unit_name)
         task, _ = self._latest_task(service) if service is not None else (None, 0)
         source = self._node_name((task or {}).get("NodeID")) or here
         if {source, node} != {here}:
             raise BackendError(
-                f"{spec.agent}'s storage can be carried only from and to this node ({here}); "
-                f"it is on {source}: see docs/swarm.md for a move between two machines"
+                f"storage is carried only from and to this node ({here}), and {unit_name} would go "
+                f"from {source} to {node}: see docs/swarm.md for a move between two machines"
             )
+
+    def move(self, spec: AgentSpec, node: str, snapshot: Path) -> UnitInfo:
+        """Stop the agent's service, snapshot its volume, remove both, make the volume again on
+        `node` from the snapshot, then run the agent there (see orchestrator.backends.swarm_move)."""
+        self.check_move(spec.unit_name, node)
+        service = self._service(spec.unit_name)
         carrier = VolumeCarrier(self._client, AGENT_UID)
         volume = volume_name(spec.fleet, spec.agent)
         if service is not None:
-            self._scale(service.id, 0)
-            wait_until(lambda: not self._task_containers(service.id), f"{spec.agent}'s task to stop")
+            self.stop(service.id)
             carrier.export(spec.image, volume, snapshot)
             self.remove(service.id)
             carrier.remove_volume(volume)
         carrier.fill(spec.image, volume, _labels(spec.fleet, "data", spec.agent), snapshot)
         return self.run(spec)
-
-    def _task_containers(self, service_id: str) -> builtins.list[Any]:
-        """The running containers of a service's tasks on this node."""
-        label = f"com.docker.swarm.service.id={service_id}"
-        return list(self._client.containers.list(filters={"label": label, "status": "running"}))
 
     # ---------------------------------------------------------------------- looking
 

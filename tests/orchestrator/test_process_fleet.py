@@ -55,6 +55,13 @@ def test_ps_shows_the_local_host_as_each_agents_node(fleet_dir: Path) -> None:
     assert "node" in header and platform.node() in header
 
 
+def test_move_says_the_process_runtime_has_no_other_node(fleet_dir: Path) -> None:
+    result = run_flotilla(fleet_dir, "move", "alpha", "--node", platform.node())
+    assert result.returncode != 0
+    assert "the process runtime runs every agent on this machine" in result.stdout + result.stderr
+    assert fleet_status(fleet_dir)["alpha"]["health"] == "healthy"
+
+
 def test_send_gets_the_reply(fleet_dir: Path) -> None:
     result = run_flotilla(fleet_dir, "send", "beta", "good morning")
     assert result.returncode == 0, result.stderr

@@ -195,10 +195,11 @@ def test_restart_starts_a_new_task_and_keeps_the_storage(fleet: SwarmFleet, swar
     assert marker.startswith("10001 ") and marker.endswith(" kept-across-restart")
     before = fleet.task_container(swarm, "writer").id
     assert "writer restarted" in fleet.flotilla("restart", "writer").stdout
-    wait_for(
-        lambda: [c.id for c in fleet.running_tasks(swarm, "writer")] not in ([], [before]),
-        "a new task of the writer",
-    )
+    # The old task has ended by the time `restart` returns: never two tasks on one volume.
+    running = [c.id for c in fleet.running_tasks(swarm, "writer")]
+    assert before not in running and len(running) <= 1
+    wait_for(lambda: len(fleet.running_tasks(swarm, "writer")) == 1, "a new task of the writer")
+    assert fleet.task_container(swarm, "writer").id != before
     assert _marker(fleet, swarm, "writer") == marker
     wait_for(lambda: fleet.status()["writer"]["health"] == "healthy", "the writer to check in again")
 
