@@ -9,7 +9,9 @@ agent runs there; if the move fails it stays, and the error names it.
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
+from pathlib import Path
 
 from pydantic import BaseModel
 
@@ -21,6 +23,8 @@ from orchestrator.placement_overrides import node_constraint, record_placement
 from orchestrator.state.paths import StatePaths
 
 AGENT_MOVED = "agent.moved"
+WAIT_FOR_APPLY_S = 60.0
+RETRY_S = 0.2
 
 
 class MoveResult(BaseModel):
@@ -49,6 +53,17 @@ class AgentMove:
         self._events = events
         self._paths = paths
 
+    def _move_held(self, fleet: str, agent: str, node: str, snapshot: Path) -> None:
+        # Checked before the spec is made: making it gives the agent a new token.
+        self._backend.check_move(f"flotilla-{fleet}-{agent}", node)
+        spec = replace(self._manager.spec_for(agent), placement=(node_constraint(node),))
+        try:
+            self._backend.move(spec, node, snapshot)
+        except BackendError as exc:
+            kept = f"; its storage snapshot is kept in {snapshot}" if snapshot.exists() else ""
+            raise BackendError(f"moving {agent} to {node} failed: {exc}{kept}") from exc
+        record_placement(self._paths, agent, node)
+
     def move(self, agent: str, node: str) -> MoveResult:
         fleet = self._manager.fleet
         if agent not in fleet.config.agents:
@@ -57,18 +72,17 @@ class AgentMove:
             )
         snapshot = self._paths.root / "moves" / f"{agent}.tar"
         snapshot.parent.mkdir(mode=0o700, exist_ok=True)
-        with self._manager.unless_applying() as free:
-            if not free:
+        deadline = time.monotonic() + WAIT_FOR_APPLY_S
+        while True:
+            # An apply or a supervisor pass holds the units for a moment: wait for it, then
+            # hold them for the whole move, so neither makes the agent's unit again meanwhile.
+            with self._manager.unless_applying() as free:
+                if free:
+                    self._move_held(fleet.name, agent, node, snapshot)
+                    break
+            if time.monotonic() > deadline:
                 raise BackendError("an apply is under way: move the agent once it is done")
-            # Checked before the spec is made: making it gives the agent a new token.
-            self._backend.check_move(f"flotilla-{fleet.name}-{agent}", node)
-            spec = replace(self._manager.spec_for(agent), placement=(node_constraint(node),))
-            try:
-                self._backend.move(spec, node, snapshot)
-            except BackendError as exc:
-                kept = f"; its storage snapshot is kept in {snapshot}" if snapshot.exists() else ""
-                raise BackendError(f"moving {agent} to {node} failed: {exc}{kept}") from exc
-            record_placement(self._paths, agent, node)
+            time.sleep(RETRY_S)
         carried = snapshot.stat().st_size if snapshot.exists() else 0
         snapshot.unlink(missing_ok=True)
         self._health.forget(agent)

@@ -480,7 +480,9 @@ class SwarmBackend(Backend):
         if service is not None:
             self.stop(service.id)
             carrier.export(spec.image, volume, snapshot)
-            self.remove(service.id)
+            # Only the service goes: its relay and network stay for the new one (an overlay
+            # network removed and made again at once can leave the old one's id behind).
+            service.remove()
             carrier.remove_volume(volume)
         carrier.fill(spec.image, volume, _labels(spec.fleet, "data", spec.agent), snapshot)
         return self.run(spec)
