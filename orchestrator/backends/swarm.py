@@ -228,7 +228,9 @@ class SwarmBackend(Backend):
     def _wait_tasks_gone(self, fleet: str) -> None:
         deadline = time.monotonic() + REMOVE_WAIT_S
         while time.monotonic() < deadline:
-            containers = self._client.containers.list(all=True, filters={"label": [f"{LABEL_FLEET}={fleet}"]})
+            containers = self._client.containers.list(
+                all=True, filters={"label": [f"{LABEL_FLEET}={fleet}"]}, ignore_removed=True
+            )
             if not containers:
                 return
             time.sleep(0.5)
@@ -500,8 +502,12 @@ class SwarmBackend(Backend):
                 return node_id[:12]
         return self._node_names[node_id]
 
-    def _latest_task(self, service: Any) -> tuple[dict[str, Any] | None, int]:
-        tasks = service.tasks()
+    def _latest_task(
+        self, service: Any, tasks: builtins.list[dict[str, Any]] | None = None
+    ) -> tuple[dict[str, Any] | None, int]:
+        """The service's newest task and how many came before it; `tasks`, when given, are the
+        service's tasks already fetched."""
+        tasks = list(service.tasks()) if tasks is None else tasks
         if not tasks:
             return None, 0
         tasks.sort(key=lambda t: t.get("CreatedAt", ""))
@@ -511,11 +517,11 @@ class SwarmBackend(Backend):
         service = self._require(unit_id)
         return self._info(service)
 
-    def _info(self, service: Any) -> UnitInfo:
+    def _info(self, service: Any, tasks: builtins.list[dict[str, Any]] | None = None) -> UnitInfo:
         spec = service.attrs["Spec"]
         labels = spec.get("Labels") or {}
         replicas = ((spec.get("Mode") or {}).get("Replicated") or {}).get("Replicas", 0)
-        task, restarts = self._latest_task(service)
+        task, restarts = self._latest_task(service, tasks)
         state: UnitState = "exited"
         started_at = None
         exit_code = None
@@ -570,7 +576,14 @@ class SwarmBackend(Backend):
     def list(self, labels: dict[str, str]) -> list[UnitInfo]:
         wanted = [f"{k}={v}" for k, v in labels.items()] + [f"{LABEL_COMPONENT}=agent"]
         services = self._client.services.list(filters={"label": wanted})
-        return [self._info(service) for service in services]
+        if not services:
+            return []
+        # The tasks of every listed service in one call, not one call per service: the
+        # supervisor lists the fleet every few seconds.
+        tasks: dict[str, builtins.list[dict[str, Any]]] = {s.id: [] for s in services}
+        for task in self._client.api.tasks(filters={"service": [s.id for s in services]}):
+            tasks.setdefault(task.get("ServiceID", ""), []).append(task)
+        return [self._info(service, tasks[service.id]) for service in services]
 
     def exec(self, unit_id: str, command: builtins.list[str]) -> tuple[int, str]:
         """Inside the agent's task container, when it runs on this node."""

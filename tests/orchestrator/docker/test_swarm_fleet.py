@@ -40,7 +40,9 @@ class SwarmFleet(RunningFleet):
 
     def running_tasks(self, docker_client: Any, agent: str) -> list[Any]:
         labels = [f"{LABEL_FLEET}={self.name}", f"{LABEL_AGENT}={agent}", f"{LABEL_COMPONENT}=agent"]
-        return list(docker_client.containers.list(filters={"label": labels, "status": "running"}))
+        return list(
+            docker_client.containers.list(filters={"label": labels, "status": "running"}, ignore_removed=True)
+        )
 
     def task_container(self, docker_client: Any, agent: str) -> Any:
         containers = self.running_tasks(docker_client, agent)
