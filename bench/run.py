@@ -3,6 +3,7 @@
     python -m bench.run            # full runs
     python -m bench.run --quick    # each benchmark in under a minute
     python -m bench.run --only memory,broker
+    python -m bench.run --slow     # also the slow ones (capacity: fleets of up to 200 agents)
 
 Each `bench/bench_<topic>.py` exposes `run(quick: bool) -> list[dict[str, str]]` returning rows
 with the keys benchmark, metric, value and target.
@@ -23,6 +24,8 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS = BENCH_DIR / "results"
 Row = dict[str, str]
+SLOW = frozenset({"capacity"})
+"""Run only when asked (--slow or --only): several minutes each."""
 
 
 def topics() -> list[str]:
@@ -74,9 +77,12 @@ def main() -> None:
     )
     parser.add_argument("--quick", action="store_true", help="smaller sizes; each benchmark under a minute")
     parser.add_argument("--only", default="", help=f"comma-separated topics among: {', '.join(topics())}")
+    parser.add_argument(
+        "--slow", action="store_true", help=f"also run the slow ones: {', '.join(sorted(SLOW))}"
+    )
     parser.add_argument("--out", type=Path, default=None, help="where to write the table (markdown)")
     args = parser.parse_args()
-    chosen = [t for t in args.only.split(",") if t] or topics()
+    chosen = [t for t in args.only.split(",") if t] or [t for t in topics() if args.slow or t not in SLOW]
     unknown = sorted(set(chosen) - set(topics()))
     if unknown:
         parser.error(f"unknown benchmark(s): {', '.join(unknown)}; known: {', '.join(topics())}")

@@ -20,6 +20,7 @@ from orchestrator.errors import Refused
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet_view import FleetView
 from orchestrator.image_name import DEFAULT_IMAGE
+from orchestrator.placement_overrides import placement_of
 from orchestrator.scaffold import (
     has_previous_layout,
     import_previous_layout,
@@ -105,7 +106,7 @@ class FleetManager:
             disk_bytes=resources.disk_bytes,
             carry_from=self._carry.get(agent),
             carry_replaces=agent in self._restoring,
-            placement=self.fleet.config.placement_of(agent),
+            placement=placement_of(paths, agent, self.fleet.config.placement_of(agent)),
         )
 
     def migrate_previous_layout(self) -> list[str]:

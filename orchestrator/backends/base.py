@@ -205,6 +205,18 @@ class Backend(abc.ABC):
         loop devices) and, with `delete`, remove the storage itself. What was done, one line each."""
         return []
 
+    def check_move(self, unit_name: str, node: str) -> None:
+        """Raise BackendError, changing nothing, when the unit cannot be moved to `node`."""
+        raise BackendError(
+            f"the {self.name} runtime runs every agent on this machine: there is no node to move to"
+        )
+
+    def move(self, spec: AgentSpec, node: str, snapshot: Path) -> UnitInfo:
+        """Run the agent on `node` (its spec already placed there), its storage carried along
+        through the file `snapshot`; the new unit. Only runtimes that span machines move."""
+        self.check_move(spec.unit_name, node)
+        raise BackendError(f"the {self.name} runtime cannot move agents")
+
     def storage_notes(self) -> dict[str, str]:
         """Agents whose storage has no quota although one was asked for, and why."""
         return {}

@@ -128,8 +128,8 @@ def _parse_time(value: str | None) -> datetime | None:
         return None
 
 
-def unit_info(attrs: dict[str, Any]) -> UnitInfo:
-    """A UnitInfo from `docker inspect` data."""
+def unit_info(attrs: dict[str, Any], node: str | None = None) -> UnitInfo:
+    """A UnitInfo from `docker inspect` data; `node` is the host name of the engine that runs it."""
     labels: dict[str, str] = attrs.get("Config", {}).get("Labels") or {}
     state = attrs.get("State", {})
     status = _STATES.get(state.get("Status", ""), "dead")
@@ -145,6 +145,7 @@ def unit_info(attrs: dict[str, Any]) -> UnitInfo:
         exit_code=state.get("ExitCode") if status in ("exited", "dead") else None,
         restart_count=int(attrs.get("RestartCount", 0)),
         labels=labels,
+        node=node,
     )
 
 
@@ -190,6 +191,16 @@ class DockerBackend(Backend):
         self._command = command
         self._inspected = InspectCache(self._inspect_attrs)
         self._volumes = AgentVolumes(self._client)
+        self._host: str | None = None
+
+    def _engine_host(self) -> str | None:
+        """The host name of the machine the Docker engine runs on (where every agent runs)."""
+        if self._host is None:
+            try:
+                self._host = str(self._client.info().get("Name") or "") or None
+            except (docker.errors.DockerException, OSError):
+                return None
+        return self._host
 
     def capacity(self) -> Capacity | None:
         try:
@@ -308,13 +319,13 @@ class DockerBackend(Backend):
         existing.remove(force=True)
 
     def create(self, spec: AgentSpec) -> UnitInfo:
-        return unit_info(self._create(spec).attrs)
+        return unit_info(self._create(spec).attrs, self._engine_host())
 
     def run(self, spec: AgentSpec) -> UnitInfo:
         """Create and start, starting the fresh container as it is (no second look-up)."""
         container = self._create(spec)
         self._start(container)
-        return unit_info(container.attrs)
+        return unit_info(container.attrs, self._engine_host())
 
     def _create(self, spec: AgentSpec) -> Any:
         """The created container, with its volume (made when missing) at /data."""
@@ -423,7 +434,7 @@ class DockerBackend(Backend):
         container = self._get(unit_id)
         if container is None:
             return UnitInfo(id=unit_id, name=unit_id, agent="", fleet="", config_hash="", state="missing")
-        return unit_info(container.attrs)
+        return unit_info(container.attrs, self._engine_host())
 
     def logs(self, unit_id: str, follow: bool = False, tail: int = 200) -> Iterator[str]:
         container = self._get(unit_id)
@@ -451,7 +462,8 @@ class DockerBackend(Backend):
         wanted = {LABEL_MANAGED: "true"} | labels
         filters = {"label": [f"{key}={value}" for key, value in wanted.items()]}
         summaries = self._client.api.containers(all=True, filters=filters)
-        return [unit_info(attrs) for attrs in self._inspected.resolve(summaries)]
+        host = self._engine_host()
+        return [unit_info(attrs, host) for attrs in self._inspected.resolve(summaries)]
 
     def _inspect_attrs(self, container_id: str) -> dict[str, Any] | None:
         try:

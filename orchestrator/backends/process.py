@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import platform
 import shutil
 import signal
 import subprocess
@@ -286,4 +287,5 @@ class ProcessBackend(Backend):
             started_at=record.started_at,
             exit_code=exit_code if state == "exited" else None,
             labels=record.labels,
+            node=platform.node() or None,
         )

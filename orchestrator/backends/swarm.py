@@ -61,6 +61,7 @@ from orchestrator.backends.base import (
     UnitState,
 )
 from orchestrator.backends.docker import connect_docker
+from orchestrator.backends.swarm_move import VolumeCarrier, wait_until
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +78,8 @@ RELAY_NANO_CPUS = 200_000_000
 TMP_BYTES = 16 * 1024 * 1024
 REMOVE_WAIT_S = 30.0
 STOP_GRACE_NS = 10_000_000_000
+STOP_MARGIN_S = 20.0
+_ENDED_TASK_STATES = frozenset({"complete", "shutdown", "failed", "rejected", "orphaned", "remove"})
 
 _TASK_STATES: dict[str, UnitState] = {
     "new": "created",
@@ -407,7 +410,21 @@ class SwarmBackend(Backend):
         self._scale(unit_id, 1)
 
     def stop(self, unit_id: str, timeout_s: float = 10.0) -> None:
+        """Scale to zero and wait until the task has ended, as `docker stop` does: a start right
+        after (a restart) would otherwise run a second task on the volume beside the first."""
         self._scale(unit_id, 0)
+        wait_until(
+            lambda: not self._live_tasks(unit_id),
+            f"the task of {unit_id} to stop",
+            within_s=timeout_s + STOP_GRACE_NS / 1e9 + STOP_MARGIN_S,
+        )
+
+    def _live_tasks(self, unit_id: str) -> builtins.list[dict[str, Any]]:
+        """Tasks of the service that have not ended, on any node."""
+        service = self._service(unit_id)
+        if service is None:
+            return []
+        return [t for t in service.tasks() if (t.get("Status") or {}).get("State") not in _ENDED_TASK_STATES]
 
     def _scale(self, unit_id: str, replicas: int) -> None:
         service = self._require(unit_id)
@@ -432,6 +449,48 @@ class SwarmBackend(Backend):
             if (secret.attrs["Spec"].get("Labels") or {}).get(LABEL_FLEET) == fleet:
                 secret.remove()
 
+    # ---------------------------------------------------------------------- moving
+
+    def _ready_nodes(self) -> builtins.list[str]:
+        """Host names of the nodes a task can be placed on (ready and active)."""
+        return sorted(
+            str(n.attrs["Description"]["Hostname"])
+            for n in self._client.nodes.list()
+            if (n.attrs.get("Status") or {}).get("State") == "ready"
+            and (n.attrs.get("Spec") or {}).get("Availability") == "active"
+        )
+
+    def check_move(self, unit_name: str, node: str) -> None:
+        ready = self._ready_nodes()
+        if node not in ready:
+            raise BackendError(f"no ready swarm node named {node!r} (ready: {', '.join(ready) or 'none'})")
+        here = self._node_name(self._node_id) or ""
+        service = self._service(unit_name)
+        task, _ = self._latest_task(service) if service is not None else (None, 0)
+        source = self._node_name((task or {}).get("NodeID")) or here
+        if {source, node} != {here}:
+            raise BackendError(
+                f"storage is carried only from and to this node ({here}), and {unit_name} would go "
+                f"from {source} to {node}: see docs/swarm.md for a move between two machines"
+            )
+
+    def move(self, spec: AgentSpec, node: str, snapshot: Path) -> UnitInfo:
+        """Stop the agent's service, snapshot its volume, remove both, make the volume again on
+        `node` from the snapshot, then run the agent there (see orchestrator.backends.swarm_move)."""
+        self.check_move(spec.unit_name, node)
+        service = self._service(spec.unit_name)
+        carrier = VolumeCarrier(self._client, AGENT_UID)
+        volume = volume_name(spec.fleet, spec.agent)
+        if service is not None:
+            self.stop(service.id)
+            carrier.export(spec.image, volume, snapshot)
+            # Only the service goes: its relay and network stay for the new one (an overlay
+            # network removed and made again at once can leave the old one's id behind).
+            service.remove()
+            carrier.remove_volume(volume)
+        carrier.fill(spec.image, volume, _labels(spec.fleet, "data", spec.agent), snapshot)
+        return self.run(spec)
+
     # ---------------------------------------------------------------------- looking
 
     def _node_name(self, node_id: str | None) -> str | None:
@@ -445,8 +504,12 @@ class SwarmBackend(Backend):
                 return node_id[:12]
         return self._node_names[node_id]
 
-    def _latest_task(self, service: Any) -> tuple[dict[str, Any] | None, int]:
-        tasks = service.tasks()
+    def _latest_task(
+        self, service: Any, tasks: builtins.list[dict[str, Any]] | None = None
+    ) -> tuple[dict[str, Any] | None, int]:
+        """The service's newest task and how many came before it; `tasks`, when given, are the
+        service's tasks already fetched."""
+        tasks = list(service.tasks()) if tasks is None else tasks
         if not tasks:
             return None, 0
         tasks.sort(key=lambda t: t.get("CreatedAt", ""))
@@ -456,11 +519,11 @@ class SwarmBackend(Backend):
         service = self._require(unit_id)
         return self._info(service)
 
-    def _info(self, service: Any) -> UnitInfo:
+    def _info(self, service: Any, tasks: builtins.list[dict[str, Any]] | None = None) -> UnitInfo:
         spec = service.attrs["Spec"]
         labels = spec.get("Labels") or {}
         replicas = ((spec.get("Mode") or {}).get("Replicated") or {}).get("Replicas", 0)
-        task, restarts = self._latest_task(service)
+        task, restarts = self._latest_task(service, tasks)
         state: UnitState = "exited"
         started_at = None
         exit_code = None
@@ -515,7 +578,14 @@ class SwarmBackend(Backend):
     def list(self, labels: dict[str, str]) -> list[UnitInfo]:
         wanted = [f"{k}={v}" for k, v in labels.items()] + [f"{LABEL_COMPONENT}=agent"]
         services = self._client.services.list(filters={"label": wanted})
-        return [self._info(service) for service in services]
+        if not services:
+            return []
+        # The tasks of every listed service in one call, not one call per service: the
+        # supervisor lists the fleet every few seconds.
+        tasks: dict[str, builtins.list[dict[str, Any]]] = {s.id: [] for s in services}
+        for task in self._client.api.tasks(filters={"service": [s.id for s in services]}):
+            tasks.setdefault(task.get("ServiceID", ""), []).append(task)
+        return [self._info(service, tasks[service.id]) for service in services]
 
     def exec(self, unit_id: str, command: builtins.list[str]) -> tuple[int, str]:
         """Inside the agent's task container, when it runs on this node."""

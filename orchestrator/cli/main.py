@@ -45,6 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pause": ("orchestrator.cli.control", "pause"),
     "resume": ("orchestrator.cli.control", "resume"),
     "exec": ("orchestrator.cli.control", "exec_command"),
+    "move": ("orchestrator.cli.move", "move"),
     "token": ("orchestrator.cli.control", "token"),
     "dashboard": ("orchestrator.cli.control", "dashboard"),
     "completion": ("orchestrator.cli.completion", "completion"),

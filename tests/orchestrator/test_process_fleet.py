@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import signal
 import subprocess
 import sys
@@ -46,6 +47,19 @@ def test_up_starts_every_agent_and_ps_says_isolation_is_weak(fleet_dir: Path) ->
     assert all(a["health"] == "healthy" for a in agents.values())
     table = run_flotilla(fleet_dir, "ps").stdout
     assert "isolation weak" in table
+
+
+def test_ps_shows_the_local_host_as_each_agents_node(fleet_dir: Path) -> None:
+    assert {a["node"] for a in fleet_status(fleet_dir).values()} == {platform.node()}
+    header = run_flotilla(fleet_dir, "ps").stdout
+    assert "node" in header and platform.node() in header
+
+
+def test_move_says_the_process_runtime_has_no_other_node(fleet_dir: Path) -> None:
+    result = run_flotilla(fleet_dir, "move", "alpha", "--node", platform.node())
+    assert result.returncode != 0
+    assert "the process runtime runs every agent on this machine" in result.stdout + result.stderr
+    assert fleet_status(fleet_dir)["alpha"]["health"] == "healthy"
 
 
 def test_send_gets_the_reply(fleet_dir: Path) -> None:

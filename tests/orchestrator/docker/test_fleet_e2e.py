@@ -161,6 +161,14 @@ def test_example_fleet_is_up_with_one_labelled_container_per_agent(
     assert (workspace / "memory").is_dir() and (workspace / "learnings").is_dir()
 
 
+def test_ps_shows_the_engines_host_as_each_agents_node(
+    running_fleet: RunningFleet, docker_client: Any
+) -> None:
+    host = docker_client.info()["Name"]
+    assert {a["node"] for a in running_fleet.status().values()} == {host}
+    assert host in running_fleet.flotilla("ps").stdout
+
+
 def test_containers_are_hardened(running_fleet: RunningFleet, docker_client: Any) -> None:
     network = docker_client.networks.get(f"flotilla-{running_fleet.name}")
     assert network.attrs["Internal"] is True

@@ -40,7 +40,9 @@ class SwarmFleet(RunningFleet):
 
     def running_tasks(self, docker_client: Any, agent: str) -> list[Any]:
         labels = [f"{LABEL_FLEET}={self.name}", f"{LABEL_AGENT}={agent}", f"{LABEL_COMPONENT}=agent"]
-        return list(docker_client.containers.list(filters={"label": labels, "status": "running"}))
+        return list(
+            docker_client.containers.list(filters={"label": labels, "status": "running"}, ignore_removed=True)
+        )
 
     def task_container(self, docker_client: Any, agent: str) -> Any:
         containers = self.running_tasks(docker_client, agent)
@@ -166,6 +168,74 @@ def test_a_killed_task_is_rescheduled_and_no_message_is_lost(fleet: SwarmFleet, 
     wait_for(lambda: len(fleet.running_tasks(swarm, "writer")) == 1, "one task of the writer")
     assert fleet.task_container(swarm, "writer").id != container.id
     wait_for(lambda: fleet.status()["writer"]["health"] == "healthy", "the writer to check in again")
+
+
+def _write_marker(fleet: SwarmFleet, swarm: Any, agent: str, text: str) -> None:
+    code, output = fleet.task_container(swarm, agent).exec_run(
+        ["sh", "-c", f"echo {text} > /data/marker"], user="10001:10001"
+    )
+    assert code == 0, output
+
+
+def _marker(fleet: SwarmFleet, swarm: Any, agent: str) -> str:
+    code, output = fleet.task_container(swarm, agent).exec_run(["stat", "-c", "%u %a", "/data/marker"])
+    assert code == 0, output
+    owner = output.decode().strip()
+    code, output = fleet.task_container(swarm, agent).exec_run(["cat", "/data/marker"])
+    assert code == 0, output
+    return f"{owner} {output.decode().strip()}"
+
+
+def test_logs_show_the_agents_own_output(fleet: SwarmFleet) -> None:
+    lines = fleet.flotilla("logs", "--tail", "500", "writer").stdout
+    assert f"agent writer of fleet {fleet.name} started" in lines
+
+
+def test_restart_starts_a_new_task_and_keeps_the_storage(fleet: SwarmFleet, swarm: Any) -> None:
+    _write_marker(fleet, swarm, "writer", "kept-across-restart")
+    marker = _marker(fleet, swarm, "writer")
+    assert marker.startswith("10001 ") and marker.endswith(" kept-across-restart")
+    before = fleet.task_container(swarm, "writer").id
+    assert "writer restarted" in fleet.flotilla("restart", "writer").stdout
+    # The old task has ended by the time `restart` returns: never two tasks on one volume.
+    running = [c.id for c in fleet.running_tasks(swarm, "writer")]
+    assert before not in running and len(running) <= 1
+    wait_for(lambda: len(fleet.running_tasks(swarm, "writer")) == 1, "a new task of the writer")
+    assert fleet.task_container(swarm, "writer").id != before
+    assert _marker(fleet, swarm, "writer") == marker
+    wait_for(lambda: fleet.status()["writer"]["health"] == "healthy", "the writer to check in again")
+
+
+def test_move_reschedules_the_agent_with_its_storage_carried(fleet: SwarmFleet, swarm: Any) -> None:
+    """The one node here is both source and target: the service and its volume are removed and
+    made again from the snapshot, so what the agent wrote survives only if the carry works."""
+    node = swarm.info()["Name"]
+    _write_marker(fleet, swarm, "researcher", "carried")
+    marker = _marker(fleet, swarm, "researcher")
+    volume = volume_name(fleet.name, "researcher")
+    volume_before = swarm.volumes.get(volume).attrs["CreatedAt"]
+    service_before = fleet.services(swarm)["researcher"].id
+    result = fleet.flotilla("move", "researcher", "--node", node, timeout=300)
+    assert f"researcher moved to {node}" in result.stdout
+    service = fleet.services(swarm)["researcher"]
+    assert service.id != service_before
+    constraints = service.attrs["Spec"]["TaskTemplate"]["Placement"]["Constraints"]
+    assert constraints == [f"node.hostname=={node}"]
+    assert swarm.volumes.get(volume).attrs["CreatedAt"] != volume_before
+    wait_for(lambda: len(fleet.running_tasks(swarm, "researcher")) == 1, "the moved researcher's task")
+    assert _marker(fleet, swarm, "researcher") == marker
+    wait_for(lambda: fleet.status()["researcher"]["health"] == "healthy", "the researcher to check in")
+    assert fleet.status()["researcher"]["node"] == node
+    assert "[test model]" in fleet.flotilla("send", "researcher", "settled in?").stdout
+    assert not (fleet.folder / ".flotilla" / "moves" / "researcher.tar").exists()
+
+
+def test_move_to_an_unknown_node_changes_nothing(fleet: SwarmFleet, swarm: Any) -> None:
+    before = fleet.services(swarm)["writer"].id
+    result = fleet.flotilla("move", "writer", "--node", "no-such-node", check=False)
+    assert result.returncode != 0
+    assert "no ready swarm node named 'no-such-node'" in result.stdout + result.stderr
+    assert fleet.services(swarm)["writer"].id == before
 
 
 def test_an_orchestrator_restart_adopts_the_services(fleet: SwarmFleet, swarm: Any) -> None:

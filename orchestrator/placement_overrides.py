@@ -1,0 +1,49 @@
+"""Where `flotilla move` put an agent: a node that takes precedence over fleet.yaml's placement.
+
+Kept in `.flotilla/placements.json` ({agent: node}), so the agent stays on its node when its
+unit is made again (an apply that changes its settings, an orchestrator restart). Naming the
+node in fleet.yaml's `placement` makes the move permanent there too.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from orchestrator.state.paths import StatePaths
+
+
+class Placements(BaseModel):
+    nodes: dict[str, str] = Field(default_factory=dict, description="agent -> node hostname")
+
+
+def _file(paths: StatePaths) -> Path:
+    return paths.root / "placements.json"
+
+
+def read_placements(paths: StatePaths) -> Placements:
+    try:
+        return Placements.model_validate(json.loads(_file(paths).read_text()))
+    except FileNotFoundError:
+        return Placements()
+
+
+def node_constraint(node: str) -> str:
+    return f"node.hostname=={node}"
+
+
+def placement_of(paths: StatePaths, agent: str, configured: tuple[str, ...]) -> tuple[str, ...]:
+    """The scheduling constraints of an agent: its moved-to node, else fleet.yaml's placement."""
+    node = read_placements(paths).nodes.get(agent)
+    return (node_constraint(node),) if node else configured
+
+
+def record_placement(paths: StatePaths, agent: str, node: str) -> None:
+    placements = read_placements(paths)
+    placements.nodes[agent] = node
+    target = _file(paths)
+    partial = target.with_suffix(".partial")
+    partial.write_text(placements.model_dump_json(indent=2))
+    partial.replace(target)
