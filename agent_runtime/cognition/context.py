@@ -21,7 +21,7 @@ from typing import Any
 from agent_runtime.cognition.files import SEMANTIC_FILES, CognitionFiles
 from agent_runtime.protocol import ContextSettings
 from agent_runtime.work.context import ContextManager, PreparedRequest
-from agent_runtime.work.prompt import StaticBlocks, assemble
+from agent_runtime.work.prompt import StaticBlocks
 from agent_runtime.workspace.history import Turn
 
 SEMANTIC_HINT = "Semantic memory, read on demand with read_file: " + ", ".join(
@@ -118,18 +118,8 @@ class CheckpointContext(ContextManager):
     def prepare(self, static: StaticBlocks) -> PreparedRequest:
         static = self.with_working_memory(static)
         self._bound_replay()
-        size = self.measure(static)
-        pruned = 0
-        if size >= self.thresholds.prune * self.window:
-            static, pruned = self.hard_prune(static)
-            size = self.measure(static)
-        warning = ""
-        if size >= self.thresholds.warn * self.window:
-            warning = self._warning(size)
-            size = self.measure(static, warning)
-        self.last_tokens = size
-        messages = assemble(static, "", self.history, self.current, warning)
-        return PreparedRequest(messages, size, size / self.window, bool(warning), pruned)
+        # No summary: the transcript is replayed from the consolidation checkpoint instead.
+        return self.bounded_request(static, self.measure(static), "")
 
     def rewrite_summary(self, rewrite: Callable[[str], str]) -> bool:
         """A forgotten fact leaves the working memory held for the prompt too (the files are

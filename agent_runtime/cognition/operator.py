@@ -53,30 +53,26 @@ def resolve(name: str, strategy: ContextStrategy) -> tuple[Family, str]:
 
 
 def maintenance_view(run: JobRun) -> MemoryJobRun:
-    return MemoryJobRun(
-        job=run.job,
-        family="maintenance",
-        trigger=run.trigger,
-        model=run.model,
-        outcome=run.outcome.value,
-        started_at=run.started_at,
-        finished_at=run.finished_at,
-        detail=run.detail,
-        changes=run.changes,
-    )
+    return _job_run_view(run, "maintenance", run.changes)
 
 
 def cognition_view(run: CognitionRun) -> MemoryJobRun:
+    return _job_run_view(run, "cognition", run.files_changed)
+
+
+def _job_run_view(
+    run: JobRun | CognitionRun, family: Literal["maintenance", "cognition"], changes: list[str]
+) -> MemoryJobRun:
     return MemoryJobRun(
         job=run.job,
-        family="cognition",
+        family=family,
         trigger=run.trigger,
         model=run.model,
         outcome=run.outcome.value,
         started_at=run.started_at,
         finished_at=run.finished_at,
         detail=run.detail,
-        changes=run.files_changed,
+        changes=changes,
     )
 
 

@@ -154,6 +154,11 @@ class ContextManager:
             self._cycle_flushed = self.flush()
         if size >= self.thresholds.compact * self.window and self.compact(size):
             size = self.measure(static)
+        return self.bounded_request(static, size, self.summary)
+
+    def bounded_request(self, static: StaticBlocks, size: int, summary: str) -> PreparedRequest:
+        """The request once the strategy has made room: pruned hard past the prune threshold, with
+        a warning to the model past the warning threshold."""
         pruned = 0
         if size >= self.thresholds.prune * self.window:
             static, pruned = self.hard_prune(static)
@@ -163,7 +168,7 @@ class ContextManager:
             warning = self._warning(size)
             size = self.measure(static, warning)
         self.last_tokens = size
-        messages = assemble(static, self.summary, self.history, self.current, warning)
+        messages = assemble(static, summary, self.history, self.current, warning)
         return PreparedRequest(messages, size, size / self.window, bool(warning), pruned)
 
     def _warning(self, size: int) -> str:
