@@ -35,6 +35,21 @@ def _set_meta(conn: Connection, key: str, value: str) -> None:
     )
 
 
+class MemoryTooNew(ValueError):
+    """memory.db was written by a later release: it is not opened, so nothing in it changes."""
+
+
+def refuse_newer(conn: Connection) -> None:
+    """Refuse a file whose schema version is above this runtime's, before anything writes to it."""
+    has_meta = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
+    stored = _meta(conn, "schema_version") if has_meta else None
+    if stored is not None and stored.isdigit() and int(stored) > int(SCHEMA_VERSION):
+        raise MemoryTooNew(
+            f"memory.db has schema version {stored}, newer than this runtime's {SCHEMA_VERSION} "
+            "(written by a later release); it was left untouched"
+        )
+
+
 def stored_model(conn: Connection) -> str | None:
     return _meta(conn, "embedding_model") or None
 
@@ -50,6 +65,7 @@ def _upgrade(conn: Connection) -> None:
 
 def prepare(conn: Connection, config: MemoryConfig, has_embedder: bool) -> Prepared:
     """Run inside a transaction."""
+    refuse_newer(conn)
     for statement in TABLES.split(";"):
         if statement.strip():
             conn.execute(statement)

@@ -11,6 +11,7 @@ from conftest import ManualClock, StoreFactory
 
 from agent_runtime.memory.bm25 import WorkspaceIndex
 from agent_runtime.memory.maintenance import MaintenanceRunner, default_jobs, list_runs
+from agent_runtime.memory.migrate import MemoryTooNew
 from agent_runtime.memory.store import MemoryStore
 from agent_runtime.memory.tools import MemoryTools
 from agent_runtime.workspace.dailylog import append_daily
@@ -162,6 +163,21 @@ def test_a_version_1_file_gains_the_barrier_fingerprints(open_store: StoreFactor
     assert store.query("SELECT value FROM meta WHERE key = 'schema_version'")[0][0] == "2"
     store.forget(old.fact_id or 0)
     assert store.forgotten_matcher().states_forgotten("locker code: 4512")
+
+
+def test_a_file_from_a_later_release_is_refused_and_left_untouched(
+    open_store: StoreFactory, data_dir: Path
+) -> None:
+    first = open_store()
+    first.save("The user's locker code is 4512", source="user_stated")
+    with first.transaction() as conn:
+        conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    first.close()
+    files = sorted(data_dir.glob("memory.db*"))
+    before = {f.name: f.read_bytes() for f in files}
+    with pytest.raises(MemoryTooNew, match="schema version 99, newer than this runtime's"):
+        open_store()
+    assert {f.name: f.read_bytes() for f in sorted(data_dir.glob("memory.db*"))} == before
 
 
 def test_job_records_lose_a_forgotten_fact_with_non_ascii_words(
