@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 from orchestrator.agent_ask import AgentAsker
 from orchestrator.agent_requests import AgentChannels
-from orchestrator.agent_snapshot import SnapshotTaker
 from orchestrator.auth import TokenStore
 from orchestrator.backends.base import Backend
 from orchestrator.broker.broker import Broker
@@ -23,6 +22,7 @@ from orchestrator.fleet_view import FleetView
 from orchestrator.gateway.service import Gateway
 from orchestrator.health import HealthBoard
 from orchestrator.operator_actions import OperatorActions
+from orchestrator.runtime_snapshot import SnapshotTaker
 from orchestrator.scheduler.service import Scheduler
 from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths

@@ -139,11 +139,11 @@ def attach_subsystems(
     (about a second of imports), which `flotilla up` spends while the agents already start.
     """
     from orchestrator.agent_ask import AgentAsker
-    from orchestrator.agent_snapshot import SnapshotTaker
     from orchestrator.broker.broker import Broker
     from orchestrator.broker.inbox import Inbox
     from orchestrator.gateway.service import Gateway
     from orchestrator.operator_actions import OperatorActions
+    from orchestrator.runtime_snapshot import SnapshotTaker
     from orchestrator.scheduler.service import Scheduler
     from orchestrator.services import Services
     from orchestrator.supervisor import Supervisor
