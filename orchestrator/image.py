@@ -391,23 +391,30 @@ def _docker_build(
     with tempfile.TemporaryFile() as context:
         write_build_context(inputs, wheelhouse, context)
         context.seek(0)
-        try:
-            chunks = client.api.build(
-                fileobj=context,
-                custom_context=True,
-                dockerfile=DOCKERFILE.as_posix(),
-                tag=tag,
-                buildargs={"BASE": inputs.base},
-                labels={LABEL_INPUTS_HASH: inputs.digest(), LABEL_COMPONENT: "agent"},
-                rm=True,
-                forcerm=True,
-                nocache=force,
-                decode=True,
-            )
-            for line in _build_stream_lines(chunks):
-                progress("build", line)
-        except docker.errors.APIError as exc:
-            raise ImageBuildError(f"docker build failed: {exc.explanation or exc}") from exc
+        build_from_context(
+            client,
+            context,
+            tag=tag,
+            progress=progress,
+            dockerfile=DOCKERFILE.as_posix(),
+            buildargs={"BASE": inputs.base},
+            labels={LABEL_INPUTS_HASH: inputs.digest(), LABEL_COMPONENT: "agent"},
+            nocache=force,
+        )
+
+
+def build_from_context(
+    client: docker.DockerClient, context: IO[bytes], *, tag: str, progress: ProgressFn, **options: Any
+) -> None:
+    """`docker build` of a tar context, its output passed to `progress` line by line."""
+    try:
+        chunks = client.api.build(
+            fileobj=context, custom_context=True, tag=tag, rm=True, forcerm=True, decode=True, **options
+        )
+        for line in _build_stream_lines(chunks):
+            progress("build", line)
+    except docker.errors.APIError as exc:
+        raise ImageBuildError(f"docker build of {tag} failed: {exc.explanation or exc}") from exc
 
 
 def build_image(

@@ -31,9 +31,9 @@ from orchestrator.image import (
     ImageError,
     ProgressFn,
     _add_file,
-    _build_stream_lines,
     _find_image,
     _no_progress,
+    build_from_context,
     default_repo_root,
     ensure_wheelhouse,
     image_requirements,
@@ -121,20 +121,13 @@ def _build(
                 if path.is_file() and (path.suffix == ".whl" or path.name == REQUIREMENTS_FILE):
                     _add_file(archive, f"wheels/{path.name}", path.read_bytes())
         context.seek(0)
-        try:
-            chunks = client.api.build(
-                fileobj=context,
-                custom_context=True,
-                tag=tag,
-                buildargs={"BASE": base_tag},
-                labels={LABEL_EXTENSION: ",".join(packages)},
-                rm=True,
-                forcerm=True,
-                decode=True,
-            )
-            for line in _build_stream_lines(chunks):
-                progress("build", line)
-        except docker.errors.APIError as exc:
-            raise ImageBuildError(f"docker build of {tag} failed: {exc.explanation or exc}") from exc
+        build_from_context(
+            client,
+            context,
+            tag=tag,
+            progress=progress,
+            buildargs={"BASE": base_tag},
+            labels={LABEL_EXTENSION: ",".join(packages)},
+        )
     if _find_image(client, tag) is None:
         raise ImageBuildError(f"docker build finished but {tag} is not there")

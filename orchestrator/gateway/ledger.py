@@ -132,6 +132,10 @@ class LedgerRow:
     error: str | None
     run_id: str | None = None
 
+    @property
+    def latency_s(self) -> float:
+        return (self.latency_ms or 0) / 1000.0
+
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> LedgerRow:
         return cls(
@@ -480,51 +484,13 @@ def settled_latency_counts(
     ]
 
 
-@dataclass(frozen=True)
-class ModelCall:
-    """One settled call through the gateway, as a trace shows it."""
-
-    at: datetime
-    run_id: str
-    kind: str
-    requested_model: str
-    model: str
-    provider: str
-    tokens_in: int
-    tokens_out: int
-    cached_tokens: int
-    cost_usd: float
-    latency_s: float
-    status: str
-    error: str | None
-
-
-def calls_of_runs(db: Database, agent: str, run_ids: list[str]) -> list[ModelCall]:
-    """The settled calls an agent made during these runs, oldest first."""
+def calls_of_runs(db: Database, agent: str, run_ids: list[str]) -> list[LedgerRow]:
+    """The settled calls an agent made during these runs, oldest first (as a trace shows them)."""
     if not run_ids:
         return []
     marks = ", ".join("?" for _ in run_ids)
     rows = db.query(
-        "SELECT at, run_id, kind, requested_model, model, provider, tokens_in, tokens_out, cached_tokens,"
-        " cost_usd, latency_ms, status, error FROM gateway_usage"
-        f" WHERE agent = ? AND run_id IN ({marks}) AND status != 'reserved' ORDER BY id",
+        f"SELECT * FROM gateway_usage WHERE agent = ? AND run_id IN ({marks}) AND status != 'reserved' ORDER BY id",
         (agent, *run_ids),
     )
-    return [
-        ModelCall(
-            at=parse_timestamp(str(r["at"])),
-            run_id=str(r["run_id"]),
-            kind=str(r["kind"]),
-            requested_model=str(r["requested_model"]),
-            model=str(r["model"]),
-            provider=str(r["provider"]),
-            tokens_in=int(r["tokens_in"]),
-            tokens_out=int(r["tokens_out"]),
-            cached_tokens=int(r["cached_tokens"]),
-            cost_usd=float(r["cost_usd"]),
-            latency_s=int(r["latency_ms"] or 0) / 1000.0,
-            status=str(r["status"]),
-            error=r["error"],
-        )
-        for r in rows
-    ]
+    return [LedgerRow.from_row(row) for row in rows]

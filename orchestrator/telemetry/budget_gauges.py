@@ -7,19 +7,16 @@ gauges are what an alert rule or a dashboard panel watches to see it coming.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from orchestrator.config.models import BudgetConfig, FleetConfig
-from orchestrator.gateway.budget import BUDGET_KINDS, day_window, month_window
-from orchestrator.gateway.ledger import Ledger, Spend
-from orchestrator.gateway.models import BudgetKind
+from orchestrator.config.models import FleetConfig
+from orchestrator.gateway.ledger import Ledger
 from orchestrator.state.db import Database
+from orchestrator.telemetry.budget_report import budget_report
 
 LABELS = ["agent", "scope", "period", "unit"]
-KINDS: tuple[BudgetKind, ...] = BUDGET_KINDS
 
 
 class BudgetCollector(Collector):
@@ -45,25 +42,10 @@ class BudgetCollector(Collector):
             "When the current period of a budget cap ends (Unix time)",
             labels=LABELS,
         )
-        config, now = self._config(), datetime.now(UTC)
-        subjects: list[tuple[str, str | None, BudgetConfig]] = [
-            (agent, agent, config.budget_of(agent)) for agent in sorted(config.agents)
-        ]
-        subjects.append(("", None, config.budget))
-        for label, subject, caps in subjects:
-            scope = "agent" if subject is not None else "fleet"
-            spends: dict[datetime, Spend] = {}
-            for kind in KINDS:
-                cap = getattr(caps, kind)
-                if cap is None:
-                    continue
-                start, end = day_window(now) if kind.startswith("daily") else month_window(now)
-                if start not in spends:
-                    spends[start] = Ledger.spend(self._db, subject, start, end)
-                spent = spends[start].usd if kind.endswith("_usd") else float(spends[start].tokens)
-                period, unit = kind.split("_", 1)
-                labels = [label, scope, period, unit]
-                limit.add_metric(labels, float(cap))
-                remaining.add_metric(labels, max(0.0, float(cap) - spent))
-                resets.add_metric(labels, end.timestamp())
+        for gauge in budget_report(self._db, self._config()).gauges:
+            scope = "agent" if gauge.agent is not None else "fleet"
+            labels = [gauge.agent or "", scope, gauge.period, gauge.unit]
+            limit.add_metric(labels, gauge.limit)
+            remaining.add_metric(labels, gauge.remaining)
+            resets.add_metric(labels, gauge.resets_at.timestamp())
         yield from (limit, remaining, resets)

@@ -29,7 +29,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from agent_runtime.protocol import TranscriptMessage
 from orchestrator.broker.request_trace import RequestTrace, TraceStep
-from orchestrator.gateway.ledger import ModelCall
+from orchestrator.gateway.ledger import LedgerRow
 
 SCOPE = "flotilla.orchestrator"
 HEX32 = frozenset("0123456789abcdef")
@@ -98,7 +98,7 @@ class SpanWriter:
     def write(
         self,
         request: RequestTrace,
-        calls: Mapping[str, list[ModelCall]],
+        calls: Mapping[str, list[LedgerRow]],
         tools: Mapping[str, list[TranscriptMessage]],
     ) -> None:
         """Every step of the request, its turn, model calls and tool calls, as one trace."""
@@ -187,11 +187,11 @@ class SpanWriter:
             span.set_status(Status(StatusCode.ERROR, run.detail or run.outcome))
         return span
 
-    def _model_call(self, trace_id: int, call: ModelCall, parent: Span) -> None:
+    def _model_call(self, trace_id: int, call: LedgerRow, parent: Span) -> None:
         operation = "embeddings" if call.kind == "embedding" else "chat"
         span = self._start(
             trace_id,
-            span_id_of("call", call.run_id, call.at.isoformat(), call.model),
+            span_id_of("call", call.run_id or "", call.at.isoformat(), call.model),
             f"{operation} {call.model}",
             parent,
             call.at,

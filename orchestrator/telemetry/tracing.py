@@ -23,7 +23,7 @@ from agent_runtime.protocol import AgentOp, TranscriptMessage, TranscriptPage, u
 from orchestrator.agent_requests import AgentChannels, AgentUnreachable
 from orchestrator.broker.inbox import items_finished_between
 from orchestrator.broker.request_trace import RequestTrace, RequestTracer, TraceNotFound
-from orchestrator.gateway.ledger import ModelCall, calls_of_runs
+from orchestrator.gateway.ledger import LedgerRow, calls_of_runs
 from orchestrator.state.db import Database
 
 log = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ class SpanSink(Protocol):
     def write(
         self,
         request: RequestTrace,
-        calls: Mapping[str, list[ModelCall]],
+        calls: Mapping[str, list[LedgerRow]],
         tools: Mapping[str, list[TranscriptMessage]],
     ) -> None: ...
 
@@ -117,15 +117,15 @@ class SpanExport:
         finally:
             await asyncio.to_thread(self._sink.close)
 
-    def _calls(self, request: RequestTrace) -> dict[str, list[ModelCall]]:
+    def _calls(self, request: RequestTrace) -> dict[str, list[LedgerRow]]:
         by_agent: dict[str, list[str]] = {}
         for step in request.steps:
             if step.run is not None:
                 by_agent.setdefault(step.recipient, []).append(step.run.run_id)
-        calls: dict[str, list[ModelCall]] = {}
+        calls: dict[str, list[LedgerRow]] = {}
         for agent, run_ids in by_agent.items():
             for call in calls_of_runs(self._db, agent, run_ids):
-                calls.setdefault(call.run_id, []).append(call)
+                calls.setdefault(call.run_id or "", []).append(call)
         return calls
 
     async def _tools(self, request: RequestTrace) -> dict[str, list[TranscriptMessage]]:
