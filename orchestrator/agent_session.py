@@ -19,6 +19,7 @@ from orchestrator.broker.inbox import Inbox
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.settings import runtime_hash
 from orchestrator.config.windows import window_for
+from orchestrator.errors import Gone, NotFound
 from orchestrator.gateway.embedding import embedding_dimensions
 from orchestrator.health import HealthBoard
 
@@ -28,12 +29,18 @@ MAX_WAIT_S = 30.0
 STALE_CLAIM_S = 20.0
 
 
-class AgentRemoved(Exception):
+class AgentRemoved(Gone):
     """The agent is no longer part of the fleet (its unit may still be running)."""
 
+    def __init__(self, message: str) -> None:
+        super().__init__("agent_removed", message)
 
-class ItemNotHeld(Exception):
+
+class ItemNotHeld(NotFound):
     """The agent holds no inbox item by that id."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("not_found", message)
 
 
 def runtime_config(fleet: LoadedFleet, agent: str) -> AgentRuntimeConfig:

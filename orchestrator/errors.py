@@ -27,6 +27,10 @@ class NotFound(Refused):
     """No such agent, file, version or item."""
 
 
+class Gone(Refused):
+    """It existed and no longer does (an agent removed from the fleet)."""
+
+
 class Conflict(Refused):
     """Refused because of the state things are in (another fleet's file)."""
 

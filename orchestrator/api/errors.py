@@ -34,6 +34,7 @@ STATUS_OF_REFUSAL: dict[type[errors.Refused], int] = {
     errors.Forbidden: 403,
     errors.NotFound: 404,
     errors.Conflict: 409,
+    errors.Gone: 410,
     errors.TooLarge: 413,
     errors.Invalid: 422,
     errors.Failed: 500,

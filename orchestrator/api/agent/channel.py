@@ -41,7 +41,7 @@ from agent_runtime.protocol import (
 )
 from orchestrator import agent_session as session
 from orchestrator.api.agent.peers import check_ask_timeout
-from orchestrator.api.agent.routes import acknowledge, agent_refusals
+from orchestrator.api.agent.routes import acknowledge
 from orchestrator.api.deps import bearer_token
 from orchestrator.api.errors import ApiError
 from orchestrator.api.limits import check_payload
@@ -154,8 +154,7 @@ class ChannelSession:
 
     async def _respond(self, frame: Answered) -> None:
         try:
-            with agent_refusals:
-                status, body = await self._perform(frame)
+            status, body = await self._perform(frame)
         except ApiError as refused:
             status, body = refused.status, refused.body
         except Refused as refused:

@@ -4,7 +4,6 @@ the records of its runs."""
 from __future__ import annotations
 
 import asyncio
-from types import TracebackType
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
@@ -21,7 +20,6 @@ from agent_runtime.protocol import (
     WorkResult,
 )
 from orchestrator import agent_session as session
-from orchestrator.agent_session import AgentRemoved, ItemNotHeld
 from orchestrator.api.deps import AgentDep, ServicesDep
 from orchestrator.api.errors import ApiError
 from orchestrator.api.limits import check_event, check_result
@@ -46,54 +44,30 @@ AGENT_EVENT_TYPES = {
 }
 
 
-class AgentRefusals:
-    """The session's refusals as the answers an agent gets, by HTTP or over its channel.
-
-    A plain context manager (no generator): every channel frame passes through it.
-    """
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, _: TracebackType | None
-    ) -> None:
-        if isinstance(error, AgentRemoved):
-            raise ApiError(410, "agent_removed", str(error)) from None
-        if isinstance(error, ItemNotHeld):
-            raise ApiError(404, "not_found", str(error)) from None
-
-
-agent_refusals = AgentRefusals()
-
-
 def acknowledge(services: Services, agent: str, item_id: str, result: WorkResult) -> None:
     """Record the result of an item this agent holds.
 
     A result over the payload limit is not stored: the item fails with the reason, so nothing
     waits on it or hands it out again, and the agent gets the 413.
     """
-    with agent_refusals:
-        try:
-            check_result(services, result)
-        except ApiError as refused:
-            session.fail_refused_result(services.inbox, agent, item_id, refused.body.message)
-            raise
-        session.complete(services.inbox, agent, item_id, result)
+    try:
+        check_result(services, result)
+    except ApiError as refused:
+        session.fail_refused_result(services.inbox, agent, item_id, refused.body.message)
+        raise
+    session.complete(services.inbox, agent, item_id, result)
 
 
 @router.get("/config")
 async def get_config(
     agent: AgentDep, services: ServicesDep, reload: Annotated[bool, Query()] = False
 ) -> AgentRuntimeConfig:
-    with agent_refusals:
-        return session.serve_config(services.fleet, services.health, services.inbox, agent.name, reload)
+    return session.serve_config(services.fleet, services.health, services.inbox, agent.name, reload)
 
 
 @router.post("/checkin")
 async def checkin(body: CheckIn, agent: AgentDep, services: ServicesDep) -> CheckInReply:
-    with agent_refusals:
-        return session.record_checkin(services.fleet, services.health, services.inbox, agent.name, body)
+    return session.record_checkin(services.fleet, services.health, services.inbox, agent.name, body)
 
 
 async def _disconnected(request: Request) -> None:
@@ -122,8 +96,7 @@ async def next_item(
 
 @router.post("/inbox/{item_id}/progress", status_code=204)
 async def progress(item_id: str, body: ReplyChunk, agent: AgentDep, services: ServicesDep) -> None:
-    with agent_refusals:
-        session.add_progress(services.inbox, agent.name, item_id, body.delta)
+    session.add_progress(services.inbox, agent.name, item_id, body.delta)
 
 
 @router.post("/inbox/{item_id}/done", status_code=204)
