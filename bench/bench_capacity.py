@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -47,9 +46,9 @@ from bench.fleet_run import (
     agent_names,
     fleet_yaml,
     flotilla,
-    free_port,
     load_average,
     send,
+    start_up,
     wait_endpoint,
 )
 from orchestrator.cli.client import ApiClient
@@ -162,28 +161,6 @@ class Fleet:
         return _sum_alive(self.agent_pids(), cpu_seconds)
 
 
-def _start(folder: Path, runtime: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "orchestrator.cli.main",
-            "up",
-            "-d",
-            "-f",
-            "fleet.yaml",
-            "--runtime",
-            runtime,
-            "--port",
-            str(free_port()),
-        ],
-        cwd=folder,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 def _wait_last(client: ApiClient, last: dict[str, str], deadline: float) -> None:
     """Until the last message queued to every agent has its result."""
     pending = dict(last)
@@ -230,7 +207,7 @@ def measure(n: int, runtime: str = "process") -> list[Row]:
         (fleet.folder / "fleet.yaml").write_text(fleet_yaml(n, name))
         started = time.monotonic()
         deadline = started + TIMEOUT_S
-        up = _start(fleet.folder, runtime)
+        up = start_up(fleet.folder, runtime)
         try:
             endpoint = wait_endpoint(fleet.folder, deadline)
             fleet.orchestrator = endpoint.pid

@@ -46,8 +46,8 @@ def flotilla(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def start_up(folder: Path) -> subprocess.Popen[str]:
-    """`flotilla up -d` with the Docker runtime, in the background."""
+def start_up(folder: Path, runtime: str = "docker") -> subprocess.Popen[str]:
+    """`flotilla up -d` on `runtime` (Docker by default), in the background."""
     return subprocess.Popen(
         [
             sys.executable,
@@ -58,7 +58,7 @@ def start_up(folder: Path) -> subprocess.Popen[str]:
             "-f",
             "fleet.yaml",
             "--runtime",
-            "docker",
+            runtime,
             "--port",
             str(free_port()),
         ],
