@@ -206,7 +206,10 @@ def _find_image(client: docker.DockerClient, ref: str) -> Any | None:
 
 
 def _images_with_hash(client: docker.DockerClient, inputs_hash: str) -> list[Any]:
-    return list(client.images.list(filters={"label": f"{LABEL_INPUTS_HASH}={inputs_hash}"}))
+    # An image built FROM the agent image inherits its labels; the component label tells the agent
+    # image itself from a fleet's extension of it.
+    labels = [f"{LABEL_INPUTS_HASH}={inputs_hash}", f"{LABEL_COMPONENT}=agent"]
+    return list(client.images.list(filters={"label": labels}))
 
 
 def _result(

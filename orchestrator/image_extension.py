@@ -25,6 +25,7 @@ import docker.errors
 
 from orchestrator.config.models import FleetConfig
 from orchestrator.image import (
+    LABEL_COMPONENT,
     REQUIREMENTS_FILE,
     WHEELHOUSE,
     ImageBuildError,
@@ -127,7 +128,7 @@ def _build(
             tag=tag,
             progress=progress,
             buildargs={"BASE": base_tag},
-            labels={LABEL_EXTENSION: ",".join(packages)},
+            labels={LABEL_EXTENSION: ",".join(packages), LABEL_COMPONENT: "agent-extension"},
         )
     if _find_image(client, tag) is None:
         raise ImageBuildError(f"docker build finished but {tag} is not there")

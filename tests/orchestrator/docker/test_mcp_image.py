@@ -12,7 +12,7 @@ import pytest
 from conftest import unique
 
 from orchestrator.config.loader import load_fleet
-from orchestrator.image import ImageBuildResult
+from orchestrator.image import ImageBuildResult, build_image
 from orchestrator.image_extension import extension_packages
 from orchestrator.testing.cli import free_port, run_flotilla
 
@@ -47,12 +47,16 @@ def fleet_dir(tmp_path: Path, agent_image: ImageBuildResult, docker_client: Any)
 
 
 def test_an_agent_container_runs_an_mcp_server_from_its_extended_image(
-    fleet_dir: Path, agent_image: ImageBuildResult, docker_client: Any
+    fleet_dir: Path, agent_image: ImageBuildResult, docker_client: Any, source_snapshot: Path
 ) -> None:
     config = load_fleet(fleet_dir / "fleet.yaml").config
     assert extension_packages(config) == ["mcp-server-time", "mcp>=1.20"]
     (container,) = [c for c in docker_client.containers.list() if "clock" in c.name]
     assert container.image.tags[0].startswith(f"{agent_image.tag}-ext-")
+    # The extension inherits the agent image's labels: a later `image build` must still find the
+    # agent image itself, not re-tag the extension as the agent image.
+    again = build_image(source_snapshot, tag=agent_image.tag, client=docker_client)
+    assert (again.built, again.image_id) == (False, agent_image.image_id)
     reply = run_flotilla(fleet_dir, "send", "clock", 'call time__get_current_time {"timezone": "Asia/Tokyo"}')
     assert reply.returncode == 0, reply.stderr
     assert "time__get_current_time returned:" in reply.stdout and '"timezone": "Asia/Tokyo"' in reply.stdout
