@@ -205,11 +205,14 @@ def _find_image(client: docker.DockerClient, ref: str) -> Any | None:
         return None
 
 
-def _images_with_hash(client: docker.DockerClient, inputs_hash: str) -> list[Any]:
+def _images_with_hash(client: docker.DockerClient, inputs_hash: str, tag: str) -> list[Any]:
     # An image built FROM the agent image inherits its labels; the component label tells the agent
     # image itself from a fleet's extension of it.
+    # The build's stages carry the labels too but no tag: only a tagged image is a finished build,
+    # and the one already under the wanted tag comes first.
     labels = [f"{LABEL_INPUTS_HASH}={inputs_hash}", f"{LABEL_COMPONENT}=agent"]
-    return list(client.images.list(filters={"label": labels}))
+    tagged = [image for image in client.images.list(filters={"label": labels}) if image.tags]
+    return sorted(tagged, key=lambda image: tag not in image.tags)
 
 
 def _result(
@@ -436,7 +439,7 @@ def build_image(
     inputs_hash = inputs.digest()
     docker_client = _client(client)
     if not force:
-        for image in _images_with_hash(docker_client, inputs_hash):
+        for image in _images_with_hash(docker_client, inputs_hash, tag):
             if tag not in image.tags:
                 image.tag(tag)
             progress("build", f"{tag} is up to date (inputs {inputs_hash[:12]})")
