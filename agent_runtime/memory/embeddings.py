@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from agent_runtime.memory.models import MemoryMode
 from agent_runtime.memory.vectors import VectorError, to_blob
 from agent_runtime.testing.embeddings import deterministic_embedding
+from agent_runtime.transport.http import tls_context
 
 EMBEDDINGS_PATH = "/v1/embeddings"
 MAX_BATCH = 128
@@ -81,7 +82,7 @@ class GatewayEmbedder:
         self.model = model
         self.dims = dims
         self._token = token
-        self._client = client or httpx.Client(timeout=timeout_s)
+        self._client = client or httpx.Client(timeout=timeout_s, verify=tls_context(self.url))
         self._owns_client = client is None
 
     def _bearer(self) -> str:

@@ -61,7 +61,7 @@ class ApprovalClient:
     def __init__(self, base_url: str, token: Callable[[], str], http: httpx.Client | None = None) -> None:
         self._token = token
         self._http = http or httpx.Client(
-            base_url=base_url.rstrip("/"), timeout=WAIT_S + 15.0, transport=no_delay_transport()
+            base_url=base_url.rstrip("/"), timeout=WAIT_S + 15.0, transport=no_delay_transport(base_url)
         )
 
     def close(self) -> None:

@@ -59,7 +59,7 @@ class PeerClient:
         self._token = token
         self._timeout_s = timeout_s
         self._http = http or httpx.Client(
-            base_url=base_url.rstrip("/"), timeout=timeout_s, transport=no_delay_transport()
+            base_url=base_url.rstrip("/"), timeout=timeout_s, transport=no_delay_transport(base_url)
         )
         self._own_channel = channel is None
         self._channel = channel or AgentChannel(base_url, self._current_token)

@@ -5,7 +5,9 @@ Loaded on first use: an idle agent talks only over its channel and never imports
 
 from __future__ import annotations
 
+import functools
 import socket
+import ssl
 import sys
 from collections.abc import Callable
 from typing import TypeVar
@@ -26,13 +28,33 @@ CONNECT_TIMEOUT_S = 5.0
 REQUEST_TIMEOUT_S = 30.0
 
 
-def no_delay_transport() -> httpx.HTTPTransport:
-    """A transport with Nagle's algorithm off.
+def no_delay_transport(url: str) -> httpx.HTTPTransport:
+    """A transport for requests to `url` with Nagle's algorithm off.
 
     httpx writes a POST's headers and body separately; with Nagle on, the body waits for the
     server's (delayed) ACK of the headers, which adds up to 40 ms to a request on loopback.
     """
-    return httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+    return httpx.HTTPTransport(
+        socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)], verify=tls_context(url)
+    )
+
+
+def tls_context(url: str) -> ssl.SSLContext:
+    """What verifies the server of `url`: the system's trust store for https, loaded once per
+    process (each load costs tens of milliseconds of CPU, and an agent has several clients); for
+    plain http, which never uses it, a context that trusts nothing, so a redirect to https fails
+    closed instead of going unverified."""
+    if url.startswith("https:"):
+        return _trust_store()
+    return _TRUSTS_NOTHING
+
+
+@functools.cache
+def _trust_store() -> ssl.SSLContext:
+    return ssl.create_default_context()
+
+
+_TRUSTS_NOTHING = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 class AgentHttp:
@@ -44,7 +66,7 @@ class AgentHttp:
         self._http = httpx.Client(
             base_url=base_url,
             timeout=httpx.Timeout(REQUEST_TIMEOUT_S, connect=CONNECT_TIMEOUT_S),
-            transport=no_delay_transport(),
+            transport=no_delay_transport(base_url),
         )
 
     def close(self) -> None:

@@ -65,7 +65,7 @@ class ChatClient:
         self._http = httpx.Client(
             base_url=base_url.rstrip("/"),
             timeout=httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S),
-            transport=no_delay_transport(),
+            transport=no_delay_transport(base_url),
         )
 
     def close(self) -> None:
