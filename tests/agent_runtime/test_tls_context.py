@@ -4,6 +4,7 @@ and for plain http a context that trusts nothing (so nothing can go unverified).
 from __future__ import annotations
 
 import ssl
+
 from agent_runtime.transport.http import tls_context
 
 
