@@ -12,12 +12,12 @@ import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
-import jsonschema
-import jsonschema.exceptions
-import jsonschema.validators
+
+if TYPE_CHECKING:
+    import jsonschema.exceptions
 
 Handler = Callable[[dict[str, Any]], str]
 FailureHook = Callable[[str, Any, str], object]
@@ -109,6 +109,8 @@ class ToolRegistry:
         gate: Gate | None = None,
     ) -> None:
         self._tools: dict[str, Tool] = {}
+        # Made on a tool's first call: jsonschema costs an agent tens of milliseconds at start, and
+        # most tools are never called in a given run.
         self._validators: dict[str, Any] = {}
         self.max_output_chars = max_output_chars
         self.on_failure = on_failure
@@ -117,15 +119,30 @@ class ToolRegistry:
             self.add(tool)
 
     def add(self, tool: Tool) -> None:
+        """Register a tool. A schema from outside the runtime (an MCP server's, a peer's contract)
+        is checked here; the runtime's own are checked by its tests."""
         if tool.name in self._tools:
             raise ValueError(f"tool {tool.name!r} is registered twice")
-        validator_class = jsonschema.validators.validator_for(tool.parameters)
-        try:
-            validator_class.check_schema(tool.parameters)
-        except jsonschema.exceptions.SchemaError as bad:
-            raise ValueError(f"tool {tool.name!r} has an invalid parameter schema: {bad.message}") from None
+        if tool.source != "builtin":
+            import jsonschema.exceptions
+            import jsonschema.validators
+
+            try:
+                jsonschema.validators.validator_for(tool.parameters).check_schema(tool.parameters)
+            except jsonschema.exceptions.SchemaError as bad:
+                raise ValueError(
+                    f"tool {tool.name!r} has an invalid parameter schema: {bad.message}"
+                ) from None
         self._tools[tool.name] = tool
-        self._validators[tool.name] = validator_class(tool.parameters)
+
+    def _validator(self, tool: Tool) -> Any:
+        validator = self._validators.get(tool.name)
+        if validator is None:
+            import jsonschema.validators
+
+            validator = jsonschema.validators.validator_for(tool.parameters)(tool.parameters)
+            self._validators[tool.name] = validator
+        return validator
 
     def extend(self, tools: Iterable[Tool]) -> None:
         for tool in tools:
@@ -139,6 +156,9 @@ class ToolRegistry:
 
     def __len__(self) -> int:
         return len(self._tools)
+
+    def tools(self) -> list[Tool]:
+        return list(self._tools.values())
 
     def specs(self) -> list[dict[str, Any]]:
         return [tool.spec() for tool in self._tools.values()]
@@ -154,7 +174,7 @@ class ToolRegistry:
             return self._failed(
                 name, raw_arguments, f"arguments for {name} are not a valid JSON object: {bad}"
             )
-        problems = sorted(self._validators[name].iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        problems = sorted(self._validator(tool).iter_errors(arguments), key=lambda e: list(e.absolute_path))
         if problems:
             details = "; ".join(_schema_problem(problem) for problem in problems[:5])
             return self._failed(name, arguments, f"invalid arguments for {name}: {details}")

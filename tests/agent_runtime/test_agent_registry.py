@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import jsonschema.validators
 import pytest
 
 from agent_runtime.tools.registry import Tool, ToolError, ToolRegistry
+from tests.agent_runtime.conftest import HarnessFactory
+from tests.agent_runtime.fakes import Reply
 
 
 def echo(args: dict[str, Any]) -> str:
@@ -39,8 +42,10 @@ def test_duplicate_and_invalid_schema_are_refused() -> None:
     registry = ToolRegistry([Tool("a", "A", SCHEMA, echo)])
     with pytest.raises(ValueError, match="twice"):
         registry.add(Tool("a", "A", SCHEMA, echo))
-    with pytest.raises(ValueError, match="invalid parameter schema"):
-        registry.add(Tool("c", "C", {"type": "no-such-type"}, echo))
+    for source in ("mcp", "peer"):
+        with pytest.raises(ValueError, match="invalid parameter schema"):
+            registry.add(Tool("c", "C", {"type": "no-such-type"}, echo, source=source))
+    assert registry.names() == ["a"]
 
 
 def test_dispatch_validates_and_reports_clearly() -> None:
@@ -67,3 +72,12 @@ def test_long_output_is_clipped_with_a_notice() -> None:
     registry = ToolRegistry([Tool("big", "", {"type": "object"}, lambda _a: "x" * 100)], max_output_chars=10)
     output = registry.dispatch("big", None).output
     assert output.startswith("x" * 10) and "output cut: 10 of 100 characters shown" in output
+
+
+def test_every_builtin_tool_of_a_worker_has_a_valid_schema(harness: HarnessFactory) -> None:
+    """The registry checks only schemas from outside the runtime; the runtime's own are checked here."""
+    registry = harness(lambda request: Reply("ok")).worker.registry
+    builtin = [tool for tool in registry.tools() if tool.source == "builtin"]
+    assert len(builtin) >= 8
+    for tool in builtin:
+        jsonschema.validators.validator_for(tool.parameters).check_schema(tool.parameters)
