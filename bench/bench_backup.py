@@ -21,8 +21,8 @@ from pathlib import Path
 
 import httpx
 
-from orchestrator.cli.client import read_endpoint
 from orchestrator.image_name import DEFAULT_IMAGE
+from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 from orchestrator.testing.cli import free_port, run_flotilla
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable
@@ -44,6 +43,7 @@ from bench.fleet_run import (
     READY_LINE,
     Answers,
     agent_names,
+    docker_container_cpu_s,
     fleet_yaml,
     flotilla,
     load_average,
@@ -121,24 +121,6 @@ def _sum_alive(pids: list[int], read: Callable[[int], float]) -> float:
             total += read(pid)
         except (FileNotFoundError, ProcessLookupError):
             continue
-    return total
-
-
-def docker_container_cpu_s(prefix: str) -> float:
-    """CPU seconds of every container named `prefix`*, from its cgroup (docker runtime)."""
-    out = subprocess.run(
-        ["docker", "ps", "-q", "--no-trunc", "--filter", f"name={prefix}"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    total = 0.0
-    for cid in out:
-        for stat in Path("/sys/fs/cgroup").glob(f"**/*{cid}*/cpu.stat"):
-            for line in stat.read_text().splitlines():
-                if line.startswith("usage_usec"):
-                    total += int(line.split()[1]) / 1e6
-            break
     return total
 
 

@@ -3,7 +3,9 @@
 One agent with the Docker runtime and the default settings (idle release after 30 s without
 work). Memory is what `docker stats` reports for its container (the figure `docker stats`
 users see; it counts the page cache of files the agent wrote, as the memory limit does):
-- at boot: once `up -d` has returned (every agent takes messages), before any message;
+- at boot: once `up -d` has returned (every agent takes messages), before any message; then
+  its CPU over a minute of idling (the container's cgroup, so the engine's health checks,
+  which run inside it, count);
 - after the first message: the worker, model client and memory store are loaded;
 - after idle: read every few seconds for 60 s after the last answer (the release comes 30 s
   after it); the first reading at or under the target, and the last reading.
@@ -20,7 +22,14 @@ import time
 from contextlib import closing
 from pathlib import Path
 
-from bench.fleet_run import container_memory, fleet_yaml, flotilla, free_port, timed_message
+from bench.fleet_run import (
+    container_memory,
+    docker_container_cpu_s,
+    fleet_yaml,
+    flotilla,
+    free_port,
+    timed_message,
+)
 from orchestrator.cli.client import ApiClient
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
@@ -30,6 +39,8 @@ TARGET_MIB = 40.0
 WITHIN_S = 60.0
 READ_EVERY_S = 3.0
 SETTLE_S = 5.0
+# Two health checks (one every 30 s) and six check-ins fall in this window.
+IDLE_CPU_WINDOW_S = 60.0
 
 
 def _memory(prefix: str) -> float:
@@ -66,6 +77,9 @@ def measure() -> list[Row]:
                 raise RuntimeError("the orchestrator wrote no endpoint")
             time.sleep(SETTLE_S)
             boot = _memory(prefix)
+            cpu_before = docker_container_cpu_s(prefix)
+            time.sleep(IDLE_CPU_WINDOW_S)
+            idle_cpu_ms_per_s = (docker_container_cpu_s(prefix) - cpu_before) / IDLE_CPU_WINDOW_S * 1000
             with closing(ApiClient(endpoint)) as client:
                 first_s = timed_message(client, "a000", "hello")
                 warm_s = statistics.median(timed_message(client, "a000", f"again {i}") for i in range(3))
@@ -87,6 +101,10 @@ def measure() -> list[Row]:
     at_end = readings[-1]
     return [
         row("at boot, before any message (docker stats)", f"{boot:.1f} MiB"),
+        row(
+            f"CPU while idle before any message, {IDLE_CPU_WINDOW_S:.0f} s (its cgroup; health checks included)",
+            f"{idle_cpu_ms_per_s:.2f} ms/s",
+        ),
         row("after its first messages (docker stats)", f"{after_first:.1f} MiB"),
         row(
             "idle again: first reading at or under the target (s after the last answer)",

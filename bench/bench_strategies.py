@@ -143,7 +143,7 @@ def session(strategy: str, turns: int = 300) -> Result:
             "tools_text": json.dumps(registry.specs(), sort_keys=True),
         }
         if strategy == "checkpoint":
-            settings = ContextSettings(strategy="checkpoint")  # type: ignore[arg-type]
+            settings = ContextSettings(strategy="checkpoint")
 
             # The jobs call a model that answers nothing usable, so they keep their deterministic
             # pass while the tokens their prompts would cost are counted.

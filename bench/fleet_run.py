@@ -138,3 +138,21 @@ def container_memory(prefix: str) -> list[float]:
 def load_average() -> str:
     """The 1, 5 and 15-minute load averages."""
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def docker_container_cpu_s(prefix: str) -> float:
+    """CPU seconds of every container named `prefix`*, from its cgroup (docker runtime)."""
+    out = subprocess.run(
+        ["docker", "ps", "-q", "--no-trunc", "--filter", f"name={prefix}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    total = 0.0
+    for cid in out:
+        for stat in Path("/sys/fs/cgroup").glob(f"**/*{cid}*/cpu.stat"):
+            for line in stat.read_text().splitlines():
+                if line.startswith("usage_usec"):
+                    total += int(line.split()[1]) / 1e6
+            break
+    return total
