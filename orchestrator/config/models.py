@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import Annotated, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, Self
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -398,8 +400,18 @@ class FleetConfig(Strict):
         embedding = self.llm.embedding
         if "model" in embedding.model_fields_set:
             return embedding.model
-        chat_models = {model for name in self.agents for model in self.allowed_models(name)}
-        return TEST_MODEL if chat_models <= {TEST_MODEL} else None
+        return TEST_MODEL if self.chat_models <= {TEST_MODEL} else None
+
+    @functools.cached_property
+    def chat_models(self) -> frozenset[str]:
+        """Every model some agent may call. Kept once computed (the config is frozen): it is asked
+        for per agent and per request, and walking every agent each time is quadratic in N."""
+        return frozenset(model for name in self.agents for model in self.allowed_models(name))
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        copied = super().model_copy(update=update, deep=deep)
+        copied.__dict__.pop("chat_models", None)  # computed from the fields the update may change
+        return copied
 
     def allowed_models(self, name: str) -> list[str]:
         found = [self.model_of(name), self.heartbeat_model_of(name), self.llm.fallback_model]

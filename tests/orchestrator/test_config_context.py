@@ -12,6 +12,7 @@ from agent_runtime.protocol import ContextStrategy
 from orchestrator.agent_session import runtime_config
 from orchestrator.config.fleet import ConfigError
 from orchestrator.config.loader import load_fleet
+from orchestrator.config.models import FleetConfig
 from orchestrator.config.settings import container_hash
 
 FLEET = """\
@@ -72,3 +73,12 @@ def test_bad_context_settings_are_refused_with_their_path(
     with pytest.raises(ConfigError) as info:
         load_fleet(_write(tmp_path, FLEET.replace(old, new)), contracts=False)
     assert any(where in str(problem) for problem in info.value.problems), info.value.problems
+
+
+def test_the_chat_models_kept_by_a_config_follow_a_copy_that_changes_its_agents() -> None:
+    config = FleetConfig.model_validate({"fleet": "f", "agents": {"a": {"role": "r"}}})
+    assert config.embedding_model() == "test" and config.chat_models == {"test"}
+    agents = {"a": config.agents["a"].model_copy(update={"model": "gpt-4o-mini"})}
+    changed = config.model_copy(update={"agents": agents})
+    assert changed.chat_models == {"gpt-4o-mini"} and changed.embedding_model() is None
+    assert config.chat_models == {"test"}
