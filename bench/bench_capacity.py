@@ -30,7 +30,6 @@ figures comparable. `--runtime docker` measures the container runtime for the si
 from __future__ import annotations
 
 import argparse
-import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -43,12 +42,14 @@ from bench.fleet_run import (
     READY_LINE,
     Answers,
     agent_names,
+    cpu_seconds,
     docker_container_cpu_s,
     fleet_yaml,
     flotilla,
     load_average,
     send,
     start_up,
+    stat_fields,
     wait_endpoint,
 )
 from orchestrator.cli.client import ApiClient
@@ -63,21 +64,9 @@ IDLE_WINDOW_S = 30.0
 SWEEP_S = 0.2
 QUEUE_CLIENTS = 8
 TIMEOUT_S = 900.0
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 # --- /proc readings --------------------------------------------------------------------------
-
-
-def _stat_fields(pid: int) -> list[str]:
-    """Fields of /proc/<pid>/stat after the command name (field 3 onwards)."""
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process, all its threads (fields 14 and 15)."""
-    fields = _stat_fields(pid)
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
 def rss_mib(pid: int) -> float:
@@ -101,7 +90,7 @@ def descendants(root: int) -> list[int]:
         if not entry.name.isdigit():
             continue
         try:
-            parents[int(entry.name)] = int(_stat_fields(int(entry.name))[1])
+            parents[int(entry.name)] = int(stat_fields(int(entry.name))[1])
         except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
             continue
     found: list[int] = []

@@ -9,17 +9,22 @@ One run per N:
   returned, and when the last agent had answered its message (the item's result is stored).
 - The baseline: `docker run -d` of N containers from the base image the agent image is built
   on (`sleep`, no network), one after the other as a shell loop would, until the last returns.
+- CPU: what the agents' containers (their cgroups), the orchestrator and the engine's daemons
+  used until the last answer; their sum over the machine's cores is the shortest start this
+  work allows here, whatever the order.
 - Memory: what `docker stats` reports per agent container once all have answered (the worker,
   model client and memory store are loaded then; see bench_idle for what an agent gives back).
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import tempfile
 import time
 from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.fleet_run import (
@@ -28,6 +33,9 @@ from bench.fleet_run import (
     Answers,
     agent_names,
     container_memory,
+    cpu_seconds,
+    docker_container_cpu_s,
+    engine_cpu_s,
     fleet_yaml,
     flotilla,
     send,
@@ -37,6 +45,24 @@ from bench.fleet_run import (
 from orchestrator.cli.client import ApiClient
 
 Row = dict[str, str]
+CORES = os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class StartCpu:
+    """CPU seconds spent from the command until every agent answered. The engine's figure is all
+    of its work on this machine in that time (other containers' included), the runc and hook
+    processes it starts are not counted."""
+
+    agents: float
+    orchestrator: float
+    engine: float
+
+    @property
+    def total(self) -> float:
+        return self.agents + self.orchestrator + self.engine
+
+
 BASE_IMAGE = "flotilla/base:bookworm"
 TARGETS = {1: "", 10: "<= 4 s", 50: "<= 20 s"}
 
@@ -63,6 +89,7 @@ def measure(n: int) -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="flotilla-bench-") as tmp:
         folder = Path(tmp)
         (folder / "fleet.yaml").write_text(fleet_yaml(n, name))
+        engine_before = engine_cpu_s()
         started = time.monotonic()
         deadline = started + TIMEOUT_S
         up = start_up(folder)
@@ -72,6 +99,11 @@ def measure(n: int) -> list[Row]:
                 items = {agent: send(client, agent, f"hello {agent}") for agent in agents}
                 answers = Answers(started)
                 answers.wait(client, items, deadline)
+            cpu = StartCpu(
+                agents=docker_container_cpu_s(f"flotilla-{name}-"),
+                orchestrator=cpu_seconds(endpoint.pid),
+                engine=engine_cpu_s() - engine_before,
+            )
             out, err = up.communicate(timeout=TIMEOUT_S)
             if up.returncode != 0:
                 raise RuntimeError(f"up failed: {err.strip() or out.strip()}")
@@ -99,6 +131,15 @@ def measure(n: int) -> list[Row]:
         ),
         row(f"bare `docker run -d` x{n} from {BASE_IMAGE}, one after the other", f"{bare_s:.2f} s"),
         row("every agent answered / bare docker run -d", f"{answered_s / bare_s:.1f}x"),
+        row(
+            "CPU until every agent answered: agents (cgroups) / orchestrator / engine (dockerd, containerd)",
+            f"{cpu.agents:.1f} / {cpu.orchestrator:.1f} / {cpu.engine:.1f} CPU s",
+        ),
+        row(
+            f"  per agent: its own / the orchestrator's / the engine's; all of it over {CORES} cores",
+            f"{cpu.agents / n * 1000:.0f} / {cpu.orchestrator / n * 1000:.0f} / {cpu.engine / n * 1000:.0f} ms;"
+            f" {cpu.total / CORES:.2f} s",
+        ),
         row(
             "memory per agent after its first message, median / max (docker stats)",
             f"{statistics.median(memory):.1f} / {max(memory):.1f} MiB",

@@ -3,6 +3,7 @@ in a subprocess, operator messages through the API, and `docker stats` readings.
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import subprocess
@@ -155,4 +156,31 @@ def docker_container_cpu_s(prefix: str) -> float:
                 if line.startswith("usage_usec"):
                     total += int(line.split()[1]) / 1e6
             break
+    return total
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+ENGINE_PID_FILES = ("/var/run/docker.pid", "/var/run/docker/containerd/containerd.pid")
+
+
+def stat_fields(pid: int) -> list[str]:
+    """Fields of /proc/<pid>/stat after the command name (field 3 onwards)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process, all its threads (fields 14 and 15)."""
+    fields = stat_fields(pid)
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def engine_cpu_s() -> float:
+    """CPU seconds this machine's Docker engine daemons have used (their own threads, not the
+    containers'), read from their pid files: engines nested in containers are not counted."""
+    total = 0.0
+    for pid_file in ENGINE_PID_FILES:
+        try:
+            total += cpu_seconds(int(Path(pid_file).read_text().strip()))
+        except (OSError, ValueError):
+            continue
     return total
