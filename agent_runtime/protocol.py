@@ -52,6 +52,9 @@ AGENT_API_PREFIX = "/agent/v1"
 # Sent with each model call an agent makes for a run: the gateway's ledger keeps it, and the
 # run record then carries the settled tokens, cost and answering model of that run's calls.
 RUN_HEADER = "x-flotilla-run"
+# One per logical model call, the same when the agent makes that call again after its reply
+# stream broke: the gateway answers a settled call from its record and never charges it twice.
+IDEMPOTENCY_HEADER = "Idempotency-Key"
 
 
 def utcnow() -> datetime:
