@@ -70,9 +70,10 @@ class AgentProcess:
     def _check_storage(self) -> None:
         """Leftover temp files removed; a damaged memory.db set aside, reported and shown in ps."""
         check = check_own_storage(self.settings.data_dir)
+        if check.fresh_store is not None:
+            self.state.memory_problem = check.fresh_store.describe()
         if check.memory_problem is None:
             return
-        self.state.memory_problem = f"damaged at start ({check.memory_problem}); kept as {check.kept_aside}"
         event = AgentEvent(
             type=MEMORY_DAMAGED_EVENT, data={"problem": check.memory_problem, "kept_aside": check.kept_aside}
         )

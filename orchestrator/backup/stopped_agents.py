@@ -16,12 +16,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent_runtime.protocol import AgentOp, SnapshotChunk, SnapshotListing
-from agent_runtime.workspace.snapshot import CHUNK_BYTES
 from orchestrator.backends.base import Backend, BackendError, StoppedStorage, UnitInfo
 from orchestrator.backup.snapshot import Model, SnapshotFailed, fetch_snapshot
 
-# A chunk line: CHUNK_BYTES of data in base64 (4/3) plus its JSON frame.
-LINE_MAX = 2 * CHUNK_BYTES
+# A chunk line: at most 1 MiB of data (the snapshot's chunk size) in base64 plus its JSON frame.
+LINE_MAX = 2 * 1024 * 1024
 
 
 class StreamedSnapshot:

@@ -42,7 +42,9 @@ def stopped_backup(
     old, new = tmp_path / "old", tmp_path / "new"
     old.mkdir()
     shutil.copytree(REPO / "examples", old / "examples")
-    (old / "fleet.yaml").write_text((REPO / "fleet.yaml").read_text().replace("fleet: demo", f"fleet: {fleet}"))
+    (old / "fleet.yaml").write_text(
+        (REPO / "fleet.yaml").read_text().replace("fleet: demo", f"fleet: {fleet}")
+    )
     facts: dict[str, Any] = {"old": old, "new": new, "archive": tmp_path / "fleet.tar"}
     try:
         up(old, agent_image.tag)
