@@ -30,7 +30,7 @@ from agent_runtime.protocol import (
 from agent_runtime.transport.boot import GONE, Backoff
 from agent_runtime.transport.checkin import CheckInThread
 from agent_runtime.transport.client import OrchestratorClient
-from agent_runtime.transport.errors import OrchestratorError, OrchestratorRefused
+from agent_runtime.transport.errors import OrchestratorError, OrchestratorRefused, OrchestratorStorageFull
 from agent_runtime.workspace.versioned import (
     CAPS,
     Author,
@@ -133,6 +133,10 @@ class AgentProcess:
             if refused.status == 422:
                 raise InvalidContent(name, str(refused)) from None
             raise WorkspaceError(str(refused)) from None
+        except OrchestratorStorageFull as full:
+            raise WorkspaceError(
+                f"{name} was not written: the orchestrator's disk is full: {full.message}"
+            ) from None
         except OrchestratorError as failed:
             raise WorkspaceError(
                 f"{name} was not written: the orchestrator cannot be reached ({failed})"
