@@ -100,4 +100,11 @@ class StoppedSnapshots:
             problem = await asyncio.to_thread(run.finish)
         if problem is not None:
             raise SnapshotFailed(f"agent {agent} does not run and {problem}")
+        after = (await asyncio.to_thread(self._units)).get(agent)
+        if after is not None and after.state == "running":
+            # Started (by the supervisor, or the operator) while its files were read: they may
+            # have changed under the copy.
+            raise SnapshotFailed(
+                f"agent {agent} started while its stopped storage was read; back it up again"
+            )
         return listing

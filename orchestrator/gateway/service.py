@@ -59,6 +59,9 @@ log = logging.getLogger(__name__)
 
 # Reserved for a reply when the request sets no max_tokens; settled to the real figure after.
 DEFAULT_OUTPUT_ESTIMATE = 256
+# How long a call made again waits for the same call still in flight (a stream that was never
+# read is never settled; the copy then goes ahead as a new call).
+IN_FLIGHT_WAIT_S = 120.0
 T = TypeVar("T")
 
 
@@ -338,7 +341,10 @@ class Gateway:
         call is then made). A call with this key still in flight is waited for first."""
         in_flight = self._in_flight.get((agent, key))
         if in_flight is not None:
-            await in_flight.wait()
+            try:
+                await asyncio.wait_for(in_flight.wait(), IN_FLIGHT_WAIT_S)
+            except TimeoutError:
+                log.warning("model call of %s with key %s is still in flight; making it again", agent, key)
         found = self.settled.find(agent, key, self._clock())
         if found is None:
             return None

@@ -159,3 +159,21 @@ def test_what_the_run_writes_is_checked(tmp_path: Path, output: bytes, problem: 
         asyncio.run(stopped.fetch("beta", tmp_path / "into"))
     assert run.finished
     assert not (tmp_path / "etc").exists()
+
+
+def test_an_agent_that_starts_during_its_snapshot_is_incomplete(tmp_path: Path) -> None:
+    sources, agents = make_fleet(tmp_path)
+    agents.silent.add("beta")
+    states = iter(["exited", "running"])  # before the snapshot run, after it
+
+    def units() -> dict[str, UnitInfo]:
+        return {"beta": unit("beta", next(states))}
+
+    stopped = StoppedSnapshots(
+        ProcessBackend(tmp_path / "state"),
+        units,
+        lambda agent: StoppedStorage("demo", agent, "unused", tmp_path / "volumes" / agent),
+    )
+    result = asyncio.run(take_backup(sources, agents, tmp_path / "backup.tar", stopped=stopped))
+    [beta] = [a for a in result.agents if a.name == "beta"]
+    assert not beta.complete and "started while its stopped storage was read" in (beta.problem or "")

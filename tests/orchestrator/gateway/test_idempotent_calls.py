@@ -5,6 +5,8 @@ ledger charges it once, across an orchestrator restart, streamed or not. Keys ar
 from __future__ import annotations
 
 import json
+import threading
+import time
 from typing import Any
 
 import httpx
@@ -147,3 +149,25 @@ def test_a_failed_call_keeps_no_answer_and_is_made_again(launch: Launch) -> None
     assert refused.status_code >= 400
     assert _post(orch, "alice", "k-err").json()["choices"][0]["message"]["content"] == "now it works"
     assert [row[0] for row in _charged(orch, "alice")] == ["ok", "error"]
+
+
+def test_a_copy_sent_while_the_call_is_in_flight_waits_for_it(launch: Launch) -> None:
+    orch = launch(FLEET)
+    orch.upstream.script(Reply.say("Paris, once"))
+    orch.upstream.hold()
+    answers: list[str] = []
+
+    def call() -> None:
+        answers.append(_post(orch, "alice", "in-flight").json()["choices"][0]["message"]["content"])
+
+    first = threading.Thread(target=call)
+    first.start()
+    assert orch.upstream.wait_for_requests(1)
+    second = threading.Thread(target=call)
+    second.start()
+    time.sleep(0.3)  # lets the copy reach the gateway while the first call is held (either way: one charge)
+    orch.upstream.release()
+    first.join(30)
+    second.join(30)
+    assert answers == ["Paris, once", "Paris, once"]
+    assert len(orch.upstream.chat_requests()) == 1 and len(_charged(orch, "alice")) == 1
