@@ -92,7 +92,7 @@ class OrchestratorServer:
                     services.paths,
                     services.asker,
                     services.events.publish,
-                    stopped_snapshots(services.manager, services.backend, services.paths),
+                    stopped_snapshots(services.manager, services.backend, services.paths, services.controls),
                 ).run(),
                 name="backups",
             ),

@@ -177,6 +177,8 @@ async def _stage_agent(
     own_root = staging / own_prefix(agent)
     taken_stopped = False
     try:
+        if stopped is not None and await stopped.kept_stopped(agent):
+            raise SnapshotFailed(f"agent {agent} is stopped by the operator")
         listing = await fetch_snapshot(ask, agent, own_root)
     except SnapshotFailed as failed:
         shutil.rmtree(own_root, ignore_errors=True)

@@ -14,6 +14,7 @@ from orchestrator.backup.archive import FleetSources
 from orchestrator.backup.schedule import ScheduledBackups
 from orchestrator.backup.snapshot import AskAgent, Model, SnapshotFailed
 from orchestrator.backup.stopped_agents import StoppedSnapshots
+from orchestrator.controls import Controls
 from orchestrator.errors import Refused
 from orchestrator.fleet_manager import FleetManager
 from orchestrator.fleet_view import FleetView
@@ -39,7 +40,9 @@ def channel_asker(asker: AgentAsker) -> AskAgent:
     return ask
 
 
-def stopped_snapshots(manager: FleetManager, backend: Backend, paths: StatePaths) -> StoppedSnapshots:
+def stopped_snapshots(
+    manager: FleetManager, backend: Backend, paths: StatePaths, controls: Controls
+) -> StoppedSnapshots:
     """Snapshots of agents that do not run, by the runtime, from the agent's image."""
 
     def storage_of(agent: str) -> StoppedStorage:
@@ -47,7 +50,7 @@ def stopped_snapshots(manager: FleetManager, backend: Backend, paths: StatePaths
             fleet=manager.fleet.name, agent=agent, image=manager.image, data_dir=paths.agent_storage(agent)
         )
 
-    return StoppedSnapshots(backend, manager.units_by_agent, storage_of)
+    return StoppedSnapshots(backend, manager.units_by_agent, storage_of, controls.stopped)
 
 
 def scheduled_backups(

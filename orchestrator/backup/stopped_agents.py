@@ -79,10 +79,20 @@ class StoppedSnapshots:
         backend: Backend,
         units: Callable[[], dict[str, UnitInfo]],
         storage_of: Callable[[str], StoppedStorage],
+        stopped_by_operator: Callable[[], frozenset[str]] = frozenset,
     ) -> None:
         self._backend = backend
         self._units = units
         self._storage_of = storage_of
+        self._stopped_by_operator = stopped_by_operator
+
+    async def kept_stopped(self, agent: str) -> bool:
+        """The operator stopped it and its unit does not run: nothing will start it during its
+        snapshot, and there is no channel to wait for."""
+        if agent not in self._stopped_by_operator():
+            return False
+        unit = (await asyncio.to_thread(self._units)).get(agent)
+        return unit is None or unit.state != "running"
 
     async def fetch(self, agent: str, into: Path) -> SnapshotListing | None:
         """The agent's own files under `into`, checked; None when its unit runs (it is then not

@@ -49,7 +49,9 @@ async def backup(body: BackupRequest, _: OperatorDep, services: ServicesDep) -> 
                 output,
                 only_agent=body.agent,
                 progress=progress.put_nowait,
-                stopped=stopped_snapshots(services.manager, services.backend, services.paths),
+                stopped=stopped_snapshots(
+                    services.manager, services.backend, services.paths, services.controls
+                ),
             )
             return _event("result", result.model_dump())
         except (BackupRefused, OSError) as failed:

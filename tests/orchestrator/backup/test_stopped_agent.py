@@ -177,3 +177,18 @@ def test_an_agent_that_starts_during_its_snapshot_is_incomplete(tmp_path: Path) 
     result = asyncio.run(take_backup(sources, agents, tmp_path / "backup.tar", stopped=stopped))
     [beta] = [a for a in result.agents if a.name == "beta"]
     assert not beta.complete and "started while its stopped storage was read" in (beta.problem or "")
+
+
+def test_an_agent_stopped_by_the_operator_is_not_asked_over_its_channel(tmp_path: Path) -> None:
+    sources, agents = make_fleet(tmp_path)
+    stopped = StoppedSnapshots(
+        ProcessBackend(tmp_path / "state"),
+        lambda: {"beta": unit("beta", "exited")},
+        lambda agent: StoppedStorage("demo", agent, "unused", tmp_path / "volumes" / agent),
+        lambda: frozenset({"beta"}),
+    )
+    result = asyncio.run(take_backup(sources, agents, tmp_path / "backup.tar", stopped=stopped))
+    assert [(a.name, a.complete, a.stopped) for a in result.agents] == [
+        ("alpha", True, False),
+        ("beta", True, True),
+    ]
