@@ -41,6 +41,7 @@ from orchestrator.backends.base import (
     UnitInfo,
     UnitState,
 )
+from orchestrator.state.cleanup import BACKUP_STAGING_PREFIX
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 _PASSTHROUGH_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
@@ -155,7 +156,7 @@ class ProcessBackend(Backend):
         return self._info(record)
 
     def snapshot_stopped(self, storage: StoppedStorage) -> SnapshotRun:
-        return ProcessSnapshotRun(self._python, storage, self._units / ".snapshots")
+        return ProcessSnapshotRun(self._python, storage, self._units)
 
     def exec(self, unit_id: str, command: builtins.list[str]) -> tuple[int, str]:
         record = self._load(unit_id)
@@ -305,7 +306,10 @@ class ProcessSnapshotRun(SnapshotRun):
         if not storage.data_dir.is_dir():
             raise BackendError(f"agent {storage.agent} has no storage yet ({storage.data_dir})")
         scratch_root.mkdir(parents=True, exist_ok=True)
-        self._scratch = Path(tempfile.mkdtemp(prefix=f"snapshot-{storage.agent}-", dir=scratch_root))
+        # Named like a backup's staging folder: one left by a kill is removed at the next start.
+        self._scratch = Path(
+            tempfile.mkdtemp(prefix=f"{BACKUP_STAGING_PREFIX}{storage.agent}-", dir=scratch_root)
+        )
         env = {key: os.environ[key] for key in _PASSTHROUGH_ENV if key in os.environ}
         try:
             self._process = subprocess.Popen(

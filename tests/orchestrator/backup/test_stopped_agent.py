@@ -98,7 +98,7 @@ def test_a_stopped_agent_is_backed_up_from_its_storage_and_verifies(tmp_path: Pa
         assert db.execute("SELECT COUNT(*) FROM facts").fetchone()[0] == 50  # the WAL's facts too
     learned = restored / "agents" / "beta" / "own" / "workspace" / "learnings" / "errors.md"
     assert learned.read_text() == "- a tool failed\n"
-    assert not list((tmp_path / "state" / "units" / ".snapshots").iterdir())  # scratch removed
+    assert not list((tmp_path / "state" / "units").glob(".flotilla-backup-*"))  # scratch removed
 
 
 def test_an_agent_whose_unit_runs_but_does_not_answer_stays_incomplete(tmp_path: Path) -> None:
