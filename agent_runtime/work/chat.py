@@ -47,7 +47,8 @@ class ChatError(RuntimeError):
 
 class StreamBroken(ChatError):
     """The reply stream ended before its end: the gateway went away during the call. The call
-    may be made again; the ledger settled (or, after a restart, recovered) the cut one by itself."""
+    may be made again with the same idempotency key: one the gateway had settled is answered from
+    its record, not charged twice; a cut one the ledger settled (or recovered) by itself."""
 
 
 def error_text(response: httpx.Response) -> str:
