@@ -52,6 +52,9 @@ AGENT_API_PREFIX = "/agent/v1"
 # Sent with each model call an agent makes for a run: the gateway's ledger keeps it, and the
 # run record then carries the settled tokens, cost and answering model of that run's calls.
 RUN_HEADER = "x-flotilla-run"
+# One per logical model call, the same when the agent makes that call again after its reply
+# stream broke: the gateway answers a settled call from its record and never charges it twice.
+IDEMPOTENCY_HEADER = "Idempotency-Key"
 
 
 def utcnow() -> datetime:
@@ -586,12 +589,21 @@ class AgentOp(StrEnum):
     MEMORY_RESOLVE = "memory.resolve"
     MEMORY_JOBS = "memory.jobs"  # {} -> MemoryJobs: run records and checkpoints
     MEMORY_RUN = "memory.run"  # {"job": name} -> MemoryJobRun: the job run now
+    # {} -> FreshStoreAccepted: keep the store that replaced a damaged memory.db
+    MEMORY_ACCEPT_FRESH = "memory.accept_fresh"
     FILES_LIST = "files.list"  # {"folder": "learnings"} -> FileListing
     FILES_READ = "files.read"  # {"path": "learnings/x.md", "limit": n} -> FileText
     HISTORY_READ = "history.read"  # TranscriptQuery -> TranscriptPage (agent_runtime.workspace.transcript)
     SNAPSHOT_TAKE = "snapshot.take"  # -> SnapshotListing (agent_runtime.workspace.snapshot)
     SNAPSHOT_READ = "snapshot.read"  # {"path": p, "offset": n} -> SnapshotChunk
     SNAPSHOT_DROP = "snapshot.drop"  # -> {"dropped": bool}
+
+
+class FreshStoreAccepted(WireModel):
+    """The operator kept the store that replaced a damaged memory.db; `accepted` is false when
+    the agent's store was not such a store. Full (hybrid) search from the agent's next start."""
+
+    accepted: bool
 
 
 class MemoryJobRun(WireModel):

@@ -20,7 +20,7 @@ import uvicorn
 from orchestrator.alerts import AlertDispatcher, AlertStore
 from orchestrator.api.app import create_app
 from orchestrator.api.operator.events import close_streams
-from orchestrator.backup.fleet_backups import scheduled_backups
+from orchestrator.backup.fleet_backups import scheduled_backups, stopped_snapshots
 from orchestrator.broker.repair import keep_messages_in_step
 from orchestrator.listeners import Listeners
 from orchestrator.reconcile import ApplyResult
@@ -88,7 +88,11 @@ class OrchestratorServer:
             asyncio.create_task(alerts.run(), name="alerts"),
             asyncio.create_task(
                 scheduled_backups(
-                    services.fleet_view, services.paths, services.asker, services.events.publish
+                    services.fleet_view,
+                    services.paths,
+                    services.asker,
+                    services.events.publish,
+                    stopped_snapshots(services.manager, services.backend, services.paths, services.controls),
                 ).run(),
                 name="backups",
             ),

@@ -22,6 +22,7 @@ TABLE_OWNERS: dict[str, frozenset[str]] = {
     "broker_messages": frozenset({"orchestrator.broker.messages"}),
     "events": frozenset({"orchestrator.events"}),
     "gateway_budget_alerts": frozenset({"orchestrator.gateway.budget"}),
+    "gateway_settled_answers": frozenset({"orchestrator.gateway.settled_answers"}),
     "gateway_spend_daily": frozenset({"orchestrator.gateway.ledger"}),
     "gateway_usage": frozenset({"orchestrator.gateway.ledger"}),
     "heartbeat_files": frozenset({"orchestrator.scheduler.store"}),

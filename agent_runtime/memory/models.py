@@ -151,6 +151,9 @@ class MemoryStatus(BaseModel):
     consecutive_failures: int = 0
     next_retry_in_s: float | None = None
     last_error: str | None = None
+    damaged: str | None = None
+    """Set while the store is the fresh one that replaced a damaged memory.db: when, what was
+    wrong, where the damaged file is kept (keyword-only until the operator acts)."""
 
 
 class MemoryConfig(BaseModel):

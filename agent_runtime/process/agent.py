@@ -30,7 +30,7 @@ from agent_runtime.protocol import (
 from agent_runtime.transport.boot import GONE, Backoff
 from agent_runtime.transport.checkin import CheckInThread
 from agent_runtime.transport.client import OrchestratorClient
-from agent_runtime.transport.errors import OrchestratorError, OrchestratorRefused
+from agent_runtime.transport.errors import OrchestratorError, OrchestratorRefused, OrchestratorStorageFull
 from agent_runtime.workspace.versioned import (
     CAPS,
     Author,
@@ -70,9 +70,10 @@ class AgentProcess:
     def _check_storage(self) -> None:
         """Leftover temp files removed; a damaged memory.db set aside, reported and shown in ps."""
         check = check_own_storage(self.settings.data_dir)
+        if check.fresh_store is not None:
+            self.state.memory_problem = check.fresh_store.describe()
         if check.memory_problem is None:
             return
-        self.state.memory_problem = f"damaged at start ({check.memory_problem}); kept as {check.kept_aside}"
         event = AgentEvent(
             type=MEMORY_DAMAGED_EVENT, data={"problem": check.memory_problem, "kept_aside": check.kept_aside}
         )
@@ -132,6 +133,10 @@ class AgentProcess:
             if refused.status == 422:
                 raise InvalidContent(name, str(refused)) from None
             raise WorkspaceError(str(refused)) from None
+        except OrchestratorStorageFull as full:
+            raise WorkspaceError(
+                f"{name} was not written: the orchestrator's disk is full: {full.message}"
+            ) from None
         except OrchestratorError as failed:
             raise WorkspaceError(
                 f"{name} was not written: the orchestrator cannot be reached ({failed})"

@@ -38,12 +38,17 @@ from agent_runtime.protocol import (
     ChannelReply,
     ErrorBody,
 )
-from agent_runtime.transport.errors import OrchestratorRefused, OrchestratorUnavailable
+from agent_runtime.transport.errors import (
+    OrchestratorRefused,
+    OrchestratorStorageFull,
+    OrchestratorUnavailable,
+)
 
 log = logging.getLogger(__name__)
 
 TokenSource = Callable[[], str]
 CONNECT_TIMEOUT_S = 5.0
+INSUFFICIENT_STORAGE = 507
 CLOSE_TIMEOUT_S = 1.0
 # Frames are small JSON documents; an inbox item with a large input is the biggest.
 MAX_FRAME_BYTES = DEFAULT_MAX_FRAME_BYTES
@@ -114,6 +119,8 @@ class AgentChannel:
             with self._lock:
                 self._pending.pop(frame.id, None)
             raise OrchestratorUnavailable(f"channel: no reply within {timeout_s:g}s") from None
+        if reply.status == INSUFFICIENT_STORAGE:
+            raise OrchestratorStorageFull(_error_body(reply).message)
         if reply.status >= 500:
             raise OrchestratorUnavailable(f"channel: {_describe(reply)}")
         if reply.status >= 400:

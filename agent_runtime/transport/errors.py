@@ -18,3 +18,12 @@ class OrchestratorRefused(OrchestratorError):
         self.status = status
         self.code = code
         super().__init__(f"HTTP {status} {code}: {message}")
+
+
+class OrchestratorStorageFull(OrchestratorUnavailable):
+    """A 507: the orchestrator's disk is full; the message names the path and the free bytes.
+    Worth retrying once the operator has freed space."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        super().__init__(f"HTTP 507 insufficient_storage: {message}")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from agent_runtime.process.settings import Settings
+from agent_runtime.process.storage_check import accept_fresh_store, fresh_store_of
 from agent_runtime.protocol import (
     AgentOp,
     AgentRequest,
@@ -27,6 +28,7 @@ from agent_runtime.protocol import (
     FileEntry,
     FileListing,
     FileText,
+    FreshStoreAccepted,
     WorkspaceCopy,
 )
 from agent_runtime.workspace.files import FileAccessError, PathEscape, SymlinkRefused, WorkspaceFiles
@@ -94,6 +96,9 @@ class AgentService:
                 return 200, serve_transcript(self.settings.data_dir, request.body)
             if request.op in SNAPSHOT_OPS:
                 return self._snapshot(request)
+            if request.op == AgentOp.MEMORY_ACCEPT_FRESH:
+                accepted = accept_fresh_store(self.settings.data_dir / MEMORY_DB)
+                return 200, FreshStoreAccepted(accepted=accepted).model_dump()
             return self._memory(request)
         except (ValueError, TypeError) as bad:  # pydantic's ValidationError included
             return refusal(422, "invalid_request", f"{request.op.value}: {bad}")
@@ -167,6 +172,8 @@ class AgentService:
             with self._store() as store:
                 if request.op in (AgentOp.MEMORY_JOBS, AgentOp.MEMORY_RUN):
                     return 200, self._jobs(store, request.op, request.body)
+                if request.op == AgentOp.MEMORY_STATUS:
+                    return 200, self._status(store)
                 return 200, _memory_op(store, request.op, request.body)
         except (FactNotFound, ContradictionNotFound, UnknownJob) as gone:
             return refusal(404, "not_found", str(gone))
@@ -176,6 +183,14 @@ class AgentService:
             return refusal(422, "invalid_request", str(bad))
         except (sqlite.Error, sqlite.SqliteVecUnavailable) as failed:
             return refusal(503, "unavailable", f"the memory store is busy or unreadable: {failed}")
+
+    def _status(self, store: MemoryStore) -> Any:
+        """The store's figures, and why it is keyword-only when it replaced a damaged one."""
+        status = store.status()
+        fresh = fresh_store_of(self.settings.data_dir / MEMORY_DB)
+        if fresh is not None:
+            status.damaged = fresh.describe()
+        return _dump(status)
 
     def _jobs(self, store: MemoryStore, op: AgentOp, body: dict[str, Any]) -> Any:
         """Run records and checkpoints of the memory jobs, or one job run now."""
@@ -213,13 +228,13 @@ class AgentService:
         from agent_runtime.memory.factlog import FactLog
         from agent_runtime.memory.models import MemoryConfig
         from agent_runtime.memory.store import MemoryStore
-        from agent_runtime.work.memory_bridge import DEFAULT_DIMENSIONS, gateway_embedder
+        from agent_runtime.work.memory_bridge import DEFAULT_DIMENSIONS, memory_embedder
 
         config = self._config()
         embedder: GatewayEmbedder | None = None
         dimensions, model = DEFAULT_DIMENSIONS, None
         if config is not None:
-            embedder, dimensions = gateway_embedder(self.settings, config, self._token)
+            embedder, dimensions = memory_embedder(self.settings, config, self._token)
             model = config.embedding_model if embedder is not None else None
         store = MemoryStore(
             self.settings.data_dir / MEMORY_DB,

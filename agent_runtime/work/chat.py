@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import httpx
 
+from agent_runtime.protocol import IDEMPOTENCY_HEADER
 from agent_runtime.transport.http import CONNECT_TIMEOUT_S, no_delay_transport
 
 # A model may think for minutes before its first token.
@@ -34,13 +36,19 @@ OUTAGE_WAIT_S = 90.0
 OUTAGE_DELAY_MAX_S = 5.0
 
 
+def new_call_key() -> str:
+    """The idempotency key of one logical model call (sent again with each try of that call)."""
+    return uuid.uuid4().hex
+
+
 class ChatError(RuntimeError):
     """The model call failed; the text is the gateway's message when it sent one."""
 
 
 class StreamBroken(ChatError):
     """The reply stream ended before its end: the gateway went away during the call. The call
-    may be made again; the ledger settled (or, after a restart, recovered) the cut one by itself."""
+    may be made again with the same idempotency key: one the gateway had settled is answered from
+    its record, not charged twice; a cut one the ledger settled (or recovered) by itself."""
 
 
 def error_text(response: httpx.Response) -> str:
@@ -131,7 +139,11 @@ class ChatClient:
 
     @contextmanager
     def _open(self, request: dict[str, Any], headers: dict[str, str] | None) -> Iterator[httpx.Response]:
-        response = self._send(json.dumps(request).encode(), headers or {})
+        """A caller that may make the call again passes its own key in `headers`; otherwise
+        the call gets one here, shared by the retries below."""
+        response = self._send(
+            json.dumps(request).encode(), {IDEMPOTENCY_HEADER: new_call_key(), **(headers or {})}
+        )
         try:
             yield response
         finally:

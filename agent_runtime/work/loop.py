@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_runtime.protocol import RUN_HEADER, LoopLimits, RunOutcome, ToolCallRecord
+from agent_runtime.protocol import IDEMPOTENCY_HEADER, RUN_HEADER, LoopLimits, RunOutcome, ToolCallRecord
 from agent_runtime.tools.registry import ToolOutcome, ToolRegistry
-from agent_runtime.work.chat import ChatClient, ChatError, StreamBroken
+from agent_runtime.work.chat import ChatClient, ChatError, StreamBroken, new_call_key
 from agent_runtime.work.condense import CompletionFailed
 from agent_runtime.work.context import ContextManager
 from agent_runtime.work.prompt import StaticBlocks
@@ -209,9 +209,12 @@ class ToolLoop:
         tools: list[dict[str, Any]] | None,
         on_delta: DeltaSink,
     ) -> ModelReply:
+        # The same key on every try: a call the gateway settled before the stream broke is
+        # answered again from its record, not charged twice.
+        headers = {**self.tag.headers(), IDEMPOTENCY_HEADER: new_call_key()}
         for attempt in range(CALL_RETRIES + 1):
             try:
-                return _collect(self.client.stream(model, messages, tools, self.tag.headers()), on_delta)
+                return _collect(self.client.stream(model, messages, tools, headers), on_delta)
             except StreamBroken as broken:
                 # Cut by an orchestrator restart: made again, a bounded number of times.
                 if attempt == CALL_RETRIES:

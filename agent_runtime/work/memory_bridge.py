@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_runtime.process.settings import Settings
 from agent_runtime.process.state import MemoryMode
+from agent_runtime.process.storage_check import fresh_store_of
 from agent_runtime.protocol import AgentRuntimeConfig, InboxItem, ItemKind
 from agent_runtime.safety.redaction import redact
 from agent_runtime.tools.registry import Handler, Tool, ToolError
@@ -149,7 +150,7 @@ class MemoryBridge:
             log.warning("memory store unavailable (%s): facts go to MEMORY.md only", missing)
             return cls()
         workspace_root = settings.data_dir / "workspace"
-        embedder, dimensions = gateway_embedder(settings, config, token)
+        embedder, dimensions = memory_embedder(settings, config, token)
         try:
             store = MemoryStore(
                 settings.data_dir / MEMORY_DB,
@@ -189,6 +190,18 @@ class MemoryBridge:
             people=people,
             failures=(sqlite.Error, OSError, ValueError),
         )
+
+
+def memory_embedder(
+    settings: Settings, config: AgentRuntimeConfig, token: TokenSource
+) -> tuple[GatewayEmbedder | None, int]:
+    """The gateway embedder, except for a store that replaced a damaged one: that store is
+    searched by keyword only until the operator restores a backup or accepts it."""
+    fresh = fresh_store_of(settings.data_dir / MEMORY_DB)
+    if fresh is not None:
+        log.warning("memory.db %s", fresh.describe())
+        return None, DEFAULT_DIMENSIONS
+    return gateway_embedder(settings, config, token)
 
 
 def gateway_embedder(

@@ -9,6 +9,12 @@ hands the files over in capped chunks and deletes the snapshot when told.
     snapshot.take                        -> SnapshotListing
     snapshot.read {"path", "offset"}     -> SnapshotChunk (at most CHUNK_BYTES of data)
     snapshot.drop                        -> {"dropped": bool}
+
+An agent that is stopped cannot answer: the same code then runs without the agent, in a
+throwaway unit of the agent's image with its storage mounted read-only, and writes the whole
+snapshot to stdout as JSON lines (the listing, then each file's chunks in order):
+
+    python -m agent_runtime.workspace.snapshot DATA_DIR SCRATCH_DIR
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ import hashlib
 import os
 import shutil
 import sqlite3
+import sys
 from pathlib import Path
+from typing import BinaryIO
 
 from agent_runtime.protocol import AgentOp, SnapshotChunk, SnapshotFile, SnapshotListing
 
@@ -40,9 +48,12 @@ class SnapshotError(Exception):
 class Snapshots:
     """Takes, serves and drops the one snapshot of an agent's own storage."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, scratch: Path | None = None) -> None:
+        """`scratch`: where the snapshot is made when the storage is read-only (the agent is
+        stopped); by default a folder of the storage itself."""
         self.data_dir = data_dir
-        self.root = data_dir / SNAPSHOT_DIR
+        self.read_only = scratch is not None
+        self.root = scratch / "snapshot" if scratch is not None else data_dir / SNAPSHOT_DIR
 
     def take(self) -> SnapshotListing:
         self.drop()
@@ -79,6 +90,8 @@ class Snapshots:
         if not source_path.is_file() or source_path.is_symlink():
             return None
         target_path = self.root / MEMORY_DB
+        if self.read_only:
+            source_path = self._writable_copy(source_path)
         try:
             source = sqlite3.connect(source_path, timeout=30.0)
             try:
@@ -94,7 +107,21 @@ class Snapshots:
                 source.close()
         except sqlite3.DatabaseError as failed:
             raise SnapshotError(f"memory.db cannot be copied: {failed}") from None
+        finally:
+            if self.read_only:
+                shutil.rmtree(source_path.parent, ignore_errors=True)
         return str(row[0]) if row else None
+
+    def _writable_copy(self, source: Path) -> Path:
+        """memory.db and its WAL copied beside the snapshot: SQLite cannot open a WAL database
+        on a read-only mount, and the WAL may hold the last commits of an agent that crashed."""
+        copy = self.root.parent / "source" / MEMORY_DB
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        for suffix in ("", "-wal"):
+            original = source.with_name(source.name + suffix)
+            if original.is_file() and not original.is_symlink():
+                shutil.copyfile(original, copy.with_name(copy.name + suffix))
+        return copy
 
     def _folder(self, relative: str) -> None:
         source_root = self.data_dir / relative
@@ -131,3 +158,37 @@ class Snapshots:
         if not target.is_relative_to(self.root.resolve()) or not target.is_file():
             raise SnapshotError(f"{path!r} is not a file of the snapshot")
         return target
+
+
+def write_stream(snapshots: Snapshots, out: BinaryIO) -> None:
+    """The whole snapshot as JSON lines: the listing, then every file's chunks in order."""
+    listing = snapshots.take()
+    out.write(listing.model_dump_json().encode() + b"\n")
+    for entry in listing.files:
+        offset = 0
+        while True:
+            chunk = snapshots.read(entry.path, offset)
+            out.write(chunk.model_dump_json().encode() + b"\n")
+            offset += len(base64.b64decode(chunk.data))
+            if chunk.eof or not chunk.data:
+                break
+    out.flush()
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m agent_runtime.workspace.snapshot DATA_DIR SCRATCH_DIR", file=sys.stderr)
+        return 2
+    snapshots = Snapshots(Path(argv[0]), scratch=Path(argv[1]))
+    try:
+        write_stream(snapshots, sys.stdout.buffer)
+    except (SnapshotError, OSError) as failed:
+        print(f"snapshot failed: {failed}", file=sys.stderr)
+        return 1
+    finally:
+        snapshots.drop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from agent_runtime.protocol import RUN_HEADER, TokenCountRequest, TokenCountResult
+from agent_runtime.protocol import IDEMPOTENCY_HEADER, RUN_HEADER, TokenCountRequest, TokenCountResult
 from orchestrator.api.deps import AgentDep, ServicesDep
 from orchestrator.gateway.errors import GatewayError
 from orchestrator.gateway.models import (
@@ -26,6 +26,7 @@ from orchestrator.gateway.models import (
     ModelList,
 )
 from orchestrator.gateway.service import Gateway
+from orchestrator.gateway.settled_answers import usable_key
 from orchestrator.services import Services
 
 MODEL_HEADER = "x-flotilla-model"
@@ -56,14 +57,25 @@ def _run_id(request: Request) -> str | None:
 async def chat_completions(
     body: ChatCompletionRequest, request: Request, agent: AgentDep, services: ServicesDep
 ) -> Response:
+    stream_headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
     try:
         gateway = _gateway(services)
         run_id = _run_id(request)
+        key = usable_key(request.headers.get(IDEMPOTENCY_HEADER))
+        replay = await gateway.replay(agent.name, key, body) if key else None
+        if replay is not None:
+            if body.stream:
+                return StreamingResponse(
+                    iter(replay.events(body)),
+                    media_type="text/event-stream",
+                    headers={**stream_headers, MODEL_HEADER: replay.model},
+                )
+            return JSONResponse(replay.completion.wire(), headers={MODEL_HEADER: replay.model})
         if body.stream:
-            route, events = await gateway.open_stream(agent.name, body, run_id=run_id)
-            headers = {"cache-control": "no-cache", "x-accel-buffering": "no", MODEL_HEADER: route.model}
+            route, events = await gateway.open_stream(agent.name, body, run_id=run_id, key=key)
+            headers = {**stream_headers, MODEL_HEADER: route.model}
             return StreamingResponse(events, media_type="text/event-stream", headers=headers)
-        route, completion = await gateway.chat(agent.name, body, run_id=run_id)
+        route, completion = await gateway.chat(agent.name, body, run_id=run_id, key=key)
     except GatewayError as exc:
         return exc.response()
     return JSONResponse(completion.wire(), headers={MODEL_HEADER: route.model})

@@ -126,6 +126,30 @@ class UnitInfo:
     """The machine the unit runs on, for backends that span several."""
 
 
+@dataclass(frozen=True)
+class StoppedStorage:
+    """The storage of an agent whose unit does not run, and the image its code comes from."""
+
+    fleet: str
+    agent: str
+    image: str
+    data_dir: Path
+    """The host folder of backends that use one (the process runtime); Docker names a volume."""
+
+
+class SnapshotRun(abc.ABC):
+    """The agent's snapshot code run without the agent over its storage: the JSON lines it
+    writes (agent_runtime.workspace.snapshot), to be checked like an answer over the channel."""
+
+    @abc.abstractmethod
+    def blocks(self) -> Iterator[bytes]:
+        """Its output, in blocks of any size, until it ends."""
+
+    @abc.abstractmethod
+    def finish(self) -> str | None:
+        """Waits for the run to end and releases it; None when it ended well, else why not."""
+
+
 class Backend(abc.ABC):
     """create, start, stop, remove, inspect, logs and list by label."""
 
@@ -220,3 +244,9 @@ class Backend(abc.ABC):
     def storage_notes(self) -> dict[str, str]:
         """Agents whose storage has no quota although one was asked for, and why."""
         return {}
+
+    def snapshot_stopped(self, storage: StoppedStorage) -> SnapshotRun:
+        """Start the agent's snapshot code over the storage of an agent that does not run, in
+        the agent's own confinement (read-only storage, no network); a backend that cannot
+        says so."""
+        raise BackendError(f"the {self.name} runtime cannot snapshot the storage of a stopped agent")

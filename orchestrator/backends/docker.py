@@ -36,10 +36,13 @@ from orchestrator.backends.base import (
     BackendUnavailable,
     Health,
     NameConflict,
+    SnapshotRun,
+    StoppedStorage,
     UnitInfo,
     UnitState,
 )
 from orchestrator.backends.docker_listing import InspectCache
+from orchestrator.backends.docker_snapshot import DockerSnapshotRun
 from orchestrator.backends.docker_storage import TOKEN_TARGET, AgentVolumes
 from orchestrator.backends.firewall import FirewallError, install_fence, remove_fence
 from orchestrator.config.capacity import Capacity, docker_capacity
@@ -491,6 +494,9 @@ class DockerBackend(Backend):
 
     def storage_notes(self) -> dict[str, str]:
         return dict(self._volumes.notes)
+
+    def snapshot_stopped(self, storage: StoppedStorage) -> SnapshotRun:
+        return DockerSnapshotRun(self._client, storage)
 
     def memory_usage(self, unit_id: str) -> int | None:
         container = self._get(unit_id)

@@ -20,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -35,9 +36,12 @@ from orchestrator.backends.base import (
     AgentSpec,
     Backend,
     BackendError,
+    SnapshotRun,
+    StoppedStorage,
     UnitInfo,
     UnitState,
 )
+from orchestrator.state.cleanup import BACKUP_STAGING_PREFIX
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 _PASSTHROUGH_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
@@ -150,6 +154,9 @@ class ProcessBackend(Backend):
         record = UnitRecord(name=spec.unit_name, labels=spec.labels, data_dir=str(spec.data_dir), env=env)
         self._save(record)
         return self._info(record)
+
+    def snapshot_stopped(self, storage: StoppedStorage) -> SnapshotRun:
+        return ProcessSnapshotRun(self._python, storage, self._units)
 
     def exec(self, unit_id: str, command: builtins.list[str]) -> tuple[int, str]:
         record = self._load(unit_id)
@@ -288,4 +295,50 @@ class ProcessBackend(Backend):
             exit_code=exit_code if state == "exited" else None,
             labels=record.labels,
             node=platform.node() or None,
+        )
+
+
+class ProcessSnapshotRun(SnapshotRun):
+    """The agent's snapshot code as a subprocess over its storage folder, a scratch folder of
+    the orchestrator's own for the copy (the process runtime has no confinement to give it)."""
+
+    def __init__(self, python: str, storage: StoppedStorage, scratch_root: Path) -> None:
+        if not storage.data_dir.is_dir():
+            raise BackendError(f"agent {storage.agent} has no storage yet ({storage.data_dir})")
+        scratch_root.mkdir(parents=True, exist_ok=True)
+        # Named like a backup's staging folder: one left by a kill is removed at the next start.
+        self._scratch = Path(
+            tempfile.mkdtemp(prefix=f"{BACKUP_STAGING_PREFIX}{storage.agent}-", dir=scratch_root)
+        )
+        env = {key: os.environ[key] for key in _PASSTHROUGH_ENV if key in os.environ}
+        try:
+            self._process = subprocess.Popen(
+                [python, "-m", "agent_runtime.workspace.snapshot", str(storage.data_dir), str(self._scratch)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env | {"PYTHONPATH": str(REPO_ROOT)},
+            )
+        except OSError as failed:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            raise BackendError(f"cannot start the snapshot of agent {storage.agent}: {failed}") from None
+
+    def blocks(self) -> Iterator[bytes]:
+        stdout = self._process.stdout
+        assert stdout is not None  # opened with PIPE
+        while block := os.read(stdout.fileno(), 1024 * 1024):
+            yield block
+
+    def finish(self) -> str | None:
+        try:
+            _, err = self._process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            _, err = self._process.communicate()
+        finally:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+        if self._process.returncode == 0:
+            return None
+        said = err.decode(errors="replace").strip().splitlines()
+        return f"the snapshot run exited with status {self._process.returncode}" + (
+            f": {said[-1]}" if said else ""
         )

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from agent_runtime.protocol import SnapshotListing
 from orchestrator.backup.manifest import (
     MANIFEST_NAME,
     STATE_DB,
@@ -41,6 +42,7 @@ from orchestrator.backup.sources import (
     fleet_file_version,
     fleet_folder_files,
 )
+from orchestrator.backup.stopped_agents import StoppedSnapshots
 from orchestrator.state.paths import StatePaths
 
 Progress = Callable[[str], None]
@@ -94,14 +96,21 @@ async def take_backup(
     *,
     only_agent: str | None = None,
     progress: Progress = lambda _: None,
+    stopped: StoppedSnapshots | None = None,
 ) -> BackupResult:
-    """Back the fleet (or one agent) up into `output`."""
+    """Back the fleet (or one agent) up into `output`. `stopped` snapshots the agents that do
+    not run (without it their part is incomplete)."""
     async with _one_at_a_time:
-        return await _take_backup(sources, ask, output, only_agent, progress)
+        return await _take_backup(sources, ask, output, only_agent, progress, stopped)
 
 
 async def _take_backup(
-    sources: FleetSources, ask: AskAgent, output: Path, only_agent: str | None, progress: Progress
+    sources: FleetSources,
+    ask: AskAgent,
+    output: Path,
+    only_agent: str | None,
+    progress: Progress,
+    stopped: StoppedSnapshots | None,
 ) -> BackupResult:
     started = time.monotonic()
     if only_agent is not None and only_agent not in sources.agents:
@@ -122,7 +131,7 @@ async def _take_backup(
             )
             kinds[STATE_DB] = ("state", None)
         for agent in (only_agent,) if only_agent else sources.agents:
-            manifest.agents.append(await _stage_agent(sources, ask, agent, staging, kinds, progress))
+            manifest.agents.append(await _stage_agent(sources, ask, stopped, agent, staging, kinds, progress))
         manifest.entries = await asyncio.to_thread(_entries, staging, kinds)
         progress(f"writing {output.name}")
         await asyncio.to_thread(_write_tar, staging, manifest, output)
@@ -154,6 +163,7 @@ def _stage_fleet_files(
 async def _stage_agent(
     sources: FleetSources,
     ask: AskAgent,
+    stopped: StoppedSnapshots | None,
     agent: str,
     staging: Path,
     kinds: dict[str, tuple[EntryKind, str | None]],
@@ -165,15 +175,44 @@ async def _stage_agent(
     _record(staging, operator_root, "operator", agent, kinds)
     progress(f"agent {agent}: its own files (memory, history, learnings)")
     own_root = staging / own_prefix(agent)
+    taken_stopped = False
     try:
+        if stopped is not None and await stopped.kept_stopped(agent):
+            raise SnapshotFailed(f"agent {agent} is stopped by the operator")
         listing = await fetch_snapshot(ask, agent, own_root)
     except SnapshotFailed as failed:
         shutil.rmtree(own_root, ignore_errors=True)
-        progress(f"agent {agent}: INCOMPLETE: {failed}")
-        return AgentPart(name=agent, complete=False, problem=str(failed))
+        found = await _snapshot_stopped(stopped, agent, own_root, failed, progress)
+        if isinstance(found, str):
+            progress(f"agent {agent}: INCOMPLETE: {found}")
+            return AgentPart(name=agent, complete=False, problem=found)
+        listing, taken_stopped = found, True
     _record(staging, own_root, "own", agent, kinds)
     has_memory = any(entry.path == "memory.db" for entry in listing.files)
-    return AgentPart(name=agent, complete=True, memory_schema=listing.memory_schema, has_memory=has_memory)
+    return AgentPart(
+        name=agent,
+        complete=True,
+        memory_schema=listing.memory_schema,
+        has_memory=has_memory,
+        stopped=taken_stopped,
+    )
+
+
+async def _snapshot_stopped(
+    stopped: StoppedSnapshots | None, agent: str, into: Path, failed: SnapshotFailed, progress: Progress
+) -> SnapshotListing | str:
+    """The snapshot of an agent that did not answer because it does not run, or why there is none."""
+    if stopped is None:
+        return str(failed)
+    try:
+        listing = await stopped.fetch(agent, into)
+    except SnapshotFailed as also_failed:
+        shutil.rmtree(into, ignore_errors=True)
+        return f"{failed}; {also_failed}"
+    if listing is None:
+        return str(failed)
+    progress(f"agent {agent}: does not run; its files were read from its storage without it")
+    return listing
 
 
 def _record(

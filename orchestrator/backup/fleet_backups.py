@@ -9,10 +9,14 @@ from typing import Any
 
 from agent_runtime.protocol import AgentOp
 from orchestrator.agent_ask import AgentAsker
+from orchestrator.backends.base import Backend, StoppedStorage
 from orchestrator.backup.archive import FleetSources
 from orchestrator.backup.schedule import ScheduledBackups
 from orchestrator.backup.snapshot import AskAgent, Model, SnapshotFailed
+from orchestrator.backup.stopped_agents import StoppedSnapshots
+from orchestrator.controls import Controls
 from orchestrator.errors import Refused
+from orchestrator.fleet_manager import FleetManager
 from orchestrator.fleet_view import FleetView
 from orchestrator.state.paths import StatePaths
 
@@ -36,8 +40,25 @@ def channel_asker(asker: AgentAsker) -> AskAgent:
     return ask
 
 
+def stopped_snapshots(
+    manager: FleetManager, backend: Backend, paths: StatePaths, controls: Controls
+) -> StoppedSnapshots:
+    """Snapshots of agents that do not run, by the runtime, from the agent's image."""
+
+    def storage_of(agent: str) -> StoppedStorage:
+        return StoppedStorage(
+            fleet=manager.fleet.name, agent=agent, image=manager.image, data_dir=paths.agent_storage(agent)
+        )
+
+    return StoppedSnapshots(backend, manager.units_by_agent, storage_of, controls.stopped)
+
+
 def scheduled_backups(
-    fleet_view: FleetView, paths: StatePaths, asker: AgentAsker, publish: Callable[..., Any]
+    fleet_view: FleetView,
+    paths: StatePaths,
+    asker: AgentAsker,
+    publish: Callable[..., Any],
+    stopped: StoppedSnapshots | None = None,
 ) -> ScheduledBackups:
     """The orchestrator's own backups (fleet.yaml `backup:`), through the same path as the route."""
     return ScheduledBackups(
@@ -45,4 +66,5 @@ def scheduled_backups(
         lambda: fleet_sources(fleet_view, paths),
         channel_asker(asker),
         publish,
+        stopped,
     )

@@ -45,6 +45,10 @@ class AgentPart(StrictModel):
     memory_schema: str | None = Field(default=None, description="memory.db's schema version")
     has_memory: bool = False
     problem: str | None = None
+    stopped: bool = Field(
+        default=False,
+        description="The agent did not run: its snapshot was taken without it, from its storage read-only",
+    )
 
 
 class Formats(StrictModel):

@@ -18,6 +18,7 @@ from typing import Any
 
 from orchestrator.backup.archive import BackupRefused, BackupResult, FleetSources, take_backup
 from orchestrator.backup.snapshot import AskAgent
+from orchestrator.backup.stopped_agents import StoppedSnapshots
 from orchestrator.config.backup import BackupSchedule
 
 log = logging.getLogger(__name__)
@@ -69,11 +70,13 @@ class ScheduledBackups:
         sources_of: Callable[[], FleetSources],
         ask: AskAgent,
         publish: Callable[..., Any],
+        stopped: StoppedSnapshots | None = None,
     ) -> None:
         self._schedule_of = schedule_of
         self._sources_of = sources_of
         self._ask = ask
         self._publish = publish
+        self._stopped = stopped
 
     async def run(self) -> None:
         await asyncio.sleep(FIRST_CHECK_AFTER_S)
@@ -99,7 +102,7 @@ class ScheduledBackups:
         output = folder / scheduled_name(sources.fleet, datetime.now(UTC))
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            result = await take_backup(sources, self._ask, output)
+            result = await take_backup(sources, self._ask, output, stopped=self._stopped)
         except (BackupRefused, OSError) as failed:
             log.warning("scheduled backup into %s failed: %s", folder, failed)
             self._publish(EVENT_FAILED, path=str(output), error=str(failed))

@@ -70,6 +70,12 @@ def backup(fleet_file: Path, output: Path | None, agent: str | None, as_json: bo
     else:
         click.echo(f"backup {result.path}: {result.size} bytes, {result.files} files, {result.seconds:.1f}s")
         click.echo(f"sha256 {result.sha256}")
+    for part in result.agents:
+        if part.complete and part.stopped:
+            click.echo(
+                f"note: agent {part.name} does not run: its files were read from its storage without it",
+                err=True,
+            )
     incomplete = [part for part in result.agents if not part.complete]
     for part in incomplete:
         click.echo(f"warning: agent {part.name} is incomplete: {part.problem}", err=True)
@@ -93,7 +99,9 @@ def verify(archive: Path, as_json: bool) -> None:
     else:
         manifest = report.manifest
         if manifest is not None:
-            agents = ", ".join(p.name for p in manifest.agents) or "none"
+            agents = (
+                ", ".join(p.name + (" (stopped)" if p.stopped else "") for p in manifest.agents) or "none"
+            )
             click.echo(
                 f"{archive}: fleet {manifest.fleet}, taken {manifest.created_at:%Y-%m-%d %H:%M:%S} UTC by "
                 f"flotilla {manifest.flotilla_version}; agents: {agents}"

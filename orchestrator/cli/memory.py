@@ -8,6 +8,7 @@ flotilla memory edit AGENT ID "text" [--category C]
 flotilla memory forget AGENT ID
 flotilla memory contradictions AGENT [--all] [--resolve ID --keep old|new]
 flotilla memory status AGENT
+flotilla memory accept-fresh AGENT
 flotilla memory jobs AGENT
 flotilla memory run AGENT JOB
 
@@ -17,6 +18,7 @@ Every command takes --json.
 from __future__ import annotations
 
 import json
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -276,6 +278,31 @@ def status(fleet_file: Path, as_json: bool, agent: str) -> None:
     click.echo(f"episodes: {found['episodes']}; pending contradictions: {found['pending_contradictions']}")
     if found["last_error"]:
         click.echo(f"last error: {found['last_error']}")
+    if found.get("damaged"):
+        click.echo(f"fresh store: memory.db {found['damaged']}")
+        click.echo(
+            f"  restore: flotilla down && flotilla restore BACKUP --agent {agent} --force && flotilla up\n"
+            f"  or keep this store: flotilla memory accept-fresh {agent}"
+        )
+
+
+@memory.command("accept-fresh")
+@fleet_file_option
+@json_option
+@click.argument("agent")
+def accept_fresh(fleet_file: Path, as_json: bool, agent: str) -> None:
+    """Keep the fresh store that replaced AGENT's damaged memory.db, then restart AGENT so that
+    it searches its memory in full again (the damaged file stays in its storage's damaged/)."""
+    found = _request(fleet_file, "POST", f"{_base(agent)}/accept-fresh")
+    if found["accepted"]:
+        with closing(client_for(fleet_file, timeout_s=120.0)) as client:
+            client.post(f"/api/v1/agents/{agent}/restart")
+    if as_json:
+        echo_json(found)
+    elif found["accepted"]:
+        click.echo(f"{agent}: the fresh store is kept; {agent} restarted with full memory search")
+    else:
+        click.echo(f"{agent}: its memory.db is not a store that replaced a damaged one; nothing to accept")
 
 
 def _run_line(run: dict[str, Any]) -> str:

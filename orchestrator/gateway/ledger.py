@@ -16,6 +16,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
@@ -251,8 +252,10 @@ class Ledger:
         latency_ms: int | None,
         estimated: bool = False,
         error: str | None = None,
+        also: Callable[[sqlite3.Connection], None] | None = None,
     ) -> None:
-        """Replace a reservation's estimate with the call's real figures."""
+        """Replace a reservation's estimate with the call's real figures; `also` writes what must
+        be kept with the settlement (the answer, for a call made again) in the same transaction."""
         with self._db.transaction() as conn:
             before = conn.execute(
                 "SELECT at, agent, tokens_in + tokens_out AS tokens, cost_usd FROM gateway_usage WHERE id = ?",
@@ -282,6 +285,8 @@ class Ledger:
             _add_spend(
                 conn, before["agent"], before["at"][:10], usd_delta, charge.tokens - before["tokens"], 0
             )
+            if also is not None:
+                also(conn)
 
     def rows(self, agent: str | None = None, limit: int = 100) -> list[LedgerRow]:
         """The most recent calls, newest first."""

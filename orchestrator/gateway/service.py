@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Literal, TypeVar
 
 import anyio
@@ -48,7 +50,8 @@ from orchestrator.gateway.providers.base import Provider, UpstreamError
 from orchestrator.gateway.providers.openai_compat import OpenAICompatProvider
 from orchestrator.gateway.providers.test import TestModelProvider
 from orchestrator.gateway.retry import RetryPolicy
-from orchestrator.gateway.streaming import DONE_EVENT, StreamTracker, error_event
+from orchestrator.gateway.settled_answers import RecordAnswer, SettledAnswers, request_digest
+from orchestrator.gateway.streaming import DONE_EVENT, StreamTracker, error_event, replayed_events
 from orchestrator.gateway.tokens import TokenCounter, token_counter
 from orchestrator.state.db import Database
 
@@ -56,6 +59,9 @@ log = logging.getLogger(__name__)
 
 # Reserved for a reply when the request sets no max_tokens; settled to the real figure after.
 DEFAULT_OUTPUT_ESTIMATE = 256
+# How long a call made again waits for the same call still in flight (a stream that was never
+# read is never settled; the copy then goes ahead as a new call).
+IN_FLIGHT_WAIT_S = 120.0
 T = TypeVar("T")
 
 
@@ -75,6 +81,19 @@ class CallContext:
     agent: str
     reservation: Reservation
     started: float
+    record: RecordAnswer | None = None  # keeps the answer by the agent's idempotency key
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A call made again with a settled idempotency key: the answer it had, charged once."""
+
+    model: str
+    completion: ChatCompletion
+
+    def events(self, request: ChatCompletionRequest) -> list[bytes]:
+        wants_usage = bool(request.stream_options and request.stream_options.include_usage)
+        return replayed_events(self.completion, wants_usage)
 
 
 class Gateway:
@@ -100,6 +119,8 @@ class Gateway:
         self.ledger = Ledger(db)
         self.ledger.recover()
         self.budgets = Budgets(db, self.ledger, events, lambda: self._config, clock)
+        self.settled = SettledAnswers(db)
+        self._in_flight: dict[tuple[str, str], asyncio.Event] = {}
         self._test = TestModelProvider(self.counter)
         self._upstreams: dict[str, OpenAICompatProvider] = {}
         self._retired: list[OpenAICompatProvider] = []
@@ -229,7 +250,9 @@ class Gateway:
         written: str = "",
         status: CallStatus,
         error: str | None = None,
+        answer: Callable[[Usage], ChatCompletion] | None = None,
     ) -> None:
+        """`answer` builds the completion kept for the call's idempotency key, if it has one."""
         estimated = usage is None
         if usage is None:
             usage = self._counted_usage(ctx, written, counts_prompt=status != "error")
@@ -237,6 +260,12 @@ class Gateway:
         tokens_in, tokens_out, cached = usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens
         charge = Charge(tokens_in, tokens_out, price.cost(tokens_in, tokens_out, cached), cached)
         latency_ms = int((time.monotonic() - ctx.started) * 1000)
+        also: Callable[[sqlite3.Connection], None] | None = None
+        if ctx.record is not None and answer is not None and status == "ok":
+            kept = answer(usage)
+            also = partial(
+                ctx.record, usage_id=ctx.reservation.row_id, route_model=route.model, completion=kept
+            )
         self.ledger.settle(
             ctx.reservation.row_id,
             model=route.model,
@@ -246,8 +275,10 @@ class Gateway:
             latency_ms=latency_ms,
             estimated=estimated,
             error=error,
+            also=also,
         )
         self.budgets.after_settle(ctx.agent)
+        self._done(ctx)
 
     def _counted_usage(self, ctx: CallContext, written: str, *, counts_prompt: bool = True) -> Usage:
         """Usage counted by the gateway (cl100k) for a provider that reported none."""
@@ -283,7 +314,7 @@ class Gateway:
         raise upstream_error(failure[1], failure[0].model)
 
     def _reserve_chat(
-        self, agent: str, request: ChatCompletionRequest, run_id: str | None
+        self, agent: str, request: ChatCompletionRequest, run_id: str | None, key: str | None
     ) -> tuple[Route, CallContext]:
         _check_supported(request)
         primary = self._route(agent, request.model)
@@ -291,7 +322,42 @@ class Gateway:
         configured = info.max_output_tokens if info is not None else None
         estimate_out = request.output_limit or configured or DEFAULT_OUTPUT_ESTIMATE
         tokens_in = self._prompt_tokens(request)
-        return primary, self._reserve(agent, "chat", primary, tokens_in, estimate_out, run_id)
+        ctx = self._reserve(agent, "chat", primary, tokens_in, estimate_out, run_id)
+        if key is None:
+            return primary, ctx
+        self._in_flight[(agent, key)] = asyncio.Event()
+        record = self.settled.recorder(agent, key, request_digest(request), self._clock())
+        return primary, CallContext(ctx.agent, ctx.reservation, ctx.started, record)
+
+    def _done(self, ctx: CallContext) -> None:
+        """A keyed call is settled: a copy of it waiting for its outcome may look now."""
+        if ctx.record is not None:
+            waiting = self._in_flight.pop((ctx.agent, ctx.record.key), None)
+            if waiting is not None:
+                waiting.set()
+
+    async def replay(self, agent: str, key: str, request: ChatCompletionRequest) -> Replay | None:
+        """The settled answer of an earlier call with this key, or None when there is none (the
+        call is then made). A call with this key still in flight is waited for first."""
+        in_flight = self._in_flight.get((agent, key))
+        if in_flight is not None:
+            try:
+                await asyncio.wait_for(in_flight.wait(), IN_FLIGHT_WAIT_S)
+            except TimeoutError:
+                log.warning("model call of %s with key %s is still in flight; making it again", agent, key)
+        found = self.settled.find(agent, key, self._clock())
+        if found is None:
+            return None
+        if found.request_sha256 != request_digest(request):
+            raise GatewayError(
+                422,
+                "idempotency_key_reused",
+                f"idempotency key '{key}' was used by agent '{agent}' for another request; "
+                "send a new key for a new call",
+                param="Idempotency-Key",
+            )
+        log.info("model call of %s with settled key %s answered from its record", agent, key)
+        return Replay(found.route_model, found.completion)
 
     @contextmanager
     def _settled_on_failure(self, ctx: CallContext, route: Route) -> Iterator[None]:
@@ -317,24 +383,41 @@ class Gateway:
         return request.model_copy(update=update)
 
     async def chat(
-        self, agent: str, request: ChatCompletionRequest, *, run_id: str | None = None
+        self,
+        agent: str,
+        request: ChatCompletionRequest,
+        *,
+        run_id: str | None = None,
+        key: str | None = None,
     ) -> tuple[Route, ChatCompletion]:
-        """A non-streamed completion; returns the route that served it (the fallback, maybe)."""
-        primary, ctx = self._reserve_chat(agent, request, run_id)
+        """A non-streamed completion; returns the route that served it (the fallback, maybe).
+        With an idempotency `key`, the answer is kept for a call made again (see `replay`)."""
+        primary, ctx = self._reserve_chat(agent, request, run_id, key)
         with self._settled_on_failure(ctx, primary):
             route, completion = await self._call(
                 self._chat_routes(primary), lambda r: r.provider.complete(self._for(r, request))
             )
         written = "".join(c.message.content or "" for c in completion.choices)
-        self._settle(ctx, route, usage=completion.usage, written=written, status="ok")
+
+        def answer(usage: Usage) -> ChatCompletion:
+            return (
+                completion if completion.usage is not None else completion.model_copy(update={"usage": usage})
+            )
+
+        self._settle(ctx, route, usage=completion.usage, written=written, status="ok", answer=answer)
         return route, completion
 
     async def open_stream(
-        self, agent: str, request: ChatCompletionRequest, *, run_id: str | None = None
+        self,
+        agent: str,
+        request: ChatCompletionRequest,
+        *,
+        run_id: str | None = None,
+        key: str | None = None,
     ) -> tuple[Route, AsyncGenerator[bytes, None]]:
         """Start a streamed completion. Errors before the first chunk raise GatewayError (a plain
         HTTP error); later ones end the stream with an error event."""
-        primary, ctx = self._reserve_chat(agent, request, run_id)
+        primary, ctx = self._reserve_chat(agent, request, run_id, key)
         wants_usage = bool(request.stream_options and request.stream_options.include_usage)
         # Usage is always requested upstream, for the ledger; the agent gets it only if it asked.
         upstream_request = request.model_copy(update={"stream_options": StreamOptions(include_usage=True)})
@@ -367,7 +450,15 @@ class Gateway:
         def settle(status: CallStatus, error: str | None = None) -> None:
             nonlocal settled
             settled = True
-            self._settle(ctx, route, usage=tracker.usage, written=tracker.written, status=status, error=error)
+            self._settle(
+                ctx,
+                route,
+                usage=tracker.usage,
+                written=tracker.written,
+                status=status,
+                error=error,
+                answer=tracker.completion,
+            )
 
         # The ledger is settled before the last event leaves, so that an agent that has read the
         # whole stream finds its call already accounted for.

@@ -85,11 +85,22 @@ def _run_tool_calls(conn: sqlite3.Connection) -> None:
     add_column(conn, "runs", "tool_calls", "TEXT NOT NULL DEFAULT '[]'")
 
 
+def _settled_answers(conn: sqlite3.Connection) -> None:
+    """A fleet whose gateway has run gets the table of settled answers kept by idempotency key."""
+    if not table_exists(conn, "gateway_usage"):
+        return
+    from orchestrator.gateway.settled_answers import SCHEMA
+
+    for statement in filter(str.strip, SCHEMA.split(";")):
+        conn.execute(statement)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "release 0.1.0's tables, given a version", _stamp_release_0_1),
     Migration(2, "tokens of the operator and of agents in separate namespaces", _split_token_namespaces),
     Migration(3, "ledger rows name the run that made them", _ledger_run_ids),
     Migration(4, "run records list their tool calls", _run_tool_calls),
+    Migration(5, "answers of settled model calls kept by the agent's idempotency key", _settled_answers),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
 

@@ -118,6 +118,7 @@ class FakeModel:
     def __init__(self, responder: Responder) -> None:
         self.responder = responder
         self.requests: list[dict[str, Any]] = []
+        self.call_keys: list[str | None] = []  # the Idempotency-Key of each chat request
         self.count_calls = 0
         self.count_fails = False
         self.app = FastAPI()
@@ -127,6 +128,7 @@ class FakeModel:
     async def _chat(self, request: Request) -> Response:
         body = await request.json()
         self.requests.append(body)
+        self.call_keys.append(request.headers.get("idempotency-key"))
         reply = self.responder(body)
         if reply.status != 200:
             error = {"error": "scripted", "message": f"scripted failure {reply.status}", "details": []}

@@ -35,6 +35,17 @@ def test_a_call_cut_mid_stream_is_made_again_and_the_item_succeeds(harness: Harn
     assert result.ok, result.error
     assert result.text == "the whole answer"
     assert len(h.fake.chat_requests) == 2
+    # Both tries are one logical call: the gateway answers the second from its record if it
+    # had settled the first.
+    first, second = h.fake.call_keys
+    assert first and first == second
+
+
+def test_each_logical_call_has_its_own_key(harness: HarnessFactory) -> None:
+    h = harness(lambda body: Reply("an answer"))
+    assert h.send("one").ok and h.send("two").ok
+    keys = h.fake.call_keys
+    assert len(keys) >= 2 and all(keys) and len(set(keys)) == len(keys)
 
 
 def test_a_call_cut_every_time_fails_after_a_bounded_number_of_tries(harness: HarnessFactory) -> None:

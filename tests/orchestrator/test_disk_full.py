@@ -84,3 +84,62 @@ def test_writes_on_a_full_disk_answer_507_and_reads_keep_working(
     again = run_flotilla(folder, "send", "writer", "hello once there is room")
     assert again.returncode == 0, again.stderr
     assert "hello once there is room" in again.stdout
+
+
+@pytest.fixture
+def fleet_with_a_full_workspace_disk(tmp_path: Path) -> Iterator[Path]:
+    """The writer's operator copy on a tiny tmpfs of its own; state.db has room."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    folder = tmp_path / "fleet"
+    copy = folder / ".flotilla" / "agents" / "writer"
+    copy.mkdir(parents=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(copy)], check=False)
+    if mounted.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    shutil.copytree(REPO / "examples", folder / "examples")
+    (folder / "fleet.yaml").write_text(
+        (REPO / "fleet.yaml").read_text().replace("fleet: demo", "fleet: channelfull")
+    )
+    try:
+        started = run_flotilla(folder, "up", "-d", "--runtime", "process", "--port", str(free_port()))
+        assert started.returncode == 0, started.stdout + started.stderr
+        yield folder
+    finally:
+        (copy / "filler").unlink(missing_ok=True)
+        run_flotilla(folder, "down")
+        subprocess.run(["umount", "-l", str(copy)], check=False)
+
+
+def test_an_agents_write_on_a_full_disk_is_refused_over_its_channel_with_the_path(
+    fleet_with_a_full_workspace_disk: Path,
+) -> None:
+    folder = fleet_with_a_full_workspace_disk
+    copy = folder / ".flotilla" / "agents" / "writer"
+    filler = fill(copy)
+    write = 'call update_workspace {"name": "MEMORY.md", "content": "a note written on a full disk"}'
+
+    sent = run_flotilla(folder, "send", "writer", write)
+
+    # The agent's tool failed with the orchestrator's reason; its channel stayed open to answer.
+    assert sent.returncode == 0, sent.stderr
+    assert "MEMORY.md was not written: the orchestrator's disk is full" in sent.stdout
+    history = "".join(
+        p.read_text() for p in (folder / ".flotilla" / "agent-data" / "writer").rglob("*.jsonl")
+    )
+    assert "no space left on the device of" in history and str(copy) in history
+    assert "(free: 0 bytes)" in history
+    assert (
+        "a note written on a full disk"
+        not in run_flotilla(folder, "workspace", "cat", "writer", "MEMORY.md").stdout
+    )
+    assert run_flotilla(folder, "ps").returncode == 0
+    assert "friendly prose" in run_flotilla(folder, "workspace", "cat", "writer", "SOUL.md").stdout
+
+    filler.unlink()
+    again = run_flotilla(folder, "send", "writer", write)
+    assert again.returncode == 0 and "saved as version" in again.stdout, again.stdout + again.stderr
+    assert (
+        "a note written on a full disk"
+        in run_flotilla(folder, "workspace", "cat", "writer", "MEMORY.md").stdout
+    )

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections.abc import Coroutine
+from pathlib import Path
 from typing import Any, Literal
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
@@ -45,8 +47,10 @@ from orchestrator.api.agent.routes import acknowledge
 from orchestrator.api.deps import bearer_token
 from orchestrator.api.errors import ApiError
 from orchestrator.api.limits import check_payload
+from orchestrator.api.storage_errors import INSUFFICIENT_STORAGE, disk_full_body
 from orchestrator.errors import Refused
 from orchestrator.services import Services
+from orchestrator.state.disk import is_disk_full
 from orchestrator.workspaces import access as workspace_access
 
 log = logging.getLogger(__name__)
@@ -160,7 +164,25 @@ class ChannelSession:
         except Refused as refused:
             answer = ApiError.of(refused)
             status, body = answer.status, answer.body
+        except (OSError, sqlite3.OperationalError) as failed:
+            # A full disk is answered like over HTTP (507, the path, the free bytes), and the
+            # channel stays open: the agent sees why, and everything that only reads goes on.
+            if not is_disk_full(failed):
+                raise
+            status, body = INSUFFICIENT_STORAGE, self._disk_full(frame, failed)
         await self._reply(frame.id, status, body)
+
+    def _disk_full(self, frame: Answered, failed: OSError | sqlite3.OperationalError) -> ErrorBody:
+        if isinstance(failed, OSError) and failed.filename:
+            path = Path(str(failed.filename))
+        else:
+            path = self.services.paths.db
+        if isinstance(frame, ChannelWorkspaceWrite):
+            what = f"agent {self.agent}'s workspace file {frame.name} could not be written"
+        else:
+            what = f"the orchestrator could not record agent {self.agent}'s {frame.type}"
+        log.warning("%s: the disk of %s is full", what, path)
+        return disk_full_body(path, what)
 
     async def _perform(self, frame: Answered) -> tuple[int, BaseModel | None]:
         services = self.services

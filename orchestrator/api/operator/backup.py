@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from orchestrator.api.deps import OperatorDep, ServicesDep
 from orchestrator.api.errors import ApiError
 from orchestrator.backup.archive import BackupRefused, take_backup
-from orchestrator.backup.fleet_backups import channel_asker, fleet_sources
+from orchestrator.backup.fleet_backups import channel_asker, fleet_sources, stopped_snapshots
 
 router = APIRouter(prefix="/api/v1/backups", tags=["backup"])
 
@@ -49,6 +49,9 @@ async def backup(body: BackupRequest, _: OperatorDep, services: ServicesDep) -> 
                 output,
                 only_agent=body.agent,
                 progress=progress.put_nowait,
+                stopped=stopped_snapshots(
+                    services.manager, services.backend, services.paths, services.controls
+                ),
             )
             return _event("result", result.model_dump())
         except (BackupRefused, OSError) as failed:

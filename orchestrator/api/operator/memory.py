@@ -26,7 +26,7 @@ from agent_runtime.memory import (
     MemoryStatus,
     SaveResult,
 )
-from agent_runtime.protocol import AgentOp, MemoryJobRun, MemoryJobs
+from agent_runtime.protocol import AgentOp, FreshStoreAccepted, MemoryJobRun, MemoryJobs
 from orchestrator.agent_memory.access import ask_memory
 from orchestrator.agent_memory.models import (
     ContradictionList,
@@ -148,3 +148,10 @@ async def memory_jobs(agent: str, _: OperatorDep, services: ServicesDep) -> Memo
 async def run_memory_job(agent: str, body: RunJob, _: OperatorDep, services: ServicesDep) -> MemoryJobRun:
     """Run one memory job now, in the agent, and return its run record."""
     return await ask_memory(services.asker, agent, AgentOp.MEMORY_RUN, MemoryJobRun, job=body.job)
+
+
+@router.post("/accept-fresh")
+async def accept_fresh_store(agent: str, _: OperatorDep, services: ServicesDep) -> FreshStoreAccepted:
+    """Keep the store that replaced the agent's damaged memory.db (instead of restoring a
+    backup): the agent searches it in full again from its next start."""
+    return await ask_memory(services.asker, agent, AgentOp.MEMORY_ACCEPT_FRESH, FreshStoreAccepted)

@@ -97,3 +97,21 @@ def test_a_damaged_memory_db_is_set_aside_reported_and_replaced_by_a_fresh_store
     flotilla(fleet, "memory", "add", "writer", "The lighthouse is painted green")
     found = flotilla(fleet, "memory", "search", "writer", "lighthouse ferry", "--json")
     assert "lighthouse" in found and "ferry" not in found
+    status = flotilla(fleet, "memory", "status", "writer")
+    assert "mode: keyword" in status and "fresh store: memory.db damaged at" in status
+    assert "accept-fresh writer" in status  # what the operator can do
+
+    flotilla(fleet, "restart", "writer")  # a later start: still the fresh store, still said
+    wait_for(lambda: bool(fleet_status(fleet)["writer"].get("memory_problem")), "ps to keep the note", 120)
+    flotilla(fleet, "memory", "accept-fresh", "writer")
+    wait_for(
+        lambda: not fleet_status(fleet)["writer"].get("memory_problem"),
+        "ps to drop the note once accepted",
+        120,
+    )
+    assert "fresh store" not in flotilla(fleet, "memory", "status", "writer")
+    assert "lighthouse" in flotilla(fleet, "memory", "search", "writer", "lighthouse", "--json")
+    events = [
+        json.loads(line) for line in flotilla(fleet, "events", "--json", "--agent", "writer").splitlines()
+    ]
+    assert len([e for e in events if e["type"] == "memory.damaged"]) == 1

@@ -63,6 +63,7 @@ def test_release_0_1_state_is_migrated_once_after_a_backup(old_fleet: Path) -> N
     assert {t: n for t, n in after.items() if t in before} == before
     with sqlite3.connect(paths.db) as conn:
         assert user_version(conn) == CURRENT_VERSION
+    assert "gateway_settled_answers" in after  # the ledger's fleet keeps answers by idempotency key
     again = migrate_state(paths.db, paths.backups)
     assert again.applied == () and again.backup is None
     assert len(list(paths.backups.iterdir())) == 1

@@ -1,0 +1,100 @@
+"""The snapshot of a stopped agent's volume, taken by the agent's own snapshot code in a
+throwaway container of the agent's image: its volume read-only, no network, no capabilities,
+a read-only root, the agent's uid. The orchestrator only reads what the container writes to
+stdout, and checks it as it checks an answer over the agent's channel; it never mounts or
+opens the volume itself."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import docker
+import docker.errors
+import requests.exceptions
+
+from orchestrator.backends.base import LABEL_PREFIX, BackendError, SnapshotRun, StoppedStorage
+from orchestrator.backends.docker_storage import AGENT_UID, volume_name
+
+SCRATCH = "/tmp/flotilla-snapshot"
+# The snapshot is made in memory (tmpfs, charged to the container) before it is streamed out:
+# the agent's own files (memory, history, learnings) up to this size.
+SCRATCH_BYTES = 1024 * 1024 * 1024
+MEMORY_BYTES = SCRATCH_BYTES + 256 * 1024 * 1024
+LABEL_SNAPSHOT_OF = f"{LABEL_PREFIX}.snapshot-of"
+WAIT_S = 60
+STDERR_KEPT = 2000
+
+
+class DockerSnapshotRun(SnapshotRun):
+    def __init__(self, client: docker.DockerClient, storage: StoppedStorage) -> None:
+        volume = volume_name(storage.fleet, storage.agent)
+        try:
+            client.volumes.get(volume)
+        except docker.errors.NotFound:
+            raise BackendError(f"agent {storage.agent} has no storage yet (no volume {volume})") from None
+        except docker.errors.DockerException as failed:
+            raise BackendError(f"cannot look up the storage of agent {storage.agent}: {failed}") from None
+        self._agent = storage.agent
+        self._stderr = b""
+        try:
+            self._container: Any = client.containers.create(
+                storage.image,
+                entrypoint=["python3", "-m", "agent_runtime.workspace.snapshot", "/data", SCRATCH],
+                user=f"{AGENT_UID}:{AGENT_UID}",
+                volumes={volume: {"bind": "/data", "mode": "ro"}},
+                tmpfs={SCRATCH: f"size={SCRATCH_BYTES},mode=0700,uid={AGENT_UID},gid={AGENT_UID}"},
+                network_mode="none",
+                read_only=True,
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges:true"],
+                mem_limit=MEMORY_BYTES,
+                pids_limit=64,
+                labels={LABEL_SNAPSHOT_OF: f"{storage.fleet}/{storage.agent}"},
+                # What it writes is streamed here; a log on the host would keep a second copy.
+                log_config={"type": "none"},
+            )
+            self._output = self._container.attach(
+                stdout=True, stderr=True, stream=True, logs=False, demux=True
+            )
+            self._container.start()
+        except docker.errors.DockerException as failed:
+            self._remove()
+            raise BackendError(f"cannot start the snapshot of agent {storage.agent}: {failed}") from None
+
+    def blocks(self) -> Iterator[bytes]:
+        try:
+            for out, err in self._output:
+                if err:
+                    self._stderr = (self._stderr + err)[-STDERR_KEPT:]
+                if out:
+                    yield out
+        except docker.errors.DockerException as failed:
+            raise BackendError(f"the snapshot of agent {self._agent} broke off: {failed}") from None
+
+    def finish(self) -> str | None:
+        try:
+            # What was not read (the reader gave up) is drained, so the run is not left blocked.
+            for _ in self.blocks():
+                pass
+        except BackendError:
+            pass
+        try:
+            status = self._container.wait(timeout=WAIT_S)
+            code = int(status.get("StatusCode", -1))
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as failed:
+            code, self._stderr = -1, str(failed).encode()
+        finally:
+            self._remove()
+        if code == 0:
+            return None
+        said = self._stderr.decode(errors="replace").strip().splitlines()
+        return f"the snapshot run exited with status {code}" + (f": {said[-1]}" if said else "")
+
+    def _remove(self) -> None:
+        container = getattr(self, "_container", None)
+        if container is None:
+            return
+        with contextlib.suppress(docker.errors.DockerException):
+            container.remove(force=True)
