@@ -16,7 +16,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-FORMAT_VERSION = 1
+# 2: an agent's part says whether it was taken from a stopped agent's storage. A release reads
+# every format up to its own; the version is read before the rest, so a newer archive is named
+# as such even when its manifest has fields this release does not know.
+FORMAT_VERSION = 2
 MANIFEST_NAME = "manifest.json"
 STATE_DB = "state/state.db"
 FLEET_PREFIX = "fleet/"
@@ -57,6 +60,12 @@ class Formats(StrictModel):
     archive: int = FORMAT_VERSION
     state_schema: int | None = Field(default=None, description="state.db's PRAGMA user_version")
     fleet_file: int | None = Field(default=None, description="fleet.yaml's `version`")
+
+
+class FormatOnly(BaseModel):
+    """The one field a release reads before anything else of a manifest."""
+
+    format_version: int = 1
 
 
 class Manifest(StrictModel):

@@ -19,7 +19,7 @@ from typing import IO, Any
 
 from pydantic import BaseModel, ValidationError
 
-from orchestrator.backup.manifest import FORMAT_VERSION, MANIFEST_NAME, Manifest
+from orchestrator.backup.manifest import FORMAT_VERSION, MANIFEST_NAME, FormatOnly, Manifest
 from orchestrator.backup.snapshot import safe_relative
 
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
@@ -68,17 +68,19 @@ def read_manifest(tar: tarfile.TarFile) -> Manifest:
     handle = tar.extractfile(first)
     if handle is None:
         raise ArchiveUnreadable(f"{MANIFEST_NAME} cannot be read")
+    raw = handle.read()
     try:
-        manifest = Manifest.model_validate_json(handle.read())
+        format_version = FormatOnly.model_validate_json(raw).format_version
+        if format_version > FORMAT_VERSION:
+            raise ArchiveUnreadable(
+                f"the archive has format {format_version}, written by a newer release; "
+                f"this release reads format {FORMAT_VERSION} at most"
+            )
+        manifest = Manifest.model_validate_json(raw)
     except ValidationError as bad:
         raise ArchiveUnreadable(
             f"{MANIFEST_NAME} is not valid: {bad.error_count()} problem(s): {bad}"
         ) from None
-    if manifest.format_version > FORMAT_VERSION:
-        raise ArchiveUnreadable(
-            f"the archive has format {manifest.format_version}, written by a newer release "
-            f"({manifest.flotilla_version}); this release reads format {FORMAT_VERSION} at most"
-        )
     for entry in manifest.entries:
         try:
             safe_relative(entry.path)

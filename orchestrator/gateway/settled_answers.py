@@ -33,9 +33,10 @@ CREATE TABLE IF NOT EXISTS gateway_settled_answers (
 );
 CREATE INDEX IF NOT EXISTS gateway_settled_answers_at ON gateway_settled_answers(at);
 """
-# An agent makes a cut call again within seconds (minutes while the orchestrator restarts);
-# a day covers any retry and keeps the table small.
-KEEP_FOR = timedelta(hours=24)
+# An agent makes a cut call again within its outage wait (90 s) of the cut; an hour covers that
+# with room to spare, and bounds the table (every keyed call writes its answer here) to an
+# hour of a fleet's answers.
+KEEP_FOR = timedelta(hours=1)
 KEY_MAX = 128
 
 

@@ -224,12 +224,30 @@ def test_a_missing_member_a_truncated_archive_and_a_newer_format_are_named(tmp_p
             return data
         body = json.loads(data)
         body["format_version"] = 99
+        body["a_field_of_format_99"] = True
         return json.dumps(body).encode()
 
     _rewrite(archive, newer)
     report = verify_archive(archive)
     assert report.verdict == Verdict.UNREADABLE and "newer release" in report.problems[0].message
     assert verify_archive(tmp_path / "nothing.tar").verdict == Verdict.UNREADABLE
+
+
+def test_an_archive_of_format_1_still_verifies(tmp_path: Path) -> None:
+    """Format 1 had no `stopped` field on an agent's part; this release still reads it."""
+    archive, _ = backup(tmp_path)
+
+    def as_format_1(name: str, data: bytes) -> bytes:
+        if name != MANIFEST_NAME:
+            return data
+        body = json.loads(data)
+        body["format_version"] = body["formats"]["archive"] = 1
+        for part in body["agents"]:
+            del part["stopped"]
+        return json.dumps(body).encode()
+
+    _rewrite(archive, as_format_1)
+    assert verify_archive(archive).verdict == Verdict.OK
 
 
 def test_an_agent_that_cannot_answer_makes_the_backup_incomplete_not_failed(tmp_path: Path) -> None:
