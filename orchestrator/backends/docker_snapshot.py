@@ -38,8 +38,9 @@ class DockerSnapshotRun(SnapshotRun):
             raise BackendError(f"cannot look up the storage of agent {storage.agent}: {failed}") from None
         self._agent = storage.agent
         self._stderr = b""
+        self._container: Any = None
         try:
-            self._container: Any = client.containers.create(
+            self._container = client.containers.create(
                 storage.image,
                 entrypoint=["python3", "-m", "agent_runtime.workspace.snapshot", "/data", SCRATCH],
                 user=f"{AGENT_UID}:{AGENT_UID}",
@@ -93,8 +94,7 @@ class DockerSnapshotRun(SnapshotRun):
         return f"the snapshot run exited with status {code}" + (f": {said[-1]}" if said else "")
 
     def _remove(self) -> None:
-        container = getattr(self, "_container", None)
-        if container is None:
+        if self._container is None:
             return
         with contextlib.suppress(docker.errors.DockerException):
-            container.remove(force=True)
+            self._container.remove(force=True)
