@@ -21,7 +21,6 @@ import re
 import shutil
 import stat
 import subprocess
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -115,10 +114,6 @@ def loop_of(image: Path) -> str | None:
 class DiskImages:
     """Sparse ext4 images, their loop devices and the links the volumes name."""
 
-    def __init__(self) -> None:
-        # `losetup --find` picks the first free device: two at once could pick the same one.
-        self._attaching = threading.Lock()
-
     def usable(self) -> str | None:
         """Why quotas cannot be had here, or None when they can."""
         if os.geteuid() != 0:
@@ -150,8 +145,9 @@ class DiskImages:
         info = os.lstat(image)
         if not stat.S_ISREG(info.st_mode):
             raise QuotaUnavailable(f"{image} is not a regular file")
-        with self._attaching:
-            device = loop_of(image) or _run("losetup", "--find", "--show", str(image)).strip()
+        # Agents' disks are attached at once, in parallel: `losetup --find` takes a free device
+        # from the kernel and tries the next one when another process bound it first.
+        device = loop_of(image) or _run("losetup", "--find", "--show", str(image)).strip()
         if not device.startswith("/dev/loop"):
             raise QuotaUnavailable(f"losetup answered {device!r}")
         pending = link.with_name(link.name + ".new")

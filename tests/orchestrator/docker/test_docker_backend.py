@@ -11,6 +11,7 @@ import os
 import re
 import stat
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import GeneratorType
 from typing import Any
@@ -34,7 +35,7 @@ from orchestrator.backends.docker import (
     network_name,
     unit_info,
 )
-from orchestrator.backends.docker_storage import TOKEN_TARGET, volume_name
+from orchestrator.backends.docker_storage import TOKEN_TARGET, DiskImages, loop_of, volume_name
 from orchestrator.image import DEFAULT_TAG, LABEL_INPUTS_HASH, ImageBuildResult
 from orchestrator.scaffold import write_token
 from orchestrator.state.paths import StatePaths
@@ -483,3 +484,22 @@ def test_image_ships_the_checkout_runtime(image_shell: Any, source_snapshot: Pat
         "import hashlib, agent_runtime; print(hashlib.sha256(open(agent_runtime.__file__, 'rb').read()).hexdigest())",
     )
     assert (code, output) == (0, hashlib.sha256(source.read_bytes()).hexdigest() + "\n")
+
+
+@pytest.mark.docker
+@pytest.mark.skipif(os.geteuid() != 0, reason="loop devices need root")
+def test_disks_attached_at_once_each_get_their_own_loop_device(tmp_path: Path) -> None:
+    disks = DiskImages()
+    images = [tmp_path / f"agent{i}.img" for i in range(8)]
+    for image in images:
+        disks.make(image, 16 * MIB)
+    try:
+        with ThreadPoolExecutor(len(images)) as pool:
+            devices = list(pool.map(lambda image: disks.attach(image, image.with_suffix(".dev")), images))
+        assert len(set(devices)) == len(images), devices
+        assert [loop_of(image) for image in images] == devices
+        assert [os.readlink(image.with_suffix(".dev")) for image in images] == devices
+    finally:
+        for image in images:
+            disks.detach(image, image.with_suffix(".dev"))
+    assert all(loop_of(image) is None for image in images)

@@ -113,11 +113,17 @@ def fleets(backend: DockerBackend, docker_client: Any) -> Iterator[list[FencedFl
 @pytest.fixture
 def agent(
     backend: DockerBackend, fleets: list[FencedFleet], agent_image: ImageBuildResult, tmp_path: Path
-) -> Any:
+) -> Iterator[Any]:
     first = fleets[0]
     url = f"http://{first.gateway}:{first.agent_listener.port}"
-    unit = backend.run(make_spec(first.name, "scout", agent_image.tag, tmp_path / "scout", url))
-    return backend._client.containers.get(unit.id)
+    spec = make_spec(first.name, "scout", agent_image.tag, tmp_path / "scout", url)
+    unit = backend.run(spec)
+    try:
+        yield backend._client.containers.get(unit.id)
+    finally:
+        backend.remove(unit.id)
+        # Its volume and disk too: each run would otherwise leave both behind.
+        backend.release_storage(first.name, spec.state_root, delete=True)
 
 
 def reaches(container: Any, host: str, port: int) -> bool:
