@@ -57,11 +57,12 @@ from orchestrator.backends.base import (
     BackendUnavailable,
     Health,
     NameConflict,
+    StoragePlace,
     UnitInfo,
     UnitState,
 )
 from orchestrator.backends.docker import connect_docker
-from orchestrator.backends.swarm_move import VolumeCarrier, wait_until
+from orchestrator.backends.swarm_move import fresh_volume_name, mounted_volume, remove_volume, wait_until
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +141,7 @@ def _parse_time(value: str | None) -> datetime | None:
 class SwarmBackend(Backend):
     name = "swarm"
     self_healing = True
+    carries_storage = False
     isolation = (
         "strong: one Swarm service per agent on an internal overlay network of its own, "
         "reaching only its relay to the orchestrator"
@@ -328,7 +330,7 @@ class SwarmBackend(Backend):
             mounts=[
                 Mount(
                     CONTAINER_DATA,
-                    volume_name(spec.fleet, spec.agent),
+                    spec.storage_name or volume_name(spec.fleet, spec.agent),
                     type="volume",
                     labels=_labels(spec.fleet, "data", spec.agent),
                     driver_config=DriverConfig("local"),
@@ -464,32 +466,22 @@ class SwarmBackend(Backend):
         ready = self._ready_nodes()
         if node not in ready:
             raise BackendError(f"no ready swarm node named {node!r} (ready: {', '.join(ready) or 'none'})")
-        here = self._node_name(self._node_id) or ""
-        service = self._service(unit_name)
-        task, _ = self._latest_task(service) if service is not None else (None, 0)
-        source = self._node_name((task or {}).get("NodeID")) or here
-        if {source, node} != {here}:
-            raise BackendError(
-                f"storage is carried only from and to this node ({here}), and {unit_name} would go "
-                f"from {source} to {node}: see docs/swarm.md for a move between two machines"
-            )
 
-    def move(self, spec: AgentSpec, node: str, snapshot: Path) -> UnitInfo:
-        """Stop the agent's service, snapshot its volume, remove both, make the volume again on
-        `node` from the snapshot, then run the agent there (see orchestrator.backends.swarm_move)."""
-        self.check_move(spec.unit_name, node)
-        service = self._service(spec.unit_name)
-        carrier = VolumeCarrier(self._client, AGENT_UID)
-        volume = volume_name(spec.fleet, spec.agent)
-        if service is not None:
-            self.stop(service.id)
-            carrier.export(spec.image, volume, snapshot)
-            # Only the service goes: its relay and network stay for the new one (an overlay
-            # network removed and made again at once can leave the old one's id behind).
-            service.remove()
-            carrier.remove_volume(volume)
-        carrier.fill(spec.image, volume, _labels(spec.fleet, "data", spec.agent), snapshot)
-        return self.run(spec)
+    def storage_of(self, unit_name: str) -> StoragePlace:
+        """The volume the agent's service mounts and the node of its newest task."""
+        service = self._require(unit_name)
+        labels = service.attrs["Spec"].get("Labels") or {}
+        name = mounted_volume(service, CONTAINER_DATA) or volume_name(
+            labels.get(LABEL_FLEET, ""), labels.get(LABEL_AGENT, "")
+        )
+        task, _ = self._latest_task(service)
+        return StoragePlace(name=name, node=self._node_name((task or {}).get("NodeID")))
+
+    def fresh_storage_name(self, fleet: str, agent: str) -> str:
+        return fresh_volume_name(volume_name(fleet, agent))
+
+    def remove_storage(self, place: StoragePlace) -> str:
+        return remove_volume(self._client, place, self._node_name(self._node_id))
 
     # ---------------------------------------------------------------------- looking
 
