@@ -17,6 +17,7 @@ host's cgroup hierarchy writable (each node's containers under a cgroup parent o
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -30,7 +31,6 @@ from typing import Any
 import docker.errors
 
 BASE_IMAGE = "flotilla/base:bookworm"
-NODE_IMAGE = "flotilla-test/swarm-node:bookworm"
 PACKAGES = (
     "containerd",
     "docker.io",
@@ -57,6 +57,11 @@ RUN dpkg -i /tmp/debs/*.deb && rm -rf /tmp/debs \\
  && update-alternatives --set ip6tables /usr/sbin/ip6tables-legacy
 ENTRYPOINT ["dockerd", "--host=unix:///var/run/docker.sock", "--host=tcp://127.0.0.1:2375", "--storage-driver=overlay2"]
 """
+NODE_IMAGE = (
+    "flotilla-test/swarm-node:" + hashlib.sha256((DOCKERFILE + " ".join(PACKAGES)).encode()).hexdigest()[:12]
+)
+"""Kept between runs (made again when its recipe changes): building it takes most of a minute."""
+CGROUPS = Path("/sys/fs/cgroup")
 ENGINE_WAIT_S = 90.0
 ENGINE_URL = "tcp://127.0.0.1:2375"
 
@@ -181,6 +186,8 @@ class TwoNodeSwarm:
                 node.container.remove(force=True, v=True)
         with contextlib.suppress(docker.errors.APIError):
             self.client.networks.get(self.network).remove()
+        for node in self.nodes:
+            _remove_cgroups(node.hostname)
 
     def flotilla(self, folder: Path, *args: str, check: bool = True, timeout: float = 300) -> str:
         """The `flotilla` command run in the manager's network namespace, against its engine."""
@@ -209,6 +216,17 @@ class TwoNodeSwarm:
     def agents(self, folder: Path) -> dict[str, dict[str, Any]]:
         listed = json.loads(self.flotilla(folder, "ps", "--json"))
         return {agent["name"]: agent for agent in listed["agents"]}
+
+
+def _remove_cgroups(parent: str) -> None:
+    """The node's cgroup parent, left empty in the host's hierarchy once the node is gone."""
+    for folder in CGROUPS.glob(f"*/{parent}"):
+        for inner in sorted(folder.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+            if inner.is_dir():
+                with contextlib.suppress(OSError):
+                    inner.rmdir()
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 def _wait_for_engine(node: Node) -> None:
