@@ -174,8 +174,9 @@ class AgentMove:
 
     async def _move_back(self, agent: str, old: StoragePlace, fresh: StoragePlace) -> str:
         """The agent's unit made again where it ran, on its old storage; what was done."""
-        placement = (node_constraint(old.node),) if old.node else self._manager.spec_for(agent).placement
-        spec = replace(self._manager.spec_for(agent), placement=placement, storage_name=old.name)
+        spec = self._manager.spec_for(agent)
+        placement = (node_constraint(old.node),) if old.node else spec.placement
+        spec = replace(spec, placement=placement, storage_name=old.name)
         try:
             await asyncio.to_thread(self._backend.run, spec)
         except BackendError as failed:
