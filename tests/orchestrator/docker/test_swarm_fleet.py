@@ -222,6 +222,10 @@ def _mounted_volume(fleet: SwarmFleet, swarm: Any, agent: str) -> str:
     return str(next(m["Source"] for m in mounts if m["Target"] == "/data"))
 
 
+def _fleet_volumes(fleet: SwarmFleet, swarm: Any) -> set[str]:
+    return {v.name for v in swarm.volumes.list() if v.name.startswith(f"flotilla-{fleet.name}-")}
+
+
 def _recalls(fleet: SwarmFleet, agent: str, words: str, fact: str) -> bool:
     result = fleet.flotilla("memory", "search", agent, words, "--json", check=False)
     return result.returncode == 0 and fact in result.stdout
@@ -269,7 +273,7 @@ def test_a_move_that_fails_leaves_the_agent_where_it_was_with_its_storage(
     fleet.flotilla("memory", "add", "writer", fact)
     _learning(fleet, swarm, "writer", "stays-put")
     old_volume = _mounted_volume(fleet, swarm, "writer")
-    volumes_before = {v.name for v in swarm.volumes.list()}
+    volumes_before = _fleet_volumes(fleet, swarm)
 
     result = fleet.flotilla("move", "writer", "--node", node, "--within", "0", check=False, timeout=400)
 
@@ -277,7 +281,7 @@ def test_a_move_that_fails_leaves_the_agent_where_it_was_with_its_storage(
     out = result.stdout + result.stderr
     assert f"moving writer to {node} failed" in out and f"old storage {old_volume}" in out, out
     assert _mounted_volume(fleet, swarm, "writer") == old_volume
-    assert {v.name for v in swarm.volumes.list()} == volumes_before  # the fresh volume went
+    assert _fleet_volumes(fleet, swarm) == volumes_before  # the fresh volume went
     wait_for(lambda: len(fleet.running_tasks(swarm, "writer")) == 1, "the writer's task on its old volume")
     assert _learning(fleet, swarm, "writer") == "stays-put"
     assert _recalls(fleet, "writer", "spare key blue stone", fact)
