@@ -20,6 +20,7 @@ scale-ups that Swarm already did. Stopping or hibernating an agent scales its se
 from __future__ import annotations
 
 import builtins
+import contextlib
 import hashlib
 import logging
 import time
@@ -78,6 +79,7 @@ RELAY_MEMORY_BYTES = 48 * 1024 * 1024
 RELAY_NANO_CPUS = 200_000_000
 TMP_BYTES = 16 * 1024 * 1024
 REMOVE_WAIT_S = 30.0
+REAP_WAIT_S = 15.0
 STOP_GRACE_NS = 10_000_000_000
 STOP_MARGIN_S = 20.0
 _ENDED_TASK_STATES = frozenset({"complete", "shutdown", "failed", "rejected", "orphaned", "remove"})
@@ -366,7 +368,7 @@ class SwarmBackend(Backend):
             labels = existing.attrs["Spec"].get("Labels") or {}
             if labels.get(LABEL_MANAGED) != "true" or labels.get(LABEL_AGENT) != spec.agent:
                 raise NameConflict(f"a service named {spec.unit_name} exists and was not created by Flotilla")
-            existing.remove()
+            self._remove_settled(existing)
         url = urlsplit(spec.orchestrator_url)
         bind_host = self.prepare_fleet(spec.fleet)
         network = self._ensure_network(
@@ -428,6 +430,19 @@ class SwarmBackend(Backend):
             return []
         return [t for t in service.tasks() if (t.get("Status") or {}).get("State") not in _ENDED_TASK_STATES]
 
+    def _remove_settled(self, service: Any) -> None:
+        """Remove the service once no task of it is still being reaped. Docker 20.10's swarm
+        manager dereferences a task the reaper deleted meanwhile when a service is removed while
+        its scaled-down tasks are reaped (`SetServiceTasksRemove`: nil pointer, the daemon
+        panics), which a stop followed at once by a removal, as a move does, can hit."""
+        with contextlib.suppress(BackendError):
+            wait_until(
+                lambda: not [t for t in service.tasks() if t.get("DesiredState") == "remove"],
+                f"the removed tasks of {service.name} to be reaped",
+                within_s=REAP_WAIT_S,
+            )
+        service.remove()
+
     def _scale(self, unit_id: str, replicas: int) -> None:
         service = self._require(unit_id)
         current = ((service.attrs["Spec"].get("Mode") or {}).get("Replicated") or {}).get("Replicas")
@@ -440,7 +455,7 @@ class SwarmBackend(Backend):
             return
         labels = service.attrs["Spec"].get("Labels") or {}
         fleet, agent = labels.get(LABEL_FLEET, ""), labels.get(LABEL_AGENT, "")
-        service.remove()
+        self._remove_settled(service)
         relay = self._service(relay_name(fleet, agent))
         if relay is not None:
             relay.remove()
