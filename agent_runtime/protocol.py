@@ -597,6 +597,10 @@ class AgentOp(StrEnum):
     SNAPSHOT_TAKE = "snapshot.take"  # -> SnapshotListing (agent_runtime.workspace.snapshot)
     SNAPSHOT_READ = "snapshot.read"  # {"path": p, "offset": n} -> SnapshotChunk
     SNAPSHOT_DROP = "snapshot.drop"  # -> {"dropped": bool}
+    RESTORE_BEGIN = "restore.begin"  # RestorePlan -> RestoreStaged (agent_runtime.workspace.restore)
+    RESTORE_WRITE = "restore.write"  # RestoreChunk -> RestoreStaged
+    RESTORE_COMMIT = "restore.commit"  # {} -> RestoreApplied; the agent then restarts on its files
+    RESTORE_ABORT = "restore.abort"  # {} -> {"dropped": bool}
 
 
 class FreshStoreAccepted(WireModel):
@@ -676,6 +680,29 @@ class SnapshotChunk(WireModel):
     offset: int = Field(ge=0)
     data: str = Field(description="base64")
     eof: bool
+
+
+class RestorePlan(WireModel):
+    """The files of a snapshot the orchestrator is about to hand an agent, as a snapshot lists them."""
+
+    files: list[SnapshotFile] = Field(default_factory=list)
+
+
+class RestoreChunk(WireModel):
+    path: str
+    offset: int = Field(ge=0)
+    data: str = Field(description="base64")
+
+
+class RestoreStaged(WireModel):
+    path: str | None = None
+    received: int = Field(ge=0, description="Bytes of `path` staged so far (of the whole plan for begin)")
+
+
+class RestoreApplied(WireModel):
+    files: int = Field(ge=0)
+    bytes: int = Field(ge=0)
+    restarting: bool = Field(description="The agent ends its process so that it runs on the restored files")
 
 
 class ChannelReply(WireModel):

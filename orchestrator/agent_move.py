@@ -1,21 +1,38 @@
-"""Moving an agent to another node in one step: its placement recorded, its storage carried.
+"""Moving an agent to another node in one step, its state carried over its channel.
 
-The agent's unit is stopped, its storage snapshotted into `.flotilla/moves/AGENT.tar`, and the
-unit made again on the target node with the storage filled from the snapshot before it starts
-(the runtime does the carrying: see Backend.move). The inbox stays in the orchestrator, so
-messages sent meanwhile wait for the agent on its new node. The snapshot is removed once the
-agent runs there; if the move fails it stays, and the error names it.
+Nothing is copied through an engine's filesystem, so the source and target may be any nodes:
+
+1. the agent is held paused (it claims no inbox item meanwhile; messages wait in its inbox,
+   which lives in the orchestrator) and its own files are fetched over its channel, as a backup
+   fetches them (memory.db through SQLite's backup API, history, learnings, processed items);
+2. its unit is stopped (its old storage stays as it was);
+3. the unit is made again on the target node with fresh storage under a new name, and, once the
+   agent's channel opens, it is handed the snapshot in checked chunks (orchestrator.backup.push),
+   writes it into its storage itself and restarts in place; the move waits for it to answer;
+4. the new node and storage are recorded, the old storage removed, the hold lifted.
+
+If any step after 1 fails, the agent's unit is made again on the node it ran on with its old
+storage, untouched, the fresh storage is removed, and the move fails naming the step. The
+workspace needs no carrying: the operator's copy is handed to the agent when its channel opens.
 """
 
 from __future__ import annotations
 
+import asyncio
+import shutil
 import time
 from dataclasses import replace
 from pathlib import Path
 
 from pydantic import BaseModel
 
-from orchestrator.backends.base import Backend, BackendError
+from orchestrator.agent_ask import AgentAsker
+from orchestrator.agent_requests import AgentChannels
+from orchestrator.backends.base import Backend, BackendError, StoragePlace
+from orchestrator.backup.fleet_backups import channel_asker
+from orchestrator.backup.push import answers_after_restart, push_snapshot
+from orchestrator.backup.snapshot import SnapshotFailed, fetch_snapshot
+from orchestrator.controls import Controls
 from orchestrator.events import EventBus
 from orchestrator.fleet_manager import FleetManager
 from orchestrator.health import HealthBoard
@@ -23,19 +40,30 @@ from orchestrator.placement_overrides import node_constraint, record_placement
 from orchestrator.state.paths import StatePaths
 
 AGENT_MOVED = "agent.moved"
+AGENT_MOVE_FAILED = "agent.move_failed"
 WAIT_FOR_APPLY_S = 60.0
 RETRY_S = 0.2
+ANSWER_WITHIN_S = 180.0
+"""How long the agent has on its new node to open its channel, restore and answer."""
 
 
 class MoveResult(BaseModel):
     agent: str
     node: str
+    from_node: str | None
     carried_bytes: int
+    carried_files: int
+    seconds: float
+    old_storage: str
     done: str
 
 
 class UnknownAgentToMove(LookupError):
     pass
+
+
+class MoveFailed(BackendError):
+    """The move failed; the agent runs where it ran, on its old storage (the message says so)."""
 
 
 class AgentMove:
@@ -46,50 +74,119 @@ class AgentMove:
         health: HealthBoard,
         events: EventBus,
         paths: StatePaths,
+        controls: Controls,
+        asker: AgentAsker,
+        channels: AgentChannels,
     ) -> None:
         self._manager = manager
         self._backend = backend
         self._health = health
         self._events = events
         self._paths = paths
+        self._controls = controls
+        self._ask = channel_asker(asker)
+        self._channels = channels
 
-    def _move_held(self, fleet: str, agent: str, node: str, snapshot: Path) -> None:
-        # Checked before the spec is made: making it gives the agent a new token.
-        self._backend.check_move(f"flotilla-{fleet}-{agent}", node)
-        spec = replace(self._manager.spec_for(agent), placement=(node_constraint(node),))
-        try:
-            self._backend.move(spec, node, snapshot)
-        except BackendError as exc:
-            kept = f"; its storage snapshot is kept in {snapshot}" if snapshot.exists() else ""
-            raise BackendError(f"moving {agent} to {node} failed: {exc}{kept}") from exc
-        record_placement(self._paths, agent, node)
-
-    def move(self, agent: str, node: str) -> MoveResult:
+    async def move(self, agent: str, node: str, within_s: float = ANSWER_WITHIN_S) -> MoveResult:
         fleet = self._manager.fleet
         if agent not in fleet.config.agents:
             raise UnknownAgentToMove(
                 f"no agent {agent!r} in fleet {fleet.name} ({', '.join(fleet.config.agents)})"
             )
-        snapshot = self._paths.root / "moves" / f"{agent}.tar"
-        snapshot.parent.mkdir(mode=0o700, exist_ok=True)
+        unit = f"flotilla-{fleet.name}-{agent}"
+        await asyncio.to_thread(self._backend.check_move, unit, node)
+        if self._controls.own_hold(agent) == "stopped":
+            raise BackendError(f"{agent} is stopped: start it (`flotilla start {agent}`) to move it")
         deadline = time.monotonic() + WAIT_FOR_APPLY_S
         while True:
             # An apply or a supervisor pass holds the units for a moment: wait for it, then
             # hold them for the whole move, so neither makes the agent's unit again meanwhile.
             with self._manager.unless_applying() as free:
                 if free:
-                    self._move_held(fleet.name, agent, node, snapshot)
-                    break
+                    return await self._paused_move(agent, unit, node, within_s)
             if time.monotonic() > deadline:
                 raise BackendError("an apply is under way: move the agent once it is done")
-            time.sleep(RETRY_S)
-        carried = snapshot.stat().st_size if snapshot.exists() else 0
-        snapshot.unlink(missing_ok=True)
-        self._health.forget(agent)
-        self._events.publish(AGENT_MOVED, agent=agent, node=node, carried_bytes=carried)
+            await asyncio.sleep(RETRY_S)
+
+    async def _paused_move(self, agent: str, unit: str, node: str, within_s: float) -> MoveResult:
+        paused_here = self._controls.own_hold(agent) is None
+        if paused_here:
+            self._controls.set(agent, "paused")
+        snapshot = self._paths.root / "moves" / agent
+        shutil.rmtree(snapshot, ignore_errors=True)
+        snapshot.mkdir(mode=0o700, parents=True)
+        try:
+            return await self._held_move(agent, unit, node, snapshot, within_s)
+        finally:
+            shutil.rmtree(snapshot, ignore_errors=True)
+            if paused_here:
+                self._controls.set(agent, None)
+
+    async def _held_move(
+        self, agent: str, unit: str, node: str, snapshot: Path, within_s: float
+    ) -> MoveResult:
+        started = time.monotonic()
+        try:
+            listing = await fetch_snapshot(self._ask, agent, snapshot)
+        except SnapshotFailed as failed:
+            raise BackendError(
+                f"moving {agent}: its snapshot could not be had, nothing changed: {failed}"
+            ) from None
+        old = await asyncio.to_thread(self._backend.storage_of, unit)
+        fresh = StoragePlace(self._backend.fresh_storage_name(self._manager.fleet.name, agent), node)
+        try:
+            await asyncio.to_thread(self._backend.stop, unit)
+            spec = replace(
+                self._manager.spec_for(agent), placement=(node_constraint(node),), storage_name=fresh.name
+            )
+            await asyncio.to_thread(self._backend.run, spec)
+            self._health.forget(agent)
+            applied = await self._restore_on_target(agent, snapshot, within_s)
+        except (BackendError, SnapshotFailed) as failed:
+            back = await self._move_back(agent, old, fresh)
+            self._events.publish(AGENT_MOVE_FAILED, agent=agent, node=node, problem=str(failed))
+            raise MoveFailed(f"moving {agent} to {node} failed: {failed}; {back}") from None
+        record_placement(self._paths, agent, node, fresh.name)
+        removed = await asyncio.to_thread(self._backend.remove_storage, old)
+        seconds = round(time.monotonic() - started, 2)
+        self._events.publish(
+            AGENT_MOVED, agent=agent, node=node, carried_bytes=applied, seconds=seconds, old_storage=removed
+        )
         return MoveResult(
             agent=agent,
             node=node,
-            carried_bytes=carried,
-            done=f"{agent} moved to {node} with its storage ({carried} bytes carried)",
+            from_node=old.node,
+            carried_bytes=applied,
+            carried_files=len(listing.files),
+            seconds=seconds,
+            old_storage=removed,
+            done=f"{agent} moved to {node} with its state ({len(listing.files)} files, {applied} bytes, "
+            f"{seconds:g}s); {removed}",
         )
+
+    async def _restore_on_target(self, agent: str, snapshot: Path, within_s: float) -> int:
+        deadline = time.monotonic() + within_s
+        if not await self._channels.wait_open(agent, within_s):
+            raise BackendError(f"{agent} did not connect from its new node within {within_s:g}s")
+        applied = await push_snapshot(self._ask, agent, snapshot)
+        await answers_after_restart(self._ask, self._channels, agent, max(deadline - time.monotonic(), 1.0))
+        return applied.bytes
+
+    async def _move_back(self, agent: str, old: StoragePlace, fresh: StoragePlace) -> str:
+        """The agent's unit made again where it ran, on its old storage; what was done."""
+        spec = self._manager.spec_for(agent)
+        placement = (node_constraint(old.node),) if old.node else spec.placement
+        spec = replace(spec, placement=placement, storage_name=old.name)
+        try:
+            await asyncio.to_thread(self._backend.run, spec)
+        except BackendError as failed:
+            return (
+                f"it could not be started again on its old storage ({failed}): its storage "
+                f"{old.name} is untouched on {old.node or 'its node'}; `flotilla apply` starts it there"
+            )
+        self._health.forget(agent)
+        try:
+            cleaned = await asyncio.to_thread(self._backend.remove_storage, fresh)
+        except BackendError as failed:
+            cleaned = f"the fresh volume {fresh.name} could not be removed: {failed}"
+        return f"it runs on {old.node or 'its node'} again on its old storage {old.name} ({cleaned})"

@@ -12,6 +12,7 @@ from pathlib import Path
 from orchestrator import reconcile
 from orchestrator.auth import TokenStore
 from orchestrator.backends.base import AgentSpec, Backend, BackendError, UnitInfo
+from orchestrator.backup.channel_restore import hold_for_restore
 from orchestrator.backup.restore import pending_restores, restore_carried
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.settings import container_hash
@@ -20,7 +21,7 @@ from orchestrator.errors import Refused
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet_view import FleetView
 from orchestrator.image_name import DEFAULT_IMAGE
-from orchestrator.placement_overrides import placement_of
+from orchestrator.placement_overrides import placement_of, storage_name_of
 from orchestrator.scaffold import (
     has_previous_layout,
     import_previous_layout,
@@ -73,7 +74,13 @@ class FleetManager:
         self.migrate_previous_layout()
         self._restoring = pending_restores(self._paths, list(self.fleet.config.agents))
         """Agents whose own files from a backup replace what their storage holds at creation."""
-        self._carry.update(self._restoring)
+        if backend.carries_storage:
+            self._carry.update(self._restoring)
+        else:
+            # Handed over their channels once they run (orchestrator.backup.channel_restore);
+            # held paused until then, so that they claim nothing on empty storage.
+            hold_for_restore(paths, controls, list(self._restoring))
+            self._restoring = {}
 
     @property
     def fleet(self) -> LoadedFleet:
@@ -107,6 +114,7 @@ class FleetManager:
             carry_from=self._carry.get(agent),
             carry_replaces=agent in self._restoring,
             placement=placement_of(paths, agent, self.fleet.config.placement_of(agent)),
+            storage_name=storage_name_of(paths, agent),
         )
 
     def migrate_previous_layout(self) -> list[str]:

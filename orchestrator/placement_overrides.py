@@ -1,8 +1,10 @@
-"""Where `flotilla move` put an agent: a node that takes precedence over fleet.yaml's placement.
+"""Where `flotilla move` put an agent: a node that takes precedence over fleet.yaml's placement,
+and the storage it was given there.
 
-Kept in `.flotilla/placements.json` ({agent: node}), so the agent stays on its node when its
-unit is made again (an apply that changes its settings, an orchestrator restart). Naming the
-node in fleet.yaml's `placement` makes the move permanent there too.
+Kept in `.flotilla/placements.json` ({"nodes": {agent: node}, "storage": {agent: name}}), so the
+agent stays on its node, with its storage, when its unit is made again (an apply that changes
+its settings, an orchestrator restart, `down` and `up`). Naming the node in fleet.yaml's
+`placement` makes the move permanent there too.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from orchestrator.state.paths import StatePaths
 
 class Placements(BaseModel):
     nodes: dict[str, str] = Field(default_factory=dict, description="agent -> node hostname")
+    storage: dict[str, str] = Field(default_factory=dict, description="agent -> its storage's name")
 
 
 def _file(paths: StatePaths) -> Path:
@@ -40,9 +43,16 @@ def placement_of(paths: StatePaths, agent: str, configured: tuple[str, ...]) -> 
     return (node_constraint(node),) if node else configured
 
 
-def record_placement(paths: StatePaths, agent: str, node: str) -> None:
+def storage_name_of(paths: StatePaths, agent: str) -> str | None:
+    """The name of the storage a move gave the agent; None: the runtime's default one."""
+    return read_placements(paths).storage.get(agent)
+
+
+def record_placement(paths: StatePaths, agent: str, node: str, storage: str | None = None) -> None:
     placements = read_placements(paths)
     placements.nodes[agent] = node
+    if storage is not None:
+        placements.storage[agent] = storage
     target = _file(paths)
     partial = target.with_suffix(".partial")
     partial.write_text(placements.model_dump_json(indent=2))

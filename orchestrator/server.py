@@ -20,7 +20,8 @@ import uvicorn
 from orchestrator.alerts import AlertDispatcher, AlertStore
 from orchestrator.api.app import create_app
 from orchestrator.api.operator.events import close_streams
-from orchestrator.backup.fleet_backups import scheduled_backups, stopped_snapshots
+from orchestrator.backup.channel_restore import ChannelRestores
+from orchestrator.backup.fleet_backups import channel_asker, scheduled_backups, stopped_snapshots
 from orchestrator.broker.repair import keep_messages_in_step
 from orchestrator.listeners import Listeners
 from orchestrator.reconcile import ApplyResult
@@ -98,6 +99,16 @@ class OrchestratorServer:
             ),
             asyncio.create_task(keep_messages_in_step(services.broker.messages), name="message-repair"),
         ]
+        if not services.backend.carries_storage:
+            restores = ChannelRestores(
+                services.paths,
+                lambda: tuple(services.fleet_view.current().config.agents),
+                channel_asker(services.asker),
+                services.channels,
+                services.controls,
+                services.events.publish,
+            )
+            tasks.append(asyncio.create_task(restores.run(), name="channel-restores"))
         traces = trace_export(services.db, services.channels, services.fleet.name)
         if traces is not None:
             tasks.append(asyncio.create_task(traces.run(), name="traces"))

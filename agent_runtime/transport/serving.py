@@ -29,9 +29,12 @@ from agent_runtime.protocol import (
     FileListing,
     FileText,
     FreshStoreAccepted,
+    RestoreChunk,
+    RestorePlan,
     WorkspaceCopy,
 )
 from agent_runtime.workspace.files import FileAccessError, PathEscape, SymlinkRefused, WorkspaceFiles
+from agent_runtime.workspace.restore import RESTORE_OPS, RestoreError, Restores, restart_in_place_soon
 from agent_runtime.workspace.snapshot import SNAPSHOT_OPS, SnapshotError, Snapshots
 from agent_runtime.workspace.versioned import UnknownFile, Workspace
 
@@ -69,15 +72,19 @@ class AgentService:
         config: Callable[[], AgentRuntimeConfig | None],
         token: Callable[[], str],
         job_runners: Callable[[], JobRunners | None] | None = None,
+        restart: Callable[[], None] = restart_in_place_soon,
     ) -> None:
         """`job_runners`: the running worker's memory job runners (with its models), when it has
-        started; without them `memory.run` runs the job here, without a model."""
+        started; without them `memory.run` runs the job here, without a model. `restart`: called
+        once a restore is applied, to run the agent afresh on the restored files."""
         self.settings = settings
         self._config = config
         self._token = token
         self._job_runners = job_runners
         self.workspace = Workspace(settings.data_dir)
         self.snapshots = Snapshots(settings.data_dir)
+        self.restores = Restores(settings.data_dir)
+        self._restart = restart
 
     @staticmethod
     def inline(request: AgentRequest) -> bool:
@@ -99,6 +106,8 @@ class AgentService:
             if request.op == AgentOp.MEMORY_ACCEPT_FRESH:
                 accepted = accept_fresh_store(self.settings.data_dir / MEMORY_DB)
                 return 200, FreshStoreAccepted(accepted=accepted).model_dump()
+            if request.op in RESTORE_OPS:
+                return self._restore(request)
             return self._memory(request)
         except (ValueError, TypeError) as bad:  # pydantic's ValidationError included
             return refusal(422, "invalid_request", f"{request.op.value}: {bad}")
@@ -155,6 +164,24 @@ class AgentService:
             return 200, {"dropped": self.snapshots.drop()}
         except (SnapshotError, KeyError) as failed:
             return refusal(404, "not_found", f"{request.op.value}: {failed}")
+
+    # --- restores (a backup restored, a move to another node) -----------------------------------
+
+    def _restore(self, request: AgentRequest) -> Answer:
+        restores = self.restores
+        try:
+            if request.op == AgentOp.RESTORE_BEGIN:
+                return 200, restores.begin(RestorePlan.model_validate(request.body)).model_dump()
+            if request.op == AgentOp.RESTORE_WRITE:
+                return 200, restores.write(RestoreChunk.model_validate(request.body)).model_dump()
+            if request.op == AgentOp.RESTORE_ABORT:
+                return 200, {"dropped": restores.abort()}
+            applied = restores.commit()
+        except RestoreError as refused:
+            return refusal(422, "restore_refused", f"{request.op.value}: {refused}")
+        log.info("restored %d files (%d bytes): restarting on them", applied.files, applied.bytes)
+        self._restart()
+        return 200, applied.model_dump()
 
     # --- memory ----------------------------------------------------------------------------
 

@@ -84,6 +84,9 @@ class AgentSpec:
     own confinement, never read by the orchestrator."""
     carry_replaces: bool = False
     """A restored backup: `carry_from` replaces the agent's own files in existing storage too."""
+    storage_name: str | None = None
+    """The name of the agent's storage when it is not the runtime's default one (a swarm agent
+    moved to fresh storage keeps the new volume's name here)."""
 
     @property
     def state_root(self) -> Path:
@@ -148,6 +151,14 @@ class SnapshotRun(abc.ABC):
     @abc.abstractmethod
     def finish(self) -> str | None:
         """Waits for the run to end and releases it; None when it ended well, else why not."""
+
+
+@dataclass(frozen=True)
+class StoragePlace:
+    """An agent's storage: its name and the node that holds it (None: not known, no task yet)."""
+
+    name: str
+    node: str | None
 
 
 class Backend(abc.ABC):
@@ -229,16 +240,26 @@ class Backend(abc.ABC):
         loop devices) and, with `delete`, remove the storage itself. What was done, one line each."""
         return []
 
+    carries_storage: bool = True
+    """The backend fills an agent's new storage with `carry_from` itself. One that cannot (its
+    storage may be on another machine) leaves restored files to be handed over the channel."""
+
     def check_move(self, unit_name: str, node: str) -> None:
         """Raise BackendError, changing nothing, when the unit cannot be moved to `node`."""
         raise BackendError(
             f"the {self.name} runtime runs every agent on this machine: there is no node to move to"
         )
 
-    def move(self, spec: AgentSpec, node: str, snapshot: Path) -> UnitInfo:
-        """Run the agent on `node` (its spec already placed there), its storage carried along
-        through the file `snapshot`; the new unit. Only runtimes that span machines move."""
-        self.check_move(spec.unit_name, node)
+    def storage_of(self, unit_name: str) -> StoragePlace:
+        """Where the unit's storage is: its node and name. Only runtimes that span machines move."""
+        raise BackendError(f"the {self.name} runtime cannot move agents")
+
+    def fresh_storage_name(self, fleet: str, agent: str) -> str:
+        """A name for new storage of the agent that no storage of it has had."""
+        raise BackendError(f"the {self.name} runtime cannot move agents")
+
+    def remove_storage(self, place: StoragePlace) -> str:
+        """Remove storage left by a move (on whichever node holds it); what was done, one line."""
         raise BackendError(f"the {self.name} runtime cannot move agents")
 
     def storage_notes(self) -> dict[str, str]:

@@ -20,6 +20,7 @@ scale-ups that Swarm already did. Stopping or hibernating an agent scales its se
 from __future__ import annotations
 
 import builtins
+import contextlib
 import hashlib
 import logging
 import time
@@ -57,11 +58,12 @@ from orchestrator.backends.base import (
     BackendUnavailable,
     Health,
     NameConflict,
+    StoragePlace,
     UnitInfo,
     UnitState,
 )
 from orchestrator.backends.docker import connect_docker
-from orchestrator.backends.swarm_move import VolumeCarrier, wait_until
+from orchestrator.backends.swarm_move import fresh_volume_name, mounted_volume, remove_volume, wait_until
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +79,7 @@ RELAY_MEMORY_BYTES = 48 * 1024 * 1024
 RELAY_NANO_CPUS = 200_000_000
 TMP_BYTES = 16 * 1024 * 1024
 REMOVE_WAIT_S = 30.0
+REAP_WAIT_S = 15.0
 STOP_GRACE_NS = 10_000_000_000
 STOP_MARGIN_S = 20.0
 _ENDED_TASK_STATES = frozenset({"complete", "shutdown", "failed", "rejected", "orphaned", "remove"})
@@ -140,6 +143,7 @@ def _parse_time(value: str | None) -> datetime | None:
 class SwarmBackend(Backend):
     name = "swarm"
     self_healing = True
+    carries_storage = False
     isolation = (
         "strong: one Swarm service per agent on an internal overlay network of its own, "
         "reaching only its relay to the orchestrator"
@@ -328,7 +332,7 @@ class SwarmBackend(Backend):
             mounts=[
                 Mount(
                     CONTAINER_DATA,
-                    volume_name(spec.fleet, spec.agent),
+                    spec.storage_name or volume_name(spec.fleet, spec.agent),
                     type="volume",
                     labels=_labels(spec.fleet, "data", spec.agent),
                     driver_config=DriverConfig("local"),
@@ -364,7 +368,7 @@ class SwarmBackend(Backend):
             labels = existing.attrs["Spec"].get("Labels") or {}
             if labels.get(LABEL_MANAGED) != "true" or labels.get(LABEL_AGENT) != spec.agent:
                 raise NameConflict(f"a service named {spec.unit_name} exists and was not created by Flotilla")
-            existing.remove()
+            self._remove_settled(existing)
         url = urlsplit(spec.orchestrator_url)
         bind_host = self.prepare_fleet(spec.fleet)
         network = self._ensure_network(
@@ -426,6 +430,19 @@ class SwarmBackend(Backend):
             return []
         return [t for t in service.tasks() if (t.get("Status") or {}).get("State") not in _ENDED_TASK_STATES]
 
+    def _remove_settled(self, service: Any) -> None:
+        """Remove the service once no task of it is still being reaped. Docker 20.10's swarm
+        manager dereferences a task the reaper deleted meanwhile when a service is removed while
+        its scaled-down tasks are reaped (`SetServiceTasksRemove`: nil pointer, the daemon
+        panics), which a stop followed at once by a removal, as a move does, can hit."""
+        with contextlib.suppress(BackendError):
+            wait_until(
+                lambda: not [t for t in service.tasks() if t.get("DesiredState") == "remove"],
+                f"the removed tasks of {service.name} to be reaped",
+                within_s=REAP_WAIT_S,
+            )
+        service.remove()
+
     def _scale(self, unit_id: str, replicas: int) -> None:
         service = self._require(unit_id)
         current = ((service.attrs["Spec"].get("Mode") or {}).get("Replicated") or {}).get("Replicas")
@@ -438,7 +455,7 @@ class SwarmBackend(Backend):
             return
         labels = service.attrs["Spec"].get("Labels") or {}
         fleet, agent = labels.get(LABEL_FLEET, ""), labels.get(LABEL_AGENT, "")
-        service.remove()
+        self._remove_settled(service)
         relay = self._service(relay_name(fleet, agent))
         if relay is not None:
             relay.remove()
@@ -464,32 +481,22 @@ class SwarmBackend(Backend):
         ready = self._ready_nodes()
         if node not in ready:
             raise BackendError(f"no ready swarm node named {node!r} (ready: {', '.join(ready) or 'none'})")
-        here = self._node_name(self._node_id) or ""
-        service = self._service(unit_name)
-        task, _ = self._latest_task(service) if service is not None else (None, 0)
-        source = self._node_name((task or {}).get("NodeID")) or here
-        if {source, node} != {here}:
-            raise BackendError(
-                f"storage is carried only from and to this node ({here}), and {unit_name} would go "
-                f"from {source} to {node}: see docs/swarm.md for a move between two machines"
-            )
 
-    def move(self, spec: AgentSpec, node: str, snapshot: Path) -> UnitInfo:
-        """Stop the agent's service, snapshot its volume, remove both, make the volume again on
-        `node` from the snapshot, then run the agent there (see orchestrator.backends.swarm_move)."""
-        self.check_move(spec.unit_name, node)
-        service = self._service(spec.unit_name)
-        carrier = VolumeCarrier(self._client, AGENT_UID)
-        volume = volume_name(spec.fleet, spec.agent)
-        if service is not None:
-            self.stop(service.id)
-            carrier.export(spec.image, volume, snapshot)
-            # Only the service goes: its relay and network stay for the new one (an overlay
-            # network removed and made again at once can leave the old one's id behind).
-            service.remove()
-            carrier.remove_volume(volume)
-        carrier.fill(spec.image, volume, _labels(spec.fleet, "data", spec.agent), snapshot)
-        return self.run(spec)
+    def storage_of(self, unit_name: str) -> StoragePlace:
+        """The volume the agent's service mounts and the node of its newest task."""
+        service = self._require(unit_name)
+        labels = service.attrs["Spec"].get("Labels") or {}
+        name = mounted_volume(service, CONTAINER_DATA) or volume_name(
+            labels.get(LABEL_FLEET, ""), labels.get(LABEL_AGENT, "")
+        )
+        task, _ = self._latest_task(service)
+        return StoragePlace(name=name, node=self._node_name((task or {}).get("NodeID")))
+
+    def fresh_storage_name(self, fleet: str, agent: str) -> str:
+        return fresh_volume_name(volume_name(fleet, agent))
+
+    def remove_storage(self, place: StoragePlace) -> str:
+        return remove_volume(self._client, place, self._node_name(self._node_id))
 
     # ---------------------------------------------------------------------- looking
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -206,28 +208,87 @@ def test_restart_starts_a_new_task_and_keeps_the_storage(fleet: SwarmFleet, swar
     wait_for(lambda: fleet.status()["writer"]["health"] == "healthy", "the writer to check in again")
 
 
-def test_move_reschedules_the_agent_with_its_storage_carried(fleet: SwarmFleet, swarm: Any) -> None:
-    """The one node here is both source and target: the service and its volume are removed and
-    made again from the snapshot, so what the agent wrote survives only if the carry works."""
+def _learning(fleet: SwarmFleet, swarm: Any, agent: str, text: str | None = None) -> str:
+    """A file of the agent's own storage (its learnings), written or read inside its task."""
+    path = "/data/workspace/learnings/moved.md"
+    command = f"mkdir -p /data/workspace/learnings && echo {text} > {path}" if text else f"cat {path}"
+    code, output = fleet.task_container(swarm, agent).exec_run(["sh", "-c", command], user="10001:10001")
+    assert code == 0, output
+    return str(output.decode().strip())
+
+
+def _mounted_volume(fleet: SwarmFleet, swarm: Any, agent: str) -> str:
+    mounts = fleet.services(swarm)[agent].attrs["Spec"]["TaskTemplate"]["ContainerSpec"]["Mounts"]
+    return str(next(m["Source"] for m in mounts if m["Target"] == "/data"))
+
+
+def _fleet_volumes(fleet: SwarmFleet, swarm: Any) -> set[str]:
+    return {v.name for v in swarm.volumes.list() if v.name.startswith(f"flotilla-{fleet.name}-")}
+
+
+def _recalls(fleet: SwarmFleet, agent: str, words: str, fact: str) -> bool:
+    result = fleet.flotilla("memory", "search", agent, words, "--json", check=False)
+    return result.returncode == 0 and fact in result.stdout
+
+
+def test_move_carries_the_agents_state_over_its_channel(fleet: SwarmFleet, swarm: Any) -> None:
+    """The one node here is both source and target: the agent runs on a fresh volume, is handed
+    its snapshot over its channel, and its old volume goes, so what it knew survives only if the
+    channel carried it."""
     node = swarm.info()["Name"]
-    _write_marker(fleet, swarm, "researcher", "carried")
-    marker = _marker(fleet, swarm, "researcher")
-    volume = volume_name(fleet.name, "researcher")
-    volume_before = swarm.volumes.get(volume).attrs["CreatedAt"]
+    fact = "The relay station on the ridge opens at dawn"
+    fleet.flotilla("memory", "add", "researcher", fact)
+    _learning(fleet, swarm, "researcher", "moved-with-its-agent")
+    old_volume = _mounted_volume(fleet, swarm, "researcher")
     service_before = fleet.services(swarm)["researcher"].id
-    result = fleet.flotilla("move", "researcher", "--node", node, timeout=300)
-    assert f"researcher moved to {node}" in result.stdout
+
+    result = fleet.flotilla("move", "researcher", "--node", node, timeout=400)
+
+    assert f"researcher moved to {node} with its state" in result.stdout, result.stdout
+    print(f"move on swarm: {result.stdout.strip()}")
+    assert f"removed volume {old_volume}" in result.stdout
     service = fleet.services(swarm)["researcher"]
     assert service.id != service_before
     constraints = service.attrs["Spec"]["TaskTemplate"]["Placement"]["Constraints"]
     assert constraints == [f"node.hostname=={node}"]
-    assert swarm.volumes.get(volume).attrs["CreatedAt"] != volume_before
+    new_volume = _mounted_volume(fleet, swarm, "researcher")
+    assert new_volume != old_volume
+    names = {v.name for v in swarm.volumes.list()}
+    assert new_volume in names and old_volume not in names
     wait_for(lambda: len(fleet.running_tasks(swarm, "researcher")) == 1, "the moved researcher's task")
-    assert _marker(fleet, swarm, "researcher") == marker
+    assert _learning(fleet, swarm, "researcher") == "moved-with-its-agent"
+    assert _recalls(fleet, "researcher", "relay station ridge", fact)
     wait_for(lambda: fleet.status()["researcher"]["health"] == "healthy", "the researcher to check in")
     assert fleet.status()["researcher"]["node"] == node
     assert "[test model]" in fleet.flotilla("send", "researcher", "settled in?").stdout
-    assert not (fleet.folder / ".flotilla" / "moves" / "researcher.tar").exists()
+    assert not (fleet.folder / ".flotilla" / "moves" / "researcher").exists()
+
+
+def test_a_move_that_fails_leaves_the_agent_where_it_was_with_its_storage(
+    fleet: SwarmFleet, swarm: Any
+) -> None:
+    """Given no time to answer on the target, the agent is brought back on its old volume."""
+    node = swarm.info()["Name"]
+    fact = "The writer keeps the spare key under the blue stone"
+    fleet.flotilla("memory", "add", "writer", fact)
+    _learning(fleet, swarm, "writer", "stays-put")
+    old_volume = _mounted_volume(fleet, swarm, "writer")
+    volumes_before = _fleet_volumes(fleet, swarm)
+
+    result = fleet.flotilla("move", "writer", "--node", node, "--within", "0", check=False, timeout=400)
+
+    assert result.returncode != 0
+    out = result.stdout + result.stderr
+    assert f"moving writer to {node} failed" in out and f"old storage {old_volume}" in out, out
+    assert _mounted_volume(fleet, swarm, "writer") == old_volume
+    assert _fleet_volumes(fleet, swarm) == volumes_before  # the fresh volume went
+    wait_for(lambda: len(fleet.running_tasks(swarm, "writer")) == 1, "the writer's task on its old volume")
+    assert _learning(fleet, swarm, "writer") == "stays-put"
+    assert _recalls(fleet, "writer", "spare key blue stone", fact)
+    wait_for(lambda: fleet.status()["writer"]["health"] == "healthy", "the writer to check in again")
+    assert "[test model]" in fleet.flotilla("send", "writer", "still home?", timeout=180).stdout
+    placements = fleet.folder / ".flotilla" / "placements.json"
+    assert not placements.exists() or "writer" not in placements.read_text()
 
 
 def test_move_to_an_unknown_node_changes_nothing(fleet: SwarmFleet, swarm: Any) -> None:
@@ -251,6 +312,26 @@ def test_an_orchestrator_restart_adopts_the_services(fleet: SwarmFleet, swarm: A
     assert "[test model]" in fleet.flotilla("send", "researcher", "still there?").stdout
 
 
+BACKUP: dict[str, Path] = {}
+RESTORED_FACT = "The lighthouse keeper's cat is called Biscuit"
+
+
+def test_a_backup_is_taken_while_the_swarm_fleet_runs(
+    fleet: SwarmFleet, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    fleet.flotilla("memory", "add", "writer", RESTORED_FACT)
+    archive = tmp_path_factory.mktemp("swarm-backup") / "fleet.tar"
+    fleet.flotilla("backup", "-o", str(archive), timeout=300)
+    verified = subprocess.run(
+        [sys.executable, "-m", "orchestrator.cli.main", "verify", str(archive)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    BACKUP["archive"] = archive
+
+
 def test_down_leaves_nothing_behind(fleet: SwarmFleet, swarm: Any, tmp_path: Path) -> None:
     fleet.flotilla("down", "-v")
     label = {"label": f"{LABEL_FLEET}={fleet.name}"}
@@ -260,3 +341,39 @@ def test_down_leaves_nothing_behind(fleet: SwarmFleet, swarm: Any, tmp_path: Pat
     wait_for(lambda: not swarm.containers.list(all=True, filters=label), "task containers to go")
     names = {v.name for v in swarm.volumes.list()}
     assert not {volume_name(fleet.name, agent) for agent in AGENTS} & names
+    assert not [name for name in names if name.startswith(f"flotilla-{fleet.name}-")]  # moved ones too
+
+
+def test_the_backup_is_restored_into_a_fresh_swarm_fleet(
+    fleet: SwarmFleet, swarm: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """After `down -v` (nothing of the fleet left on the swarm), the archive restored into an
+    empty folder and started on swarm: the agents are handed their own files over their channels."""
+    if "archive" not in BACKUP:
+        pytest.skip("needs the backup taken earlier in this module")
+    restored = SwarmFleet(fleet.name, tmp_path_factory.mktemp("swarm-restored"), fleet.image)
+    result = restored.flotilla("restore", str(BACKUP["archive"]), timeout=300)
+    assert "restored fleet" in result.stdout
+    try:
+        started = time.monotonic()
+        restored.up()
+        wait_for(
+            lambda: _recalls(restored, "writer", "lighthouse keeper cat", RESTORED_FACT),
+            "the restored writer to recall its fact",
+        )
+        print(f"restore on swarm: the writer recalled its fact {time.monotonic() - started:.1f}s after up")
+        assert _recalls(
+            restored, "researcher", "relay station ridge", "The relay station on the ridge opens at dawn"
+        )
+        wait_for(
+            lambda: not (restored.folder / ".flotilla" / "restore" / "writer").exists(), "the restore to end"
+        )
+        wait_for(
+            lambda: all(a["health"] == "healthy" for a in restored.status().values()), "agents to check in"
+        )
+        assert (
+            "[test model]"
+            in restored.flotilla("send", "writer", "back from the archive?", timeout=180).stdout
+        )
+    finally:
+        restored.flotilla("down", "-v", check=False)
