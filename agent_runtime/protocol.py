@@ -16,6 +16,8 @@ Agent-facing routes (all under the orchestrator's base URL, bearer = the agent's
     GET  /agent/v1/peers                  -> list[PeerInfo]
     POST /agent/v1/ask                    AskRequest -> AskResult
     POST /agent/v1/tell                   TellRequest -> TellResult
+    GET  /agent/v1/tools                  -> OrchestratorTools (tools of HTTP MCP servers)
+    POST /agent/v1/tools/call             OrchestratorToolCall -> OrchestratorToolResult
     POST /agent/v1/approvals              ApprovalRequest -> ApprovalItem (same key: same item)
     GET  /agent/v1/approvals/{id}?wait=S  -> ApprovalItem (long-poll until decided or S elapsed)
     POST /v1/chat/completions             OpenAI-compatible (LLM gateway)
@@ -271,6 +273,11 @@ class ToolSettings(WireModel):
     """
 
     mcp: list[McpServerSpec] = Field(default_factory=list)
+    orchestrator_mcp: list[str] = Field(
+        default_factory=list,
+        description="HTTP MCP servers the orchestrator reaches for the agent: their tools come from "
+        "GET /agent/v1/tools and are called with POST /agent/v1/tools/call",
+    )
     approval_required: list[str] = Field(default_factory=list)
     approval_timeout_s: float = 600.0
 
@@ -345,12 +352,46 @@ class ApprovalDecision(WireModel):
     reason: str = Field(default="", max_length=2000)
 
 
+class OrchestratorTool(WireModel):
+    """A tool of an HTTP MCP server, offered to the agent by the orchestrator (which calls it)."""
+
+    name: str = Field(description="As offered to the model: SERVER__TOOL")
+    server: str
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+class OrchestratorTools(WireModel):
+    """The tools the orchestrator offers this agent, and the servers it could not list."""
+
+    tools: list[OrchestratorTool] = Field(default_factory=list)
+    problems: list[str] = Field(default_factory=list)
+
+
+class OrchestratorToolCall(WireModel):
+    """A call of an orchestrator-held tool. `item_id` is the inbox item being worked: with the tool
+    and its arguments it names the approval item of a call that needs one."""
+
+    name: str = Field(min_length=1, max_length=200)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    item_id: str | None = None
+
+
+class OrchestratorToolResult(WireModel):
+    ok: bool
+    output: str
+
+
 class ToolCallRecord(WireModel):
     """One tool call of a run: what was called, whether it worked, and any approval it waited for."""
 
     name: str
     ok: bool
-    source: Literal["builtin", "mcp", "peer"] = "builtin"
+    source: Literal["builtin", "mcp", "peer", "orchestrator_mcp"] = Field(
+        default="builtin",
+        description="mcp: a stdio server run by the agent; orchestrator_mcp: an HTTP server the "
+        "orchestrator called for the agent",
+    )
     approval: Literal["approved", "denied", "expired"] | None = None
     approval_id: str | None = None
     duration_s: float = 0.0
