@@ -79,12 +79,18 @@ class McpHttpClient:
 
     @asynccontextmanager
     async def _session(self) -> AsyncIterator[Any]:
-        import anyio
-        import httpx2
-        from mcp import ClientSession
-        from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
-        from mcp.shared.exceptions import MCPError
+        try:
+            import anyio
+            import httpx2
+            from mcp import ClientSession
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+            from mcp.shared.exceptions import MCPError
+        except ImportError as missing:
+            raise McpServerError(
+                f"the orchestrator cannot speak MCP over HTTP ({missing}): install the MCP SDK 2 with "
+                "pip install 'flotilla[orchestrator]'"
+            ) from None
 
         timeout = httpx2.Timeout(
             self._server.timeout_s, connect=min(CONNECT_TIMEOUT_S, self._server.timeout_s)

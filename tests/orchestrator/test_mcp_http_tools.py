@@ -23,10 +23,10 @@ import pytest
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 from orchestrator.testing.cli import free_port, run_flotilla, wait_for
+from tests.orchestrator.mcp_servers.running import SearchServer
 
 pytest.importorskip("mcp")
 
-SERVER = Path(__file__).parent / "mcp_servers" / "search_server.py"
 TOKEN = f"sk-search-{secrets.token_hex(12)}"
 
 FLEET = """\
@@ -56,36 +56,9 @@ agents:
 """
 
 
-class SearchServer:
-    def __init__(self, port: int, seen: Path) -> None:
-        self.port = port
-        self.seen = seen
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, str(SERVER), str(self.port), TOKEN, str(self.seen)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        wait_for(self._answers, "the MCP server to listen", deadline_s=60)
-
-    def _answers(self) -> bool:
-        try:
-            httpx.get(f"http://127.0.0.1:{self.port}/mcp", timeout=2)
-        except httpx.HTTPError:
-            return False
-        return True
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=30)
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SearchServer]:
-    running = SearchServer(free_port(), tmp_path_factory.mktemp("search") / "seen-tokens")
+    running = SearchServer(free_port(), TOKEN, tmp_path_factory.mktemp("search") / "seen-tokens")
     running.start()
     try:
         yield running
@@ -146,7 +119,7 @@ def test_a_tool_of_an_http_server_answers_through_the_orchestrator(
 ) -> None:
     reply = send(fleet_dir, "finder", 'call search__find {"query": "tide"}')
     assert "search__find returned:" in reply and "tide-tables.md" in reply
-    assert TOKEN in server.seen.read_text().split()
+    assert TOKEN in server.tokens_seen()
     (call,) = calls_of(fleet_dir, "finder", "search__find")
     assert call["ok"] is True and call["source"] == "orchestrator_mcp"
     called = [e for e in events(fleet_dir, "finder") if e["type"] == "mcp.called"]
