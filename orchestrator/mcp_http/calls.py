@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 MCP_CALLED = "mcp.called"
 MCP_UNREACHABLE = "mcp.unreachable"
 DETAIL_CHARS = 300
+# The agent keeps far less of a tool's output for its model; this only bounds what crosses the channel.
+MAX_OUTPUT_CHARS = 256_000
 
 
 class McpCallRefused(Exception):
@@ -91,8 +93,10 @@ class OrchestratorMcpCalls:
         duration = time.monotonic() - started
         self._record(request.name, server, answer.ok, duration, "" if answer.ok else answer.text)
         if not answer.ok:
-            return OrchestratorToolResult(ok=False, output=f"{server.name} {target.tool.name}: {answer.text}")
-        return OrchestratorToolResult(ok=True, output=answer.text)
+            return OrchestratorToolResult(
+                ok=False, output=_bounded(f"{server.name} {target.tool.name}: {answer.text}")
+            )
+        return OrchestratorToolResult(ok=True, output=_bounded(answer.text))
 
     def _server_of(self, name: str) -> McpServerConfig:
         prefix, separator, _ = name.partition("__")
@@ -152,6 +156,12 @@ class OrchestratorMcpCalls:
             duration_s=round(duration_s, 3),
             detail=detail[:DETAIL_CHARS],
         )
+
+
+def _bounded(text: str) -> str:
+    if len(text) <= MAX_OUTPUT_CHARS:
+        return text
+    return text[:MAX_OUTPUT_CHARS] + f"\n[... output cut: {MAX_OUTPUT_CHARS} of {len(text)} characters sent]"
 
 
 def _allowed(server: McpServerConfig, tool: str) -> bool:

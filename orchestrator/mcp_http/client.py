@@ -52,6 +52,17 @@ class McpHttpClient:
         self._server = server
         self._url = server.url
         self._headers = resolved_headers(server)
+        # The values taken from the environment: the credentials to keep out of every message.
+        self._secrets = sorted(
+            {
+                value
+                for names in server.header_variables().values()
+                for name in names
+                if (value := os.environ.get(name))
+            },
+            key=len,
+            reverse=True,
+        )
 
     async def list_tools(self) -> list[ServerTool]:
         async with self._session() as session:
@@ -71,10 +82,8 @@ class McpHttpClient:
         return CallAnswer(ok=not getattr(result, "is_error", False), text=self.redact(_result_text(result)))
 
     def redact(self, text: str) -> str:
-        for value in self._headers.values():
-            for secret in {value, *value.split()}:
-                if len(secret) >= 4:
-                    text = text.replace(secret, "[redacted]")
+        for secret in self._secrets:
+            text = text.replace(secret, "[redacted]")
         return text
 
     @asynccontextmanager

@@ -78,3 +78,14 @@ def test_header_values_resolve_from_the_host_environment(monkeypatch: pytest.Mon
     )
     assert resolved_headers(server) == {"Authorization": "Bearer abc123"}
     assert server.header_variables() == {"Authorization": ["SEARCH_TOKEN"]}
+
+
+def test_credentials_are_blanked_out_of_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    from orchestrator.mcp_http.client import McpHttpClient
+
+    monkeypatch.setenv("SEARCH_TOKEN", "s3cr3t-value")
+    server = McpServerConfig(
+        name="search", url="http://127.0.0.1:9/mcp", headers={"Authorization": "Bearer ${SEARCH_TOKEN}"}
+    )
+    said = McpHttpClient(server).redact("401: Bearer s3cr3t-value is not valid")
+    assert said == "401: Bearer [redacted] is not valid"
