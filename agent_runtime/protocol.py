@@ -43,6 +43,9 @@ operations are listed in `AgentOp`.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -380,6 +383,38 @@ class OrchestratorToolCall(WireModel):
 class OrchestratorToolResult(WireModel):
     ok: bool
     output: str
+
+
+# Agreed by both sides: an MCP tool `T` of server `S` is offered as `S__T` (OpenAI function names
+# allow [A-Za-z0-9_-], at most 64 characters), and a call needing approval is found again by its key.
+MCP_SEPARATOR = "__"
+_UNSAFE_IN_TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def offered_name(server: str, tool: str) -> str:
+    """The name the model sees for tool `tool` of MCP server `server`."""
+    return f"{server}{MCP_SEPARATOR}{_UNSAFE_IN_TOOL_NAME.sub('_', tool)}"[:64]
+
+
+def approval_key(item_id: str | None, tool: str, arguments: dict[str, Any]) -> str:
+    """The idempotency key of the approval item of one call (the inbox item, the tool, its arguments)."""
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"))
+    digest = hashlib.sha256(f"{item_id or '-'}\n{tool}\n{canonical}".encode()).hexdigest()
+    return f"approval-{digest[:40]}"
+
+
+def needs_approval(required: list[str], tool: str, arguments: dict[str, Any]) -> str | None:
+    """The name a call's approval is asked under (ToolSettings.approval_required), or None."""
+    if tool in required:
+        return tool
+    server, separator, _ = tool.partition(MCP_SEPARATOR)
+    if separator and f"{server}{MCP_SEPARATOR}*" in required:
+        return tool
+    if tool == "ask_agent":
+        operation = f"{arguments.get('agent')}.{arguments.get('operation')}"
+        if operation in required:
+            return operation
+    return None
 
 
 class ToolCallRecord(WireModel):

@@ -19,9 +19,10 @@ from agent_runtime.protocol import (
     OrchestratorToolCall,
     OrchestratorToolResult,
     OrchestratorTools,
+    approval_key,
+    needs_approval,
+    offered_name,
 )
-from agent_runtime.tools.approval import approval_key, needs_approval
-from agent_runtime.tools.mcp import offered_name
 from orchestrator.approvals import ApprovalStore
 from orchestrator.config.tools import McpServerConfig, ToolsConfig
 from orchestrator.events import EventBus
