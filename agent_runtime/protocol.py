@@ -16,6 +16,8 @@ Agent-facing routes (all under the orchestrator's base URL, bearer = the agent's
     GET  /agent/v1/peers                  -> list[PeerInfo]
     POST /agent/v1/ask                    AskRequest -> AskResult
     POST /agent/v1/tell                   TellRequest -> TellResult
+    GET  /agent/v1/tools                  -> OrchestratorTools (tools of HTTP MCP servers)
+    POST /agent/v1/tools/call             OrchestratorToolCall -> OrchestratorToolResult
     POST /agent/v1/approvals              ApprovalRequest -> ApprovalItem (same key: same item)
     GET  /agent/v1/approvals/{id}?wait=S  -> ApprovalItem (long-poll until decided or S elapsed)
     POST /v1/chat/completions             OpenAI-compatible (LLM gateway)
@@ -41,6 +43,9 @@ operations are listed in `AgentOp`.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -274,6 +279,11 @@ class ToolSettings(WireModel):
     """
 
     mcp: list[McpServerSpec] = Field(default_factory=list)
+    orchestrator_mcp: list[str] = Field(
+        default_factory=list,
+        description="HTTP MCP servers the orchestrator reaches for the agent: their tools come from "
+        "GET /agent/v1/tools and are called with POST /agent/v1/tools/call",
+    )
     approval_required: list[str] = Field(default_factory=list)
     approval_timeout_s: float = 600.0
 
@@ -348,12 +358,78 @@ class ApprovalDecision(WireModel):
     reason: str = Field(default="", max_length=2000)
 
 
+class OrchestratorTool(WireModel):
+    """A tool of an HTTP MCP server, offered to the agent by the orchestrator (which calls it)."""
+
+    name: str = Field(description="As offered to the model: SERVER__TOOL")
+    server: str
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+class OrchestratorTools(WireModel):
+    """The tools the orchestrator offers this agent, and the servers it could not list."""
+
+    tools: list[OrchestratorTool] = Field(default_factory=list)
+    problems: list[str] = Field(default_factory=list)
+
+
+class OrchestratorToolCall(WireModel):
+    """A call of an orchestrator-held tool. `item_id` is the inbox item being worked: with the tool
+    and its arguments it names the approval item of a call that needs one."""
+
+    name: str = Field(min_length=1, max_length=200)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    item_id: str | None = None
+
+
+class OrchestratorToolResult(WireModel):
+    ok: bool
+    output: str
+
+
+# Agreed by both sides: an MCP tool `T` of server `S` is offered as `S__T` (OpenAI function names
+# allow [A-Za-z0-9_-], at most 64 characters), and a call needing approval is found again by its key.
+MCP_SEPARATOR = "__"
+_UNSAFE_IN_TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def offered_name(server: str, tool: str) -> str:
+    """The name the model sees for tool `tool` of MCP server `server`."""
+    return f"{server}{MCP_SEPARATOR}{_UNSAFE_IN_TOOL_NAME.sub('_', tool)}"[:64]
+
+
+def approval_key(item_id: str | None, tool: str, arguments: dict[str, Any]) -> str:
+    """The idempotency key of the approval item of one call (the inbox item, the tool, its arguments)."""
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"))
+    digest = hashlib.sha256(f"{item_id or '-'}\n{tool}\n{canonical}".encode()).hexdigest()
+    return f"approval-{digest[:40]}"
+
+
+def needs_approval(required: list[str], tool: str, arguments: dict[str, Any]) -> str | None:
+    """The name a call's approval is asked under (ToolSettings.approval_required), or None."""
+    if tool in required:
+        return tool
+    server, separator, _ = tool.partition(MCP_SEPARATOR)
+    if separator and f"{server}{MCP_SEPARATOR}*" in required:
+        return tool
+    if tool == "ask_agent":
+        operation = f"{arguments.get('agent')}.{arguments.get('operation')}"
+        if operation in required:
+            return operation
+    return None
+
+
 class ToolCallRecord(WireModel):
     """One tool call of a run: what was called, whether it worked, and any approval it waited for."""
 
     name: str
     ok: bool
-    source: Literal["builtin", "mcp", "peer"] = "builtin"
+    source: Literal["builtin", "mcp", "peer", "orchestrator_mcp"] = Field(
+        default="builtin",
+        description="mcp: a stdio server run by the agent; orchestrator_mcp: an HTTP server the "
+        "orchestrator called for the agent",
+    )
     approval: Literal["approved", "denied", "expired"] | None = None
     approval_id: str | None = None
     duration_s: float = 0.0

@@ -74,8 +74,10 @@ def tool_settings(fleet: LoadedFleet, agent: str) -> ToolSettings:
                 allow=list(server.allow) if server.allow is not None else None,
                 timeout_s=server.timeout_s,
             )
-            for server in tools.mcp
+            for server in tools.stdio_servers
+            if server.command is not None
         ],
+        orchestrator_mcp=[server.name for server in tools.http_servers],
         approval_required=tools.approval_required(),
         approval_timeout_s=tools.approval_timeout_s,
     )

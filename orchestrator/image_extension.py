@@ -45,9 +45,13 @@ EXTENSION_FILE = "extension.txt"
 # Next to the agent image's wheelhouse; downloaded again only when the requirements change.
 EXTENSION_WHEELHOUSE = Path(f"{WHEELHOUSE.as_posix()}-ext")
 LABEL_EXTENSION = "io.flotilla.extension"
+# Both stages inherit the agent image's labels; each says it is not the agent image (the build's
+# own labels reach only the last stage), so that looking the agent image up by its labels never
+# finds the stage that installed the packages.
 EXTENSION_DOCKERFILE = """\
 ARG BASE
 FROM ${BASE} AS extension
+LABEL io.flotilla.component=agent-extension-stage
 USER 0
 COPY wheels/ /wheels/
 RUN set -eu; \\

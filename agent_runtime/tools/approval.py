@@ -8,8 +8,6 @@ orchestrator (a restart) or was restarted itself waits on the same item when it 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -18,7 +16,14 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
-from agent_runtime.protocol import AGENT_API_PREFIX, ApprovalItem, ApprovalRequest, ToolSettings
+from agent_runtime.protocol import (
+    AGENT_API_PREFIX,
+    ApprovalItem,
+    ApprovalRequest,
+    ToolSettings,
+    approval_key,
+    needs_approval,
+)
 from agent_runtime.tools.registry import Verdict
 from agent_runtime.transport.http import no_delay_transport
 
@@ -28,31 +33,10 @@ WAIT_S = 25.0
 RETRY_S = 1.0
 # The orchestrator expires the item; the agent gives up on its own only this long after that.
 DEADLINE_MARGIN_S = 60.0
-MCP_SEPARATOR = "__"
 
 
 class ApprovalUnavailable(Exception):
     """The orchestrator could not be asked; the call is not run."""
-
-
-def approval_key(item_id: str | None, tool: str, arguments: dict[str, Any]) -> str:
-    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"))
-    digest = hashlib.sha256(f"{item_id or '-'}\n{tool}\n{canonical}".encode()).hexdigest()
-    return f"approval-{digest[:40]}"
-
-
-def needs_approval(required: list[str], tool: str, arguments: dict[str, Any]) -> str | None:
-    """The name the approval is asked under, or None when the call needs none."""
-    if tool in required:
-        return tool
-    server, separator, _ = tool.partition(MCP_SEPARATOR)
-    if separator and f"{server}{MCP_SEPARATOR}*" in required:
-        return tool
-    if tool == "ask_agent":
-        operation = f"{arguments.get('agent')}.{arguments.get('operation')}"
-        if operation in required:
-            return operation
-    return None
 
 
 class ApprovalClient:

@@ -15,7 +15,6 @@ import asyncio
 import json
 import logging
 import os
-import re
 import sys
 import threading
 from collections.abc import Callable
@@ -25,18 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_runtime.protocol import McpServerSpec
+from agent_runtime.protocol import McpServerSpec, offered_name
 from agent_runtime.tools.registry import Tool, ToolError
 
 log = logging.getLogger(__name__)
 
-SEPARATOR = "__"
-UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 STOP_TIMEOUT_S = 10.0
-
-
-def offered_name(server: str, tool: str) -> str:
-    return f"{server}{SEPARATOR}{UNSAFE.sub('_', tool)}"[:64]
 
 
 @dataclass

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 Handler = Callable[[dict[str, Any]], str]
 FailureHook = Callable[[str, Any, str], object]
-ToolSource = Literal["builtin", "mcp", "peer"]
+ToolSource = Literal["builtin", "mcp", "peer", "orchestrator_mcp"]
 ApprovalOutcome = Literal["approved", "denied", "expired"]
 DEFAULT_MAX_OUTPUT_CHARS = 16_000
 

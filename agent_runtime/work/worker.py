@@ -31,6 +31,7 @@ from agent_runtime.protocol import (
 from agent_runtime.tools.approval import ApprovalClient, ApprovalGate
 from agent_runtime.tools.build import build_tools
 from agent_runtime.tools.mcp import McpServers
+from agent_runtime.tools.orchestrator_mcp import OrchestratorMcp
 from agent_runtime.tools.registry import Tool
 from agent_runtime.transport.client import OrchestratorClient
 from agent_runtime.transport.errors import OrchestratorError
@@ -194,7 +195,7 @@ class Worker:
             learnings=self.learnings,
             memory_tools=self.memory.tools,
             peer_tools=self._peer_tools(),
-            mcp_tools=self.mcp.tools(),
+            mcp_tools=[*self.mcp.tools(), *self._orchestrator_tools(config)],
             on_failure=self.learnings.record_error,
             gate=gate,
         )
@@ -217,6 +218,22 @@ class Worker:
         if config.tools.mcp:
             self.emit("mcp.started", {"servers": [s.name for s in config.tools.mcp], "problems": problems})
         return servers
+
+    def _orchestrator_tools(self, config: AgentRuntimeConfig) -> list[Tool]:
+        """The tools of the HTTP MCP servers the orchestrator reaches for this agent."""
+        if not config.tools.orchestrator_mcp:
+            return []
+        remote = OrchestratorMcp(
+            self.settings.orchestrator_url, lambda: self.client.token, lambda: self._current_item
+        )
+        tools, problems = remote.tools()
+        for problem in problems:
+            log.warning("%s", problem)
+        self.emit(
+            "mcp.started",
+            {"servers": list(config.tools.orchestrator_mcp), "problems": problems, "via": "orchestrator"},
+        )
+        return tools
 
     def _context_manager(self, counter: CachingCounter, completer: OpenAICompleter) -> ContextManager:
         """The context manager of the agent's strategy: `compact` (summaries) or `checkpoint`

@@ -12,6 +12,7 @@ from orchestrator.api import gateway
 from orchestrator.api.agent import approvals as agent_approvals
 from orchestrator.api.agent import channel, peers
 from orchestrator.api.agent import routes as agent_routes
+from orchestrator.api.agent import tools as agent_tools
 from orchestrator.api.errors import install_error_handlers
 from orchestrator.api.limits import BodyLimit
 from orchestrator.api.operator import (
@@ -48,6 +49,7 @@ ROUTERS = [
     alerts.router,
     approvals.router,
     agent_approvals.router,
+    agent_tools.router,
     controls.router,
     move.router,
     gateway.router,

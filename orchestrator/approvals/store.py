@@ -99,6 +99,11 @@ class ApprovalStore:
             raise UnknownApproval(f"there is no approval item {approval_id!r}")
         return self._expire_if_due(_item(row))
 
+    def find(self, agent: str, key: str) -> ApprovalItem | None:
+        """The item this agent asked for under `key`, if any."""
+        row = self._db.query_one("SELECT * FROM approvals WHERE agent = ? AND key = ?", (agent, key))
+        return self._expire_if_due(_item(row)) if row is not None else None
+
     def list(self, state: ApprovalState | None = None, limit: int = 100) -> list[ApprovalItem]:
         """Newest first; pending items past their timeout are expired before they are listed."""
         self.expire_due()

@@ -170,9 +170,10 @@ def up(
     if endpoint is not None:
         explicit_port = ctx.get_parameter_source("port") != click.core.ParameterSource.DEFAULT
         _refuse_other_launch(endpoint, paths, port if explicit_port else None, runtime)
-        load_or_exit(fleet_file)
+        running = load_or_exit(fleet_file)
         click.echo(f"the orchestrator is already running at {endpoint.url}; applying {fleet_file} to it")
-        _apply_remote(fleet_file, dry_run=False)
+        new_image = _image_for(fleet_file, running, False) if remembered_runtime(paths) == "docker" else None
+        _apply_remote(fleet_file, dry_run=False, image=new_image)
         return
     fleet = load_or_exit(fleet_file)
     chosen = _runtime_of(paths, runtime, fleet)
@@ -207,7 +208,11 @@ def _refuse_other_launch(
 
 
 def _apply_remote(
-    fleet_file: Path, dry_run: bool, force_seeds: tuple[tuple[str, str], ...] = (), as_json: bool = False
+    fleet_file: Path,
+    dry_run: bool,
+    force_seeds: tuple[tuple[str, str], ...] = (),
+    as_json: bool = False,
+    image: str | None = None,
 ) -> bool:
     """Ask the running orchestrator to plan or apply `fleet_file`; True when changes are (were) due."""
     client = client_for(fleet_file, timeout_s=300.0)
@@ -216,6 +221,7 @@ def _apply_remote(
         dry_run=dry_run or None,
         file=str(fleet_file.resolve()),
         force_seed=[f"{agent}/{file}" for agent, file in force_seeds] or None,
+        image=image,
     )
     if as_json:
         echo_json({"dry_run": dry_run, **result})
@@ -225,6 +231,27 @@ def _apply_remote(
     if not result["changed"]:
         click.echo("nothing to change")
     return bool(result["changed"])
+
+
+def _image_for(fleet_file: Path, fleet: LoadedFleet, as_json: bool) -> str | None:
+    """The image for the agents this apply creates or recreates, when the fleet's MCP packages
+    changed: the agent image's extension with the packages fleet.yaml now names, built here (offline,
+    with progress lines) as `up` builds it. None: the image in force stays."""
+    from rich.console import Console
+
+    from orchestrator.cli.launch_options import fleet_image
+    from orchestrator.image_name import base_image
+
+    running = client_for(fleet_file).post("/api/v1/apply", dry_run=True, file=str(fleet_file.resolve()))
+    current = str(running.get("image") or "")
+    if not current:
+        return None
+    wanted = fleet_image(base_image(current), fleet.config, Console(stderr=as_json))
+    if wanted == current:
+        return None
+    if not as_json:
+        click.echo(f"image: agents created or recreated from now on run {wanted} (was {current})")
+    return wanted
 
 
 EXIT_CHANGES_PENDING = 1
@@ -263,10 +290,11 @@ def apply(
     """
     paths = StatePaths.for_fleet_file(fleet_file)
     if not dry_run:
-        load_or_exit(fleet_file, as_json=as_json)
+        fleet = load_or_exit(fleet_file, as_json=as_json)
         if read_endpoint(paths) is None:
             raise CliError("no orchestrator is running: `flotilla up` starts it and applies fleet.yaml")
-        _apply_remote(fleet_file, dry_run=False, force_seeds=force_seeds, as_json=as_json)
+        image = _image_for(fleet_file, fleet, as_json) if remembered_runtime(paths) == "docker" else None
+        _apply_remote(fleet_file, dry_run=False, force_seeds=force_seeds, as_json=as_json, image=image)
         return
     try:
         pending = _dry_run(fleet_file, paths, runtime, force_seeds, as_json)

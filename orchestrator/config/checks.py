@@ -6,6 +6,7 @@ contracts check` checks), heartbeat rules, and resources against what the engine
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -64,6 +65,7 @@ def check_fleet(
     if contracts:
         _check_contracts(known, problems)
     _check_rules(raw, problems)
+    _check_mcp_credentials(fleet, problems)
     if capacity is not None:
         check_resources(fleet, problems, capacity, set_aside)
 
@@ -156,6 +158,21 @@ def _check_rules(raw: dict[str, Any], problems: Problems) -> None:
         zone = tz if isinstance(tz, str) and _known_zone(tz) else "UTC"
         for error in parse_rule_lines(rules, zone).errors:
             problems.add((*where, "rules", error.line - 1), f"rule {error.text!r}: {error.message}")
+
+
+def _check_mcp_credentials(fleet: LoadedFleet, problems: Problems) -> None:
+    """Each ${NAME} in an HTTP MCP server's headers names a variable of the orchestrator host's
+    environment: the orchestrator reads it there for every call (agents never see it)."""
+    for agent_name, agent in fleet.config.agents.items():
+        for index, server in enumerate(agent.tools.mcp):
+            for header, names in server.header_variables().items():
+                for name in names:
+                    if name not in os.environ:
+                        problems.add(
+                            ("agents", agent_name, "tools", "mcp", index, "headers", header),
+                            f"MCP server {server.name}: header {header} names the environment variable "
+                            f"{name}, which is not set on the orchestrator host",
+                        )
 
 
 def _known_zone(name: str) -> bool:

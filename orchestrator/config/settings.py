@@ -117,7 +117,13 @@ def _tool_settings(tools: ToolsConfig) -> Settings:
     """
     found: Settings = {}
     if tools.mcp:
-        found["tools.mcp"] = ("recreate", [server.model_dump(mode="json") for server in tools.mcp])
+        found["tools.mcp"] = (
+            "recreate",
+            [
+                server.model_dump(mode="json") if server.is_http else server.stdio_dump()
+                for server in tools.mcp
+            ],
+        )
     if tools.rules or "approval_timeout" in tools.model_fields_set:
         found["tools.approval"] = ("reload", [tools.approval_required(), tools.approval_timeout])
     return found

@@ -31,13 +31,25 @@ class ToolRule(_Strict):
 
 
 class McpServerConfig(_Strict):
-    """An MCP server spoken to over stdio, started by the agent inside its own container or process."""
+    """An MCP server: over stdio, started by the agent inside its own container or process (`command`),
+    or over streamable HTTP, reached only by the orchestrator, which holds its credentials (`url`)."""
 
     name: str = Field(description="Short name: the server's tools are offered as NAME__TOOL")
-    command: list[str] = Field(
+    command: list[str] | None = Field(
+        default=None,
         min_length=1,
-        description="Program and arguments, e.g. [mcp-server-time, --local-timezone, UTC]. The program "
-        "must be in the agent image (see docs/tools.md) or, for the process runtime, on the PATH",
+        description="stdio server: program and arguments, e.g. [mcp-server-time, --local-timezone, UTC]. "
+        "The program must be in the agent image (see docs/tools.md) or, for the process runtime, on the PATH",
+    )
+    url: str | None = Field(
+        default=None,
+        description="HTTP server (streamable HTTP): its MCP endpoint, e.g. https://search.example/mcp. "
+        "Only the orchestrator connects to it; the agent calls its tools through the orchestrator",
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="HTTP server: headers the orchestrator sends, e.g. {Authorization: 'Bearer ${SEARCH_TOKEN}'}. "
+        "${NAME} is the orchestrator host's environment variable NAME; the agent never sees the values",
     )
     package: str | None = Field(
         default=None,
@@ -73,6 +85,69 @@ class McpServerConfig(_Strict):
             )
         return value
 
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not HTTP_URL.match(value):
+            raise ValueError(
+                f"invalid url {value!r}: give an http:// or https:// address such as https://host/mcp"
+            )
+        return value
+
+    @field_validator("headers")
+    @classmethod
+    def _headers(cls, value: dict[str, str]) -> dict[str, str]:
+        for header, template in value.items():
+            if not HEADER_NAME.match(header):
+                raise ValueError(f"invalid header name {header!r}")
+            problem = template_problem(template)
+            if problem:
+                raise ValueError(f"header {header}: {problem}")
+        return value
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if self.command is not None and self.url is not None:
+            raise ValueError(
+                "url and command are both given: a server is either run by the agent (command) "
+                "or reached over HTTP by the orchestrator (url)"
+            )
+        if self.command is None and self.url is None:
+            raise ValueError("give command (a stdio server run by the agent) or url (an HTTP server)")
+        if self.url is not None:
+            stdio_only = [name for name in ("package", "env") if name in self.model_fields_set]
+            if stdio_only:
+                raise ValueError(f"{', '.join(stdio_only)}: only for a stdio server (command), not with url")
+        elif self.headers:
+            raise ValueError("headers: only for an HTTP server (url), not with command")
+        return self
+
+    @property
+    def is_http(self) -> bool:
+        return self.url is not None
+
+    def header_variables(self) -> dict[str, list[str]]:
+        """Per header, the host environment variables its value names."""
+        return {header: ENV_REFERENCE.findall(template) for header, template in self.headers.items()}
+
+    def stdio_dump(self) -> dict[str, object]:
+        """The settings of a stdio server as they were before HTTP servers existed (stable hashes)."""
+        return self.model_dump(mode="json", exclude={"url", "headers"})
+
+
+HTTP_URL = re.compile(r"^https?://[^/\s?#]+(/\S*)?$")
+HEADER_NAME = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
+ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def template_problem(template: str) -> str | None:
+    """What is wrong with a header value: every `$` must start a `${NAME}` reference."""
+    if "$" in ENV_REFERENCE.sub("", template):
+        return f"{template!r}: write an environment variable as ${{NAME}} (letters, digits, '_')"
+    if "\n" in template or "\r" in template:
+        return "a header value is one line"
+    return None
+
 
 REQUIREMENT = re.compile(
     r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?\s*([<>=!~]=?[A-Za-z0-9.*+!_-]+\s*,?\s*)*$"
@@ -88,7 +163,10 @@ def requirement_problem(value: str) -> str | None:
 class ToolsConfig(_Strict):
     """An agent's extra tools and the rules on calling any tool (built-in, peer operation or MCP)."""
 
-    mcp: list[McpServerConfig] = Field(default_factory=list, description="MCP servers run by the agent")
+    mcp: list[McpServerConfig] = Field(
+        default_factory=list,
+        description="MCP servers: stdio ones run by the agent (command), HTTP ones reached through the orchestrator (url)",
+    )
     rules: dict[str, ToolRule] = Field(
         default_factory=dict,
         description="Per tool: a built-in name (write_file), an MCP tool (SERVER__TOOL) or a peer "
@@ -134,6 +212,14 @@ class ToolsConfig(_Strict):
     @property
     def approval_timeout_s(self) -> float:
         return parse_duration(self.approval_timeout)
+
+    @property
+    def stdio_servers(self) -> list[McpServerConfig]:
+        return [server for server in self.mcp if not server.is_http]
+
+    @property
+    def http_servers(self) -> list[McpServerConfig]:
+        return [server for server in self.mcp if server.is_http]
 
     def approval_required(self) -> list[str]:
         """Tool names (and PEER.OPERATION keys) whose calls wait for an operator, sorted."""

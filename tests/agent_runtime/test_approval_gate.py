@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_runtime.tools.approval import approval_key, needs_approval
+from agent_runtime.protocol import approval_key, needs_approval
 from agent_runtime.tools.registry import Tool, ToolRegistry, Verdict
 
 REQUIRED = ["git__*", "researcher.find_facts", "write_file"]

@@ -14,6 +14,7 @@ from orchestrator.api.errors import ApiError
 from orchestrator.backends.base import BackendError
 from orchestrator.config.fleet import ConfigError, LoadedFleet
 from orchestrator.config.loader import load_fleet
+from orchestrator.image_name import base_image, same_agent_image
 from orchestrator.reconcile import PlanAction
 from orchestrator.seeding import SEEDED_FILES, SeedChange
 from orchestrator.services import Services
@@ -33,6 +34,7 @@ class PlanOut(BaseModel):
     changed: bool = Field(description="True when anything is (or was) to be done")
     plan: list[PlannedAction] = Field(default_factory=list)
     file: str = Field(default="", description="The fleet file that was read")
+    image: str = Field(default="", description="The image agents created or recreated from now on run")
 
 
 def read_candidate(services: Services, file: str | None) -> LoadedFleet:
@@ -61,7 +63,9 @@ def read_candidate(services: Services, file: str | None) -> LoadedFleet:
     return candidate
 
 
-def plan_out(actions: list[PlanAction], file: Path, seeds: list[SeedChange] | None = None) -> PlanOut:
+def plan_out(
+    actions: list[PlanAction], file: Path, seeds: list[SeedChange] | None = None, image: str = ""
+) -> PlanOut:
     seeded = [s for s in seeds or [] if s.status != "same"]
     return PlanOut(
         actions=[str(a) for a in actions if a.pending] + [str(s) for s in seeded],
@@ -71,6 +75,7 @@ def plan_out(actions: list[PlanAction], file: Path, seeds: list[SeedChange] | No
             for a in actions
         ],
         file=str(file),
+        image=image,
     )
 
 
@@ -85,8 +90,22 @@ async def apply_fleet(
     force_seed: Annotated[
         list[str] | None, Query(description="AGENT/FILE: take fleet.yaml's text over a changed file")
     ] = None,
+    image: Annotated[
+        str | None,
+        Query(
+            description="The image agents created or recreated by this apply (and after) run: the agent "
+            "image or the fleet's extension of it with the MCP packages fleet.yaml names (docker)"
+        ),
+    ] = None,
 ) -> PlanOut:
     """Read the fleet file and reconcile. An invalid file, or another fleet's, changes nothing."""
+    if image is not None and not same_agent_image(image, services.manager.image):
+        raise ApiError(
+            422,
+            "invalid_request",
+            f"image {image!r} is neither the agent image {base_image(services.manager.image)!r} "
+            "nor an extension of it; nothing changed",
+        )
     candidate = await asyncio.to_thread(read_candidate, services, file)
     try:
         actions = await asyncio.to_thread(services.manager.plan, candidate)
@@ -95,12 +114,16 @@ async def apply_fleet(
     forced = _forced_seeds(candidate, force_seed or [])
     if dry_run:
         seeds = await asyncio.to_thread(services.manager.plan_seeds, candidate, forced)
-        return plan_out(actions, candidate.path, seeds)
+        return plan_out(actions, candidate.path, seeds, services.manager.image)
+    if image is not None:
+        # Agents whose MCP packages changed are recreated by this plan and take the new image; the
+        # others keep theirs, which holds every package their own servers need.
+        services.manager.image = image
     results = await asyncio.to_thread(services.manager.apply, lambda _: None, candidate, forced)
     failed = [f"{r.action.agent}: {r.error}" for r in results if not r.ok]
     if failed:
         raise ApiError(502, "apply_failed", "some changes failed", failed)
-    return plan_out(actions, candidate.path, services.manager.seeded)
+    return plan_out(actions, candidate.path, services.manager.seeded, services.manager.image)
 
 
 def _forced_seeds(fleet: LoadedFleet, pairs: list[str]) -> frozenset[tuple[str, str]]:

@@ -20,6 +20,7 @@
     range: "24h",
   };
   let views = null; // operator.js, built in start() once every helper here exists
+  let approvals = null; // approvals.js, likewise
 
   // ------------------------------------------------------------------ DOM helpers
 
@@ -254,8 +255,10 @@
     const tableBox = h("div", { id: "fleet-table" }, h("p", { class: "muted" }, "Loading…"));
     const chartBox = h("div", {});
     const budgetBox = h("div", { id: "fleet-budgets" });
+    const approvalsBox = h("div", { id: "approvals" }, h("p", { class: "muted" }, "Loading…"));
     view.append(
       summaryBox,
+      card("Waiting for approval", approvalsBox),
       card("Agents", tableBox),
       card("Budgets", budgetBox),
       card("Spend over time", chartBox, rangePicker(() => loadSpend(chartBox, null)))
@@ -271,8 +274,10 @@
     };
     state.refreshers.push((event) => {
       if (!event || !String(event.type).startsWith("workspace.")) load();
+      approvals.approvalsPanel(approvalsBox);
     });
     load();
+    approvals.approvalsPanel(approvalsBox);
     loadSpend(chartBox, null);
   }
 
@@ -721,7 +726,9 @@
   // ------------------------------------------------------------------ start
 
   async function start() {
-    views = window.FlotillaOperator({ h, card, table, badge, unavailable, attempt, api, when, short, money, duration, enc });
+    const helpers = { h, card, table, badge, unavailable, attempt, api, when, short, money, duration, enc };
+    views = window.FlotillaOperator(helpers);
+    approvals = window.FlotillaApprovals(helpers);
     const info = await attempt("/dashboard/info.json");
     if (!info.error) state.info = info.data;
     document.getElementById("fleet-name").textContent = state.info.fleet || "";

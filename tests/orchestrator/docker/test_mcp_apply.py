@@ -1,0 +1,88 @@
+"""`flotilla apply` adding an MCP server package to a running docker fleet: the CLI builds the fleet's
+extension of the agent image (offline, with progress lines) and the orchestrator recreates the
+agent whose servers changed with it, its state kept; the agent then calls the server's tool."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import unique
+
+from orchestrator.image import ImageBuildResult
+from orchestrator.testing.cli import free_port, run_flotilla
+
+BEFORE = """\
+version: 1
+fleet: {name}
+runtime: docker
+agents:
+  clock:
+    role: tells the time
+    resources: {{ memory: 192m }}
+"""
+AFTER = (
+    BEFORE
+    + """\
+    tools:
+      mcp:
+        - name: time
+          package: mcp-server-time
+          command: [python3, -m, mcp_server_time, --local-timezone, UTC]
+"""
+)
+
+
+@pytest.fixture
+def fleet_dir(tmp_path: Path, agent_image: ImageBuildResult) -> Iterator[Path]:
+    name = unique("mcpapply")
+    (tmp_path / "fleet.yaml").write_text(BEFORE.format(name=name))
+    (tmp_path / "after.yaml").write_text(AFTER.format(name=name))
+    try:
+        started = run_flotilla(tmp_path, "up", "-d", "--port", str(free_port()), timeout=900)
+        assert started.returncode == 0, started.stdout + started.stderr
+        yield tmp_path
+    finally:
+        run_flotilla(tmp_path, "down", "-v")
+
+
+def send(folder: Path, text: str) -> str:
+    result = run_flotilla(folder, "send", "clock", text, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def test_apply_adds_an_mcp_package_to_a_running_docker_fleet(
+    fleet_dir: Path, agent_image: ImageBuildResult, docker_client: Any
+) -> None:
+    (before,) = [c for c in docker_client.containers.list() if "clock" in c.name]
+    assert before.image.tags[0] == agent_image.tag
+    wrote = send(
+        fleet_dir, 'call write_file {"path": "memory/notes.md", "content": "written before the apply"}'
+    )
+    assert "write_file returned:" in wrote
+    assert "cannot call time__get_current_time" in send(fleet_dir, "call time__get_current_time {}")
+
+    (fleet_dir / "fleet.yaml").write_text((fleet_dir / "after.yaml").read_text())
+    applied = run_flotilla(fleet_dir, "apply", timeout=900)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    said = applied.stdout + applied.stderr
+    assert "image build:" in said and "mcp-server-time" in said  # progress lines
+    assert f"run {agent_image.tag}-ext-" in said
+    assert "~ recreate clock" in said and "tools.mcp" in said
+
+    (after,) = [c for c in docker_client.containers.list() if "clock" in c.name]
+    assert after.id != before.id and after.image.tags[0].startswith(f"{agent_image.tag}-ext-")
+    reply = send(fleet_dir, 'call time__get_current_time {"timezone": "Asia/Tokyo"}')
+    assert "time__get_current_time returned:" in reply and '"timezone": "Asia/Tokyo"' in reply
+    kept = run_flotilla(fleet_dir, "workspace", "cat", "clock", "memory/notes.md")
+    assert "written before the apply" in kept.stdout, kept.stderr
+    runs = json.loads(run_flotilla(fleet_dir, "runs", "clock", "--kind", "turn", "--json").stdout)
+    assert any(
+        call["name"] == "time__get_current_time" and call["ok"] for run in runs for call in run["tool_calls"]
+    )
+    again = run_flotilla(fleet_dir, "apply")
+    assert again.returncode == 0 and "nothing to change" in again.stdout, again.stdout + again.stderr
