@@ -43,7 +43,7 @@ class OrchestratorMcp:
         self._token = token
         self._item_id = item_id
         self._http = http or httpx.Client(
-            base_url=base_url.rstrip("/"), timeout=CALL_TIMEOUT_S, transport=no_delay_transport()
+            base_url=base_url.rstrip("/"), timeout=CALL_TIMEOUT_S, transport=no_delay_transport(base_url)
         )
 
     def close(self) -> None:
