@@ -43,14 +43,59 @@ operations are listed in `AgentOp`.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import re
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from agent_runtime.tool_protocol import (
+    MCP_SEPARATOR as MCP_SEPARATOR,
+)
+from agent_runtime.tool_protocol import (
+    ApprovalDecision as ApprovalDecision,
+)
+from agent_runtime.tool_protocol import (
+    ApprovalItem as ApprovalItem,
+)
+from agent_runtime.tool_protocol import (
+    ApprovalRequest as ApprovalRequest,
+)
+from agent_runtime.tool_protocol import (
+    ApprovalState as ApprovalState,
+)
+from agent_runtime.tool_protocol import (
+    OrchestratorTool as OrchestratorTool,
+)
+from agent_runtime.tool_protocol import (
+    OrchestratorToolCall as OrchestratorToolCall,
+)
+from agent_runtime.tool_protocol import (
+    OrchestratorToolResult as OrchestratorToolResult,
+)
+from agent_runtime.tool_protocol import (
+    OrchestratorTools as OrchestratorTools,
+)
+from agent_runtime.tool_protocol import (
+    RunOutcome as RunOutcome,
+)
+from agent_runtime.tool_protocol import (
+    RunRecord as RunRecord,
+)
+from agent_runtime.tool_protocol import (
+    ToolCallRecord as ToolCallRecord,
+)
+from agent_runtime.tool_protocol import (
+    approval_key as approval_key,
+)
+from agent_runtime.tool_protocol import (
+    needs_approval as needs_approval,
+)
+from agent_runtime.tool_protocol import (
+    offered_name as offered_name,
+)
+from agent_runtime.wire import WireModel as WireModel
+from agent_runtime.wire import utcnow as utcnow
 
 PROTOCOL_VERSION = 1
 AGENT_API_PREFIX = "/agent/v1"
@@ -60,16 +105,6 @@ RUN_HEADER = "x-flotilla-run"
 # One per logical model call, the same when the agent makes that call again after its reply
 # stream broke: the gateway answers a settled call from its record and never charges it twice.
 IDEMPOTENCY_HEADER = "Idempotency-Key"
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-class WireModel(BaseModel):
-    """Base for wire models: unknown fields are refused so both sides stay in step."""
-
-    model_config = ConfigDict(extra="forbid")
 
 
 class ItemKind(StrEnum):
@@ -314,143 +349,6 @@ class AgentRuntimeConfig(WireModel):
     tools: ToolSettings = Field(default_factory=ToolSettings)
     context: ContextSettings = Field(default_factory=ContextSettings)
     config_hash: str
-
-
-class RunOutcome(StrEnum):
-    OK = "ok"
-    IDLE = "idle"
-    ERROR = "error"
-    SKIPPED = "skipped"
-    LIMIT = "limit"
-
-
-ApprovalState = Literal["pending", "approved", "denied", "expired"]
-
-
-class ApprovalRequest(WireModel):
-    """A tool call that waits for an operator's decision before it runs."""
-
-    key: str = Field(min_length=8, max_length=128, description="Idempotency key: a retry finds the same item")
-    tool: str = Field(min_length=1, max_length=200)
-    arguments: dict[str, Any] = Field(default_factory=dict)
-    item_id: str | None = None
-    run_id: str | None = None
-    timeout_s: float = Field(gt=0, le=7 * 24 * 3600, description="Undecided this long, the call is denied")
-
-
-class ApprovalItem(WireModel):
-    id: str
-    agent: str
-    tool: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
-    item_id: str | None = None
-    run_id: str | None = None
-    state: ApprovalState
-    reason: str = ""
-    created_at: datetime
-    expires_at: datetime
-    decided_at: datetime | None = None
-
-
-class ApprovalDecision(WireModel):
-    """The operator's answer to an approval item."""
-
-    reason: str = Field(default="", max_length=2000)
-
-
-class OrchestratorTool(WireModel):
-    """A tool of an HTTP MCP server, offered to the agent by the orchestrator (which calls it)."""
-
-    name: str = Field(description="As offered to the model: SERVER__TOOL")
-    server: str
-    description: str = ""
-    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
-
-
-class OrchestratorTools(WireModel):
-    """The tools the orchestrator offers this agent, and the servers it could not list."""
-
-    tools: list[OrchestratorTool] = Field(default_factory=list)
-    problems: list[str] = Field(default_factory=list)
-
-
-class OrchestratorToolCall(WireModel):
-    """A call of an orchestrator-held tool. `item_id` is the inbox item being worked: with the tool
-    and its arguments it names the approval item of a call that needs one."""
-
-    name: str = Field(min_length=1, max_length=200)
-    arguments: dict[str, Any] = Field(default_factory=dict)
-    item_id: str | None = None
-
-
-class OrchestratorToolResult(WireModel):
-    ok: bool
-    output: str
-
-
-# Agreed by both sides: an MCP tool `T` of server `S` is offered as `S__T` (OpenAI function names
-# allow [A-Za-z0-9_-], at most 64 characters), and a call needing approval is found again by its key.
-MCP_SEPARATOR = "__"
-_UNSAFE_IN_TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
-
-
-def offered_name(server: str, tool: str) -> str:
-    """The name the model sees for tool `tool` of MCP server `server`."""
-    return f"{server}{MCP_SEPARATOR}{_UNSAFE_IN_TOOL_NAME.sub('_', tool)}"[:64]
-
-
-def approval_key(item_id: str | None, tool: str, arguments: dict[str, Any]) -> str:
-    """The idempotency key of the approval item of one call (the inbox item, the tool, its arguments)."""
-    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"))
-    digest = hashlib.sha256(f"{item_id or '-'}\n{tool}\n{canonical}".encode()).hexdigest()
-    return f"approval-{digest[:40]}"
-
-
-def needs_approval(required: list[str], tool: str, arguments: dict[str, Any]) -> str | None:
-    """The name a call's approval is asked under (ToolSettings.approval_required), or None."""
-    if tool in required:
-        return tool
-    server, separator, _ = tool.partition(MCP_SEPARATOR)
-    if separator and f"{server}{MCP_SEPARATOR}*" in required:
-        return tool
-    if tool == "ask_agent":
-        operation = f"{arguments.get('agent')}.{arguments.get('operation')}"
-        if operation in required:
-            return operation
-    return None
-
-
-class ToolCallRecord(WireModel):
-    """One tool call of a run: what was called, whether it worked, and any approval it waited for."""
-
-    name: str
-    ok: bool
-    source: Literal["builtin", "mcp", "peer", "orchestrator_mcp"] = Field(
-        default="builtin",
-        description="mcp: a stdio server run by the agent; orchestrator_mcp: an HTTP server the "
-        "orchestrator called for the agent",
-    )
-    approval: Literal["approved", "denied", "expired"] | None = None
-    approval_id: str | None = None
-    duration_s: float = 0.0
-    detail: str = ""
-
-
-class RunRecord(WireModel):
-    id: str
-    agent: str
-    trigger: Literal["operator", "heartbeat", "peer", "maintenance"]
-    item_id: str | None = None
-    model: str | None = None
-    started_at: datetime
-    finished_at: datetime
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost_usd: float = 0.0
-    outcome: RunOutcome
-    detail: str = ""
-    files_changed: list[str] = Field(default_factory=list)
-    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
 
 
 class AgentEvent(WireModel):
