@@ -14,18 +14,28 @@ One run per N:
   work allows here, whatever the order.
 - Memory: what `docker stats` reports per agent container once all have answered (the worker,
   model client and memory store are loaded then; see bench_idle for what an agent gives back).
+- What the engine alone needs: N containers made like the agents' (an internal network without
+  traffic between containers, the same limits, read-only root), created and started through its
+  API as the orchestrator does (16 at a time), each running `sleep`. With the CPU the whole
+  machine spent during the start (/proc/stat: runc, the shims and the kernel's threads included),
+  it shows how much of the start is the engine's and how close the start is to the machine's
+  limit (its busy CPU over its cores).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import subprocess
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+
+import docker
 
 from bench.fleet_run import (
     READY_LINE,
@@ -38,11 +48,14 @@ from bench.fleet_run import (
     engine_cpu_s,
     fleet_yaml,
     flotilla,
+    machine_cpu_s,
     send,
     start_up,
     wait_endpoint,
 )
+from orchestrator.backends.docker import ICC_OPTION, connect_docker
 from orchestrator.cli.client import ApiClient
+from orchestrator.reconcile import PARALLEL_STARTS
 
 Row = dict[str, str]
 CORES = os.cpu_count() or 1
@@ -83,13 +96,49 @@ def bare_docker_run(n: int, tag: str) -> float:
         subprocess.run(["docker", "rm", "-f", *names], capture_output=True, check=False)
 
 
+def engine_alone(n: int, tag: str) -> tuple[float, float]:
+    """Wall seconds and machine CPU seconds for the engine to create and start n containers like
+    the agents' (see the module's docstring), 16 at a time through its API."""
+    client = connect_docker()
+    network = client.networks.create(
+        f"flt-bench-engine-{tag}", driver="bridge", internal=True, options={ICC_OPTION: "false"}
+    )
+    names = [f"flt-bench-engine-{tag}-{i}" for i in range(n)]
+
+    def start(name: str) -> None:
+        client.containers.create(
+            BASE_IMAGE,
+            ["sleep", "600"],
+            name=name,
+            network=network.name,
+            read_only=True,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges:true"],
+            mem_limit="128m",
+            nano_cpus=int(0.5e9),
+            pids_limit=64,
+        ).start()
+
+    busy_before, started = machine_cpu_s(), time.monotonic()
+    try:
+        with ThreadPoolExecutor(max_workers=PARALLEL_STARTS) as pool:
+            list(pool.map(start, names))
+        return time.monotonic() - started, machine_cpu_s() - busy_before
+    finally:
+        for name in names:
+            with contextlib.suppress(docker.errors.NotFound):
+                client.containers.get(name).remove(force=True)
+        network.remove()
+        client.close()
+
+
 def measure(n: int) -> list[Row]:
     name = f"bench-start-{n}"
     agents = agent_names(n)
     with tempfile.TemporaryDirectory(prefix="flotilla-bench-") as tmp:
         folder = Path(tmp)
         (folder / "fleet.yaml").write_text(fleet_yaml(n, name))
-        engine_before = engine_cpu_s()
+        engine_before, machine_before = engine_cpu_s(), machine_cpu_s()
         started = time.monotonic()
         deadline = started + TIMEOUT_S
         up = start_up(folder)
@@ -104,6 +153,7 @@ def measure(n: int) -> list[Row]:
                 orchestrator=cpu_seconds(endpoint.pid),
                 engine=engine_cpu_s() - engine_before,
             )
+            machine_s = machine_cpu_s() - machine_before
             out, err = up.communicate(timeout=TIMEOUT_S)
             if up.returncode != 0:
                 raise RuntimeError(f"up failed: {err.strip() or out.strip()}")
@@ -116,6 +166,7 @@ def measure(n: int) -> list[Row]:
     checked_in_s, taking_s = (float(ready.group(1)), float(ready.group(2))) if ready else (float("nan"),) * 2
     answered_s = max(answers.at.values())
     bare_s = bare_docker_run(n, str(n))
+    engine_wall_s, engine_machine_s = engine_alone(n, str(n))
     bench = f"startup N={n}"
 
     def row(metric: str, value: str, target: str = "") -> Row:
@@ -139,6 +190,14 @@ def measure(n: int) -> list[Row]:
             f"  per agent: its own / the orchestrator's / the engine's; all of it over {CORES} cores",
             f"{cpu.agents / n * 1000:.0f} / {cpu.orchestrator / n * 1000:.0f} / {cpu.engine / n * 1000:.0f} ms;"
             f" {cpu.total / CORES:.2f} s",
+        ),
+        row(
+            "CPU of the whole machine until every agent answered (/proc/stat); over its cores",
+            f"{machine_s:.1f} CPU s; {machine_s / CORES:.2f} s",
+        ),
+        row(
+            f"engine alone: {n} containers like the agents', started 16 at a time: wall; machine CPU per container",
+            f"{engine_wall_s:.2f} s; {engine_machine_s / n * 1000:.0f} ms",
         ),
         row(
             "memory per agent after its first message, median / max (docker stats)",

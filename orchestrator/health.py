@@ -26,16 +26,24 @@ class HealthBoard:
         self._lock = threading.Lock()
         self._last: dict[str, Sighting] = {}
         self._started: dict[str, float] = {}
+        self._changes = 0
+
+    @property
+    def changes(self) -> int:
+        """How many times what the board holds has changed: a cheap test for "anything new?"."""
+        return self._changes
 
     def record(self, agent: str, checkin: CheckIn) -> None:
         with self._lock:
             self._last[agent] = Sighting(checkin, time.monotonic())
+            self._changes += 1
 
     def mark_started(self, agent: str) -> None:
         """A new incarnation of the agent asked for its config; forget what the old one said."""
         with self._lock:
             self._last.pop(agent, None)
             self._started[agent] = time.monotonic()
+            self._changes += 1
 
     def last(self, agent: str) -> Sighting | None:
         with self._lock:
@@ -49,3 +57,4 @@ class HealthBoard:
         with self._lock:
             self._last.pop(agent, None)
             self._started.pop(agent, None)
+            self._changes += 1

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 Handler = Callable[[dict[str, Any]], str]
 FailureHook = Callable[[str, Any, str], object]
 ToolSource = Literal["builtin", "mcp", "peer", "orchestrator_mcp"]
+# Tools whose parameter schema was written outside this runtime.
+FOREIGN_SCHEMA_SOURCES: frozenset[ToolSource] = frozenset({"mcp", "orchestrator_mcp"})
 ApprovalOutcome = Literal["approved", "denied", "expired"]
 DEFAULT_MAX_OUTPUT_CHARS = 16_000
 
@@ -119,11 +121,11 @@ class ToolRegistry:
             self.add(tool)
 
     def add(self, tool: Tool) -> None:
-        """Register a tool. A schema from outside the runtime (an MCP server's, a peer's contract)
-        is checked here; the runtime's own are checked by its tests."""
+        """Register a tool. A schema from outside the runtime (an MCP server's) is checked here;
+        the runtime's own, the peer tools' included, are checked by its tests."""
         if tool.name in self._tools:
             raise ValueError(f"tool {tool.name!r} is registered twice")
-        if tool.source != "builtin":
+        if tool.source in FOREIGN_SCHEMA_SOURCES:
             import jsonschema.exceptions
             import jsonschema.validators
 

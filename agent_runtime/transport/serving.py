@@ -36,7 +36,7 @@ from agent_runtime.protocol import (
 from agent_runtime.workspace.files import FileAccessError, PathEscape, SymlinkRefused, WorkspaceFiles
 from agent_runtime.workspace.restore import RESTORE_OPS, RestoreError, Restores, restart_in_place_soon
 from agent_runtime.workspace.snapshot import SNAPSHOT_OPS, SnapshotError, Snapshots
-from agent_runtime.workspace.versioned import UnknownFile, Workspace
+from agent_runtime.workspace.versioned import UnknownFile, Workspace, synced_together
 
 if TYPE_CHECKING:
     from agent_runtime.cognition.runner import CognitionRunner
@@ -117,11 +117,12 @@ class AgentService:
     # --- the working copy ------------------------------------------------------------------
 
     def _take_workspace(self, copy: WorkspaceCopy) -> Answer:
-        for entry in copy.files:
-            try:
-                self.workspace.mirror(entry.name, entry.content)
-            except UnknownFile as unknown:
-                return refusal(422, "unknown_file", str(unknown))
+        with synced_together():
+            for entry in copy.files:
+                try:
+                    self.workspace.mirror(entry.name, entry.content)
+                except UnknownFile as unknown:
+                    return refusal(422, "unknown_file", str(unknown))
         return 200, {"files": len(copy.files)}
 
     # --- files the agent keeps itself ------------------------------------------------------

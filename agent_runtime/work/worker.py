@@ -30,7 +30,6 @@ from agent_runtime.protocol import (
 )
 from agent_runtime.tools.approval import ApprovalClient, ApprovalGate
 from agent_runtime.tools.build import build_tools
-from agent_runtime.tools.mcp import McpServers
 from agent_runtime.tools.orchestrator_mcp import OrchestratorMcp
 from agent_runtime.tools.registry import Tool
 from agent_runtime.transport.client import OrchestratorClient
@@ -180,7 +179,7 @@ class Worker:
         self.memory = MemoryBridge.open(settings, config, lambda: self.client.token, completer.ask)
         state.set_memory_mode(self.memory.mode)
         self._current_item: str | None = None
-        self.mcp = self._start_mcp(config)
+        mcp_tools = self._start_mcp(config)
         self.approvals = ApprovalClient(settings.orchestrator_url, lambda: self.client.token)
         gate = ApprovalGate(
             self.approvals,
@@ -195,7 +194,7 @@ class Worker:
             learnings=self.learnings,
             memory_tools=self.memory.tools,
             peer_tools=self._peer_tools(),
-            mcp_tools=[*self.mcp.tools(), *self._orchestrator_tools(config)],
+            mcp_tools=[*mcp_tools, *self._orchestrator_tools(config)],
             on_failure=self.learnings.record_error,
             gate=gate,
         )
@@ -210,14 +209,19 @@ class Worker:
             self.llm, self.registry, self.context, self.static_blocks, config.limits, self.run_tag
         )
 
-    def _start_mcp(self, config: AgentRuntimeConfig) -> McpServers:
+    def _start_mcp(self, config: AgentRuntimeConfig) -> list[Tool]:
+        """The tools of the agent's own MCP servers, started now; the MCP client (and asyncio)
+        is loaded only by an agent that has some."""
+        if not config.tools.mcp:
+            return []
+        from agent_runtime.tools.mcp import McpServers
+
         servers = McpServers(config.tools.mcp, self.workspace_root, self.settings.runtime_dir)
         problems = servers.start()
         for problem in problems:
             log.warning("%s", problem)
-        if config.tools.mcp:
-            self.emit("mcp.started", {"servers": [s.name for s in config.tools.mcp], "problems": problems})
-        return servers
+        self.emit("mcp.started", {"servers": [s.name for s in config.tools.mcp], "problems": problems})
+        return servers.tools()
 
     def _orchestrator_tools(self, config: AgentRuntimeConfig) -> list[Tool]:
         """The tools of the HTTP MCP servers the orchestrator reaches for this agent."""

@@ -12,8 +12,8 @@ import click
 from orchestrator.backup.archive import BackupResult
 from orchestrator.backup.restore import RestoreRefused, restore_archive
 from orchestrator.backup.verify import Verdict, verify_archive
-from orchestrator.cli.client import CliError
 from orchestrator.cli.common import client_for, fleet_file_option
+from orchestrator.cli.errors import CliError
 
 BACKUP_TIMEOUT_S = 6 * 3600.0
 

@@ -6,37 +6,38 @@ the operator token; the CLI reads it from next to the fleet file it is given.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-# httpx loads its own command-line tool whenever click and rich are installed (as they are for
-# this CLI): ~30 ms on every `flotilla` command, for code that is never used here.
-if "httpx" not in sys.modules:
-    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-
-import httpx
-
+from orchestrator.cli.errors import CliError, NotRunning
 from orchestrator.state.endpoint import Endpoint, read_endpoint
 from orchestrator.state.paths import StatePaths
 
+if TYPE_CHECKING:
+    import httpx
 
-class CliError(Exception):
-    """An error to print as one line for the operator (exit code 1)."""
+__all__ = ["ApiClient", "CliError", "NotRunning"]
 
 
-class NotRunning(CliError):
-    """No orchestrator runs for this fleet, or it does not answer (exit code 3)."""
+def _httpx() -> Any:
+    """httpx, imported on the first request: `up -d` reaches its fork sooner without it (see
+    orchestrator.cli.main for the part of it that is never loaded)."""
+    import httpx
+
+    return httpx
 
 
 class ApiClient:
     def __init__(self, endpoint: Endpoint, timeout_s: float = 30.0) -> None:
         self.endpoint = endpoint
+        httpx = _httpx()
         self._http = httpx.Client(
             base_url=endpoint.url,
             headers={"authorization": f"Bearer {endpoint.token}"},
             timeout=timeout_s,
+            # The orchestrator's API is plain HTTP on loopback: no trust store to load.
+            verify=endpoint.url.startswith("https:"),
         )
 
     @classmethod
@@ -61,6 +62,7 @@ class ApiClient:
         raise CliError(f"{message} (HTTP {response.status_code}){extra}")
 
     def _send(self, method: str, path: str, **kwargs: Any) -> Any:
+        httpx = _httpx()
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.ConnectError as exc:
@@ -90,6 +92,7 @@ class ApiClient:
         self, method: str, path: str, body: Any = None, timeout_s: float | None = None, **params: Any
     ) -> Iterator[tuple[str, str]]:
         """Yield (event, data) pairs from a server-sent-events response."""
+        httpx = _httpx()
         try:
             with self._http.stream(
                 method,

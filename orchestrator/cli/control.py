@@ -10,8 +10,8 @@ from pathlib import Path
 import click
 
 from orchestrator.backends.base import BackendError
-from orchestrator.cli.client import NotRunning
 from orchestrator.cli.common import client_for, fleet_file_option, load_or_exit
+from orchestrator.cli.errors import NotRunning
 from orchestrator.reconcile import fleet_labels
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths

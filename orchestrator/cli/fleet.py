@@ -14,7 +14,6 @@ import click
 
 from orchestrator.backends.base import Backend, BackendError, BackendUnavailable
 from orchestrator.backends.select import RUNTIMES, Runtime, open_backend, remembered_runtime
-from orchestrator.cli.client import CliError
 from orchestrator.cli.common import (
     DEFAULT_PORT,
     check_capacity_or_exit,
@@ -22,6 +21,7 @@ from orchestrator.cli.common import (
     fleet_file_option,
     load_or_exit,
 )
+from orchestrator.cli.errors import CliError
 from orchestrator.cli.options import echo_json, follow_option, json_option
 from orchestrator.cli.render import fleet_table
 from orchestrator.config.capacity import Capacity

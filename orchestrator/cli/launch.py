@@ -15,7 +15,7 @@ from rich.live import Live
 
 from orchestrator.backends.base import LABEL_STATE, Backend, BackendError
 from orchestrator.backends.select import IMAGE_RUNTIMES, remember_runtime
-from orchestrator.cli.client import CliError
+from orchestrator.cli.errors import CliError
 from orchestrator.cli.launch_options import LaunchOptions, ensure_agent_image, fleet_image
 from orchestrator.cli.render import fleet_table
 from orchestrator.config.fleet import LoadedFleet

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from rich.console import Console
 
 from orchestrator.backends.select import Runtime
-from orchestrator.cli.client import CliError
+from orchestrator.cli.errors import CliError
 from orchestrator.config.models import FleetConfig
 
 

@@ -24,8 +24,8 @@ from typing import Any
 
 import click
 
-from orchestrator.cli.client import CliError
 from orchestrator.cli.common import client_for, fleet_file_option
+from orchestrator.cli.errors import CliError
 from orchestrator.cli.options import echo_json, json_option
 
 

@@ -27,7 +27,7 @@ TEST_MODEL = "test"
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 def _check_duration(value: str | None) -> str | None:

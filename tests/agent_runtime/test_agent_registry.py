@@ -42,7 +42,7 @@ def test_duplicate_and_invalid_schema_are_refused() -> None:
     registry = ToolRegistry([Tool("a", "A", SCHEMA, echo)])
     with pytest.raises(ValueError, match="twice"):
         registry.add(Tool("a", "A", SCHEMA, echo))
-    for source in ("mcp", "peer"):
+    for source in ("mcp", "orchestrator_mcp"):
         with pytest.raises(ValueError, match="invalid parameter schema"):
             registry.add(Tool("c", "C", {"type": "no-such-type"}, echo, source=source))
     assert registry.names() == ["a"]
@@ -75,9 +75,11 @@ def test_long_output_is_clipped_with_a_notice() -> None:
 
 
 def test_every_builtin_tool_of_a_worker_has_a_valid_schema(harness: HarnessFactory) -> None:
-    """The registry checks only schemas from outside the runtime; the runtime's own are checked here."""
+    """The registry checks only schemas from outside the runtime; the runtime's own, the peer
+    tools' included, are checked here."""
     registry = harness(lambda request: Reply("ok")).worker.registry
     builtin = [tool for tool in registry.tools() if tool.source == "builtin"]
-    assert len(builtin) >= 8
-    for tool in builtin:
+    peer = [tool for tool in registry.tools() if tool.source == "peer"]
+    assert len(builtin) >= 8 and len(peer) == 4
+    for tool in builtin + peer:
         jsonschema.validators.validator_for(tool.parameters).check_schema(tool.parameters)

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
+from agent_runtime.workspace import versioned
 from agent_runtime.workspace.versioned import (
     CAPS,
     WORKSPACE_FILES,
@@ -182,3 +184,57 @@ def test_interface_is_validated_as_a_contract(ws: Workspace) -> None:
         ws.write("INTERFACE.md", "---\noperations: [\n---\n", "agent")
     assert "YAML" in str(refused.value)
     assert ws.read("INTERFACE.md") == good
+
+
+class SyncCalls:
+    """Counts fsync(2) and syncfs(2) calls made by the workspace module."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, *, syncfs: bool) -> None:
+        self.fsyncs = 0
+        self.syncfs = 0
+        real_fsync = versioned.os.fsync
+
+        def fsync(fd: int) -> None:
+            self.fsyncs += 1
+            real_fsync(fd)
+
+        def count_syncfs(_fd: int) -> int:
+            self.syncfs += 1
+            return 0
+
+        monkeypatch.setattr(versioned.os, "fsync", fsync)
+        monkeypatch.setattr(versioned, "_libc_syncfs", lambda: count_syncfs if syncfs else None)
+
+
+def test_a_new_workspace_is_synced_once_not_file_by_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = SyncCalls(monkeypatch, syncfs=True)
+    ws = scaffold(tmp_path, seeds={"SOUL.md": "I am careful."}, readonly={"SYSTEM.md": "policy v1"})
+    assert (calls.fsyncs, calls.syncfs) == (0, 1)
+    assert ws.read("SOUL.md") == "I am careful." and len(ws.history("SOUL.md")) == 1
+    # Outside a scaffold every write is made durable on its own, before it returns.
+    ws.write("USER.md", "prefers short answers", "operator")
+    assert calls.fsyncs >= 3 and calls.syncfs == 1
+
+
+def test_without_syncfs_each_written_file_and_folder_is_synced_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = SyncCalls(monkeypatch, syncfs=False)
+    with versioned.synced_together():
+        for i in range(3):
+            versioned.atomic_write_bytes(tmp_path / "notes" / f"{i}.md", b"x")
+            versioned.atomic_write_bytes(tmp_path / "notes" / f"{i}.md", b"y")
+        assert calls.fsyncs == 0
+        with versioned.synced_together():  # nested: synced by the outer block only
+            versioned.atomic_write_bytes(tmp_path / "notes" / "3.md", b"z")
+        assert calls.fsyncs == 0
+    assert calls.fsyncs == 4 + 1  # the four files once each, their folder once
+    assert (tmp_path / "notes" / "0.md").read_bytes() == b"y"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="syncfs(2) is Linux's")
+def test_syncfs_is_found_and_syncs_the_filesystem(tmp_path: Path) -> None:
+    assert versioned._libc_syncfs() is not None
+    assert versioned._sync_filesystem(tmp_path)

@@ -345,6 +345,31 @@ def test_an_agent_back_from_an_idle_release_still_takes_messages(
             client.close()
 
 
+def test_an_item_is_followed_with_one_waiting_request(services: Services, base_url: str) -> None:
+    operator = {"authorization": f"Bearer {services.operator_token}"}
+    item = services.inbox.put("beta", ItemKind.OPERATOR_MESSAGE, "operator", "hi")
+    url = f"{base_url}/api/v1/items/{item.id}"
+    assert httpx.get(url, headers=operator).json() == {"item_id": item.id, "state": "queued", "result": None}
+    # Nothing within the wait: the state as it is, without a result.
+    assert httpx.get(url, params={"wait": 0.2}, headers=operator).json()["result"] is None
+
+    def answer_later() -> None:
+        time.sleep(0.3)
+        assert services.inbox.complete("beta", item.id, WorkResult(ok=True, text="hello"))
+
+    later = threading.Thread(target=answer_later)
+    later.start()
+    try:
+        waited = httpx.get(url, params={"wait": 8}, headers=operator, timeout=20).json()
+    finally:
+        later.join()
+    assert waited["state"] == "done" and waited["result"]["text"] == "hello"
+    # Already answered: at once, whatever the wait.
+    assert httpx.get(url, params={"wait": 8}, headers=operator).json() == waited
+    assert httpx.get(f"{base_url}/api/v1/items/nope", headers=operator).status_code == 404
+    assert httpx.get(url, params={"wait": 999}, headers=operator).status_code == 422
+
+
 def test_readiness_leaves_out_hibernated_agents_and_reports_problems(
     services: Services, base_url: str
 ) -> None:

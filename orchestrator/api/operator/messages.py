@@ -20,6 +20,8 @@ from orchestrator.services import Services
 
 router = APIRouter(prefix="/api/v1", tags=["operator"])
 
+MAX_ITEM_WAIT_S = 60.0
+
 
 class MessageIn(BaseModel):
     text: str = Field(min_length=1)
@@ -77,8 +79,22 @@ async def _reply_events(services: Services, item_id: str, timeout_s: float) -> A
 
 
 @router.get("/items/{item_id}")
-def item_status(item_id: str, _: OperatorDep, services: ServicesDep) -> ItemStatus:
+async def item_status(
+    item_id: str,
+    _: OperatorDep,
+    services: ServicesDep,
+    wait: Annotated[
+        float, Query(ge=0, le=MAX_ITEM_WAIT_S, description="seconds to wait for the result, if none yet")
+    ] = 0.0,
+) -> ItemStatus:
+    """The item's state and result. With `wait`, answers as soon as the result is there, at the
+    latest after `wait` seconds (then without one): no polling needed to follow an item."""
     state = services.inbox.state(item_id)
     if state is None:
         raise ApiError(404, "not_found", f"no inbox item {item_id}")
-    return ItemStatus(item_id=item_id, state=state, result=services.inbox.result(item_id))
+    result = services.inbox.result(item_id)
+    if result is None and wait > 0:
+        result = await services.inbox.wait_result(item_id, wait)
+        if result is not None:
+            state = services.inbox.state(item_id) or state
+    return ItemStatus(item_id=item_id, state=state, result=result)

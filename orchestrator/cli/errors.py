@@ -1,0 +1,11 @@
+"""The CLI's errors: what it prints as one line for the operator, and with which exit code."""
+
+from __future__ import annotations
+
+
+class CliError(Exception):
+    """An error to print as one line for the operator (exit code 1)."""
+
+
+class NotRunning(CliError):
+    """No orchestrator runs for this fleet, or it does not answer (exit code 3)."""
