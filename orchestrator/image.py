@@ -209,10 +209,34 @@ def _images_with_hash(client: docker.DockerClient, inputs_hash: str, tag: str) -
     # An image built FROM the agent image inherits its labels; the component label tells the agent
     # image itself from a fleet's extension of it.
     # The build's stages carry the labels too but no tag: only a tagged image is a finished build,
-    # and the one already under the wanted tag comes first.
+    # and the one already under the wanted tag comes first, then the oldest (the build predates
+    # anything made from it).
     labels = [f"{LABEL_INPUTS_HASH}={inputs_hash}", f"{LABEL_COMPONENT}=agent"]
     tagged = [image for image in client.images.list(filters={"label": labels}) if image.tags]
-    return sorted(tagged, key=lambda image: tag not in image.tags)
+    builds = [image for image in tagged if not _made_from_another(client, image, tagged)]
+    return sorted(builds, key=lambda image: (tag not in image.tags, str(image.attrs.get("Created", ""))))
+
+
+def _made_from_another(client: docker.DockerClient, image: Any, candidates: list[Any]) -> bool:
+    """Whether `image` was built FROM another of the candidates (someone's `FROM flotilla/agent`
+    with the labels it inherited): their layers begin its own, or one is among its parents."""
+    others = {other.id: other for other in candidates if other.id != image.id}
+    layers = _layers(image)
+    for other in others.values():
+        base = _layers(other)
+        if len(base) < len(layers) and layers[: len(base)] == base:
+            return True
+    parent = str(image.attrs.get("Parent") or "")
+    while parent:
+        if parent in others:
+            return True
+        found = _find_image(client, parent)
+        parent = str(found.attrs.get("Parent") or "") if found is not None else ""
+    return False
+
+
+def _layers(image: Any) -> list[str]:
+    return list((image.attrs.get("RootFS") or {}).get("Layers") or [])
 
 
 def _result(

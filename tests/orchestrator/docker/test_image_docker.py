@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ from conftest import unique
 from orchestrator.cli.image import image
 from orchestrator.image import (
     DOCKERFILE,
+    LABEL_INPUTS_HASH,
     RUNTIME_PACKAGE,
     ImageBuildResult,
     ensure_image,
@@ -61,6 +63,26 @@ def test_ensure_image_tags_an_existing_build_instead_of_building(
     result = ensure_image(source_snapshot, tag=spare_tag, client=docker_client)
     assert result.built is False and result.up_to_date
     assert docker_client.images.get(spare_tag).id == agent_image.image_id
+
+
+@pytest.mark.docker
+def test_an_image_made_from_the_agent_image_is_not_taken_for_it(
+    docker_client: Any, agent_image: ImageBuildResult, spare_tag: str, source_snapshot: Path
+) -> None:
+    """`FROM flotilla/agent` inherits the agent image's labels, its inputs hash included: a look
+    for a build of these inputs must find the build, not the image made from it."""
+    derived_tag = f"flotilla/agent:{unique('derived')}"
+    dockerfile = f"FROM {agent_image.image_id}\nENV SOMEONE_ELSES=1\n".encode()
+    docker_client.images.build(fileobj=io.BytesIO(dockerfile), tag=derived_tag, rm=True)
+    try:
+        derived = docker_client.images.get(derived_tag)
+        assert derived.id != agent_image.image_id
+        assert derived.labels[LABEL_INPUTS_HASH] == agent_image.inputs_hash
+        result = ensure_image(source_snapshot, tag=spare_tag, client=docker_client)
+        assert result.built is False and result.image_id == agent_image.image_id
+        assert docker_client.images.get(spare_tag).id == agent_image.image_id
+    finally:
+        docker_client.images.remove(derived_tag)
 
 
 @pytest.mark.docker
