@@ -13,9 +13,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import httpx
-from pydantic import ValidationError
-
 from agent_runtime.protocol import (
     AGENT_API_PREFIX,
     ApprovalItem,
@@ -25,7 +22,8 @@ from agent_runtime.protocol import (
     needs_approval,
 )
 from agent_runtime.tools.registry import Verdict
-from agent_runtime.transport.http import no_delay_transport
+from agent_runtime.transport.errors import OrchestratorError
+from agent_runtime.transport.http import AgentHttp
 
 log = logging.getLogger(__name__)
 
@@ -40,39 +38,24 @@ class ApprovalUnavailable(Exception):
 
 
 class ApprovalClient:
-    """The agent's approval routes over HTTP, with this agent's bearer token."""
+    """The agent's approval routes, over the agent's authorized client."""
 
-    def __init__(self, base_url: str, token: Callable[[], str], http: httpx.Client | None = None) -> None:
-        self._token = token
-        self._http = http or httpx.Client(
-            base_url=base_url.rstrip("/"), timeout=WAIT_S + 15.0, transport=no_delay_transport(base_url)
-        )
-
-    def close(self) -> None:
-        self._http.close()
+    def __init__(self, http: AgentHttp) -> None:
+        self._http = http
 
     def request(self, body: ApprovalRequest) -> ApprovalItem:
-        return self._call("POST", "/approvals", body.model_dump_json().encode())
+        return self._call("POST", "/approvals", body)
 
     def wait(self, approval_id: str, wait_s: float) -> ApprovalItem:
         return self._call("GET", f"/approvals/{approval_id}?wait={wait_s:g}", None)
 
-    def _call(self, method: str, path: str, content: bytes | None) -> ApprovalItem:
+    def _call(self, method: str, path: str, body: ApprovalRequest | None) -> ApprovalItem:
         try:
-            response = self._http.request(
-                method,
-                f"{AGENT_API_PREFIX}{path}",
-                content=content,
-                headers={"authorization": f"Bearer {self._token()}", "content-type": "application/json"},
+            return self._http.call(
+                method, f"{AGENT_API_PREFIX}{path}", body, ApprovalItem, timeout_s=WAIT_S + 15.0
             )
-        except httpx.HTTPError as failed:
-            raise ApprovalUnavailable(f"orchestrator unreachable: {failed}") from None
-        if not response.is_success:
-            raise ApprovalUnavailable(f"HTTP {response.status_code}: {response.text[:300]}")
-        try:
-            return ApprovalItem.model_validate_json(response.content)
-        except ValidationError as bad:
-            raise ApprovalUnavailable(f"unexpected approval item: {bad}") from None
+        except OrchestratorError as failed:
+            raise ApprovalUnavailable(str(failed)) from None
 
 
 class ApprovalGate:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from agent_runtime.protocol import (
     AGENT_API_PREFIX,
@@ -22,7 +22,8 @@ from agent_runtime.protocol import (
     OrchestratorTools,
 )
 from agent_runtime.tools.registry import Tool, ToolError
-from agent_runtime.transport.http import no_delay_transport
+from agent_runtime.transport.errors import OrchestratorError
+from agent_runtime.transport.http import AgentHttp
 
 log = logging.getLogger(__name__)
 
@@ -31,23 +32,11 @@ CALL_TIMEOUT_S = 660.0
 
 
 class OrchestratorMcp:
-    """The agent's side of the orchestrator's MCP routes, with this agent's bearer token."""
+    """The agent's side of the orchestrator's MCP routes, over the agent's authorized client."""
 
-    def __init__(
-        self,
-        base_url: str,
-        token: Callable[[], str],
-        item_id: Callable[[], str | None],
-        http: httpx.Client | None = None,
-    ) -> None:
-        self._token = token
+    def __init__(self, http: AgentHttp, item_id: Callable[[], str | None]) -> None:
+        self._http = http
         self._item_id = item_id
-        self._http = http or httpx.Client(
-            base_url=base_url.rstrip("/"), timeout=CALL_TIMEOUT_S, transport=no_delay_transport(base_url)
-        )
-
-    def close(self) -> None:
-        self._http.close()
 
     def tools(self) -> tuple[list[Tool], list[str]]:
         """The offered tools, and the problems of the servers that could not be listed."""
@@ -68,7 +57,7 @@ class OrchestratorMcp:
     def _caller(self, name: str) -> Callable[[dict[str, Any]], str]:
         def call(arguments: dict[str, Any]) -> str:
             body = OrchestratorToolCall(name=name, arguments=arguments, item_id=self._item_id())
-            response = self._request("POST", "/tools/call", body.model_dump_json().encode())
+            response = self._request("POST", "/tools/call", body)
             try:
                 result = OrchestratorToolResult.model_validate_json(response.content)
             except ValidationError as bad:
@@ -79,28 +68,8 @@ class OrchestratorMcp:
 
         return call
 
-    def _request(self, method: str, path: str, content: bytes | None) -> httpx.Response:
+    def _request(self, method: str, path: str, body: BaseModel | None) -> httpx.Response:
         try:
-            response = self._http.request(
-                method,
-                f"{AGENT_API_PREFIX}{path}",
-                content=content,
-                headers={"authorization": f"Bearer {self._token()}", "content-type": "application/json"},
-            )
-        except httpx.HTTPError as failed:
-            raise ToolError(f"orchestrator unreachable: {failed}") from None
-        if not response.is_success:
-            raise ToolError(_refusal(response))
-        return response
-
-
-def _refusal(response: httpx.Response) -> str:
-    """The orchestrator's reason (its error body's message), else the start of the body."""
-    try:
-        body = response.json()
-    except ValueError:
-        return f"HTTP {response.status_code}: {response.text[:300]}"
-    message = body.get("message") if isinstance(body, dict) else None
-    if isinstance(message, str):
-        return message
-    return f"HTTP {response.status_code}: {response.text[:300]}"
+            return self._http.send(method, f"{AGENT_API_PREFIX}{path}", body, timeout_s=CALL_TIMEOUT_S)
+        except OrchestratorError as failed:
+            raise ToolError(str(failed)) from None

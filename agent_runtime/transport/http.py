@@ -72,15 +72,22 @@ class AgentHttp:
     def close(self) -> None:
         self._http.close()
 
-    def send(self, method: str, path: str, body: BaseModel | None = None) -> httpx.Response:
+    def send(
+        self, method: str, path: str, body: BaseModel | None = None, *, timeout_s: float | None = None
+    ) -> httpx.Response:
+        """The response to an authorized request; `timeout_s` for one that waits longer than
+        the usual request (a long-poll, a tool call)."""
         content = body.model_dump_json().encode() if body is not None else None
+        timeout = httpx.Timeout(
+            REQUEST_TIMEOUT_S if timeout_s is None else timeout_s, connect=CONNECT_TIMEOUT_S
+        )
         token = self._token()
         for attempt in (1, 2):
             headers = {"Authorization": f"Bearer {token}"}
             if content is not None:
                 headers["Content-Type"] = "application/json"
             try:
-                response = self._http.request(method, path, content=content, headers=headers)
+                response = self._http.request(method, path, content=content, headers=headers, timeout=timeout)
             except httpx.HTTPError as failed:
                 raise OrchestratorUnavailable(
                     f"{method} {path}: {failed.__class__.__name__}: {failed}"
@@ -96,8 +103,16 @@ class AgentHttp:
             raise _refused(response)
         return response
 
-    def call(self, method: str, path: str, body: BaseModel | None, answer: type[Model]) -> Model:
-        response = self.send(method, path, body)
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: BaseModel | None,
+        answer: type[Model],
+        *,
+        timeout_s: float | None = None,
+    ) -> Model:
+        response = self.send(method, path, body, timeout_s=timeout_s)
         try:
             return answer.model_validate_json(response.content)
         except ValidationError as bad:

@@ -180,7 +180,7 @@ class Worker:
         state.set_memory_mode(self.memory.mode)
         self._current_item: str | None = None
         mcp_tools = self._start_mcp(config)
-        self.approvals = ApprovalClient(settings.orchestrator_url, lambda: self.client.token)
+        self.approvals = ApprovalClient(client.http)
         gate = ApprovalGate(
             self.approvals,
             lambda: self.config.tools,
@@ -227,9 +227,7 @@ class Worker:
         """The tools of the HTTP MCP servers the orchestrator reaches for this agent."""
         if not config.tools.orchestrator_mcp:
             return []
-        remote = OrchestratorMcp(
-            self.settings.orchestrator_url, lambda: self.client.token, lambda: self._current_item
-        )
+        remote = OrchestratorMcp(self.client.http, lambda: self._current_item)
         tools, problems = remote.tools()
         for problem in problems:
             log.warning("%s", problem)
