@@ -221,6 +221,8 @@ def _made_from_another(client: docker.DockerClient, image: Any, candidates: list
     """Whether `image` was built FROM another of the candidates (someone's `FROM flotilla/agent`
     with the labels it inherited): their layers begin its own, or one is among its parents."""
     others = {other.id: other for other in candidates if other.id != image.id}
+    if not others:
+        return False  # the usual case, a single build: no parents to look up
     layers = _layers(image)
     for other in others.values():
         base = _layers(other)
