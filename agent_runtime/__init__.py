@@ -26,6 +26,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from agent_runtime.process.collector import collector_paused
     from agent_runtime.process.settings import Settings
     from agent_runtime.safety.safe_yaml import MAX_DEPTH as YAML_MAX_DEPTH
     from agent_runtime.safety.safe_yaml import MAX_FILE_BYTES as YAML_MAX_FILE_BYTES
@@ -91,6 +92,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "YamlProblem": ("agent_runtime.safety.safe_yaml", "YamlProblem"),
     "YamlRefused": ("agent_runtime.safety.safe_yaml", "YamlRefused"),
     "atomic_write_bytes": ("agent_runtime.workspace.versioned", "atomic_write_bytes"),
+    "collector_paused": ("agent_runtime.process.collector", "collector_paused"),
     "load_yaml": ("agent_runtime.safety.safe_yaml", "load_yaml"),
     "load_yaml_file": ("agent_runtime.safety.safe_yaml", "load_yaml_file"),
     "normalize_name": ("agent_runtime.workspace.versioned", "normalize_name"),
@@ -127,6 +129,7 @@ __all__ = [
     "YamlProblem",
     "YamlRefused",
     "atomic_write_bytes",
+    "collector_paused",
     "load_yaml",
     "load_yaml_file",
     "normalize_name",

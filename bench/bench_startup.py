@@ -42,6 +42,7 @@ from bench.fleet_run import (
     TIMEOUT_S,
     Answers,
     agent_names,
+    compile_bytecode,
     container_memory,
     cpu_seconds,
     docker_container_cpu_s,
@@ -214,6 +215,7 @@ def run(quick: bool) -> list[Row]:
 if __name__ == "__main__":
     import sys
 
+    compile_bytecode()
     for size in [int(a) for a in sys.argv[1:]] or [1, 10]:
         for r in measure(size):
             print(f"{r['benchmark']:14} {r['metric']:72} {r['value']:>16}  {r['target']}", flush=True)

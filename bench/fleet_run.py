@@ -23,6 +23,17 @@ TIMEOUT_S = 300.0
 READY_LINE = re.compile(r"checked in after ([\d.]+)s, all take messages after ([\d.]+)s")
 
 
+def compile_bytecode() -> None:
+    """Bytecode for the product's modules, as `pip install` leaves it. A source checkout run with
+    PYTHONDONTWRITEBYTECODE=1 (or whose cached bytecode is older than its sources) compiles every
+    changed module anew in each process it starts, which start-up figures would count (about
+    0.2 s of a 10-agent start). The agent image always carries its bytecode."""
+    import compileall
+
+    for package in ("orchestrator", "agent_runtime"):
+        compileall.compile_dir(REPO / package, quiet=1)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -21,6 +21,8 @@ import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.fleet_run import compile_bytecode
+
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS = BENCH_DIR / "results"
 Row = dict[str, str]
@@ -86,6 +88,7 @@ def main() -> None:
     unknown = sorted(set(chosen) - set(topics()))
     if unknown:
         parser.error(f"unknown benchmark(s): {', '.join(unknown)}; known: {', '.join(topics())}")
+    compile_bytecode()
     load_before = load_average()
     rows = [row for topic in chosen for row in run_topic(topic, args.quick)]
     load_after = load_average()

@@ -8,6 +8,7 @@ agent stays small.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import sys
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from agent_runtime.process.collector import collector_paused
 from agent_runtime.process.settings import Settings
 from agent_runtime.process.state import RuntimeState
 from agent_runtime.process.storage_check import MEMORY_DAMAGED_EVENT, check_own_storage
@@ -49,6 +51,7 @@ LONG_POLL_S = 25.0
 MIN_POLL_S = 1.0
 STOP_GRACE_S = 8.0
 MAINTENANCE_EVERY_S = 60.0
+WORKER_MODULE = "agent_runtime.work.worker"
 
 
 class AgentProcess:
@@ -258,6 +261,9 @@ class AgentProcess:
 
     def worker(self) -> Worker:
         if self._worker is None:
+            if WORKER_MODULE not in sys.modules:  # once: a freeze keeps cycles of the objects alive then
+                with collector_paused():
+                    importlib.import_module(WORKER_MODULE)
             from agent_runtime.work.worker import Worker
 
             assert self.config is not None

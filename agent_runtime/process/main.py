@@ -46,6 +46,9 @@ def main() -> int:
     config_json = report_in(settings, stopping)
     if config_json is None:
         return 0 if stopping.is_set() else 1
-    from agent_runtime.process.agent import AgentProcess
+    from agent_runtime.process.collector import collector_paused
+
+    with collector_paused():
+        from agent_runtime.process.agent import AgentProcess
 
     return AgentProcess(settings, stopping).run(config_json)

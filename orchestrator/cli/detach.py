@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from agent_runtime import collector_paused
 from orchestrator.backends.select import IMAGE_RUNTIMES
 from orchestrator.cli.client import ApiClient, CliError
 from orchestrator.cli.launch_options import LaunchOptions, ensure_agent_image, fleet_image
@@ -64,7 +65,9 @@ def _fork_server(fleet: LoadedFleet, options: LaunchOptions, paths: StatePaths) 
 def _serve_child(fleet: LoadedFleet, options: LaunchOptions, paths: StatePaths) -> int:
     """The forked child's life: serve until stopped; its exit status."""
     from orchestrator.backends.select import open_backend
-    from orchestrator.cli.launch import serve_detached_child
+
+    with collector_paused():
+        from orchestrator.cli.launch import serve_detached_child
 
     try:
         # A backend of its own: the parent's client holds connections the parent may still use.

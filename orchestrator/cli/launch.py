@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.live import Live
 
+from agent_runtime import collector_paused
 from orchestrator.backends.base import LABEL_STATE, Backend, BackendError
 from orchestrator.backends.select import IMAGE_RUNTIMES, remember_runtime
 from orchestrator.cli.errors import CliError
@@ -86,10 +87,14 @@ def prepare(
         console.print(f"{result.action} {mark}", highlight=False)
 
     applying = manager.apply_in_background(report)
-    services = attach_subsystems(core, manager)
-    from orchestrator.server import OrchestratorServer
+    # Most of the orchestrator's code loads here, in the process that runs it (this is never
+    # called inside another program), so it loads with the collector paused and is then frozen.
+    with collector_paused():
+        services = attach_subsystems(core, manager)
+        from orchestrator.server import OrchestratorServer
 
-    return OrchestratorServer(services, listeners, applying), listeners
+        server = OrchestratorServer(services, listeners, applying)
+    return server, listeners
 
 
 def _print_access(console: Console, listeners: Listeners, token: str) -> None:

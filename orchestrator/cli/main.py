@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
@@ -14,6 +15,7 @@ if "httpx" not in sys.modules:
 
 import click
 
+from agent_runtime import collector_paused
 from orchestrator.cli.errors import CliError, NotRunning
 
 # Command name -> (module, attribute). Modules load only when their command runs, so that a
@@ -65,6 +67,11 @@ EXIT_NOT_RUNNING = 3
 
 
 class LazyGroup(click.Group):
+    pause_collector = False
+    """Set by `main`, in the `flotilla` process itself: a command's modules load with the garbage
+    collector paused, then frozen (`collector_paused`). Left off where the commands run inside
+    another program (a test's CliRunner), whose objects a freeze would keep from the collector."""
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
 
@@ -72,7 +79,9 @@ class LazyGroup(click.Group):
         if cmd_name not in COMMANDS:
             return None
         module_name, attribute = COMMANDS[cmd_name]
-        command: click.Command = getattr(importlib.import_module(module_name), attribute)
+        with collector_paused() if self.pause_collector else contextlib.nullcontext():
+            module = importlib.import_module(module_name)
+        command: click.Command = getattr(module, attribute)
         return command
 
 
@@ -99,6 +108,7 @@ def main() -> None:
     if not sys.stdout.isatty():
         # Tables piped to a file or another program keep their columns instead of 80-column wrapping.
         os.environ.setdefault("COLUMNS", "160")
+    LazyGroup.pause_collector = True
     try:
         cli.main(standalone_mode=False)
     except NotRunning as exc:
