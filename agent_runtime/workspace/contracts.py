@@ -29,9 +29,6 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-import jsonschema
-import jsonschema.exceptions
-import jsonschema.validators
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_runtime.protocol import OperationSpec
@@ -167,6 +164,11 @@ def _check_schema(label: str, which: str, schema: Any) -> dict[str, Any]:
         return dict(DEFAULT_SCHEMA)
     if not isinstance(schema, dict):
         raise ContractError(f"{label}: '{which}' must be a JSON Schema object (a mapping)")
+    # jsonschema (with referencing and rpds, about 30 ms) loads with the first schema to check:
+    # a fleet without contracts, and `flotilla up` until one is met, never loads it.
+    import jsonschema.exceptions
+    import jsonschema.validators
+
     validator_cls = jsonschema.validators.validator_for(schema)
     try:
         validator_cls.check_schema(schema)
@@ -198,6 +200,8 @@ def _validator(schema: dict[str, Any]) -> Any:
         if found is not None:
             _validators.move_to_end(key)
             return found
+    import jsonschema.validators
+
     validator_cls = jsonschema.validators.validator_for(schema)
     compiled = validator_cls(schema, format_checker=validator_cls.FORMAT_CHECKER)
     with _validators_lock:
