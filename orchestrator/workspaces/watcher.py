@@ -23,7 +23,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 
 from agent_runtime import (
@@ -45,6 +53,10 @@ DEFAULT_DEBOUNCE_S = 0.4
 DIRECT_EDIT_REASON = "edited in the host folder"
 # Beside the operator's copy, outside workspace/: refused direct edits, kept for the operator.
 REFUSED_FOLDER = "refused"
+# What can change a file: the kernel reports only these (inotify's mask). Opens and reads, which
+# every inspection and every version written beside the workspace make, are never sent: at start
+# they were about 80 events per agent, each read and dispatched by the observer's threads.
+FILE_CHANGES = [FileCreatedEvent, FileModifiedEvent, FileMovedEvent, FileDeletedEvent, FileClosedEvent]
 
 
 @dataclass(frozen=True)
@@ -93,7 +105,7 @@ class WorkspaceWatcher:
         self._worker = threading.Thread(target=self._drain, name="workspace-watcher", daemon=True)
         self._worker.start()
         observer = Observer()
-        observer.schedule(_Handler(self), str(self._agents_root), recursive=True)
+        observer.schedule(_Handler(self), str(self._agents_root), recursive=True, event_filter=FILE_CHANGES)
         observer.start()
         self._observer = observer
         self.scan()

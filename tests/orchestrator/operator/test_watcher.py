@@ -7,10 +7,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from watchdog.events import FileSystemEvent
 
 from agent_runtime.workspace.versioned import CAPS, Workspace
 from orchestrator.events import Event, EventType
 from orchestrator.services import Services
+from orchestrator.workspaces import watcher as watcher_module
 from orchestrator.workspaces.watcher import DIRECT_EDIT_REASON, WorkspaceWatcher
 
 WAIT_S = 20.0
@@ -137,3 +139,41 @@ def test_editor_temp_files_are_ignored(services: Services) -> None:
         services.paths.agents / "stranger" / "workspace" / "SOUL.md",
     ):
         assert watcher.key_of(ignored) is None, ignored
+
+
+def test_a_save_by_rename_is_noticed(services: Services, watcher: WorkspaceWatcher) -> None:
+    """Editors that write a new file and rename it over the old one (the kernel reports a move)."""
+    path = services.paths.workspace("alpha") / "SOUL.md"
+    staged = path.parent.parent / "SOUL.md.saving"
+    staged.write_text("# alpha\n\nSaved by rename.\n", encoding="utf-8")
+    staged.replace(path)
+    event = wait_for_event(services, EventType.WORKSPACE_CHANGED)
+    assert event.data["file"] == "SOUL.md"
+    assert watcher.wait_idle(WAIT_S)
+    assert workspace(services).read("SOUL.md") == "# alpha\n\nSaved by rename.\n"
+
+
+def test_reading_the_workspace_sends_the_watcher_nothing(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kernel reports changes only: the opens and reads of every inspection (and of anyone
+    reading the folder) never reach the observer's threads."""
+    received: list[str] = []
+    original = watcher_module._Handler.on_any_event
+
+    def recording(handler: watcher_module._Handler, event: FileSystemEvent) -> None:
+        received.append(event.event_type)
+        original(handler, event)
+
+    monkeypatch.setattr(watcher_module._Handler, "on_any_event", recording)
+    with WorkspaceWatcher(
+        services.fleet_view, services.paths, services.events, services.workspaces, debounce_s=0.1
+    ) as watcher:
+        for path in services.paths.workspace("alpha").rglob("*"):
+            if path.is_file():
+                path.read_bytes()
+        editor_save(services.paths.workspace("alpha") / "MEMORY.md", "# Memory\n\nA change.\n")
+        assert wait_for_event(services, EventType.WORKSPACE_CHANGED).data["file"] == "MEMORY.md"
+        assert watcher.wait_idle(WAIT_S)
+    assert "modified" in received
+    assert not {"opened", "closed_no_write"} & set(received)
