@@ -261,7 +261,9 @@ class AgentProcess:
 
     def worker(self) -> Worker:
         if self._worker is None:
-            if WORKER_MODULE not in sys.modules:  # once: a freeze keeps cycles of the objects alive then
+            # Paused and frozen on the first load only: each freeze would keep for good whatever
+            # cycles of objects happened to be alive at that moment.
+            if WORKER_MODULE not in sys.modules:
                 with collector_paused():
                     importlib.import_module(WORKER_MODULE)
             from agent_runtime.work.worker import Worker
