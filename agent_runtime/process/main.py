@@ -13,6 +13,7 @@ import sys
 import threading
 from types import FrameType
 
+from agent_runtime.process.collector import collector_paused
 from agent_runtime.process.settings import Settings, SettingsError, read_token
 from agent_runtime.transport.boot import report_in
 
@@ -46,8 +47,6 @@ def main() -> int:
     config_json = report_in(settings, stopping)
     if config_json is None:
         return 0 if stopping.is_set() else 1
-    from agent_runtime.process.collector import collector_paused
-
     with collector_paused():
         from agent_runtime.process.agent import AgentProcess
 

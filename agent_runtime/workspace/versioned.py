@@ -184,13 +184,14 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             os.unlink(tmp_name)
         raise
     if deferred is None:
-        _fsync_dir(path.parent)
+        _fsync_path(path.parent)
     else:
         deferred.update((path, path.parent))
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
+def _fsync_path(path: Path) -> None:
+    """fsync a file or a folder (a folder's entries: a rename in it is durable only then)."""
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
@@ -234,7 +235,8 @@ def _sync_paths(paths: set[Path]) -> None:
     for same_device in by_device.values():
         if not _sync_filesystem(same_device[0]):
             for path in same_device:
-                _fsync_path(path)
+                with contextlib.suppress(FileNotFoundError):
+                    _fsync_path(path)
 
 
 def _sync_filesystem(path: Path) -> bool:
@@ -260,15 +262,6 @@ def _libc_syncfs() -> Callable[[int], int] | None:
     except (OSError, AttributeError):
         return None
     return syncfs
-
-
-def _fsync_path(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 RemoteWrite = Callable[[str, str, Author, str], WorkspaceWriteResult]

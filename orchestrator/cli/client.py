@@ -17,8 +17,6 @@ from orchestrator.state.paths import StatePaths
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["ApiClient", "CliError", "NotRunning"]
-
 
 def _httpx() -> Any:
     """httpx, imported on the first request: `up -d` reaches its fork sooner without it (see

@@ -17,7 +17,8 @@ from rich.console import Console
 
 from agent_runtime import collector_paused
 from orchestrator.backends.select import IMAGE_RUNTIMES
-from orchestrator.cli.client import ApiClient, CliError
+from orchestrator.cli.client import ApiClient
+from orchestrator.cli.errors import CliError
 from orchestrator.cli.launch_options import LaunchOptions, ensure_agent_image, fleet_image
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.state.endpoint import read_endpoint

@@ -11,8 +11,9 @@ from urllib.parse import quote
 import click
 
 from orchestrator.cli.broker import inbox as list_inbox
-from orchestrator.cli.client import ApiClient, CliError
+from orchestrator.cli.client import ApiClient
 from orchestrator.cli.common import client_for, fleet_file_option
+from orchestrator.cli.errors import CliError
 
 
 class _ListByDefault(click.Group):

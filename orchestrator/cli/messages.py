@@ -11,8 +11,9 @@ from typing import Any
 
 import click
 
-from orchestrator.cli.client import ApiClient, CliError
+from orchestrator.cli.client import ApiClient
 from orchestrator.cli.common import client_for, fleet_file_option
+from orchestrator.cli.errors import CliError
 
 HISTORY_FILE = Path("~/.flotilla_chat_history")
 HISTORY_LENGTH = 1000

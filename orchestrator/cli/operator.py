@@ -13,8 +13,9 @@ from urllib.parse import quote
 
 import click
 
-from orchestrator.cli.client import ApiClient, CliError
+from orchestrator.cli.client import ApiClient
 from orchestrator.cli.common import client_for, fleet_file_option
+from orchestrator.cli.errors import CliError
 from orchestrator.cli.options import follow_option
 
 # ------------------------------------------------------------------------------------ events
