@@ -26,6 +26,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from agent_runtime.context_settings import ContextSettings
     from agent_runtime.process.collector import collector_paused
     from agent_runtime.process.settings import Settings
     from agent_runtime.safety.safe_yaml import MAX_DEPTH as YAML_MAX_DEPTH
@@ -71,6 +72,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Author": ("agent_runtime.workspace.versioned", "Author"),
     "CAPS": ("agent_runtime.workspace.versioned", "CAPS"),
     "CapExceeded": ("agent_runtime.workspace.versioned", "CapExceeded"),
+    "ContextSettings": ("agent_runtime.context_settings", "ContextSettings"),
     "ContractError": ("agent_runtime.workspace.contracts", "ContractError"),
     "FieldPath": ("agent_runtime.safety.safe_yaml", "FieldPath"),
     "FileVersion": ("agent_runtime.workspace.versioned", "FileVersion"),
@@ -114,6 +116,7 @@ __all__ = [
     "AgentService",
     "Author",
     "CapExceeded",
+    "ContextSettings",
     "ContractError",
     "FieldPath",
     "FileVersion",

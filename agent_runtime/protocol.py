@@ -49,6 +49,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from agent_runtime.context_settings import CognitionJobs as CognitionJobs
+from agent_runtime.context_settings import CognitionJobSettings as CognitionJobSettings
+from agent_runtime.context_settings import ContextSettings as ContextSettings
+from agent_runtime.context_settings import ContextStrategy as ContextStrategy
+from agent_runtime.context_settings import ContextThresholds as ContextThresholds
 from agent_runtime.tool_protocol import (
     MCP_SEPARATOR as MCP_SEPARATOR,
 )
@@ -96,6 +101,9 @@ from agent_runtime.tool_protocol import (
 )
 from agent_runtime.wire import WireModel as WireModel
 from agent_runtime.wire import utcnow as utcnow
+from agent_runtime.workspace.wire import OperationSpec as OperationSpec
+from agent_runtime.workspace.wire import WorkspaceWrite as WorkspaceWrite
+from agent_runtime.workspace.wire import WorkspaceWriteResult as WorkspaceWriteResult
 
 PROTOCOL_VERSION = 1
 AGENT_API_PREFIX = "/agent/v1"
@@ -199,93 +207,6 @@ class CheckInReply(WireModel):
     config_hash: str
 
 
-class ContextThresholds(WireModel):
-    flush: float = 0.60
-    compact: float = 0.70
-    warn: float = 0.80
-    prune: float = 0.90
-
-
-class ContextStrategy(StrEnum):
-    """compact: summaries replace older turns; checkpoint: the transcript stays whole and only the
-    turns after the last consolidation are replayed, with working memory beside them."""
-
-    COMPACT = "compact"
-    CHECKPOINT = "checkpoint"
-
-
-_UTC_TIME = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
-
-
-class CognitionJobSettings(WireModel):
-    """When one job of the `checkpoint` strategy runs, and with which model."""
-
-    after_turns: int = Field(ge=1, description="Run once this many turns wait past the job's checkpoint")
-    at: list[Annotated[str, Field(pattern=_UTC_TIME)]] = Field(
-        default_factory=list, description="Also run at these times of day, UTC (HH:MM)"
-    )
-    model: str | None = Field(
-        default=None, description="The model this job calls (none: the agent's model; `test`: no model)"
-    )
-
-
-def _review() -> CognitionJobSettings:
-    return CognitionJobSettings(after_turns=8, at=["03:00", "15:00"])
-
-
-def _consolidation() -> CognitionJobSettings:
-    return CognitionJobSettings(after_turns=6, at=["04:00"])
-
-
-def _extraction() -> CognitionJobSettings:
-    return CognitionJobSettings(after_turns=12, at=["05:00"])
-
-
-class CognitionJobs(WireModel):
-    """The checkpoint strategy's jobs: when each runs and with which model."""
-
-    review: CognitionJobSettings = Field(
-        default_factory=_review, description="Audits working memory and the semantic files"
-    )
-    consolidation: CognitionJobSettings = Field(
-        default_factory=_consolidation, description="Rewrites WORKING_MEMORY.md and moves the checkpoint"
-    )
-    extraction: CognitionJobSettings = Field(
-        default_factory=_extraction, description="Maintains facts.md, preferences.md and projects.md"
-    )
-
-
-class ContextSettings(WireModel):
-    """How an agent keeps its conversation within the model's window."""
-
-    strategy: ContextStrategy = Field(
-        default=ContextStrategy.COMPACT,
-        description=(
-            "compact: summarize older turns into the context (flush and compaction); checkpoint: keep "
-            "the transcript whole, replay only the turns after the consolidation checkpoint, with "
-            "WORKING_MEMORY.md injected and semantic files read on demand"
-        ),
-    )
-    replay_turns: int = Field(
-        default=60, ge=4, description="checkpoint: at most this many turns replayed after the checkpoint"
-    )
-    replay_share: float = Field(
-        default=0.5, gt=0, le=0.8, description="checkpoint: at most this share of the window replayed"
-    )
-    adopt_after_turns: int = Field(
-        default=24,
-        ge=1,
-        description=(
-            "checkpoint: replayed turns a consolidation must cover before the replay moves to its "
-            "checkpoint (and WORKING_MEMORY.md is re-read): fewer breaks of the cached prompt prefix"
-        ),
-    )
-    working_memory_bytes: int = Field(
-        default=4096, ge=256, le=32768, description="checkpoint: cap on WORKING_MEMORY.md"
-    )
-    jobs: CognitionJobs = Field(default_factory=CognitionJobs, description="checkpoint: the memory jobs")
-
-
 # The agent channel's largest message, both ways, unless fleet.yaml `limits.channel_frame` is lower.
 DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
 
@@ -359,13 +280,6 @@ class AgentEvent(WireModel):
     at: datetime = Field(default_factory=utcnow)
 
 
-class OperationSpec(WireModel):
-    name: str
-    description: str = ""
-    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
-    output_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
-
-
 class PeerInfo(WireModel):
     name: str
     role: str = ""
@@ -419,18 +333,6 @@ class TellResult(WireModel):
     message_id: str
     ok: bool
     error: BrokerError | None = None
-
-
-class WorkspaceWrite(WireModel):
-    content: str
-    author: Literal["agent", "operator", "job"] = "agent"
-    reason: str = ""
-
-
-class WorkspaceWriteResult(WireModel):
-    name: str
-    size: int
-    version: int
 
 
 class TokenCountRequest(WireModel):

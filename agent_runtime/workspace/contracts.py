@@ -31,8 +31,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_runtime.protocol import OperationSpec
 from agent_runtime.safety.safe_yaml import YamlRefused, load_yaml
+from agent_runtime.workspace.wire import OperationSpec
 
 FRONT_MATTER_FENCE = "---"
 TOP_LEVEL_KEYS = frozenset({"operations"})

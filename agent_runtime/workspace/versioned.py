@@ -30,7 +30,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ValidationError
 
-from agent_runtime.protocol import WorkspaceWriteResult
+from agent_runtime.workspace.wire import WorkspaceWriteResult
 
 KIB = 1024
 

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from agent_runtime.protocol import ContextSettings
+from agent_runtime import ContextSettings
 from orchestrator.config.alerts import AlertsConfig
 from orchestrator.config.backup import BackupSchedule
 from orchestrator.config.cron import cron_problem
