@@ -12,6 +12,8 @@ Three starts for N = 1 and 10 (their median, with the spread), one for N = 50; e
 - CPU: what the agents' containers (their cgroups), the orchestrator and the engine's daemons
   used until the last answer; their sum over the machine's cores is the shortest start this
   work allows here, whatever the order.
+- Pace: before each start, the CPU time of a fixed pure-Python loop; the machine's pace moves
+  by the hour, and a CPU-bound start's time with it.
 - Memory: what `docker stats` reports per agent container once all have answered (the worker,
   model client and memory store are loaded then; see bench_idle for what an agent gives back).
 - What the engine alone needs: N containers made like the agents' (an internal network without
@@ -50,6 +52,7 @@ from bench.fleet_run import (
     fleet_yaml,
     flotilla,
     machine_cpu_s,
+    machine_pace_ms,
     send,
     start_up,
     wait_endpoint,
@@ -146,10 +149,12 @@ class StartRun:
     cpu: StartCpu
     machine_s: float
     memory_mib: list[float]
+    pace_ms: float
 
 
 def start_once(n: int) -> StartRun:
     name = f"bench-start-{n}"
+    pace_ms = machine_pace_ms()
     agents = agent_names(n)
     with tempfile.TemporaryDirectory(prefix="flotilla-bench-") as tmp:
         folder = Path(tmp)
@@ -180,7 +185,7 @@ def start_once(n: int) -> StartRun:
             flotilla("down", "-v", "-f", "fleet.yaml", cwd=folder)
     ready = READY_LINE.search(out)
     checked_in_s, taking_s = (float(ready.group(1)), float(ready.group(2))) if ready else (float("nan"),) * 2
-    return StartRun(checked_in_s, taking_s, max(answers.at.values()), cpu, machine_s, memory)
+    return StartRun(checked_in_s, taking_s, max(answers.at.values()), cpu, machine_s, memory, pace_ms)
 
 
 def measure(n: int, rounds: int = 1) -> list[Row]:
@@ -226,6 +231,10 @@ def measure(n: int, rounds: int = 1) -> list[Row]:
         row(
             f"engine alone: {n} containers like the agents', started 16 at a time: wall; machine CPU per container",
             f"{engine_wall_s:.2f} s; {engine_machine_s / n * 1000:.0f} ms",
+        ),
+        row(
+            "machine pace before each start, in the order above: a fixed pure-Python loop (1M squares)",
+            " / ".join(f"{run.pace_ms:.0f}" for run in runs) + " ms",
         ),
         row(
             "memory per agent after its first message, median / max (docker stats)",
