@@ -10,6 +10,7 @@ service costs nothing per message and comes back on its own.
 from __future__ import annotations
 
 import base64
+import json
 import struct
 import threading
 import time
@@ -17,13 +18,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-import httpx
 from pydantic import BaseModel, ValidationError
 
 from agent_runtime.memory.models import MemoryMode
 from agent_runtime.memory.vectors import VectorError, to_blob
 from agent_runtime.testing.embeddings import deterministic_embedding
-from agent_runtime.transport.http import tls_context
+from agent_runtime.transport.http import http_client
+from agent_runtime.transport.httpclient import HttpClient, HttpError
 
 EMBEDDINGS_PATH = "/v1/embeddings"
 MAX_BATCH = 128
@@ -76,13 +77,13 @@ class GatewayEmbedder:
         dims: int | None,
         *,
         timeout_s: float = 30.0,
-        client: httpx.Client | None = None,
+        client: HttpClient | None = None,
     ) -> None:
         self.url = base_url.rstrip("/") + EMBEDDINGS_PATH
         self.model = model
         self.dims = dims
         self._token = token
-        self._client = client or httpx.Client(timeout=timeout_s, verify=tls_context(self.url))
+        self._client = client or http_client(base_url, timeout_s)
         self._owns_client = client is None
 
     def _bearer(self) -> str:
@@ -99,10 +100,13 @@ class GatewayEmbedder:
         if self.dims is not None:
             body["dimensions"] = self.dims
         try:
-            response = self._client.post(
-                self.url, json=body, headers={"authorization": f"Bearer {self._bearer()}"}
+            response = self._client.request(
+                "POST",
+                EMBEDDINGS_PATH,
+                content=json.dumps(body).encode(),
+                headers={"authorization": f"Bearer {self._bearer()}", "content-type": "application/json"},
             )
-        except httpx.HTTPError as failed:
+        except HttpError as failed:
             raise EmbeddingError(f"embedding request to {self.url} failed: {failed}") from None
         if response.status_code != 200:
             raise EmbeddingError(

@@ -17,11 +17,11 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-import httpx
 from pydantic import BaseModel, Field
 
 from agent_runtime.memory.sqlite import DatabaseError
 from agent_runtime.memory.store import MemoryStore
+from agent_runtime.transport.httpclient import HttpError
 
 Complete = Callable[[str], str]
 # What a model call or a job's own checks may raise; anything else is a bug and is logged.
@@ -30,7 +30,7 @@ JOB_ERRORS: tuple[type[BaseException], ...] = (
     OSError,
     ValueError,
     LookupError,
-    httpx.HTTPError,
+    HttpError,
     DatabaseError,
 )
 

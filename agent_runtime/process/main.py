@@ -33,9 +33,6 @@ def main() -> int:
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    # One line per long-poll would drown the log; failures are logged by the runtime itself.
-    for noisy in ("httpx", "httpx2"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         settings = Settings.from_env()
         read_token(settings.token_file)  # there from the start: written before the agent starts

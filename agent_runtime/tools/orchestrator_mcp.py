@@ -11,7 +11,6 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-import httpx
 from pydantic import BaseModel, ValidationError
 
 from agent_runtime.protocol import (
@@ -24,6 +23,7 @@ from agent_runtime.protocol import (
 from agent_runtime.tools.registry import Tool, ToolError
 from agent_runtime.transport.errors import OrchestratorError
 from agent_runtime.transport.http import AgentHttp
+from agent_runtime.transport.httpclient import Response
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class OrchestratorMcp:
 
         return call
 
-    def _request(self, method: str, path: str, body: BaseModel | None) -> httpx.Response:
+    def _request(self, method: str, path: str, body: BaseModel | None) -> Response:
         try:
             return self._http.send(method, f"{AGENT_API_PREFIX}{path}", body, timeout_s=CALL_TIMEOUT_S)
         except OrchestratorError as failed:

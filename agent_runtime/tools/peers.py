@@ -15,7 +15,6 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import httpx
 from pydantic import BaseModel, ValidationError
 
 from agent_runtime.protocol import (
@@ -33,7 +32,8 @@ from agent_runtime.protocol import (
 from agent_runtime.tools.registry import Tool, ToolError
 from agent_runtime.transport.channel import AgentChannel
 from agent_runtime.transport.errors import OrchestratorError
-from agent_runtime.transport.http import no_delay_transport
+from agent_runtime.transport.http import http_client
+from agent_runtime.transport.httpclient import HttpClient, HttpError, Response
 
 CurrentItem = Callable[[], str | None]
 Model = TypeVar("Model", bound=BaseModel)
@@ -52,15 +52,13 @@ class PeerClient:
         token: TokenSource,
         *,
         timeout_s: float = 30.0,
-        http: httpx.Client | None = None,
+        http: HttpClient | None = None,
         channel: AgentChannel | None = None,
     ) -> None:
         """Asks and tells travel on `channel` (the agent's own, shared) or on one of this client's."""
         self._token = token
         self._timeout_s = timeout_s
-        self._http = http or httpx.Client(
-            base_url=base_url.rstrip("/"), timeout=timeout_s, transport=no_delay_transport(base_url)
-        )
+        self._http = http or http_client(base_url, timeout_s)
         self._own_channel = channel is None
         self._channel = channel or AgentChannel(base_url, self._current_token)
 
@@ -97,21 +95,24 @@ class PeerClient:
 
     def _request(
         self, method: str, path: str, body: BaseModel | None = None, timeout_s: float | None = None
-    ) -> httpx.Response:
+    ) -> Response:
         token = self._current_token()
-        response = self._http.request(
-            method,
-            f"{AGENT_API_PREFIX}{path}",
-            content=body.model_dump_json().encode() if body is not None else None,
-            headers={"authorization": f"Bearer {token}", "content-type": "application/json"},
-            timeout=timeout_s or self._timeout_s,
-        )
+        try:
+            response = self._http.request(
+                method,
+                f"{AGENT_API_PREFIX}{path}",
+                content=body.model_dump_json().encode() if body is not None else None,
+                headers={"authorization": f"Bearer {token}", "content-type": "application/json"},
+                timeout_s=timeout_s or self._timeout_s,
+            )
+        except HttpError as failed:
+            raise ToolError(f"the orchestrator did not answer {method} {path}: {failed}") from None
         if response.is_success:
             return response
         raise ToolError(f"the orchestrator refused {method} {path}: {_error_text(response)}")
 
 
-def _error_text(response: httpx.Response) -> str:
+def _error_text(response: Response) -> str:
     try:
         body = response.json()
     except ValueError:

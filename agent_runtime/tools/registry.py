@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-import httpx
+from agent_runtime.transport.httpclient import HttpError
 
 if TYPE_CHECKING:
     import jsonschema.exceptions
@@ -38,7 +38,7 @@ TOOL_FAILURES: tuple[type[BaseException], ...] = (
     ValueError,
     LookupError,
     OSError,
-    httpx.HTTPError,
+    HttpError,
 )
 
 

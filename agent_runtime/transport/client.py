@@ -3,7 +3,7 @@
 Part of the idle path: it imports only the standard library, pydantic, websockets and the wire
 models. Everything an agent does all the time (config, check-ins, the inbox long-poll,
 acknowledgements, progress) goes over the channel (`agent_runtime.transport.channel`); the rest are
-plain HTTP requests (`agent_runtime.transport.http`), and httpx is loaded on the first of them.
+plain HTTP requests (`agent_runtime.transport.http`), loaded with the first of them.
 """
 
 from __future__ import annotations

@@ -1,41 +1,30 @@
 """The agent's plain HTTP requests to the orchestrator (runs, events, token counts, peers).
 
-Loaded on first use: an idle agent talks only over its channel and never imports httpx.
+Over `agent_runtime.transport.httpclient` (the standard library's `http.client`, kept alive).
 """
 
 from __future__ import annotations
 
 import functools
-import socket
 import ssl
-import sys
 from collections.abc import Callable
 from typing import TypeVar
 
-# httpx imports its command-line entry point when click and rich are installed (they are on the
-# host, for the orchestrator); an agent never uses it, and it costs ~8 MiB of RSS.
-if "httpx" not in sys.modules:
-    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-
-import httpx
 from pydantic import BaseModel, ValidationError
 
 from agent_runtime.protocol import ErrorBody
 from agent_runtime.transport.errors import OrchestratorError, OrchestratorRefused, OrchestratorUnavailable
+from agent_runtime.transport.httpclient import HttpClient, HttpError, Response
 
 Model = TypeVar("Model", bound=BaseModel)
 CONNECT_TIMEOUT_S = 5.0
 REQUEST_TIMEOUT_S = 30.0
 
 
-def no_delay_transport(url: str) -> httpx.HTTPTransport:
-    """A transport for requests to `url` with Nagle's algorithm off.
-
-    httpx writes a POST's headers and body separately; with Nagle on, the body waits for the
-    server's (delayed) ACK of the headers, which adds up to 40 ms to a request on loopback.
-    """
-    return httpx.HTTPTransport(
-        socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)], verify=tls_context(url)
+def http_client(base_url: str, timeout_s: float = REQUEST_TIMEOUT_S) -> HttpClient:
+    """A client for requests to `base_url`, verifying its server as `tls_context` says."""
+    return HttpClient(
+        base_url, timeout_s=timeout_s, connect_timeout_s=CONNECT_TIMEOUT_S, tls=tls_context(base_url)
     )
 
 
@@ -63,35 +52,28 @@ class AgentHttp:
     def __init__(self, base_url: str, token: Callable[[], str], reread_token: Callable[[], str]) -> None:
         self._token = token
         self._reread_token = reread_token
-        self._http = httpx.Client(
-            base_url=base_url,
-            timeout=httpx.Timeout(REQUEST_TIMEOUT_S, connect=CONNECT_TIMEOUT_S),
-            transport=no_delay_transport(base_url),
-        )
+        self._http = http_client(base_url)
 
     def close(self) -> None:
         self._http.close()
 
     def send(
         self, method: str, path: str, body: BaseModel | None = None, *, timeout_s: float | None = None
-    ) -> httpx.Response:
+    ) -> Response:
         """The response to an authorized request; `timeout_s` for one that waits longer than
         the usual request (a long-poll, a tool call)."""
         content = body.model_dump_json().encode() if body is not None else None
-        timeout = httpx.Timeout(
-            REQUEST_TIMEOUT_S if timeout_s is None else timeout_s, connect=CONNECT_TIMEOUT_S
-        )
         token = self._token()
         for attempt in (1, 2):
             headers = {"Authorization": f"Bearer {token}"}
             if content is not None:
                 headers["Content-Type"] = "application/json"
             try:
-                response = self._http.request(method, path, content=content, headers=headers, timeout=timeout)
-            except httpx.HTTPError as failed:
-                raise OrchestratorUnavailable(
-                    f"{method} {path}: {failed.__class__.__name__}: {failed}"
-                ) from None
+                response = self._http.request(
+                    method, path, content=content, headers=headers, timeout_s=timeout_s
+                )
+            except HttpError as failed:
+                raise OrchestratorUnavailable(f"{method} {path}: {failed}") from None
             if response.status_code == 401 and attempt == 1:
                 # The orchestrator may have rotated the token file.
                 token = self._reread_token()
@@ -119,7 +101,7 @@ class AgentHttp:
             raise OrchestratorError(f"{method} {path}: unexpected reply: {bad}") from None
 
 
-def _refused(response: httpx.Response) -> OrchestratorRefused:
+def _refused(response: Response) -> OrchestratorRefused:
     try:
         error = ErrorBody.model_validate_json(response.content)
         return OrchestratorRefused(response.status_code, error.error, error.message)

@@ -1,9 +1,9 @@
-"""Chat completions through the orchestrator's OpenAI-compatible gateway, over plain httpx.
+"""Chat completions through the orchestrator's OpenAI-compatible gateway, over plain HTTP.
 
 The agent needs one endpoint (`POST /v1/chat/completions`, streamed or not) and the JSON it
 returns. A full SDK would cost the first work item about half a CPU-second of imports (several
 hundred response models) and the worker ~10 MiB for as long as it stays loaded; this module is
-a few functions over the httpx client the agent already loads.
+a few functions over the agent's own HTTP client (`agent_runtime.transport.httpclient`).
 
 Chunks and responses are the wire format's JSON objects (dicts), as the gateway sends them.
 """
@@ -17,10 +17,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import httpx
-
 from agent_runtime.protocol import IDEMPOTENCY_HEADER
-from agent_runtime.transport.http import CONNECT_TIMEOUT_S, no_delay_transport
+from agent_runtime.transport.http import http_client
+from agent_runtime.transport.httpclient import ConnectFailed, HttpClient, HttpError, Response
 
 # A model may think for minutes before its first token.
 READ_TIMEOUT_S = 600.0
@@ -51,7 +50,7 @@ class StreamBroken(ChatError):
     its record, not charged twice; a cut one the ledger settled (or recovered) by itself."""
 
 
-def error_text(response: httpx.Response) -> str:
+def error_text(response: Response) -> str:
     """`HTTP <status>: <message>` from the gateway's JSON error, else the status alone."""
     try:
         body = json.loads(response.read() or b"null")
@@ -70,11 +69,7 @@ class ChatClient:
         """`base_url` ends before `/chat/completions` (e.g. `http://host:port/v1`)."""
         self.api_key = api_key
         self.max_retries = max_retries
-        self._http = httpx.Client(
-            base_url=base_url.rstrip("/"),
-            timeout=httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S),
-            transport=no_delay_transport(base_url),
-        )
+        self._http = http_client(base_url, READ_TIMEOUT_S)
 
     def close(self) -> None:
         self._http.close()
@@ -82,7 +77,7 @@ class ChatClient:
     def __del__(self) -> None:
         # A worker is dropped, not closed, when it is replaced: its kept-alive connection goes
         # with it instead of lingering until the interpreter exits.
-        http: httpx.Client | None = getattr(self, "_http", None)
+        http: HttpClient | None = getattr(self, "_http", None)
         if http is not None:
             http.close()
 
@@ -132,13 +127,13 @@ class ChatClient:
                         message = error.get("message") if isinstance(error, dict) else error
                         raise ChatError(f"the stream failed: {message}")
                     yield chunk
-            except httpx.HTTPError as failed:
+            except HttpError as failed:
                 raise StreamBroken(f"the reply stream broke: {failed}") from None
             except ValueError:
                 raise ChatError("the gateway streamed a chunk that is not JSON") from None
 
     @contextmanager
-    def _open(self, request: dict[str, Any], headers: dict[str, str] | None) -> Iterator[httpx.Response]:
+    def _open(self, request: dict[str, Any], headers: dict[str, str] | None) -> Iterator[Response]:
         """A caller that may make the call again passes its own key in `headers`; otherwise
         the call gets one here, shared by the retries below."""
         response = self._send(
@@ -149,7 +144,7 @@ class ChatClient:
         finally:
             response.close()
 
-    def _send(self, content: bytes, headers: dict[str, str]) -> httpx.Response:
+    def _send(self, content: bytes, headers: dict[str, str]) -> Response:
         """The response, its status checked; retried on connection errors and busy statuses,
         except when the gateway says it already retried (`x-should-retry: false`)."""
         outage_until = time.monotonic() + OUTAGE_WAIT_S
@@ -158,25 +153,22 @@ class ChatClient:
             last = attempt >= self.max_retries
             try:
                 response = self._http.send(
-                    self._http.build_request(
-                        "POST",
-                        "/chat/completions",
-                        content=content,
-                        headers={
-                            "Authorization": f"Bearer {self.api_key}",
-                            "Content-Type": "application/json",
-                            **headers,
-                        },
-                    ),
-                    stream=True,
+                    "POST",
+                    "/chat/completions",
+                    content=content,
+                    headers={
+                        "Authorization": f"Bearer {self.api_key}",
+                        "Content-Type": "application/json",
+                        **headers,
+                    },
                 )
-            except (httpx.ConnectError, httpx.ConnectTimeout) as refused:
+            except ConnectFailed as refused:
                 if time.monotonic() >= outage_until:
                     raise ChatError(f"cannot reach the gateway for {OUTAGE_WAIT_S:g}s: {refused}") from None
                 time.sleep(min(RETRY_DELAY_S * 2**attempt, OUTAGE_DELAY_MAX_S))
                 attempt += 1
                 continue
-            except httpx.HTTPError as failed:
+            except HttpError as failed:
                 if last:
                     raise ChatError(f"cannot reach the gateway: {failed}") from None
             else:

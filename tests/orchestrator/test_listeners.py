@@ -9,7 +9,6 @@ fraction of it, so it holds on a slow or busy machine and fails on the stall alo
 from __future__ import annotations
 
 import socket
-import statistics
 import threading
 import time
 from collections.abc import Iterator
@@ -22,9 +21,8 @@ import uvicorn
 
 from orchestrator.listeners import bind_listeners, tcp_listener
 from orchestrator.testing.server import serve_app
+from tests.nagle import delayed_ack_stall, median_round_trip
 
-ROUNDS = 30
-WARM_UP = 5
 # The HTTP round trip must take less than this share of the measured delayed-ACK stall.
 MAX_SHARE_OF_STALL = 0.25
 
@@ -40,49 +38,9 @@ async def trivial_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": b"ok"})
 
 
-def _two_part_echo(server: socket.socket, nodelay: bool) -> None:
-    conn, _ = server.accept()
-    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, int(nodelay))
-    with conn:
-        while data := conn.recv(64):
-            conn.sendall(data[:1])
-            conn.sendall(data[1:])
-
-
-def _median_round_trip(send: Any) -> float:
-    times = []
-    for i in range(WARM_UP + ROUNDS):
-        started = time.perf_counter()
-        send()
-        if i >= WARM_UP:
-            times.append(time.perf_counter() - started)
-    return statistics.median(times)
-
-
-def delayed_ack_stall(nodelay: bool) -> float:
-    """Median round trip of a loopback echo that answers in two writes."""
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.bind(("127.0.0.1", 0))
-    server.listen(1)
-    thread = threading.Thread(target=_two_part_echo, args=(server, nodelay), daemon=True)
-    thread.start()
-    with socket.create_connection(server.getsockname()) as client:
-
-        def echo() -> None:
-            client.sendall(b"ping")
-            received = b""
-            while len(received) < 4:
-                received += client.recv(64)
-
-        median = _median_round_trip(echo)
-    thread.join(5)
-    server.close()
-    return median
-
-
 def http_round_trip(base_url: str) -> float:
     with httpx.Client(base_url=base_url) as client:
-        return _median_round_trip(lambda: client.get("/").raise_for_status())
+        return median_round_trip(lambda: client.get("/").raise_for_status())
 
 
 @contextmanager

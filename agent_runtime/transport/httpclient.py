@@ -1,0 +1,235 @@
+"""HTTP/1.1 requests over the standard library's `http.client`, with connections kept alive.
+
+The agent's plain requests (runs, events, token counts, peers, tool calls, embeddings and model
+calls through the gateway) go to one or two origins and need little of a full client: a body
+out, a status, headers and a body back, or a streamed body read line by line. `http.client` is
+already loaded when the agent reports in (see `agent_runtime.transport.boot`); a third-party
+client would add some 75 modules and 30 ms of CPU to every agent's start.
+
+`http.client` turns Nagle's algorithm off on each connection it opens and sends a request's
+headers and body in one write, so a request on a kept-alive connection never waits for a
+delayed ACK.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.client
+import json
+import socket
+import ssl
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+# A request on a kept-alive connection that the server has closed meanwhile fails before any of
+# it is read: such a request is sent once more, on a new connection.
+_STALE_CONNECTION = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
+_READ_SIZE = 64 * 1024
+
+
+class HttpError(Exception):
+    """The request got no complete answer: the connection failed, timed out or broke."""
+
+
+class ConnectFailed(HttpError):
+    """No connection could be opened: the request was never sent."""
+
+
+class Response:
+    """A response: its status and headers, and its body, read whole or line by line."""
+
+    def __init__(self, raw: http.client.HTTPResponse, release: Callable[[bool], None]) -> None:
+        self._raw = raw
+        self._release: Callable[[bool], None] | None = release
+        self._content: bytes | None = None
+        self.status_code = raw.status
+        self.reason_phrase = raw.reason
+        self.headers: http.client.HTTPMessage = raw.headers
+
+    @property
+    def is_success(self) -> bool:
+        return 200 <= self.status_code < 300
+
+    def read(self) -> bytes:
+        if self._content is None:
+            try:
+                self._content = self._raw.read()
+            except (OSError, http.client.HTTPException) as failed:
+                self._finish(reusable=False)
+                raise HttpError(f"the response broke off: {failed!r}") from None
+            self._finish(reusable=True)
+        return self._content
+
+    @property
+    def content(self) -> bytes:
+        return self.read()
+
+    @property
+    def text(self) -> str:
+        return self.read().decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        return json.loads(self.read())
+
+    def iter_lines(self) -> Iterator[str]:
+        """The body's lines, without their line ends, as they arrive; HttpError when the body
+        ends before its announced end (its length, or the last chunk of a chunked body).
+
+        Read with `read1`, not `readline`: on a chunked body cut short, `http.client`'s
+        `readline` ends quietly as if the body were whole."""
+        pending = b""
+        try:
+            while piece := self._raw.read1(_READ_SIZE):
+                *lines, pending = (pending + piece).split(b"\n")
+                for line in lines:
+                    yield _decoded(line)
+            if self._raw.length:
+                raise http.client.IncompleteRead(pending, self._raw.length)
+        except (OSError, http.client.HTTPException) as failed:
+            self._finish(reusable=False)
+            raise HttpError(f"the response broke off: {failed!r}") from None
+        if pending:
+            yield _decoded(pending)
+        self._finish(reusable=True)
+
+    def close(self) -> None:
+        """Done with the response. A body read to its end has given its connection back
+        already; one left unread closes it."""
+        self._finish(reusable=False)
+
+    def _finish(self, reusable: bool) -> None:
+        release, self._release = self._release, None
+        if release is not None:
+            release(reusable and not self._raw.will_close)
+
+
+def _decoded(line: bytes) -> str:
+    return line.rstrip(b"\r").decode("utf-8", errors="replace")
+
+
+class HttpClient:
+    """Requests to one origin (`base_url`), several threads at once, each connection reused."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout_s: float,
+        connect_timeout_s: float,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {base_url!r}")
+        self._https = parts.scheme == "https"
+        self._host = parts.hostname
+        self._port = parts.port or (443 if self._https else 80)
+        self._prefix = parts.path.rstrip("/")
+        self._timeout_s = timeout_s
+        self._connect_timeout_s = connect_timeout_s
+        self._tls = tls
+        self._idle: list[http.client.HTTPConnection] = []
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> HttpClient:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for connection in idle:
+            connection.close()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        content: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout_s: float | None = None,
+    ) -> Response:
+        """The response, its body read whole."""
+        with self.stream(method, path, content=content, headers=headers, timeout_s=timeout_s) as response:
+            response.read()
+        return response
+
+    @contextmanager
+    def stream(
+        self,
+        method: str,
+        path: str,
+        *,
+        content: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout_s: float | None = None,
+    ) -> Iterator[Response]:
+        """The response with its body still to be read (`read`, `iter_lines`)."""
+        response = self.send(method, path, content=content, headers=headers, timeout_s=timeout_s)
+        try:
+            yield response
+        finally:
+            response.close()
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        content: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout_s: float | None = None,
+    ) -> Response:
+        """The response with its body unread: the caller closes it (or reads it whole)."""
+        target = self._prefix + path
+        timeout = self._timeout_s if timeout_s is None else timeout_s
+        for last_try in (False, True):
+            connection, reused = self._connection(fresh=last_try)
+            try:
+                connection.sock.settimeout(timeout)
+                connection.request(method, target, body=content, headers=dict(headers or {}))
+                raw = connection.getresponse()
+            except _STALE_CONNECTION as failed:
+                connection.close()
+                if reused and not last_try:
+                    continue
+                raise HttpError(f"the connection was closed: {failed}") from None
+            except (OSError, http.client.HTTPException) as failed:
+                connection.close()
+                raise HttpError(f"{type(failed).__name__}: {failed}") from None
+            return Response(raw, functools.partial(self._release, connection))
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+    def _connection(self, fresh: bool) -> tuple[http.client.HTTPConnection, bool]:
+        """An idle connection (reused), unless `fresh`, or a new one, connected."""
+        with self._lock:
+            if self._idle and not fresh:
+                return self._idle.pop(), True
+        connection: http.client.HTTPConnection
+        if self._https:
+            connection = http.client.HTTPSConnection(
+                self._host, self._port, timeout=self._connect_timeout_s, context=self._tls
+            )
+        else:
+            connection = http.client.HTTPConnection(self._host, self._port, timeout=self._connect_timeout_s)
+        try:
+            connection.connect()
+        except (OSError, http.client.HTTPException) as failed:
+            connection.close()
+            if isinstance(failed, socket.timeout):
+                raise ConnectFailed(f"connecting to {self._host}:{self._port} timed out") from None
+            raise ConnectFailed(f"cannot connect to {self._host}:{self._port}: {failed}") from None
+        return connection, False
+
+    def _release(self, connection: http.client.HTTPConnection, reusable: bool) -> None:
+        if not reusable:
+            connection.close()
+            return
+        with self._lock:
+            self._idle.append(connection)
