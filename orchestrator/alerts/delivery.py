@@ -40,14 +40,20 @@ def _headers(webhook: WebhookConfig) -> dict[str, str]:
 
 
 class WebhookSender:
-    """Posts alerts; one client for the orchestrator's life."""
+    """Posts alerts; one client for the orchestrator's life, made with the first alert (it loads
+    the system's trust store, tens of milliseconds of CPU, and most fleets never send one)."""
 
     def __init__(self, client: httpx.Client | None = None) -> None:
-        self._client = client or httpx.Client(follow_redirects=False)
+        self._client = client
+
+    def _http(self) -> httpx.Client:
+        if self._client is None:
+            self._client = httpx.Client(follow_redirects=False)
+        return self._client
 
     def send(self, webhook: WebhookConfig, payload: dict[str, Any]) -> None:
         try:
-            response = self._client.post(
+            response = self._http().post(
                 webhook.url, json=payload, headers=_headers(webhook), timeout=webhook.timeout_s
             )
         except httpx.HTTPError as exc:
@@ -56,4 +62,5 @@ class WebhookSender:
             raise DeliveryFailed(f"HTTP {response.status_code}: {response.text[:200]}")
 
     def close(self) -> None:
-        self._client.close()
+        if self._client is not None:
+            self._client.close()
