@@ -20,7 +20,6 @@ import socket
 import ssl
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -156,26 +155,12 @@ class HttpClient:
         timeout_s: float | None = None,
     ) -> Response:
         """The response, its body read whole."""
-        with self.stream(method, path, content=content, headers=headers, timeout_s=timeout_s) as response:
-            response.read()
-        return response
-
-    @contextmanager
-    def stream(
-        self,
-        method: str,
-        path: str,
-        *,
-        content: bytes | None = None,
-        headers: Mapping[str, str] | None = None,
-        timeout_s: float | None = None,
-    ) -> Iterator[Response]:
-        """The response with its body still to be read (`read`, `iter_lines`)."""
         response = self.send(method, path, content=content, headers=headers, timeout_s=timeout_s)
         try:
-            yield response
+            response.read()
         finally:
             response.close()
+        return response
 
     def send(
         self,
@@ -186,7 +171,7 @@ class HttpClient:
         headers: Mapping[str, str] | None = None,
         timeout_s: float | None = None,
     ) -> Response:
-        """The response with its body unread: the caller closes it (or reads it whole)."""
+        """The response with its body unread (`read`, `iter_lines`): the caller closes it."""
         target = self._prefix + path
         timeout = self._timeout_s if timeout_s is None else timeout_s
         for last_try in (False, True):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -143,7 +143,7 @@ def test_a_whole_body_is_read_line_by_line(parts: list[bytes], lines: list[str])
     with (
         raw_server(lambda connection: connection.sendall(b"".join(parts))) as url,
         client(url) as http,
-        http.stream("GET", "/") as response,
+        closing(http.send("GET", "/")) as response,
     ):
         assert list(response.iter_lines()) == lines
 
@@ -161,7 +161,7 @@ def test_a_body_cut_short_is_an_error_not_an_answer(parts: list[bytes]) -> None:
         with (
             raw_server(lambda connection: connection.sendall(b"".join(parts))) as url,
             client(url) as http,
-            http.stream("GET", "/") as response,
+            closing(http.send("GET", "/")) as response,
             pytest.raises(HttpError, match="broke off"),
         ):
             if read_whole:
