@@ -4,7 +4,7 @@ The agent's plain requests (runs, events, token counts, peers, tool calls, embed
 calls through the gateway) go to one or two origins and need little of a full client: a body
 out, a status, headers and a body back, or a streamed body read line by line. `http.client` is
 already loaded when the agent reports in (see `agent_runtime.transport.boot`); a third-party
-client would add some 75 modules and 30 ms of CPU to every agent's start.
+client would add some 70 modules and 25 ms of CPU to every agent's first item.
 
 `http.client` turns Nagle's algorithm off on each connection it opens and sends a request's
 headers and body in one write, so a request on a kept-alive connection never waits for a
