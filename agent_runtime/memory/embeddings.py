@@ -100,7 +100,7 @@ class GatewayEmbedder:
         if self.dims is not None:
             body["dimensions"] = self.dims
         try:
-            response = self._client.request(
+            response = self._client.send(
                 "POST",
                 EMBEDDINGS_PATH,
                 content=json.dumps(body).encode(),

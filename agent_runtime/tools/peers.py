@@ -98,7 +98,7 @@ class PeerClient:
     ) -> Response:
         token = self._current_token()
         try:
-            response = self._http.request(
+            response = self._http.send(
                 method,
                 f"{AGENT_API_PREFIX}{path}",
                 content=body.model_dump_json().encode() if body is not None else None,

@@ -69,7 +69,7 @@ class AgentHttp:
             if content is not None:
                 headers["Content-Type"] = "application/json"
             try:
-                response = self._http.request(
+                response = self._http.send(
                     method, path, content=content, headers=headers, timeout_s=timeout_s
                 )
             except HttpError as failed:

@@ -145,23 +145,6 @@ class HttpClient:
         for connection in idle:
             connection.close()
 
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        content: bytes | None = None,
-        headers: Mapping[str, str] | None = None,
-        timeout_s: float | None = None,
-    ) -> Response:
-        """The response, its body read whole."""
-        response = self.send(method, path, content=content, headers=headers, timeout_s=timeout_s)
-        try:
-            response.read()
-        finally:
-            response.close()
-        return response
-
     def send(
         self,
         method: str,
@@ -170,9 +153,27 @@ class HttpClient:
         content: bytes | None = None,
         headers: Mapping[str, str] | None = None,
         timeout_s: float | None = None,
+        stream: bool = False,
     ) -> Response:
-        """The response with its body unread (`read`, `iter_lines`): the caller closes it."""
-        target = self._prefix + path
+        """The response, its body read whole; with `stream`, its body left to read (`read`,
+        `iter_lines`) and the response to close by the caller."""
+        response = self._exchange(method, self._prefix + path, content, headers, timeout_s)
+        if not stream:
+            try:
+                response.read()
+            finally:
+                response.close()
+        return response
+
+    def _exchange(
+        self,
+        method: str,
+        target: str,
+        content: bytes | None,
+        headers: Mapping[str, str] | None,
+        timeout_s: float | None,
+    ) -> Response:
+        """The request sent and the response's head read, on an idle connection or a new one."""
         timeout = self._timeout_s if timeout_s is None else timeout_s
         for last_try in (False, True):
             connection, reused = self._connection(fresh=last_try)

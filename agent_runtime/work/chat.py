@@ -161,6 +161,7 @@ class ChatClient:
                         "Content-Type": "application/json",
                         **headers,
                     },
+                    stream=True,
                 )
             except ConnectFailed as refused:
                 if time.monotonic() >= outage_until:

@@ -102,16 +102,16 @@ def client(url: str, timeout_s: float = 5.0) -> HttpClient:
 
 def test_requests_share_one_kept_alive_connection() -> None:
     with echo_server() as (server, url), client(url + "/api") as http:
-        answers = [http.request("POST", "/echo", content=f"body {i}".encode()).content for i in range(5)]
-        assert http.request("GET", "/path").text == "/api/path"
+        answers = [http.send("POST", "/echo", content=f"body {i}".encode()).content for i in range(5)]
+        assert http.send("GET", "/path").text == "/api/path"
     assert answers == [f"body {i}".encode() for i in range(5)]
     assert server.connections == 1
 
 
 def test_a_connection_the_server_closed_is_replaced_and_the_request_sent_again() -> None:
     with echo_server(close_after_each=True) as (server, url), client(url) as http:
-        first = http.request("POST", "/", content=b"one")
-        second = http.request("POST", "/", content=b"two")
+        first = http.send("POST", "/", content=b"one")
+        second = http.send("POST", "/", content=b"two")
     assert (first.content, second.content) == (b"one", b"two")
     assert server.connections == 2
     assert server.answered == 2
@@ -122,7 +122,7 @@ def test_a_kept_alive_post_does_not_wait_for_a_delayed_ack() -> None:
     # The reference only means something if the stall shows on this machine's loopback.
     assert stall > 10 * delayed_ack_stall(nodelay=True), "no delayed-ACK stall to compare with"
     with echo_server() as (_server, url), client(url) as http:
-        round_trip = median_round_trip(lambda: http.request("POST", "/", content=b"x" * 2000))
+        round_trip = median_round_trip(lambda: http.send("POST", "/", content=b"x" * 2000))
     assert round_trip < MAX_SHARE_OF_STALL * stall, (
         f"kept-alive POST {round_trip * 1000:.2f} ms vs delayed-ACK stall {stall * 1000:.2f} ms"
     )
@@ -143,7 +143,7 @@ def test_a_whole_body_is_read_line_by_line(parts: list[bytes], lines: list[str])
     with (
         raw_server(lambda connection: connection.sendall(b"".join(parts))) as url,
         client(url) as http,
-        closing(http.send("GET", "/")) as response,
+        closing(http.send("GET", "/", stream=True)) as response,
     ):
         assert list(response.iter_lines()) == lines
 
@@ -161,7 +161,7 @@ def test_a_body_cut_short_is_an_error_not_an_answer(parts: list[bytes]) -> None:
         with (
             raw_server(lambda connection: connection.sendall(b"".join(parts))) as url,
             client(url) as http,
-            closing(http.send("GET", "/")) as response,
+            closing(http.send("GET", "/", stream=True)) as response,
             pytest.raises(HttpError, match="broke off"),
         ):
             if read_whole:
@@ -174,14 +174,14 @@ def test_a_refused_connection_is_connect_failed() -> None:
     with socket.create_server(("127.0.0.1", 0)) as placeholder:
         port = placeholder.getsockname()[1]
     with client(f"http://127.0.0.1:{port}") as http, pytest.raises(ConnectFailed, match="cannot connect"):
-        http.request("GET", "/")
+        http.send("GET", "/")
 
 
 def test_a_server_that_never_answers_times_out() -> None:
     silent = threading.Event()
     with raw_server(lambda _connection: silent.wait(5)) as url, client(url, timeout_s=0.3) as http:
         with pytest.raises(HttpError, match="timed out"):
-            http.request("GET", "/")
+            http.send("GET", "/")
         silent.set()
 
 
