@@ -240,6 +240,11 @@ class ToolSettings(WireModel):
         description="HTTP MCP servers the orchestrator reaches for the agent: their tools come from "
         "GET /agent/v1/tools and are called with POST /agent/v1/tools/call",
     )
+    host_tools: list[str] = Field(
+        default_factory=list,
+        description="The orchestrator's own tools enabled for the agent (http_request, exec, notify): "
+        "listed and called through the same routes as orchestrator_mcp",
+    )
     approval_required: list[str] = Field(default_factory=list)
     approval_timeout_s: float = 600.0
 

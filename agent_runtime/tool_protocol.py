@@ -59,10 +59,13 @@ class ApprovalDecision(WireModel):
 
 
 class OrchestratorTool(WireModel):
-    """A tool of an HTTP MCP server, offered to the agent by the orchestrator (which calls it)."""
+    """A tool the orchestrator runs for the agent: a tool of an HTTP MCP server (kind `mcp`,
+    offered as SERVER__TOOL) or one of the orchestrator's own (kind `host`: http_request, exec,
+    notify), which act in the world under the agent's policy in fleet.yaml."""
 
-    name: str = Field(description="As offered to the model: SERVER__TOOL")
-    server: str
+    name: str = Field(description="As offered to the model: SERVER__TOOL, or the host tool's name")
+    server: str = Field(description="The MCP server, or for a host tool its family")
+    kind: Literal["mcp", "host"] = "mcp"
     description: str = ""
     input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 import threading
 
 from orchestrator.config.fleet import LoadedFleet
+from orchestrator.secrets import SecretStore
 
 
 class FleetView:
     def __init__(self, fleet: LoadedFleet) -> None:
         self._fleet = fleet
         self._lock = threading.Lock()
+        self._secrets = _secret_store(fleet)
 
     def current(self) -> LoadedFleet:
         return self._fleet
@@ -23,3 +25,14 @@ class FleetView:
         """Put `fleet` in force (an apply of a changed fleet file)."""
         with self._lock:
             self._fleet = fleet
+            self._secrets = _secret_store(fleet)
+
+    def secrets(self) -> SecretStore:
+        """The secrets the fleet in force declares (values read when first used, kept in memory)."""
+        return self._secrets
+
+
+def _secret_store(fleet: LoadedFleet) -> SecretStore:
+    store = SecretStore(fleet.config.secrets, fleet.root)
+    store.load_all()  # redaction must know every value before the first answer comes back
+    return store

@@ -51,7 +51,8 @@ class OrchestratorMcp:
         schema = dict(tool.input_schema)
         schema.setdefault("type", "object")
         schema.setdefault("properties", {})
-        description = f"[MCP {tool.server}] {tool.description or tool.name}"[:1024]
+        label = f"MCP {tool.server}" if tool.kind == "mcp" else "runs on the orchestrator"
+        description = f"[{label}] {tool.description or tool.name}"[:1024]
         return Tool(tool.name, description, schema, self._caller(tool.name), source="orchestrator_mcp")
 
     def _caller(self, name: str) -> Callable[[dict[str, Any]], str]:

@@ -224,8 +224,8 @@ class Worker:
         return servers.tools()
 
     def _orchestrator_tools(self, config: AgentRuntimeConfig) -> list[Tool]:
-        """The tools of the HTTP MCP servers the orchestrator reaches for this agent."""
-        if not config.tools.orchestrator_mcp:
+        """The tools the orchestrator runs for this agent: its HTTP MCP servers' and its host tools."""
+        if not (config.tools.orchestrator_mcp or config.tools.host_tools):
             return []
         remote = OrchestratorMcp(self.client.http, lambda: self._current_item)
         tools, problems = remote.tools()

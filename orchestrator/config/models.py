@@ -15,6 +15,7 @@ from orchestrator.config.alerts import AlertsConfig
 from orchestrator.config.backup import BackupSchedule
 from orchestrator.config.cron import cron_problem
 from orchestrator.config.limits import LimitsConfig
+from orchestrator.config.secrets import SecretSource, secret_name_problem
 from orchestrator.config.tools import ToolsConfig
 from orchestrator.config.units import parse_duration, parse_memory
 
@@ -369,12 +370,26 @@ class FleetConfig(Strict):
     )
     alerts: AlertsConfig = Field(default_factory=AlertsConfig, description="Webhook alerts on events")
     backup: BackupSchedule | None = Field(default=None, description="Scheduled backups with retention")
+    secrets: dict[str, SecretSource] = Field(
+        default_factory=dict,
+        description="Secrets by name, each from a host environment variable or a file; fleet.yaml and "
+        "tool calls refer to one as {{secret:NAME}} and the orchestrator fills it in when it sends",
+    )
 
     @field_validator("fleet")
     @classmethod
     def _fleet_name(cls, value: str) -> str:
         if not DNS_LABEL.match(value):
             raise ValueError(f"invalid fleet name {value!r}: use lowercase letters, digits and '-'")
+        return value
+
+    @field_validator("secrets")
+    @classmethod
+    def _secret_names(cls, value: dict[str, SecretSource]) -> dict[str, SecretSource]:
+        for name in value:
+            problem = secret_name_problem(name)
+            if problem:
+                raise ValueError(problem)
         return value
 
     @model_validator(mode="after")

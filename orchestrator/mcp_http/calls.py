@@ -26,6 +26,7 @@ from agent_runtime.protocol import (
 from orchestrator.approvals import ApprovalStore
 from orchestrator.config.tools import McpServerConfig, ToolsConfig
 from orchestrator.events import EventBus
+from orchestrator.host_tools.base import HostToolRefused
 from orchestrator.mcp_http.client import McpHttpClient, McpServerError, ServerTool
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ DETAIL_CHARS = 300
 MAX_OUTPUT_CHARS = 256_000
 
 
-class McpCallRefused(Exception):
+class McpCallRefused(HostToolRefused):
     """The call is not allowed (unknown tool, not in the allow-list, not approved)."""
 
 
@@ -56,6 +57,10 @@ class OrchestratorMcpCalls:
         self._servers = {server.name: server for server in tools.http_servers}
         self._approvals = approvals
         self._events = events
+
+    def owns(self, name: str) -> bool:
+        prefix, separator, _ = name.partition("__")
+        return bool(separator) and prefix in self._servers
 
     async def list(self) -> OrchestratorTools:
         offered: list[OrchestratorTool] = []

@@ -1,4 +1,4 @@
-"""Routes an agent calls for the tools of the HTTP MCP servers the orchestrator reaches for it."""
+"""Routes an agent calls for the tools the orchestrator runs for it (orchestrator.host_tools)."""
 
 from __future__ import annotations
 
@@ -13,32 +13,35 @@ from agent_runtime.protocol import (
 from orchestrator.api.deps import AgentDep, ServicesDep
 from orchestrator.api.errors import ApiError
 from orchestrator.approvals import ApprovalStore
-from orchestrator.mcp_http import McpCallRefused, OrchestratorMcpCalls
+from orchestrator.host_tools import HostToolCatalog, HostToolProvider, HostToolRefused
+from orchestrator.mcp_http import OrchestratorMcpCalls
 from orchestrator.services import Services
 
 router = APIRouter(prefix=AGENT_API_PREFIX, tags=["agent"])
 
 
-def _calls(services: Services, agent: str) -> OrchestratorMcpCalls:
+def _catalog(services: Services, agent: str) -> HostToolCatalog:
     fleet = services.fleet.config
     if agent not in fleet.agents:
         raise ApiError(404, "not_found", f"agent {agent!r} is no longer part of the fleet")
+    tools = fleet.agents[agent].tools
     approvals = ApprovalStore(services.db, services.events)
-    return OrchestratorMcpCalls(agent, fleet.agents[agent].tools, approvals, services.events)
+    providers: list[HostToolProvider] = [OrchestratorMcpCalls(agent, tools, approvals, services.events)]
+    return HostToolCatalog(agent, providers)
 
 
 @router.get("/tools")
 async def list_tools(services: ServicesDep, agent: AgentDep) -> OrchestratorTools:
-    """The tools of this agent's HTTP MCP servers (allow-lists applied), and the servers not reached."""
-    return await _calls(services, agent.name).list()
+    """The tools the orchestrator runs for this agent (allow-lists applied), and what was not reached."""
+    return await _catalog(services, agent.name).list()
 
 
 @router.post("/tools/call")
 async def call_tool(
     body: OrchestratorToolCall, services: ServicesDep, agent: AgentDep
 ) -> OrchestratorToolResult:
-    """Run one tool on its server. 403: not allowed (allow-list, approval); a failed call: ok=false."""
+    """Run one tool. 403: not allowed (policy, allow-list, approval, budget); a failed call: ok=false."""
     try:
-        return await _calls(services, agent.name).call(body)
-    except McpCallRefused as refused:
+        return await _catalog(services, agent.name).call(body)
+    except HostToolRefused as refused:
         raise ApiError(403, "forbidden", str(refused)) from None
