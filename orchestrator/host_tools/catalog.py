@@ -26,6 +26,6 @@ class HostToolCatalog:
             if provider.owns(request.name):
                 return await provider.call(request)
         raise HostToolRefused(
-            f"{request.name} is not a tool the orchestrator runs for agent {self._agent}: "
-            "declare it in the agent's tools: section of fleet.yaml"
+            f"{request.name} is not a tool of an HTTP MCP server of agent {self._agent}, nor a host "
+            "tool enabled for it: declare it in the agent's tools: section of fleet.yaml"
         )
