@@ -26,6 +26,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from agent_runtime.backoff import DEFAULT_JITTER, Backoff, backoff_delay, nominal_delay
     from agent_runtime.context_settings import ContextSettings
     from agent_runtime.process.collector import collector_paused
     from agent_runtime.process.settings import Settings
@@ -70,6 +71,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "AgentChannel": ("agent_runtime.transport.channel", "AgentChannel"),
     "AgentService": ("agent_runtime.transport.serving", "AgentService"),
     "Author": ("agent_runtime.workspace.versioned", "Author"),
+    "Backoff": ("agent_runtime.backoff", "Backoff"),
+    "DEFAULT_JITTER": ("agent_runtime.backoff", "DEFAULT_JITTER"),
     "CAPS": ("agent_runtime.workspace.versioned", "CAPS"),
     "CapExceeded": ("agent_runtime.workspace.versioned", "CapExceeded"),
     "ContextSettings": ("agent_runtime.context_settings", "ContextSettings"),
@@ -94,9 +97,11 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "YamlProblem": ("agent_runtime.safety.safe_yaml", "YamlProblem"),
     "YamlRefused": ("agent_runtime.safety.safe_yaml", "YamlRefused"),
     "atomic_write_bytes": ("agent_runtime.workspace.versioned", "atomic_write_bytes"),
+    "backoff_delay": ("agent_runtime.backoff", "backoff_delay"),
     "collector_paused": ("agent_runtime.process.collector", "collector_paused"),
     "load_yaml": ("agent_runtime.safety.safe_yaml", "load_yaml"),
     "load_yaml_file": ("agent_runtime.safety.safe_yaml", "load_yaml_file"),
+    "nominal_delay": ("agent_runtime.backoff", "nominal_delay"),
     "normalize_name": ("agent_runtime.workspace.versioned", "normalize_name"),
     "parse_interface": ("agent_runtime.workspace.contracts", "parse_interface"),
     "read_text_file": ("agent_runtime.safety.safe_yaml", "read_text_file"),
@@ -106,6 +111,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
 
 __all__ = [
     "CAPS",
+    "DEFAULT_JITTER",
     "OUTPUT_SCHEMA_MARKER",
     "READ_ONLY",
     "WORKSPACE_FILES",
@@ -115,6 +121,7 @@ __all__ = [
     "AgentChannel",
     "AgentService",
     "Author",
+    "Backoff",
     "CapExceeded",
     "ContextSettings",
     "ContractError",
@@ -132,9 +139,11 @@ __all__ = [
     "YamlProblem",
     "YamlRefused",
     "atomic_write_bytes",
+    "backoff_delay",
     "collector_paused",
     "load_yaml",
     "load_yaml_file",
+    "nominal_delay",
     "normalize_name",
     "parse_interface",
     "read_text_file",

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import httpx
 
-from orchestrator.image_name import DEFAULT_IMAGE
+from orchestrator.images.names import DEFAULT_IMAGE
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 from orchestrator.testing.cli import free_port, run_flotilla

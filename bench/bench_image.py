@@ -10,7 +10,7 @@ import time
 
 from orchestrator.backends.docker import connect_docker
 from orchestrator.config.units import format_bytes
-from orchestrator.image import BASE_TAG, DEFAULT_TAG, build_image
+from orchestrator.images.build import BASE_TAG, DEFAULT_TAG, build_image
 
 Row = dict[str, str]
 

@@ -59,7 +59,7 @@ from bench.fleet_run import (
 )
 from orchestrator.backends.docker import ICC_OPTION, connect_docker
 from orchestrator.cli.client import ApiClient
-from orchestrator.reconcile import PARALLEL_STARTS
+from orchestrator.fleet.reconcile import PARALLEL_STARTS
 
 Row = dict[str, str]
 CORES = os.cpu_count() or 1

@@ -23,8 +23,8 @@ from orchestrator.api.operator.events import close_streams
 from orchestrator.backup.channel_restore import ChannelRestores
 from orchestrator.backup.fleet_backups import channel_asker, scheduled_backups, stopped_snapshots
 from orchestrator.broker.repair import keep_messages_in_step
+from orchestrator.fleet.reconcile import ApplyResult
 from orchestrator.listeners import Listeners
-from orchestrator.reconcile import ApplyResult
 from orchestrator.services import Services
 from orchestrator.state.endpoint import Endpoint, write_endpoint
 from orchestrator.telemetry.tracing import trace_export

@@ -8,25 +8,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orchestrator.agent_ask import AgentAsker
-from orchestrator.agent_requests import AgentChannels
-from orchestrator.auth import TokenStore
+from orchestrator.agents.actions import OperatorActions
+from orchestrator.agents.ask import AgentAsker
+from orchestrator.agents.channels import AgentChannels
+from orchestrator.agents.health import HealthBoard
+from orchestrator.agents.snapshot import SnapshotTaker
+from orchestrator.agents.supervisor import Supervisor
 from orchestrator.backends.base import Backend
 from orchestrator.broker.broker import Broker
 from orchestrator.broker.inbox import Inbox
 from orchestrator.config.fleet import LoadedFleet
-from orchestrator.controls import Controls
+from orchestrator.control.auth import TokenStore
+from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus
-from orchestrator.fleet_manager import FleetManager
-from orchestrator.fleet_view import FleetView
+from orchestrator.fleet.manager import FleetManager
+from orchestrator.fleet.view import FleetView
 from orchestrator.gateway.service import Gateway
-from orchestrator.health import HealthBoard
-from orchestrator.operator_actions import OperatorActions
-from orchestrator.runtime_snapshot import SnapshotTaker
 from orchestrator.scheduler.service import Scheduler
 from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths
-from orchestrator.supervisor import Supervisor
 from orchestrator.workspaces.access import WorkspaceAccess
 
 

@@ -12,17 +12,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from orchestrator.agent_requests import AgentChannels
-from orchestrator.auth import TokenStore
+from orchestrator.agents.actions import load_operator_token, save_operator_token
+from orchestrator.agents.channels import AgentChannels
+from orchestrator.agents.health import HealthBoard
 from orchestrator.backends.base import Backend
 from orchestrator.config.fleet import LoadedFleet
-from orchestrator.controls import Controls
+from orchestrator.control.auth import TokenStore
+from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus, EventType
-from orchestrator.fleet_manager import FleetManager
-from orchestrator.fleet_view import FleetView
-from orchestrator.health import HealthBoard
-from orchestrator.image_name import DEFAULT_IMAGE
-from orchestrator.operator_actions import load_operator_token, save_operator_token
+from orchestrator.fleet.manager import FleetManager
+from orchestrator.fleet.view import FleetView
+from orchestrator.images.names import DEFAULT_IMAGE
 from orchestrator.scheduler.store import SchedulerStore
 from orchestrator.state.db import Database
 from orchestrator.state.migrations import migrate_state
@@ -32,10 +32,10 @@ from orchestrator.workspaces.access import WorkspaceAccess
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
+    from orchestrator.agents.supervisor import SupervisorPolicy
     from orchestrator.gateway.service import Gateway
     from orchestrator.scheduler.clock import Clock
     from orchestrator.services import Services
-    from orchestrator.supervisor import SupervisorPolicy
 
 
 @dataclass
@@ -138,15 +138,15 @@ def attach_subsystems(
     Imported here rather than at the top: they bring in most of the server's dependencies
     (about a second of imports), which `flotilla up` spends while the agents already start.
     """
-    from orchestrator.agent_ask import AgentAsker
+    from orchestrator.agents.actions import OperatorActions
+    from orchestrator.agents.ask import AgentAsker
+    from orchestrator.agents.snapshot import SnapshotTaker
+    from orchestrator.agents.supervisor import Supervisor
     from orchestrator.broker.broker import Broker
     from orchestrator.broker.inbox import Inbox
     from orchestrator.gateway.service import Gateway
-    from orchestrator.operator_actions import OperatorActions
-    from orchestrator.runtime_snapshot import SnapshotTaker
     from orchestrator.scheduler.service import Scheduler
     from orchestrator.services import Services
-    from orchestrator.supervisor import Supervisor
 
     fleet, db, events = core.fleet_view, core.db, core.events
     inbox = Inbox(db, events, core.controls, fleet)

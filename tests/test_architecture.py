@@ -171,3 +171,61 @@ def test_imports_point_down_the_layers() -> None:
         if not _is_allowed(module, target)
     )
     assert not upward, "upward imports:\n" + "\n".join(upward)
+
+
+# The packages named for a responsibility, and what each must not import (their docstrings say why).
+UPPER_LAYERS = ("orchestrator.api", "orchestrator.cli", *COMPOSITION_ROOT, "orchestrator.services")
+FORBIDDEN_IMPORTS: dict[str, tuple[str, ...]] = {
+    "orchestrator.control": (
+        "orchestrator.fleet",
+        "orchestrator.agents",
+        "orchestrator.images",
+        *UPPER_LAYERS,
+    ),
+    "orchestrator.images": ("orchestrator.fleet", "orchestrator.agents", *UPPER_LAYERS),
+    "orchestrator.fleet": ("orchestrator.agents", *UPPER_LAYERS),
+    "orchestrator.agents": UPPER_LAYERS,
+    "orchestrator.secrets": ("orchestrator.fleet", "orchestrator.agents", *UPPER_LAYERS),
+    "orchestrator.host_tools": UPPER_LAYERS,
+}
+# The composition root and the modules every part shares; everything else lives in a package.
+TOP_LEVEL_MODULES = {
+    "orchestrator.wiring",
+    "orchestrator.services",
+    "orchestrator.server",
+    "orchestrator.errors",
+    "orchestrator.events",
+    "orchestrator.listeners",
+    "orchestrator.logging_setup",
+    "orchestrator.loop_calls",
+}
+
+
+def test_packages_keep_to_their_responsibility() -> None:
+    crossing = sorted(
+        f"{module} -> {target}"
+        for package, forbidden in FORBIDDEN_IMPORTS.items()
+        for module, targets in GRAPH.items()
+        if _within(module, package)
+        for target in targets
+        if any(_within(target, banned) for banned in forbidden)
+    )
+    assert not crossing, "imports a package's docstring rules out:\n" + "\n".join(crossing)
+
+
+def test_the_orchestrators_top_level_holds_packages_and_the_composition_root() -> None:
+    top = {
+        f"orchestrator.{file.stem}"
+        for file in (ROOT / "orchestrator").glob("*.py")
+        if file.name != "__init__.py"
+    }
+    assert top <= TOP_LEVEL_MODULES, f"modules outside a package: {sorted(top - TOP_LEVEL_MODULES)}"
+
+
+def test_every_package_says_what_it_owns() -> None:
+    silent = sorted(
+        str(init.relative_to(ROOT))
+        for init in (ROOT / "orchestrator").glob("*/__init__.py")
+        if not ast.get_docstring(ast.parse(init.read_text()))
+    )
+    assert not silent, f"packages without a docstring: {silent}"

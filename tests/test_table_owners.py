@@ -14,8 +14,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Each table of state.db and the module(s) whose SQL may name it.
 TABLE_OWNERS: dict[str, frozenset[str]] = {
-    "agent_controls": frozenset({"orchestrator.controls"}),
-    "agent_restarts": frozenset({"orchestrator.supervisor"}),
+    "agent_controls": frozenset({"orchestrator.control.holds"}),
+    "agent_restarts": frozenset({"orchestrator.agents.supervisor"}),
     "alerts": frozenset({"orchestrator.alerts.store"}),
     "approvals": frozenset({"orchestrator.approvals.store"}),
     "alert_cursor": frozenset({"orchestrator.alerts.store"}),
@@ -32,7 +32,7 @@ TABLE_OWNERS: dict[str, frozenset[str]] = {
     # The broker's message log joins the inbox it delivers into, to show what became of each
     # delivery: the broker owns both tables, in two modules.
     "inbox": frozenset({"orchestrator.broker.inbox", "orchestrator.broker.messages"}),
-    "principal_tokens": frozenset({"orchestrator.auth"}),
+    "principal_tokens": frozenset({"orchestrator.control.auth"}),
     "runs": frozenset({"orchestrator.scheduler.runs"}),
 }
 # Schema migrations change tables of every owner, by design.

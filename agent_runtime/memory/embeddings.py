@@ -20,6 +20,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ValidationError
 
+from agent_runtime.backoff import backoff_delay
 from agent_runtime.memory.models import MemoryMode
 from agent_runtime.memory.vectors import VectorError, to_blob
 from agent_runtime.testing.embeddings import deterministic_embedding
@@ -230,7 +231,7 @@ class EmbeddingService:
             self.last_error = error
             over = self.consecutive_failures - self.failure_limit
             if over >= 0:
-                delay = min(self.retry_max_s, self.retry_base_s * (2 ** min(over, 30)))
+                delay = backoff_delay(over + 1, self.retry_base_s, self.retry_max_s)
                 self._resting_until = self._clock() + delay
 
     def _succeeded(self) -> None:

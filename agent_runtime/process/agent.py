@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from agent_runtime.backoff import Backoff
 from agent_runtime.process.collector import collector_paused
 from agent_runtime.process.settings import Settings
 from agent_runtime.process.state import RuntimeState
@@ -29,7 +30,7 @@ from agent_runtime.protocol import (
     WorkspaceWrite,
     WorkspaceWriteResult,
 )
-from agent_runtime.transport.boot import GONE, Backoff
+from agent_runtime.transport.boot import BACKOFF_MAX_S, BACKOFF_START_S, GONE
 from agent_runtime.transport.checkin import CheckInThread
 from agent_runtime.transport.client import OrchestratorClient
 from agent_runtime.transport.errors import OrchestratorError, OrchestratorRefused, OrchestratorStorageFull
@@ -173,7 +174,7 @@ class AgentProcess:
         checkin.beat()
 
     def work_loop(self) -> None:
-        backoff = Backoff()
+        backoff = Backoff(BACKOFF_START_S, BACKOFF_MAX_S)
         last_maintenance = time.monotonic()
         while not self.stopping.is_set():
             if self._worker is not None and time.monotonic() - last_maintenance >= MAINTENANCE_EVERY_S:

@@ -17,6 +17,7 @@ import threading
 import time
 from urllib.parse import urlsplit
 
+from agent_runtime.backoff import Backoff
 from agent_runtime.process.settings import Settings, SettingsError, read_token
 
 log = logging.getLogger("agent_runtime")
@@ -31,28 +32,11 @@ STARTED_ENV = "FLOTILLA_RUNTIME_STARTED"
 TURNS_ENV = "FLOTILLA_RUNTIME_TURNS"
 
 
-class Backoff:
-    """Doubling delays between failed attempts, reset after a success."""
-
-    def __init__(self, start_s: float = BACKOFF_START_S, max_s: float = BACKOFF_MAX_S) -> None:
-        self.start_s = start_s
-        self.max_s = max_s
-        self.delay_s = start_s
-
-    def next(self) -> float:
-        delay = self.delay_s
-        self.delay_s = min(self.delay_s * 2, self.max_s)
-        return delay
-
-    def reset(self) -> None:
-        self.delay_s = self.start_s
-
-
 def report_in(settings: Settings, stopping: threading.Event) -> bytes | None:
     """The agent's config (JSON, as served), asked for until the orchestrator answers, followed
     by a first check-in. None when stopping first, or when the orchestrator no longer knows this
     agent."""
-    backoff = Backoff()
+    backoff = Backoff(BACKOFF_START_S, BACKOFF_MAX_S)
     _make_own_folders(settings)
     while not stopping.is_set():
         try:

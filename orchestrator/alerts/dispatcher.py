@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from agent_runtime import backoff_delay, nominal_delay
 from agent_runtime.protocol import utcnow
 from orchestrator.alerts.delivery import DeliveryFailed, WebhookSender, payload_for
 from orchestrator.alerts.rules import AlertEvaluator, Firing
@@ -28,8 +29,9 @@ MAX_BACKOFF_S = 300.0
 
 
 def backoff_s(attempts: int) -> float:
-    """After the n-th failed attempt: 2, 4, 8... seconds, capped at five minutes."""
-    return float(min(2.0**attempts, MAX_BACKOFF_S))
+    """After the n-th failed attempt at most 2, 4, 8... seconds (capped at five minutes); the
+    delay itself is jittered below that bound."""
+    return nominal_delay(attempts + 1, 1.0, MAX_BACKOFF_S)
 
 
 class AlertDispatcher:
@@ -113,7 +115,7 @@ class AlertDispatcher:
             attempts = alert.attempts + 1
             retry_at = None
             if attempts < self._config.max_attempts:
-                retry_at = self._clock() + timedelta(seconds=backoff_s(attempts))
+                retry_at = self._clock() + timedelta(seconds=backoff_delay(attempts + 1, 1.0, MAX_BACKOFF_S))
             log.warning("alert %d to %s failed (attempt %d): %s", alert.id, alert.webhook, attempts, exc)
             self._store.mark_attempt_failed(alert.id, str(exc), retry_at)
             return

@@ -12,7 +12,7 @@ from fastapi import Depends, HTTPException, Request
 from starlette.requests import HTTPConnection
 
 from orchestrator.api.csrf import refuse_cross_site
-from orchestrator.auth import Principal
+from orchestrator.control.auth import Principal
 from orchestrator.services import Services
 
 

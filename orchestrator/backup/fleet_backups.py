@@ -8,16 +8,16 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_runtime.protocol import AgentOp
-from orchestrator.agent_ask import AgentAsker
+from orchestrator.agents.ask import AgentAsker
 from orchestrator.backends.base import Backend, StoppedStorage
 from orchestrator.backup.archive import FleetSources
 from orchestrator.backup.schedule import ScheduledBackups
 from orchestrator.backup.snapshot import AskAgent, Model, SnapshotFailed
 from orchestrator.backup.stopped_agents import StoppedSnapshots
-from orchestrator.controls import Controls
+from orchestrator.control.holds import Controls
 from orchestrator.errors import Refused
-from orchestrator.fleet_manager import FleetManager
-from orchestrator.fleet_view import FleetView
+from orchestrator.fleet.manager import FleetManager
+from orchestrator.fleet.view import FleetView
 from orchestrator.state.paths import StatePaths
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from agent_runtime import YamlRefused, load_yaml_file
-from orchestrator.auth import forget_all_tokens
 from orchestrator.config.paths import FleetFolder, looks_like_path
+from orchestrator.control.auth import forget_all_tokens
 from orchestrator.state.db import Database
 
 PROJECT_FILE = "PROJECT.md"

@@ -31,11 +31,11 @@ from agent_runtime.protocol import (
     TellResult,
     WorkResult,
 )
-from orchestrator.auth import OPERATOR
 from orchestrator.broker.interfaces import InterfaceStore
 from orchestrator.broker.messages import MessageKind, MessageLog, MessageRecord, MessageState
+from orchestrator.control.auth import OPERATOR
 from orchestrator.events import EventBus, EventType
-from orchestrator.fleet_view import FleetView
+from orchestrator.fleet.view import FleetView
 from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths
 

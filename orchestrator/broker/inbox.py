@@ -25,9 +25,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from agent_runtime.protocol import HeartbeatReason, InboxItem, ItemKind, WorkResult, utcnow
-from orchestrator.controls import Controls
+from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus, EventType
-from orchestrator.fleet_view import FleetView
+from orchestrator.fleet.view import FleetView
 from orchestrator.loop_calls import call_in_loop
 from orchestrator.state.db import Database, columns_of, safe_query
 

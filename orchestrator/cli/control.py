@@ -12,7 +12,7 @@ import click
 from orchestrator.backends.base import BackendError
 from orchestrator.cli.common import client_for, fleet_file_option, load_or_exit
 from orchestrator.cli.errors import NotRunning
-from orchestrator.reconcile import fleet_labels
+from orchestrator.fleet.reconcile import fleet_labels
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 

@@ -8,7 +8,7 @@ import click
 
 from orchestrator.cli.common import fleet_file_option, load_or_exit
 from orchestrator.export.kubernetes import DEFAULT_ORCHESTRATOR_IMAGE, ExportOptions, render, write
-from orchestrator.image_name import DEFAULT_IMAGE
+from orchestrator.images.names import DEFAULT_IMAGE
 
 
 @click.group("export")

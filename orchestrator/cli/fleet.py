@@ -27,8 +27,8 @@ from orchestrator.cli.render import fleet_table
 from orchestrator.config.capacity import Capacity
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.schema import fleet_schema
-from orchestrator.image_name import DEFAULT_IMAGE
-from orchestrator.reconcile import fleet_labels, plan, remove_fleet
+from orchestrator.fleet.reconcile import fleet_labels, plan, remove_fleet
+from orchestrator.images.names import DEFAULT_IMAGE
 from orchestrator.state.endpoint import Endpoint, read_endpoint
 from orchestrator.state.paths import StatePaths
 
@@ -240,7 +240,7 @@ def _image_for(fleet_file: Path, fleet: LoadedFleet, as_json: bool) -> str | Non
     from rich.console import Console
 
     from orchestrator.cli.launch_options import fleet_image
-    from orchestrator.image_name import base_image
+    from orchestrator.images.names import base_image
 
     running = client_for(fleet_file).post("/api/v1/apply", dry_run=True, file=str(fleet_file.resolve()))
     current = str(running.get("image") or "")

@@ -15,10 +15,10 @@ from pathlib import Path
 import click
 
 from agent_runtime.protocol import MAX_TURNS, TranscriptMessage
+from orchestrator.agents.transcripts import ContextMark, Transcript, TranscriptTurn, TurnRun
 from orchestrator.cli.client import ApiClient
 from orchestrator.cli.common import client_for, fleet_file_option
 from orchestrator.cli.options import follow_option
-from orchestrator.transcripts import ContextMark, Transcript, TranscriptTurn, TurnRun
 
 FOLLOW_EVERY_S = 1.0
 SHOWN_TEXT = 2_000

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from orchestrator.cli.options import echo_json, json_option
 from orchestrator.config.units import format_bytes
-from orchestrator.image import (
+from orchestrator.images.build import (
     BASE_TAG,
     DEFAULT_TAG,
     BuildStage,

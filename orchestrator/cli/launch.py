@@ -20,9 +20,9 @@ from orchestrator.cli.errors import CliError
 from orchestrator.cli.launch_options import LaunchOptions, ensure_agent_image, fleet_image
 from orchestrator.cli.render import fleet_table
 from orchestrator.config.fleet import LoadedFleet
+from orchestrator.fleet.reconcile import ApplyResult, fleet_labels
 from orchestrator.listeners import Listeners, PortTaken, bind_listeners
 from orchestrator.logging_setup import configure_logging
-from orchestrator.reconcile import ApplyResult, fleet_labels
 from orchestrator.state.cleanup import remove_leftover_temp_files
 from orchestrator.state.migrations import StateTooNew
 from orchestrator.state.paths import StatePaths

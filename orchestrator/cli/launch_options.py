@@ -22,7 +22,7 @@ class LaunchOptions:
 
 def ensure_agent_image(image: str, console: Console) -> None:
     """Build the agent image when it is missing or older than the source, showing progress."""
-    from orchestrator.image import ImageError, ensure_image
+    from orchestrator.images.build import ImageError, ensure_image
 
     def progress(stage: str, line: str) -> None:
         console.print(f"[dim]image {stage}:[/dim] {line.rstrip()}", highlight=False)
@@ -40,8 +40,8 @@ def ensure_agent_image(image: str, console: Console) -> None:
 def fleet_image(image: str, config: FleetConfig, console: Console) -> str:
     """The image the fleet's agents run: `image`, or its extension with the fleet's MCP server
     packages (fleet.yaml `tools.mcp[].package`), built offline when missing."""
-    from orchestrator.image import ImageError
-    from orchestrator.image_extension import ensure_extension
+    from orchestrator.images.build import ImageError
+    from orchestrator.images.extension import ensure_extension
 
     def progress(stage: str, line: str) -> None:
         console.print(f"[dim]image {stage}:[/dim] {line.rstrip()}", highlight=False)

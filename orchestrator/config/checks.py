@@ -88,7 +88,7 @@ def _known_peers_only(fleet: LoadedFleet) -> LoadedFleet:
 
 def _check_seeds(fleet: LoadedFleet, problems: Problems) -> None:
     """Each file fleet.yaml seeds or generates, as the workspace would check it when written."""
-    from orchestrator.scaffold import render_agents_md, render_soul_md, render_system_md
+    from orchestrator.fleet.scaffold import render_agents_md, render_soul_md, render_system_md
     from orchestrator.scheduler.rules import render_heartbeat_md
 
     # Only checked, never written: the folder is not touched.

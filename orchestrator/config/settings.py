@@ -65,7 +65,7 @@ def agent_settings(fleet: LoadedFleet, agent: str) -> Settings:
 
 
 def _agent_settings(fleet: LoadedFleet, agent: str) -> Settings:
-    from orchestrator.scaffold import render_agents_md, render_system_md
+    from orchestrator.fleet.scaffold import render_agents_md, render_system_md
 
     config = fleet.config
     own = config.agents[agent]

@@ -18,7 +18,7 @@ import yaml
 
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.models import ResourcesConfig
-from orchestrator.image_name import DEFAULT_IMAGE
+from orchestrator.images.names import DEFAULT_IMAGE
 
 Manifest = dict[str, Any]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agent_runtime import DEFAULT_JITTER, backoff_delay
 from orchestrator.gateway.providers.base import UpstreamError
 
 
@@ -19,6 +20,9 @@ class RetryPolicy:
     base_delay_s: float = 0.5
     max_delay_s: float = 8.0
     max_retry_after_s: float = 10.0
+    jitter: float = DEFAULT_JITTER
+    """Each delay is shortened by up to this fraction at random, so callers refused together do
+    not all retry in the same instant."""
 
     def delay_after(self, attempt: int, error: UpstreamError) -> float | None:
         """Seconds to wait before attempt `attempt + 1`, or None to stop trying this model."""
@@ -26,4 +30,4 @@ class RetryPolicy:
             return None
         if error.retry_after_s is not None:
             return error.retry_after_s if error.retry_after_s <= self.max_retry_after_s else None
-        return float(min(self.base_delay_s * 2 ** (attempt - 1), self.max_delay_s))
+        return backoff_delay(attempt, self.base_delay_s, self.max_delay_s, jitter=self.jitter)

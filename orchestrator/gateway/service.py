@@ -22,9 +22,9 @@ import anyio
 
 from agent_runtime.protocol import TokenCountRequest, TokenCountResult, utcnow
 from orchestrator.config.models import TEST_MODEL, FleetConfig
-from orchestrator.controls import Controls
+from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus
-from orchestrator.fleet_view import FleetView
+from orchestrator.fleet.view import FleetView
 from orchestrator.gateway.budget import BudgetExhausted, Budgets, Clock, Reservation, day_window, month_window
 from orchestrator.gateway.embedding import TEST_EMBEDDING_DIMENSIONS
 from orchestrator.gateway.errors import GatewayError, budget_error, unsupported_parameter, upstream_error

@@ -21,11 +21,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, ProcessCol
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from orchestrator.agents.health import HealthBoard
 from orchestrator.broker.inbox import queue_depths
 from orchestrator.events import EventReader, EventType
-from orchestrator.fleet_view import FleetView
+from orchestrator.fleet.view import FleetView
 from orchestrator.gateway.ledger import LedgerReader
-from orchestrator.health import HealthBoard
 from orchestrator.scheduler.runs import RunReader
 from orchestrator.state.db import Database
 from orchestrator.telemetry.budget_gauges import BudgetCollector

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from orchestrator.backends.base import LABEL_AGENT, LABEL_FLEET, Backend, BackendError, UnitInfo
 from orchestrator.broker.inbox import Inbox
 from orchestrator.events import EventBus, EventType
-from orchestrator.fleet_view import FleetView
+from orchestrator.fleet.view import FleetView
 from orchestrator.scheduler.clock import Clock
 from orchestrator.scheduler.store import SchedulerStore
 

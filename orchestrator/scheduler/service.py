@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Protocol
 from agent_runtime.protocol import InboxItem, ItemKind, RunRecord
 from orchestrator.backends.base import Backend, BackendError
 from orchestrator.config.models import HeartbeatConfig
-from orchestrator.controls import Controls
+from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus, EventType
-from orchestrator.fleet_view import FleetView
+from orchestrator.fleet.view import FleetView
 from orchestrator.loop_calls import call_in_loop
 from orchestrator.scheduler.cadence import Cadence
 from orchestrator.scheduler.clock import Clock, SystemClock

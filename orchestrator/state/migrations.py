@@ -67,7 +67,7 @@ def _split_token_namespaces(conn: sqlite3.Connection) -> None:
     The old table stays as it was; nothing reads it any more."""
     if not table_exists(conn, "tokens"):
         return
-    from orchestrator.auth import OPERATOR, SCHEMA
+    from orchestrator.control.auth import OPERATOR, SCHEMA
 
     conn.execute(SCHEMA)
     conn.execute(

@@ -15,7 +15,7 @@ from typing import Any
 
 from agent_runtime import AgentChannel, AgentService, Settings
 from agent_runtime.protocol import AgentRequest
-from orchestrator.agent_session import runtime_config
+from orchestrator.agents.session import runtime_config
 from orchestrator.services import Services
 
 

@@ -36,11 +36,11 @@ from agent_runtime.protocol import (
     WorkspaceFileCopy,
     WorkspaceWriteResult,
 )
-from orchestrator.agent_ask import AgentAsker
-from orchestrator.agent_requests import AgentChannels
+from orchestrator.agents.ask import AgentAsker
+from orchestrator.agents.channels import AgentChannels
 from orchestrator.errors import BadRequest, Failed, Forbidden, Invalid, NotFound, Refused, TooLarge
 from orchestrator.events import EventBus, EventType
-from orchestrator.fleet_view import FleetView
+from orchestrator.fleet.view import FleetView
 from orchestrator.state.disk import is_disk_full
 from orchestrator.state.paths import StatePaths
 from orchestrator.workspaces.models import (

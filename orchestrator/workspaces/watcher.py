@@ -42,7 +42,7 @@ from agent_runtime import (
     atomic_write_bytes,
 )
 from orchestrator.events import EventBus, EventType
-from orchestrator.fleet_view import FleetView
+from orchestrator.fleet.view import FleetView
 from orchestrator.state.paths import StatePaths
 from orchestrator.workspaces.access import AgentWorkspace, WorkspaceAccess
 from orchestrator.workspaces.retention import prune_file_history

@@ -39,7 +39,7 @@ import httpx
 import pytest
 
 from orchestrator.backends.base import LABEL_AGENT, LABEL_FLEET
-from orchestrator.image import ImageBuildResult
+from orchestrator.images.build import ImageBuildResult
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 from orchestrator.testing.cli import free_port, run_flotilla, wait_for

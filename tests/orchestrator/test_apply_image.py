@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from orchestrator.api.app import create_app
 from orchestrator.config.loader import load_fleet
-from orchestrator.image_name import base_image
+from orchestrator.images.names import base_image
 from orchestrator.services import Services
 from orchestrator.testing.fake_backend import FakeBackend
 from orchestrator.wiring import build_services

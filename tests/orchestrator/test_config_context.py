@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent_runtime.protocol import ContextStrategy
-from orchestrator.agent_session import runtime_config
+from orchestrator.agents.session import runtime_config
 from orchestrator.config.fleet import ConfigError
 from orchestrator.config.loader import load_fleet
 from orchestrator.config.models import FleetConfig

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.image import (
+from orchestrator.images.build import (
     BASE_TAG,
     IMAGE_PLATFORMS,
     WHEELHOUSE_STAMP,

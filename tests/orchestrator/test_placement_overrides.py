@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrator.placement_overrides import placement_of, read_placements, record_placement
+from orchestrator.fleet.placement import placement_of, read_placements, record_placement
 from orchestrator.state.paths import StatePaths
 
 

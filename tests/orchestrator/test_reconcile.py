@@ -8,7 +8,7 @@ from orchestrator.backends.base import LABEL_ENDPOINT, UnitInfo
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.loader import load_fleet
 from orchestrator.config.settings import container_hash, runtime_hash
-from orchestrator.reconcile import plan
+from orchestrator.fleet.reconcile import plan
 
 
 def fleet_of(tmp_path: Path, agents: dict[str, str]) -> LoadedFleet:
@@ -217,7 +217,7 @@ def test_seed_and_budget_changes_are_named(tmp_path: Path) -> None:
 
 
 def test_one_failing_agent_does_not_stop_the_others(tmp_path: Path) -> None:
-    from orchestrator.reconcile import apply as apply_plan
+    from orchestrator.fleet.reconcile import apply as apply_plan
     from orchestrator.testing.fake_backend import FakeBackend, fake_spec
 
     fleet = fleet_of(tmp_path, {"a": "x", "b": "y"})
@@ -239,7 +239,7 @@ def test_one_failing_agent_does_not_stop_the_others(tmp_path: Path) -> None:
 def test_the_supervisor_leaves_units_alone_while_an_apply_runs(tmp_path: Path) -> None:
     """An agent just added (or being recreated) has no unit yet: the supervisor must not make one
     behind the apply's back, or two creations race for the container name."""
-    from orchestrator.supervisor import Supervisor
+    from orchestrator.agents.supervisor import Supervisor
     from orchestrator.testing.fake_backend import FakeBackend
     from orchestrator.wiring import reconciling_services
 

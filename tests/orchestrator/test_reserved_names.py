@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from orchestrator.auth import OPERATOR, ReservedName, TokenStore
 from orchestrator.cli.main import cli
 from orchestrator.config.reserved import RESERVED_AGENT_NAMES
+from orchestrator.control.auth import OPERATOR, ReservedName, TokenStore
 from orchestrator.state.db import Database
 from orchestrator.state.migrations import migrate_state
 

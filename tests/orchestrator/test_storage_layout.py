@@ -21,7 +21,7 @@ from agent_runtime.transport.errors import OrchestratorRefused
 from agent_runtime.workspace.versioned import Workspace
 from orchestrator.api.app import create_app
 from orchestrator.config.loader import load_fleet
-from orchestrator.scaffold import (
+from orchestrator.fleet.scaffold import (
     has_previous_layout,
     import_previous_layout,
     prepare_operator_copy,

@@ -41,7 +41,7 @@ from agent_runtime.protocol import (
     ChannelWorkspaceWrite,
     ErrorBody,
 )
-from orchestrator import agent_session as session
+from orchestrator.agents import session
 from orchestrator.api.agent.peers import check_ask_timeout
 from orchestrator.api.agent.routes import acknowledge
 from orchestrator.api.deps import bearer_token

@@ -17,8 +17,8 @@ from agent_runtime.protocol import (
 )
 from orchestrator.api.errors import ApiError
 from orchestrator.api.limits import check_payload
-from orchestrator.auth import Principal
 from orchestrator.broker.broker import MAX_TIMEOUT_S
+from orchestrator.control.auth import Principal
 from orchestrator.services import Services
 
 router = APIRouter()

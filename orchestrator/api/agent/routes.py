@@ -19,7 +19,7 @@ from agent_runtime.protocol import (
     RunRecord,
     WorkResult,
 )
-from orchestrator import agent_session as session
+from orchestrator.agents import session
 from orchestrator.api.deps import AgentDep, ServicesDep
 from orchestrator.api.errors import ApiError
 from orchestrator.api.limits import check_event, check_result

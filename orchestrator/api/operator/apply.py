@@ -14,9 +14,9 @@ from orchestrator.api.errors import ApiError
 from orchestrator.backends.base import BackendError
 from orchestrator.config.fleet import ConfigError, LoadedFleet
 from orchestrator.config.loader import load_fleet
-from orchestrator.image_name import base_image, same_agent_image
-from orchestrator.reconcile import PlanAction
-from orchestrator.seeding import SEEDED_FILES, SeedChange
+from orchestrator.fleet.reconcile import PlanAction
+from orchestrator.fleet.seeding import SEEDED_FILES, SeedChange
+from orchestrator.images.names import base_image, same_agent_image
 from orchestrator.services import Services
 
 router = APIRouter(prefix="/api/v1", tags=["operator"])

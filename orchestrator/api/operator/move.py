@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from orchestrator.agent_move import ANSWER_WITHIN_S, AgentMove, MoveResult, UnknownAgentToMove
+from orchestrator.agents.move import ANSWER_WITHIN_S, AgentMove, MoveResult, UnknownAgentToMove
 from orchestrator.api.deps import OperatorDep, ServicesDep
 from orchestrator.api.errors import ApiError
 from orchestrator.backends.base import BackendError

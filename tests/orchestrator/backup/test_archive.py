@@ -21,7 +21,6 @@ import pytest
 from agent_runtime.process.settings import Settings
 from agent_runtime.protocol import AgentOp, AgentRequest, ErrorBody
 from agent_runtime.transport.serving import AgentService
-from orchestrator.auth import TokenStore
 from orchestrator.backup.archive import BackupRefused, FleetSources, take_backup
 from orchestrator.backup.manifest import MANIFEST_NAME, Manifest
 from orchestrator.backup.restore import RestoreRefused, pending_restore, restore_archive
@@ -29,6 +28,7 @@ from orchestrator.backup.schedule import ScheduledBackups, backup_folder, schedu
 from orchestrator.backup.snapshot import Model, SnapshotFailed
 from orchestrator.backup.verify import Verdict, verify_archive
 from orchestrator.config.backup import BackupSchedule
+from orchestrator.control.auth import TokenStore
 from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths
 

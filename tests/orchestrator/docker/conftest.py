@@ -15,7 +15,7 @@ import pytest
 
 from orchestrator.backends.base import BackendUnavailable
 from orchestrator.backends.docker import connect_docker, network_name
-from orchestrator.image import (
+from orchestrator.images.build import (
     BASE_SCRIPT,
     DEFAULT_TAG,
     DOCKERFILE,

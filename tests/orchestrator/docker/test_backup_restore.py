@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.image import ImageBuildResult
+from orchestrator.images.build import ImageBuildResult
 from orchestrator.testing.cli import free_port, run_flotilla, wait_for
 
 pytestmark = pytest.mark.docker

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from orchestrator.backends.docker_snapshot import LABEL_SNAPSHOT_OF
-from orchestrator.image import ImageBuildResult
+from orchestrator.images.build import ImageBuildResult
 from orchestrator.testing.cli import free_port, run_flotilla
 
 pytestmark = pytest.mark.docker

@@ -36,8 +36,8 @@ from orchestrator.backends.docker import (
     unit_info,
 )
 from orchestrator.backends.docker_storage import TOKEN_TARGET, DiskImages, loop_of, volume_name
-from orchestrator.image import DEFAULT_TAG, LABEL_INPUTS_HASH, ImageBuildResult
-from orchestrator.scaffold import write_token
+from orchestrator.fleet.scaffold import write_token
+from orchestrator.images.build import DEFAULT_TAG, LABEL_INPUTS_HASH, ImageBuildResult
 from orchestrator.state.paths import StatePaths
 
 SLEEP = ["python3", "-c", "print('agent up'); print('second line'); import time; time.sleep(120)"]

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from conftest import unique
 
 from orchestrator.cli.image import image
-from orchestrator.image import (
+from orchestrator.images.build import (
     DOCKERFILE,
     LABEL_INPUTS_HASH,
     RUNTIME_PACKAGE,

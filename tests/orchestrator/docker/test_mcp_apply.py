@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from conftest import unique
 
-from orchestrator.image import ImageBuildResult
+from orchestrator.images.build import ImageBuildResult
 from orchestrator.testing.cli import free_port, run_flotilla
 
 BEFORE = """\

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from conftest import unique
 
-from orchestrator.image import ImageBuildResult
+from orchestrator.images.build import ImageBuildResult
 from orchestrator.testing.cli import free_port, run_flotilla
 from tests.orchestrator.mcp_servers.running import SearchServer
 

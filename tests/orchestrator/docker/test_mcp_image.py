@@ -12,8 +12,8 @@ import pytest
 from conftest import unique
 
 from orchestrator.config.loader import load_fleet
-from orchestrator.image import ImageBuildResult, build_image
-from orchestrator.image_extension import extension_packages
+from orchestrator.images.build import ImageBuildResult, build_image
+from orchestrator.images.extension import extension_packages
 from orchestrator.testing.cli import free_port, run_flotilla
 
 FLEET = """\

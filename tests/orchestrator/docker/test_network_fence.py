@@ -24,7 +24,7 @@ from test_fleet_e2e import REPO, RunningFleet, all_healthy, wait_for
 
 from orchestrator.backends.docker import DockerBackend, network_name
 from orchestrator.backends.firewall import chain_name, install_fence, iptables_usable
-from orchestrator.image import ImageBuildResult
+from orchestrator.images.build import ImageBuildResult
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 

@@ -23,7 +23,7 @@ import pytest
 
 from orchestrator.backends.base import LABEL_AGENT, LABEL_FLEET
 from orchestrator.cli.client import ApiClient
-from orchestrator.image import ImageBuildResult
+from orchestrator.images.build import ImageBuildResult
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 

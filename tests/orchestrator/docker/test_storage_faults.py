@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.image import ImageBuildResult
+from orchestrator.images.build import ImageBuildResult
 from orchestrator.testing.cli import fleet_status, free_port, run_flotilla, wait_for
 
 pytestmark = pytest.mark.docker

@@ -19,7 +19,7 @@ import pytest
 from dind import NodesUnavailable, TwoNodeSwarm, node_image
 from test_fleet_e2e import REPO, _free_port, unique, wait_for
 
-from orchestrator.image import ImageBuildResult
+from orchestrator.images.build import ImageBuildResult
 
 pytestmark = pytest.mark.docker
 

@@ -22,15 +22,15 @@ from gateway_harness import (
     fleet_yaml,
 )
 
-from orchestrator.agent_requests import AgentChannels
+from orchestrator.agents.channels import AgentChannels
+from orchestrator.agents.health import HealthBoard
 from orchestrator.api.app import create_app
-from orchestrator.auth import OPERATOR, TokenStore
 from orchestrator.config.loader import load_fleet
-from orchestrator.controls import Controls
+from orchestrator.control.auth import OPERATOR, TokenStore
+from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus
-from orchestrator.fleet_view import FleetView
+from orchestrator.fleet.view import FleetView
 from orchestrator.gateway.service import Gateway
-from orchestrator.health import HealthBoard
 from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths
 from orchestrator.testing.fake_backend import FakeBackend

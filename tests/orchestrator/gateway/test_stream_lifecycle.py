@@ -9,9 +9,9 @@ from pathlib import Path
 from gateway_harness import REPO_ROOT  # noqa: F401  (puts the repository on sys.path)
 
 from orchestrator.config.loader import load_fleet
-from orchestrator.controls import Controls
+from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus
-from orchestrator.fleet_view import FleetView
+from orchestrator.fleet.view import FleetView
 from orchestrator.gateway.models import (
     ChatCompletion,
     ChatCompletionChunk,

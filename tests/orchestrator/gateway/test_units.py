@@ -194,9 +194,15 @@ def test_cost_separates_cached_input() -> None:
 
 
 def test_backoff_doubles_up_to_the_cap_and_stops_after_the_attempts() -> None:
-    policy = RetryPolicy(attempts=5, base_delay_s=0.5, max_delay_s=1.5)
+    policy = RetryPolicy(attempts=5, base_delay_s=0.5, max_delay_s=1.5, jitter=0.0)
     failure = UpstreamError("x", status=500)
     assert [policy.delay_after(n, failure) for n in range(1, 6)] == [0.5, 1.0, 1.5, 1.5, None]
+
+
+def test_backoff_is_jittered_below_its_nominal_delay() -> None:
+    delays = {RetryPolicy().delay_after(2, UpstreamError("x", status=503)) for _ in range(30)}
+    assert all(delay is not None and 0.8 <= delay <= 1.0 for delay in delays)
+    assert len(delays) > 5
 
 
 def test_retry_after_is_honoured_only_when_small() -> None:
@@ -206,7 +212,7 @@ def test_retry_after_is_honoured_only_when_small() -> None:
 
 
 def test_client_errors_are_not_retryable() -> None:
-    policy = RetryPolicy()
+    policy = RetryPolicy(jitter=0.0)
     assert policy.delay_after(1, UpstreamError("x", status=400)) is None
     assert policy.delay_after(1, UpstreamError("x", status=None)) == policy.base_delay_s  # no answer at all
 

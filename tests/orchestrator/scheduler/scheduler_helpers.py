@@ -12,14 +12,14 @@ from typing import Any
 
 from agent_runtime.protocol import InboxItem, ItemKind, RunOutcome, RunRecord, WorkResult
 from agent_runtime.workspace.versioned import scaffold
-from orchestrator.auth import TokenStore
 from orchestrator.backends.base import Backend
 from orchestrator.broker.inbox import Inbox
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.loader import load_fleet
-from orchestrator.controls import Controls
+from orchestrator.control.auth import TokenStore
+from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus
-from orchestrator.fleet_view import FleetView
+from orchestrator.fleet.view import FleetView
 from orchestrator.gateway.service import Gateway
 from orchestrator.scheduler.clock import Clock, ManualClock
 from orchestrator.scheduler.service import Scheduler

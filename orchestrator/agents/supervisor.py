@@ -9,12 +9,13 @@ import logging
 import time
 from dataclasses import dataclass
 
+from agent_runtime import Backoff
+from orchestrator.agents.health import HealthBoard
 from orchestrator.backends.base import Backend, BackendError, UnitInfo
-from orchestrator.controls import Controls
+from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus, EventType
-from orchestrator.fleet_manager import FleetManager
-from orchestrator.fleet_view import FleetView
-from orchestrator.health import HealthBoard
+from orchestrator.fleet.manager import FleetManager
+from orchestrator.fleet.view import FleetView
 from orchestrator.state.db import Database
 
 log = logging.getLogger(__name__)
@@ -40,8 +41,10 @@ class SupervisorPolicy:
 
 
 @dataclass
-class _Backoff:
-    delay_s: float
+class _RestartWindow:
+    """When an agent may be restarted next, and since when it has been healthy."""
+
+    delays: Backoff
     not_before: float = 0.0
     healthy_since: float | None = None
 
@@ -67,7 +70,7 @@ class Supervisor:
         self._events = events
         self.policy = policy or SupervisorPolicy()
         db.ensure_schema(SCHEMA)
-        self._backoff: dict[str, _Backoff] = {}
+        self._backoff: dict[str, _RestartWindow] = {}
         self._started_at: dict[str, float] = {}
 
     def restarts(self, agent: str) -> int:
@@ -107,7 +110,9 @@ class Supervisor:
             if unit is not None and unit.state != "running" and self._backend.self_healing:
                 continue  # the engine restarts it itself (Swarm's restart policy); two would race
             reason = self.diagnose(agent, unit, now)
-            backoff = self._backoff.setdefault(agent, _Backoff(self.policy.base_backoff_s))
+            backoff = self._backoff.setdefault(
+                agent, _RestartWindow(Backoff(self.policy.base_backoff_s, self.policy.max_backoff_s))
+            )
             if reason is None:
                 self._note_healthy(backoff, now)
                 continue
@@ -116,15 +121,14 @@ class Supervisor:
                 continue
             if self._restart(agent, units.get(agent), reason):
                 restarted.append(agent)
-            backoff.not_before = now + backoff.delay_s
-            backoff.delay_s = min(backoff.delay_s * 2, self.policy.max_backoff_s)
+            backoff.not_before = now + backoff.delays.next()
         return restarted
 
-    def _note_healthy(self, backoff: _Backoff, now: float) -> None:
+    def _note_healthy(self, backoff: _RestartWindow, now: float) -> None:
         if backoff.healthy_since is None:
             backoff.healthy_since = now
         elif now - backoff.healthy_since >= self.policy.reset_after_s:
-            backoff.delay_s = self.policy.base_backoff_s
+            backoff.delays.reset()
 
     def _restart(self, agent: str, unit: UnitInfo | None, reason: str) -> bool:
         log.warning("restarting %s: %s", agent, reason)

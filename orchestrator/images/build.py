@@ -34,7 +34,7 @@ from pydantic import BaseModel
 
 from orchestrator.backends.base import BackendUnavailable
 from orchestrator.backends.docker import connect_docker
-from orchestrator.image_name import DEFAULT_IMAGE
+from orchestrator.images.names import DEFAULT_IMAGE
 
 DEFAULT_TAG = DEFAULT_IMAGE
 BASE_TAG = "flotilla/base:bookworm"
@@ -112,7 +112,7 @@ class ImageStatus(BaseModel):
 
 
 def default_repo_root() -> Path:
-    return Path(__file__).resolve().parents[1]
+    return Path(__file__).resolve().parents[2]
 
 
 # --- inputs and their hash -------------------------------------------------------------------

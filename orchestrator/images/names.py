@@ -7,7 +7,7 @@ import re
 # FLOTILLA_IMAGE lets two checkouts on one machine keep images of their own.
 DEFAULT_IMAGE = os.environ.get("FLOTILLA_IMAGE", "flotilla/agent:latest")
 
-# A fleet's extension of the agent image is tagged `<agent image>-ext-<hash>` (orchestrator.image_extension).
+# A fleet's extension of the agent image is tagged `<agent image>-ext-<hash>` (orchestrator.images.extension).
 EXTENSION_SUFFIX = re.compile(r"-ext-[0-9a-f]{12}$")
 
 

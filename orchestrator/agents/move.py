@@ -26,17 +26,17 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from orchestrator.agent_ask import AgentAsker
-from orchestrator.agent_requests import AgentChannels
+from orchestrator.agents.ask import AgentAsker
+from orchestrator.agents.channels import AgentChannels
+from orchestrator.agents.health import HealthBoard
 from orchestrator.backends.base import Backend, BackendError, StoragePlace
 from orchestrator.backup.fleet_backups import channel_asker
 from orchestrator.backup.push import answers_after_restart, push_snapshot
 from orchestrator.backup.snapshot import SnapshotFailed, fetch_snapshot
-from orchestrator.controls import Controls
+from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus
-from orchestrator.fleet_manager import FleetManager
-from orchestrator.health import HealthBoard
-from orchestrator.placement_overrides import node_constraint, record_placement
+from orchestrator.fleet.manager import FleetManager
+from orchestrator.fleet.placement import node_constraint, record_placement
 from orchestrator.state.paths import StatePaths
 
 AGENT_MOVED = "agent.moved"

@@ -13,10 +13,10 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from agent_runtime.protocol import AgentOp, ErrorBody
-from orchestrator.agent_requests import AgentChannels, AgentUnreachable
+from orchestrator.agents.channels import AgentChannels, AgentUnreachable
+from orchestrator.agents.health import HealthBoard
 from orchestrator.errors import AgentRefused, BadAnswer, NotFound, Unavailable
-from orchestrator.fleet_view import FleetView
-from orchestrator.health import HealthBoard
+from orchestrator.fleet.view import FleetView
 
 Model = TypeVar("Model", bound=BaseModel)
 

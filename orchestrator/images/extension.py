@@ -24,7 +24,7 @@ import docker
 import docker.errors
 
 from orchestrator.config.models import FleetConfig
-from orchestrator.image import (
+from orchestrator.images.build import (
     LABEL_COMPONENT,
     REQUIREMENTS_FILE,
     WHEELHOUSE,

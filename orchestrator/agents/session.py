@@ -15,13 +15,13 @@ from agent_runtime.protocol import (
     ToolSettings,
     WorkResult,
 )
+from orchestrator.agents.health import HealthBoard
 from orchestrator.broker.inbox import Inbox
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.settings import runtime_hash
 from orchestrator.config.windows import window_for
 from orchestrator.errors import Gone, NotFound
 from orchestrator.gateway.embedding import embedding_dimensions
-from orchestrator.health import HealthBoard
 
 # The longest an inbox long-poll waits, whatever the agent asks.
 MAX_WAIT_S = 30.0

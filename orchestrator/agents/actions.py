@@ -8,14 +8,14 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from orchestrator.auth import TokenStore
+from orchestrator.agents.health import HealthBoard
 from orchestrator.backends.base import Backend
 from orchestrator.broker.inbox import Inbox
-from orchestrator.controls import WHOLE_FLEET, Controls
+from orchestrator.control.auth import TokenStore
+from orchestrator.control.holds import WHOLE_FLEET, Controls
 from orchestrator.events import EventBus, EventType
-from orchestrator.fleet_manager import FleetManager
-from orchestrator.fleet_view import FleetView
-from orchestrator.health import HealthBoard
+from orchestrator.fleet.manager import FleetManager
+from orchestrator.fleet.view import FleetView
 from orchestrator.state.paths import StatePaths
 
 ActionName = Literal["stop", "start", "restart", "pause", "resume"]

@@ -9,10 +9,10 @@ from collections.abc import Callable
 from datetime import datetime
 
 from agent_runtime.protocol import BudgetLeft, InboxItem, RuntimeSnapshot
+from orchestrator.agents.health import HealthBoard
 from orchestrator.broker.inbox import Inbox
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.gateway.budget import Budgets
-from orchestrator.health import HealthBoard
 
 
 class SnapshotTaker:

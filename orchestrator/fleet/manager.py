@@ -9,20 +9,18 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
-from orchestrator import reconcile
-from orchestrator.auth import TokenStore
 from orchestrator.backends.base import AgentSpec, Backend, BackendError, UnitInfo
 from orchestrator.backup.channel_restore import hold_for_restore
 from orchestrator.backup.restore import pending_restores, restore_carried
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.settings import container_hash
-from orchestrator.controls import Controls
+from orchestrator.control.auth import TokenStore
+from orchestrator.control.holds import Controls
 from orchestrator.errors import Refused
 from orchestrator.events import EventBus, EventType
-from orchestrator.fleet_view import FleetView
-from orchestrator.image_name import DEFAULT_IMAGE
-from orchestrator.placement_overrides import placement_of, storage_name_of
-from orchestrator.scaffold import (
+from orchestrator.fleet import reconcile
+from orchestrator.fleet.placement import placement_of, storage_name_of
+from orchestrator.fleet.scaffold import (
     has_previous_layout,
     import_previous_layout,
     prepare_operator_copy,
@@ -30,8 +28,10 @@ from orchestrator.scaffold import (
     refresh_generated,
     write_token,
 )
+from orchestrator.fleet.seeding import SeedChange, plan_seeds, record_seed
+from orchestrator.fleet.view import FleetView
+from orchestrator.images.names import DEFAULT_IMAGE
 from orchestrator.scheduler.store import SchedulerStore
-from orchestrator.seeding import SeedChange, plan_seeds, record_seed
 from orchestrator.state.paths import StatePaths
 from orchestrator.workspaces.access import WorkspaceAccess
 
@@ -178,7 +178,7 @@ class FleetManager:
         force_seeds: frozenset[tuple[str, str]] = frozenset(),
     ) -> list[reconcile.ApplyResult]:
         """Apply `candidate` (or re-apply the fleet in force), then fleet.yaml's seeds (see
-        `orchestrator.seeding`; `force_seeds` names (agent, file) pairs that take fleet.yaml's text
+        `orchestrator.fleet.seeding`; `force_seeds` names (agent, file) pairs that take fleet.yaml's text
         over a changed file). Failures are results, never raised.
 
         One apply at a time: the first one at start-up and those asked over the API would

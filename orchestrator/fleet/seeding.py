@@ -24,7 +24,7 @@ from typing import Literal
 
 from agent_runtime import Workspace
 from orchestrator.config.fleet import LoadedFleet
-from orchestrator.scaffold import seed_files
+from orchestrator.fleet.scaffold import seed_files
 from orchestrator.state.paths import StatePaths
 
 SEEDS_FILE = "seeds.json"

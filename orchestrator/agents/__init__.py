@@ -1,0 +1,9 @@
+"""One running agent's lifecycle, as the orchestrator holds it: its open channel and the requests
+sent over it (`channels`, `ask`), what it is served when it reports in (`session`), its health
+and supervision with restarts (`health`, `supervisor`), the runtime snapshot handed out with each
+item (`snapshot`), moves between nodes (`move`), its transcripts (`transcripts`) and the
+operator's actions on it (`actions`: stop, start, pause, resume).
+
+Builds on `orchestrator.fleet` (the fleet as declared) and `orchestrator.control`; must not import
+the HTTP layer (`orchestrator.api`), the CLI or the composition root (`wiring`, `services`, `server`).
+"""

@@ -1,0 +1,7 @@
+"""The fleet as declared: the fleet in force (`view`), turning fleet.yaml into running units and
+back (`manager`, `reconcile`), seeding workspaces and starter files (`seeding`, `scaffold`), and
+where agents were placed by hand (`placement`).
+
+Must not import `orchestrator.agents` (which builds on it), the HTTP layer (`orchestrator.api`),
+the CLI or the composition root.
+"""
