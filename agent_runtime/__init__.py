@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         load_yaml_file,
         read_text_file,
     )
+    from agent_runtime.sse import SseEvent, aiter_sse, iter_sse
     from agent_runtime.transport.channel import AgentChannel
     from agent_runtime.transport.serving import AgentService
     from agent_runtime.work.prompt import OUTPUT_SCHEMA_MARKER
@@ -85,6 +86,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "READ_ONLY": ("agent_runtime.workspace.versioned", "READ_ONLY"),
     "ReadOnlyFile": ("agent_runtime.workspace.versioned", "ReadOnlyFile"),
     "Settings": ("agent_runtime.process.settings", "Settings"),
+    "SseEvent": ("agent_runtime.sse", "SseEvent"),
     "UnknownFile": ("agent_runtime.workspace.versioned", "UnknownFile"),
     "UnknownVersion": ("agent_runtime.workspace.versioned", "UnknownVersion"),
     "WORKSPACE_FILES": ("agent_runtime.workspace.versioned", "WORKSPACE_FILES"),
@@ -96,9 +98,11 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "YamlDocument": ("agent_runtime.safety.safe_yaml", "YamlDocument"),
     "YamlProblem": ("agent_runtime.safety.safe_yaml", "YamlProblem"),
     "YamlRefused": ("agent_runtime.safety.safe_yaml", "YamlRefused"),
+    "aiter_sse": ("agent_runtime.sse", "aiter_sse"),
     "atomic_write_bytes": ("agent_runtime.workspace.versioned", "atomic_write_bytes"),
     "backoff_delay": ("agent_runtime.backoff", "backoff_delay"),
     "collector_paused": ("agent_runtime.process.collector", "collector_paused"),
+    "iter_sse": ("agent_runtime.sse", "iter_sse"),
     "load_yaml": ("agent_runtime.safety.safe_yaml", "load_yaml"),
     "load_yaml_file": ("agent_runtime.safety.safe_yaml", "load_yaml_file"),
     "nominal_delay": ("agent_runtime.backoff", "nominal_delay"),
@@ -131,6 +135,7 @@ __all__ = [
     "InvalidContent",
     "ReadOnlyFile",
     "Settings",
+    "SseEvent",
     "UnknownFile",
     "UnknownVersion",
     "Workspace",
@@ -138,9 +143,11 @@ __all__ = [
     "YamlDocument",
     "YamlProblem",
     "YamlRefused",
+    "aiter_sse",
     "atomic_write_bytes",
     "backoff_delay",
     "collector_paused",
+    "iter_sse",
     "load_yaml",
     "load_yaml_file",
     "nominal_delay",

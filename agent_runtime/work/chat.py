@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from agent_runtime.protocol import IDEMPOTENCY_HEADER
+from agent_runtime.sse import iter_sse
 from agent_runtime.transport.http import http_client
 from agent_runtime.transport.httpclient import ConnectFailed, HttpClient, HttpError, Response
 
@@ -112,10 +113,8 @@ class ChatClient:
             request["tools"] = tools
         with self._open(request, headers) as response:
             try:
-                for line in response.iter_lines():
-                    if not line.startswith("data:"):
-                        continue
-                    data = line[len("data:") :].strip()
+                for event in iter_sse(response.iter_lines()):
+                    data = event.data.strip()
                     if data == DONE:
                         return
                     chunk = json.loads(data)

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent_runtime import iter_sse
 from orchestrator.cli.errors import CliError, NotRunning
 from orchestrator.state.endpoint import Endpoint, read_endpoint
 from orchestrator.state.paths import StatePaths
@@ -102,26 +103,9 @@ class ApiClient:
                 if not response.is_success:
                     response.read()
                     self._check(response)
-                yield from _parse_sse(response.iter_lines())
+                yield from ((event.event, event.data) for event in iter_sse(response.iter_lines()))
         except httpx.TransportError as exc:
             raise CliError(f"connection to the orchestrator lost: {exc}") from None
 
     def close(self) -> None:
         self._http.close()
-
-
-def _parse_sse(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
-    event, data = "message", list[str]()
-    for line in lines:
-        if not line:
-            if data:
-                yield event, "\n".join(data)
-            event, data = "message", list[str]()
-        elif line.startswith(":"):
-            continue
-        elif line.startswith("event:"):
-            event = line[6:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
-    if data:
-        yield event, "\n".join(data)

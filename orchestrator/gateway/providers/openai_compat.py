@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from agent_runtime import aiter_sse
 from orchestrator.config.models import ProviderConfig
 from orchestrator.gateway.models import (
     ChatCompletion,
@@ -127,10 +128,8 @@ class OpenAICompatProvider(Provider):
                 if response.status_code >= 400:
                     await response.aread()
                     raise _status_error(self.name, response)
-                async for line in response.aiter_lines():
-                    if not line.startswith("data:"):
-                        continue  # blank separators and SSE comments
-                    data = line[len("data:") :].strip()
+                async for event in aiter_sse(response.aiter_lines()):
+                    data = event.data.strip()
                     if data == "[DONE]":
                         return
                     yield _parse_chunk(self.name, data)
