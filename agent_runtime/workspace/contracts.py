@@ -66,7 +66,11 @@ class Interface(BaseModel):
 
 
 def split_front_matter(text: str) -> tuple[str | None, str]:
-    """(front matter YAML or None, body). Front matter must open on the very first line."""
+    """(front matter YAML or None, body). Front matter must open on the very first line.
+
+    Kept rather than python-frontmatter, which parses the YAML itself with PyYAML's unbounded
+    loader: INTERFACE.md comes from agents, so its YAML goes through the bounded reader
+    (`agent_runtime.safety.safe_yaml`), and the agent image stays without another dependency."""
     stripped = text.removeprefix("\ufeff")
     lines = stripped.splitlines(keepends=True)
     if not lines or lines[0].rstrip() != FRONT_MATTER_FENCE:

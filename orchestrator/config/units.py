@@ -1,4 +1,10 @@
-"""Parsing of the human units used in fleet.yaml: durations and memory sizes."""
+"""Parsing of the human units used in fleet.yaml: durations and memory sizes.
+
+Kept rather than pydantic's types: `ByteSize` reads "128m" and "1g" as decimal megabytes and
+gigabytes (128,000,000 bytes) and refuses Kubernetes' "128Mi", where Docker, Compose and
+Kubernetes users mean 2**20 and 2**30; pydantic's durations are ISO 8601 ("PT15M") or seconds,
+not the "15m" that cron-minded users write.
+"""
 
 from __future__ import annotations
 
