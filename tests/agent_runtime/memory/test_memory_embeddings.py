@@ -104,7 +104,8 @@ def test_three_failures_switch_to_keyword_mode_and_backoff_retries_later(
     status = store.status()
     assert status.mode is MemoryMode.KEYWORD
     assert status.consecutive_failures == 3
-    assert status.next_retry_in_s == pytest.approx(30.0)
+    # 30 s, shortened by up to a fifth at random (agent_runtime.backoff) so agents spread out.
+    assert status.next_retry_in_s is not None and 24.0 <= status.next_retry_in_s <= 30.0
     assert status.missing_vectors == 3
     assert "unreachable" in (status.last_error or "")
 
@@ -119,7 +120,8 @@ def test_three_failures_switch_to_keyword_mode_and_backoff_retries_later(
     clock.advance(31)
     store.search("printer")
     assert embedder.calls == calls + 1
-    assert store.status().next_retry_in_s == pytest.approx(60.0)
+    retry_in = store.status().next_retry_in_s
+    assert retry_in is not None and 48.0 <= retry_in <= 60.0
 
     # Back up: the next retry succeeds, the mode returns, and the backfill embeds what was missed.
     embedder.down = False
