@@ -8,17 +8,27 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 
-from agent_runtime.protocol import ApprovalRequest, OrchestratorToolCall, approval_key
+from agent_runtime.protocol import (
+    ApprovalRequest,
+    OrchestratorToolCall,
+    TranscriptMessage,
+    TranscriptPage,
+    approval_key,
+)
 from orchestrator.approvals import ApprovalStore
+from orchestrator.cli.history import mark_line
 from orchestrator.config.secrets import SecretSource
 from orchestrator.config.tools import ToolsConfig
 from orchestrator.egress import HTTP_REFUSED, HTTP_REQUESTED, HttpRequestRefused, HttpRequestTool
 from orchestrator.egress.addresses import Resolver
+from orchestrator.egress.metrics import HttpRequestCollector
 from orchestrator.events import EventBus
 from orchestrator.secrets import SecretStore
 from orchestrator.state.db import Database
+from orchestrator.transcripts import build_transcript
 from tests.orchestrator.egress.fake_site import FakeSite, start_site
 
 TOKEN = "tok-9f8e7d6c5b4a-value"
@@ -264,3 +274,41 @@ def test_framing_headers_and_bad_arguments_are_refused(tmp_path: Path, site: Fak
     assert answer.startswith("FAILED") and "one line" in answer
     assert harness.call({"urls": "x"}).startswith("FAILED http_request: invalid arguments")
     assert site.seen == []
+
+
+def test_requests_are_counted_per_agent_and_host(tmp_path: Path, site: FakeSite) -> None:
+    harness = Harness(tmp_path, local_policy(site))
+    harness.call({"url": site.url("/data")})
+    harness.call({"url": site.url("/data")})
+    with pytest.raises(HttpRequestRefused):
+        harness.call({"url": "https://elsewhere.example/"})
+    samples = {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in HttpRequestCollector(harness.db).collect()
+        for sample in family.samples
+    }
+    ok = ("flotilla_http_requests_total", (("agent", "researcher"), ("host", "127.0.0.1"), ("outcome", "ok")))
+    refused = (
+        "flotilla_http_requests_total",
+        (("agent", "researcher"), ("host", "-"), ("outcome", "refused")),
+    )
+    assert samples[ok] == 2 and samples[refused] == 1
+    assert (
+        samples[("flotilla_http_response_bytes_total", (("agent", "researcher"), ("host", "127.0.0.1")))] > 0
+    )
+
+
+def test_requests_show_in_the_turn_they_were_made_in(tmp_path: Path, site: FakeSite) -> None:
+    harness = Harness(tmp_path, local_policy(site))
+    page = TranscriptPage(
+        messages=[
+            TranscriptMessage(
+                id="m1", role="user", content="fetch", at="2000-01-01T00:00:00Z", item_id="item-1"
+            )
+        ]
+    )
+    harness.call({"url": site.url("/data")})
+    transcript = build_transcript("researcher", page, [], harness.events.recent(100, "researcher"))
+    [mark] = transcript.turns[0].marks
+    assert mark.type == HTTP_REQUESTED and mark.data["status"] == 200
+    assert "http.requested: method GET, url http://127.0.0.1" in click.unstyle(mark_line(mark))
