@@ -65,6 +65,8 @@ def start_site() -> FakeSite:
                     "body": body.decode(),
                 }
                 self._send(200, json.dumps(echoed).encode(), "application/json")
+            elif parts.path == "/auth":
+                self._send(200, f"you sent: {self.headers.get('authorization')}".encode(), "text/plain")
             elif parts.path == "/big":
                 self._send(200, b"x" * int(query.get("size", "100000")), "text/plain")
             elif parts.path == "/slow":
