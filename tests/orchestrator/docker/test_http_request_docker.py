@@ -110,6 +110,9 @@ def test_an_allowed_get_with_a_secret_is_answered_and_the_secret_stays_on_the_ho
     ]
     assert event["data"]["status"] == 200 and event["data"]["method"] == "GET" and event["data"]["bytes"] > 0
 
+    in_query = send(fleet_dir, "researcher", call({"url": site.url("/data?key={{secret:demo_token}}")}))
+    assert "HTTP 200 OK" in in_query and site.seen[-1].path == f"/data?key={TOKEN}"
+
     _assert_nowhere(fleet_dir, docker_client, tmp_path)
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,7 @@ from orchestrator.egress import HTTP_REFUSED, HTTP_REQUESTED, HttpRequestRefused
 from orchestrator.egress.addresses import Resolver
 from orchestrator.egress.metrics import HttpRequestCollector
 from orchestrator.events import EventBus
+from orchestrator.logging_setup import configure_logging
 from orchestrator.secrets import SecretStore
 from orchestrator.state.db import Database
 from orchestrator.transcripts import build_transcript
@@ -312,3 +315,22 @@ def test_requests_show_in_the_turn_they_were_made_in(tmp_path: Path, site: FakeS
     [mark] = transcript.turns[0].marks
     assert mark.type == HTTP_REQUESTED and mark.data["status"] == 200
     assert "http.requested: method GET, url http://127.0.0.1" in click.unstyle(mark_line(mark))
+
+
+def test_a_secret_in_the_url_reaches_no_log(tmp_path: Path, site: FakeSite) -> None:
+    stream = io.StringIO()
+    root, httpx_logger = logging.getLogger(), logging.getLogger("httpx")
+    saved = (list(root.handlers), root.level, httpx_logger.level)
+    configure_logging(level="debug", stream=stream)
+    try:
+        harness = Harness(tmp_path, local_policy(site))
+        answer = harness.call({"url": site.url("/data?key={{secret:demo_token}}")})
+        assert answer.startswith("HTTP 200")
+        assert site.seen[-1].path == f"/data?key={TOKEN}"
+        assert "/data?key={{secret:demo_token}}" in stream.getvalue()
+        assert TOKEN not in stream.getvalue()
+        assert harness.events_of(HTTP_REQUESTED)[-1]["url"].endswith("?key={{secret:demo_token}}")
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+        httpx_logger.setLevel(saved[2])
