@@ -15,10 +15,11 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agent_runtime.protocol import HTTP_REQUEST
 from orchestrator.config.secrets import secret_name_problem
 from orchestrator.config.units import parse_memory
 
-HTTP_TOOL = "http_request"
+HTTP_TOOL = HTTP_REQUEST  # the tool name, shared with the agent
 METHOD = re.compile(r"^[A-Z]{1,16}$")
 DEFAULT_PORTS = {"http": 80, "https": 443}
 HOST_PATTERN = re.compile(r"^(\*\.)?[a-z0-9]([a-z0-9.-]*[a-z0-9])?$|^[0-9a-f:.]+$")

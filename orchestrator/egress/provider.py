@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from urllib.parse import urlsplit
@@ -117,9 +118,9 @@ class HttpRequestTool:
         self._record(
             arguments.method, shown_url, fetched.host, fetched.status, len(fetched.body), duration, ""
         )
-        return OrchestratorToolResult(
-            ok=True, output=render_answer(fetched, arguments.readable, self._secrets.redact)
-        )
+        # Decoding and text extraction of up to max_response_bytes: off the event loop.
+        answer = await asyncio.to_thread(render_answer, fetched, arguments.readable, self._secrets.redact)
+        return OrchestratorToolResult(ok=True, output=answer)
 
     def _outgoing(self, arguments: HttpRequestArguments, shown_url: str) -> Outgoing:
         """The request with its secret handles filled in (only the secrets granted to this agent)."""
