@@ -55,6 +55,9 @@ from agent_runtime.context_settings import ContextSettings as ContextSettings
 from agent_runtime.context_settings import ContextStrategy as ContextStrategy
 from agent_runtime.context_settings import ContextThresholds as ContextThresholds
 from agent_runtime.tool_protocol import (
+    HTTP_REQUEST as HTTP_REQUEST,
+)
+from agent_runtime.tool_protocol import (
     MCP_SEPARATOR as MCP_SEPARATOR,
 )
 from agent_runtime.tool_protocol import (
@@ -230,8 +233,9 @@ class McpServerSpec(WireModel):
 class ToolSettings(WireModel):
     """The agent's MCP servers and which tool calls wait for an operator's approval.
 
-    `approval_required` holds tool names, `SERVER__*` for every tool of an MCP server, and
-    `PEER.OPERATION` for an `ask_agent` call of that operation.
+    `approval_required` holds tool names, `SERVER__*` for every tool of an MCP server,
+    `PEER.OPERATION` for an `ask_agent` call of that operation, and `http_request.METHOD` for
+    `http_request` calls with that method.
     """
 
     mcp: list[McpServerSpec] = Field(default_factory=list)

@@ -109,6 +109,9 @@ def approval_key(item_id: str | None, tool: str, arguments: dict[str, Any]) -> s
     return f"approval-{digest[:40]}"
 
 
+HTTP_REQUEST = "http_request"
+
+
 def needs_approval(required: list[str], tool: str, arguments: dict[str, Any]) -> str | None:
     """The name a call's approval is asked under (ToolSettings.approval_required), or None."""
     if tool in required:
@@ -116,6 +119,10 @@ def needs_approval(required: list[str], tool: str, arguments: dict[str, Any]) ->
     server, separator, _ = tool.partition(MCP_SEPARATOR)
     if separator and f"{server}{MCP_SEPARATOR}*" in required:
         return tool
+    if tool == HTTP_REQUEST:
+        method = f"{tool}.{str(arguments.get('method', 'GET')).upper()}"
+        if method in required:
+            return method
     if tool == "ask_agent":
         operation = f"{arguments.get('agent')}.{arguments.get('operation')}"
         if operation in required:

@@ -62,6 +62,9 @@ def configure_logging(json: bool = False, level: int | str = "info", stream: Tex
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(number)
+    # httpx logs every request's full URL at INFO; a URL the orchestrator sends for an agent may
+    # hold a secret filled in from its handle, which must never reach a log.
+    logging.getLogger("httpx").setLevel(max(number, logging.WARNING))
     # uvicorn installs its own handlers; let its records reach ours so the format is uniform.
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logger = logging.getLogger(name)

@@ -15,7 +15,9 @@ The detectors are regular expressions over prose, not over source code:
   required" stays as it is, "the password is hunter2!" does not;
 - long random-looking strings (32+ characters mixing upper case, lower case and digits, with
   high entropy). Lowercase hexadecimal (commit hashes, UUIDs) is not caught by this one.
-Redacting is idempotent: a marker is never itself taken for a secret.
+Redacting is idempotent: a marker is never itself taken for a secret. A secret handle
+(`{{secret:NAME}}`, which the orchestrator fills in when it sends) names a secret without holding
+it, and is kept as it is.
 """
 
 from __future__ import annotations
@@ -103,8 +105,24 @@ def _looks_like_a_secret_value(value: str, separator: str) -> bool:
     return any(ch.isdigit() for ch in value) or (not plain and len(value) >= 16)
 
 
+SECRET_HANDLE = re.compile(r"\{\{\s*secret:[A-Za-z0-9_]*\s*\}\}")
+
+
 def redact(text: str) -> Redacted:
     """The text with every credential-shaped span replaced by a marker, and the kinds found."""
+    if not text:
+        return Redacted(text)
+    if "{{" not in text or not SECRET_HANDLE.search(text):
+        return _redact_between_handles(text)
+    handles = SECRET_HANDLE.findall(text)
+    pieces = [_redact_between_handles(piece) for piece in SECRET_HANDLE.split(text)]
+    joined = pieces[0].text + "".join(
+        handle + piece.text for handle, piece in zip(handles, pieces[1:], strict=True)
+    )
+    return Redacted(joined, tuple(dict.fromkeys(kind for piece in pieces for kind in piece.kinds)))
+
+
+def _redact_between_handles(text: str) -> Redacted:
     if not text:
         return Redacted(text)
     kinds: list[str] = []

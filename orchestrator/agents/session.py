@@ -17,6 +17,7 @@ from agent_runtime.protocol import (
 )
 from orchestrator.agents.health import HealthBoard
 from orchestrator.broker.inbox import Inbox
+from orchestrator.config.egress import HTTP_TOOL
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.settings import runtime_hash
 from orchestrator.config.windows import window_for
@@ -78,6 +79,7 @@ def tool_settings(fleet: LoadedFleet, agent: str) -> ToolSettings:
             if server.command is not None
         ],
         orchestrator_mcp=[server.name for server in tools.http_servers],
+        host_tools=[HTTP_TOOL] if tools.http is not None else [],
         approval_required=tools.approval_required(),
         approval_timeout_s=tools.approval_timeout_s,
     )

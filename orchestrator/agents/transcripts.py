@@ -18,10 +18,14 @@ from orchestrator.events import Event
 from orchestrator.scheduler.runs import RunView
 
 CONTEXT_EVENTS = frozenset({"context.flushed", "compaction.done", "context.pruned", "context.warning"})
+# What the orchestrator did for the agent during a turn, as it recorded it (not as the agent says).
+HOST_TOOL_EVENTS = frozenset({"http.requested", "http.refused"})
+MARKED_EVENTS = CONTEXT_EVENTS | HOST_TOOL_EVENTS
 
 
 class ContextMark(BaseModel):
-    """A flush, compaction, prune or warning of the agent's context, where it happened."""
+    """A flush, compaction, prune or warning of the agent's context, or a request the orchestrator
+    made (or refused) for the agent, where it happened."""
 
     type: str
     at: datetime
@@ -89,7 +93,7 @@ def turn_run(run: RunView) -> TurnRun:
 def _place_marks(turns: list[TranscriptTurn], events: Iterable[Event]) -> None:
     """Each context event goes to the last turn that had begun when it happened."""
     for event in events:
-        if event.type not in CONTEXT_EVENTS:
+        if event.type not in MARKED_EVENTS:
             continue
         stamp = event.at.isoformat().replace("+00:00", "Z")
         owner = None

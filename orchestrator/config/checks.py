@@ -15,6 +15,7 @@ from agent_runtime import InvalidContent, Workspace, WorkspaceError
 from orchestrator.config.fleet import set_aside_under
 from orchestrator.config.models import DNS_LABEL
 from orchestrator.config.reserved import reserved_reason
+from orchestrator.config.secret_checks import check_secrets
 from orchestrator.config.units import format_bytes
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ def check_fleet(
         _check_contracts(known, problems)
     _check_rules(raw, problems)
     _check_mcp_credentials(fleet, problems)
+    check_secrets(fleet, problems)
     if capacity is not None:
         check_resources(fleet, problems, capacity, set_aside)
 

@@ -124,7 +124,10 @@ def _tool_settings(tools: ToolsConfig) -> Settings:
                 for server in tools.mcp
             ],
         )
-    if tools.rules or "approval_timeout" in tools.model_fields_set:
+    if tools.http is not None:
+        # The agent lists its tools when its worker starts; the policy itself is read at each call.
+        found["tools.http"] = ("recreate", True)
+    if tools.rules or "approval_timeout" in tools.model_fields_set or tools.http is not None:
         found["tools.approval"] = ("reload", [tools.approval_required(), tools.approval_timeout])
     return found
 

@@ -1,4 +1,5 @@
-"""fleet.yaml's `tools:` section of an agent: MCP servers and human approval of tool calls."""
+"""fleet.yaml's `tools:` section of an agent: MCP servers, HTTP requests made by the orchestrator
+and human approval of tool calls."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from orchestrator.config.egress import HttpPolicy
+from orchestrator.config.secrets import secret_handles
 from orchestrator.config.units import parse_duration
 
 SERVER_NAME = re.compile(r"^[a-z][a-z0-9_]{0,23}$")
@@ -48,8 +51,9 @@ class McpServerConfig(_Strict):
     )
     headers: dict[str, str] = Field(
         default_factory=dict,
-        description="HTTP server: headers the orchestrator sends, e.g. {Authorization: 'Bearer ${SEARCH_TOKEN}'}. "
-        "${NAME} is the orchestrator host's environment variable NAME; the agent never sees the values",
+        description="HTTP server: headers the orchestrator sends, e.g. {Authorization: 'Bearer {{secret:search_token}}'}. "
+        "{{secret:NAME}} is a secret declared under secrets: (${NAME}, a host environment variable, is "
+        "deprecated); the agent never sees the values",
     )
     package: str | None = Field(
         default=None,
@@ -126,6 +130,10 @@ class McpServerConfig(_Strict):
     def is_http(self) -> bool:
         return self.url is not None
 
+    def header_secrets(self) -> dict[str, list[str]]:
+        """Per header, the declared secrets its value names as {{secret:NAME}}."""
+        return {header: secret_handles(template) for header, template in self.headers.items()}
+
     def header_variables(self) -> dict[str, list[str]]:
         """Per header, the host environment variables its value names."""
         return {header: ENV_REFERENCE.findall(template) for header, template in self.headers.items()}
@@ -166,6 +174,11 @@ class ToolsConfig(_Strict):
     mcp: list[McpServerConfig] = Field(
         default_factory=list,
         description="MCP servers: stdio ones run by the agent (command), HTTP ones reached through the orchestrator (url)",
+    )
+    http: HttpPolicy | None = Field(
+        default=None,
+        description="The http_request tool: requests the orchestrator makes for the agent under this "
+        "policy (allowed URLs, methods, secrets, approval, daily budget); unset: no such tool",
     )
     rules: dict[str, ToolRule] = Field(
         default_factory=dict,
@@ -227,4 +240,6 @@ class ToolsConfig(_Strict):
         for server in self.mcp:
             if server.approval == "required":
                 found.add(f"{server.name}{MCP_SEPARATOR}*")
+        if self.http is not None:
+            found.update(self.http.approval_required())
         return sorted(found)

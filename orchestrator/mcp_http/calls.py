@@ -28,6 +28,7 @@ from orchestrator.config.tools import McpServerConfig, ToolsConfig
 from orchestrator.events import EventBus
 from orchestrator.host_tools.base import HostToolRefused
 from orchestrator.mcp_http.client import McpHttpClient, McpServerError, ServerTool
+from orchestrator.secrets import SecretStore
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +52,17 @@ class _Target:
 class OrchestratorMcpCalls:
     """One agent's HTTP MCP servers, as its fleet.yaml declares them."""
 
-    def __init__(self, agent: str, tools: ToolsConfig, approvals: ApprovalStore, events: EventBus) -> None:
+    def __init__(
+        self,
+        agent: str,
+        tools: ToolsConfig,
+        approvals: ApprovalStore,
+        events: EventBus,
+        *,
+        secrets: SecretStore | None = None,
+    ) -> None:
         self._agent = agent
+        self._secrets = secrets
         self._tools = tools
         self._servers = {server.name: server for server in tools.http_servers}
         self._approvals = approvals
@@ -67,7 +77,7 @@ class OrchestratorMcpCalls:
         problems: list[str] = []
         for server in self._servers.values():
             try:
-                listed = await McpHttpClient(server).list_tools()
+                listed = await self._client(server).list_tools()
             except McpServerError as failed:
                 problems.append(self._unreachable(server, "list tools", str(failed)))
                 continue
@@ -87,9 +97,9 @@ class OrchestratorMcpCalls:
         server = self._server_of(request.name)
         self._check_allowed_by_name(server, request.name)
         self._check_approved(request)
-        client = McpHttpClient(server)
         started = time.monotonic()
         try:
+            client = self._client(server)
             target = await self._target(client, server, request.name)
             answer = await client.call(target.tool.name, request.arguments)
         except McpServerError as failed:
@@ -103,6 +113,9 @@ class OrchestratorMcpCalls:
                 ok=False, output=_bounded(f"{server.name} {target.tool.name}: {answer.text}")
             )
         return OrchestratorToolResult(ok=True, output=_bounded(answer.text))
+
+    def _client(self, server: McpServerConfig) -> McpHttpClient:
+        return McpHttpClient(server, self._secrets)
 
     def _server_of(self, name: str) -> McpServerConfig:
         prefix, separator, _ = name.partition("__")

@@ -2,8 +2,9 @@
 call one. A connection lasts one request of the agent, so a server restarted meanwhile costs
 nothing and no session has to be kept alive between calls.
 
-The headers hold the server's credentials, read from the orchestrator host's environment; any
-message that leaves this module has their values blanked out.
+The headers hold the server's credentials: secrets declared in fleet.yaml (`{{secret:NAME}}`), or
+the deprecated `${NAME}` host environment variables. They are filled in here, when the client is
+made; any message that leaves this module has their values replaced by handles or blanked out.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.config.tools import ENV_REFERENCE, McpServerConfig
+from orchestrator.secrets import SecretError, SecretStore
 
 CONNECT_TIMEOUT_S = 10.0
 
@@ -37,21 +39,29 @@ class CallAnswer:
     text: str
 
 
-def resolved_headers(server: McpServerConfig) -> dict[str, str]:
-    """The headers with each ${NAME} replaced by the host's environment variable (checked at load)."""
-    return {
-        header: ENV_REFERENCE.sub(lambda match: os.environ.get(match.group(1), ""), template)
-        for header, template in server.headers.items()
-    }
+def resolved_headers(server: McpServerConfig, secrets: SecretStore | None = None) -> dict[str, str]:
+    """The headers with each {{secret:NAME}} filled in from the fleet's secrets and each ${NAME}
+    replaced by the host's environment variable (both checked by `flotilla validate`)."""
+    resolved = {}
+    for header, template in server.headers.items():
+        value = ENV_REFERENCE.sub(lambda match: os.environ.get(match.group(1), ""), template)
+        if secrets is not None:
+            try:
+                value = secrets.substitute(value)
+            except SecretError as unusable:
+                raise McpServerError(f"header {header}: {unusable}") from None
+        resolved[header] = value
+    return resolved
 
 
 class McpHttpClient:
-    def __init__(self, server: McpServerConfig) -> None:
+    def __init__(self, server: McpServerConfig, secrets: SecretStore | None = None) -> None:
         if server.url is None:
             raise ValueError(f"MCP server {server.name} has no url")
         self._server = server
         self._url = server.url
-        self._headers = resolved_headers(server)
+        self._store = secrets
+        self._headers = resolved_headers(server, secrets)
         # The values taken from the environment: the credentials to keep out of every message.
         self._secrets = sorted(
             {
@@ -82,6 +92,8 @@ class McpHttpClient:
         return CallAnswer(ok=not getattr(result, "is_error", False), text=self.redact(_result_text(result)))
 
     def redact(self, text: str) -> str:
+        if self._store is not None:
+            text = self._store.redact(text)
         for secret in self._secrets:
             text = text.replace(secret, "[redacted]")
         return text

@@ -23,6 +23,7 @@ from prometheus_client.registry import Collector
 
 from orchestrator.agents.health import HealthBoard
 from orchestrator.broker.inbox import queue_depths
+from orchestrator.egress.metrics import HttpRequestCollector
 from orchestrator.events import EventReader, EventType
 from orchestrator.fleet.view import FleetView
 from orchestrator.gateway.ledger import LedgerReader
@@ -152,6 +153,7 @@ def build_registry(db: Database, fleet: FleetView, health: HealthBoard) -> Colle
     registry.register(FleetCollector(db, fleet, health))
     registry.register(LatencyCollector(db))
     registry.register(BudgetCollector(db, lambda: fleet.current().config))
+    registry.register(HttpRequestCollector(db))
     ProcessCollector(registry=registry)
     return registry
 

@@ -99,3 +99,12 @@ def test_turns_are_redacted_in_content_and_tool_call_arguments(tmp_path: Path) -
 def test_daily_log_lines_are_redacted(tmp_path: Path) -> None:
     path = append_daily(tmp_path, "operator", "ok: configured with key sk-test-abcdefghijklmnop1234")
     assert "sk-test" not in path.read_text(encoding="utf-8")
+
+
+def test_a_secret_handle_is_kept_and_what_surrounds_it_still_redacted() -> None:
+    text = "Bearer {{secret:demo_token}} and {{ secret:api_key }}; password: hunter2! then Bearer abcdefghijklmnop1234"
+    cleaned = redact(text)
+    assert "Bearer {{secret:demo_token}}" in cleaned.text and "{{ secret:api_key }}" in cleaned.text
+    assert "hunter2" not in cleaned.text and "abcdefghijklmnop1234" not in cleaned.text
+    assert set(cleaned.kinds) == {"password", "token"}
+    assert redact("{{secret:demo_token}}").changed is False

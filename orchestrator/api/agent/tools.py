@@ -13,6 +13,7 @@ from agent_runtime.protocol import (
 from orchestrator.api.deps import AgentDep, ServicesDep
 from orchestrator.api.errors import ApiError
 from orchestrator.approvals import ApprovalStore
+from orchestrator.egress import HttpRequestTool
 from orchestrator.host_tools import HostToolCatalog, HostToolProvider, HostToolRefused
 from orchestrator.mcp_http import OrchestratorMcpCalls
 from orchestrator.services import Services
@@ -26,7 +27,16 @@ def _catalog(services: Services, agent: str) -> HostToolCatalog:
         raise ApiError(404, "not_found", f"agent {agent!r} is no longer part of the fleet")
     tools = fleet.agents[agent].tools
     approvals = ApprovalStore(services.db, services.events)
-    providers: list[HostToolProvider] = [OrchestratorMcpCalls(agent, tools, approvals, services.events)]
+    secrets = services.fleet_view.secrets()
+    providers: list[HostToolProvider] = [
+        OrchestratorMcpCalls(agent, tools, approvals, services.events, secrets=secrets)
+    ]
+    if tools.http is not None:
+        providers.append(
+            HttpRequestTool(
+                agent, tools, secrets=secrets, approvals=approvals, events=services.events, db=services.db
+            )
+        )
     return HostToolCatalog(agent, providers)
 
 

@@ -1,0 +1,160 @@
+"""One HTTP request sent from the orchestrator host: to the address checked (pinned), following
+redirects only after re-checking each against the policy and the address ranges, reading at
+most the policy's cap of the body within its time limit."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import ssl
+from dataclasses import dataclass, field, replace
+from urllib.parse import urljoin
+
+import certifi
+import httpx
+
+from orchestrator.config.egress import DEFAULT_PORTS, HttpPolicy
+from orchestrator.egress.addresses import AddressRefused, IpAddress, ResolveFailed, Resolver, pinned_address
+from orchestrator.egress.policy import PolicyRefused, Target, allowed_rule, parse_target, private_allowed
+
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+# Headers that carry credentials: never sent on to another origin by a redirect.
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
+USER_AGENT = "flotilla-http-request/1"
+
+
+class FetchRefused(Exception):
+    """The request (or one of its redirects) is outside the policy or aims at a refused address."""
+
+
+class FetchFailed(Exception):
+    """The request was allowed but did not complete (connection, TLS, time)."""
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """A request as it is sent: secrets already filled in. `secret_headers` are the headers whose
+    values held a secret handle; like credentials they are dropped when a redirect changes origin."""
+
+    method: str
+    url: str
+    headers: dict[str, str]
+    body: bytes | None = None
+    secret_headers: frozenset[str] = frozenset()
+
+
+@dataclass
+class Fetched:
+    status: int
+    reason: str
+    headers: list[tuple[str, str]]
+    body: bytes
+    cut: bool
+    host: str
+    redirects: list[str] = field(default_factory=list)
+
+
+async def fetch(policy: HttpPolicy, request: Outgoing, resolver: Resolver, timeout_s: float) -> Fetched:
+    """Send `request` under `policy`; FetchRefused or FetchFailed say why it was not answered."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            async with httpx.AsyncClient(
+                follow_redirects=False, trust_env=False, timeout=httpx.Timeout(timeout_s), verify=_tls()
+            ) as client:
+                return await _follow(client, policy, request, resolver)
+    except TimeoutError:
+        raise FetchFailed(f"no complete answer within {timeout_s:g} s") from None
+    except httpx.HTTPError as failed:
+        raise FetchFailed(f"{type(failed).__name__}: {failed}") from None
+    except (PolicyRefused, AddressRefused) as refused:
+        raise FetchRefused(str(refused)) from None
+    except ResolveFailed as failed:
+        raise FetchFailed(str(failed)) from None
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """Certificates checked against certifi's authorities; loaded once (some 40 ms each time)."""
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+async def _follow(
+    client: httpx.AsyncClient, policy: HttpPolicy, request: Outgoing, resolver: Resolver
+) -> Fetched:
+    redirects: list[str] = []
+    while True:
+        target = parse_target(request.url)
+        rule = allowed_rule(policy, request.method, target)
+        address = await pinned_address(
+            target.host, target.port, resolver, allow_private=private_allowed(rule, target)
+        )
+        response = await _send(client, request, target, address)
+        location = response.headers.get("location")
+        if response.status_code not in REDIRECT_STATUSES or not location:
+            try:
+                body, cut = await _read_capped(response, policy.response_cap)
+            finally:
+                await response.aclose()
+            return Fetched(
+                status=response.status_code,
+                reason=response.reason_phrase,
+                headers=list(response.headers.items()),
+                body=body,
+                cut=cut,
+                host=target.host,
+                redirects=redirects,
+            )
+        await response.aclose()
+        if len(redirects) >= policy.max_redirects:
+            raise PolicyRefused(
+                f"tools.http.max_redirects: more than {policy.max_redirects} redirects "
+                f"(last to {location[:200]})"
+            )
+        request = _redirected(request, target, response.status_code, urljoin(request.url, location))
+        redirects.append(request.url)
+
+
+async def _send(
+    client: httpx.AsyncClient, request: Outgoing, target: Target, address: IpAddress
+) -> httpx.Response:
+    # The connection goes to the address checked; Host and TLS (SNI, certificate) keep the name.
+    url = httpx.URL(request.url).copy_with(host=str(address))
+    default_port = DEFAULT_PORTS[target.scheme] == target.port
+    host_header = target.host if ":" not in target.host else f"[{target.host}]"
+    headers = {"user-agent": USER_AGENT, **request.headers}
+    headers["host"] = host_header if default_port else f"{host_header}:{target.port}"
+    extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
+    built = client.build_request(
+        request.method, url, headers=headers, content=request.body, extensions=extensions
+    )
+    return await client.send(built, stream=True)
+
+
+async def _read_capped(response: httpx.Response, cap: int) -> tuple[bytes, bool]:
+    """At most `cap` bytes of the (decoded) body, and whether there was more."""
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        parts.append(chunk)
+        size += len(chunk)
+        if size > cap:
+            return b"".join(parts)[:cap], True
+    return b"".join(parts), False
+
+
+def _redirected(request: Outgoing, was: Target, status: int, url: str) -> Outgoing:
+    method = request.method
+    body = request.body
+    if status == 303 or (status in {301, 302} and method == "POST"):
+        method, body = ("HEAD" if method == "HEAD" else "GET"), None
+    headers = dict(request.headers)
+    try:
+        same_origin = parse_target(url).origin == was.origin
+    except PolicyRefused:
+        same_origin = False  # refused on the next round, with its reason
+    if not same_origin:
+        dropped = CREDENTIAL_HEADERS | {name.lower() for name in request.secret_headers}
+        headers = {name: value for name, value in headers.items() if name.lower() not in dropped}
+    if body is None:
+        headers = {name: value for name, value in headers.items() if name.lower() != "content-type"}
+    return replace(request, method=method, url=url, headers=headers, body=body)

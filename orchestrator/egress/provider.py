@@ -1,0 +1,191 @@
+"""The `http_request` host tool of one agent: checks, sends and records each request."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from urllib.parse import urlsplit
+
+from pydantic import ValidationError
+
+from agent_runtime.protocol import (
+    OrchestratorTool,
+    OrchestratorToolCall,
+    OrchestratorToolResult,
+    OrchestratorTools,
+    approval_key,
+    needs_approval,
+)
+from orchestrator.approvals import ApprovalStore
+from orchestrator.config.egress import HTTP_TOOL, HttpPolicy
+from orchestrator.config.secrets import secret_handles
+from orchestrator.config.tools import ToolsConfig
+from orchestrator.egress.addresses import Resolver, system_resolver
+from orchestrator.egress.answer import render_answer
+from orchestrator.egress.budget import HTTP_REQUESTED, BudgetSpent, spending
+from orchestrator.egress.fetch import FetchFailed, FetchRefused, Outgoing, fetch
+from orchestrator.egress.request import INPUT_SCHEMA, HttpRequestArguments
+from orchestrator.events import EventBus
+from orchestrator.host_tools.base import HostToolRefused
+from orchestrator.secrets import SecretError, SecretStore
+from orchestrator.state.db import Database
+
+log = logging.getLogger(__name__)
+
+HTTP_REFUSED = "http.refused"
+DETAIL_CHARS = 300
+URL_SHOWN = 500
+DESCRIPTION = (
+    "Make an HTTP request from the orchestrator (not from your container) under your fleet.yaml "
+    "policy: only allowed URLs and methods, public addresses, a daily budget. Write credentials as "
+    "{{secret:NAME}}; the answer is the status, selected headers and the body as text."
+)
+
+
+class HttpRequestRefused(HostToolRefused):
+    """Outside the agent's `tools.http` policy; the message names the rule."""
+
+
+class HttpRequestTool:
+    """One agent's `http_request` tool, as its `tools.http` policy declares it."""
+
+    def __init__(
+        self,
+        agent: str,
+        tools: ToolsConfig,
+        *,
+        secrets: SecretStore,
+        approvals: ApprovalStore,
+        events: EventBus,
+        db: Database,
+        resolver: Resolver = system_resolver,
+    ) -> None:
+        if tools.http is None:
+            raise ValueError(f"agent {agent} has no tools.http policy")
+        self._agent = agent
+        self._tools = tools
+        self._policy: HttpPolicy = tools.http
+        self._secrets = secrets
+        self._approvals = approvals
+        self._events = events
+        self._db = db
+        self._resolver = resolver
+
+    def owns(self, name: str) -> bool:
+        return name == HTTP_TOOL
+
+    async def list(self) -> OrchestratorTools:
+        tool = OrchestratorTool(
+            name=HTTP_TOOL, server="http", kind="host", description=DESCRIPTION, input_schema=INPUT_SCHEMA
+        )
+        return OrchestratorTools(tools=[tool])
+
+    async def call(self, request: OrchestratorToolCall) -> OrchestratorToolResult:
+        try:
+            arguments = HttpRequestArguments.model_validate(request.arguments)
+        except ValidationError as bad:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in bad.errors()
+            )
+            return OrchestratorToolResult(ok=False, output=f"http_request: invalid arguments: {problems}")
+        shown_url = self._shown(arguments.url)
+        self._check_approved(request, arguments, shown_url)
+        outgoing = self._outgoing(arguments, shown_url)
+        timeout_s = min(arguments.timeout_s or self._policy.timeout_s, self._policy.timeout_s)
+        try:
+            async with spending(self._db, self._agent, self._policy.requests_per_day):
+                return await self._send(outgoing, arguments, shown_url, timeout_s)
+        except BudgetSpent as spent:
+            raise self._refused(arguments.method, shown_url, str(spent)) from None
+
+    async def _send(
+        self, outgoing: Outgoing, arguments: HttpRequestArguments, shown_url: str, timeout_s: float
+    ) -> OrchestratorToolResult:
+        started = time.monotonic()
+        host = (urlsplit(outgoing.url).hostname or "").lower()
+        try:
+            fetched = await fetch(self._policy, outgoing, self._resolver, timeout_s)
+        except FetchRefused as refused:
+            raise self._refused(arguments.method, shown_url, self._secrets.redact(str(refused))) from None
+        except FetchFailed as failed:
+            problem = self._secrets.redact(str(failed))
+            self._record(arguments.method, shown_url, host, None, 0, time.monotonic() - started, problem)
+            return OrchestratorToolResult(
+                ok=False, output=f"http_request {arguments.method} {shown_url}: {problem}"
+            )
+        duration = time.monotonic() - started
+        self._record(
+            arguments.method, shown_url, fetched.host, fetched.status, len(fetched.body), duration, ""
+        )
+        # Decoding and text extraction of up to max_response_bytes: off the event loop.
+        answer = await asyncio.to_thread(render_answer, fetched, arguments.readable, self._secrets.redact)
+        return OrchestratorToolResult(ok=True, output=answer)
+
+    def _outgoing(self, arguments: HttpRequestArguments, shown_url: str) -> Outgoing:
+        """The request with its secret handles filled in (only the secrets granted to this agent)."""
+        granted = self._policy.secrets
+        try:
+            url = self._secrets.substitute(arguments.url, granted)
+            headers = {
+                name: self._secrets.substitute(value, granted) for name, value in arguments.headers.items()
+            }
+            body = (
+                self._secrets.substitute(arguments.body, granted).encode()
+                if arguments.body is not None
+                else None
+            )
+        except SecretError as unusable:
+            raise self._refused(arguments.method, shown_url, f"tools.http.secrets: {unusable}") from None
+        with_secrets = frozenset(name for name, value in arguments.headers.items() if secret_handles(value))
+        return Outgoing(arguments.method, url, headers, body, with_secrets)
+
+    def _check_approved(
+        self, request: OrchestratorToolCall, arguments: HttpRequestArguments, shown_url: str
+    ) -> None:
+        asked_as = needs_approval(self._tools.approval_required(), request.name, request.arguments)
+        if asked_as is None:
+            return
+        key = approval_key(request.item_id, request.name, request.arguments)
+        item = self._approvals.find(self._agent, key)
+        if item is None or item.state != "approved" or item.tool != asked_as:
+            state = item.state if item is not None else "not asked for"
+            reason = f"tools.http.approval: {arguments.method} requests need an operator's approval (approval: {state})"
+            raise self._refused(arguments.method, shown_url, reason)
+
+    def _shown(self, url: str) -> str:
+        """The URL as records show it: handles, never values, and bounded."""
+        return self._secrets.redact(url)[:URL_SHOWN]
+
+    def _refused(self, method: str, url: str, reason: str) -> HttpRequestRefused:
+        log.warning("agent %s: http_request %s %s refused: %s", self._agent, method, url, reason)
+        host = (urlsplit(url).hostname or "").lower()
+        self._events.publish(
+            HTTP_REFUSED, self._agent, method=method, url=url, host=host, rule=reason[:DETAIL_CHARS]
+        )
+        return HttpRequestRefused(reason)
+
+    def _record(
+        self, method: str, url: str, host: str, status: int | None, size: int, duration_s: float, problem: str
+    ) -> None:
+        log.info(
+            "agent %s: http_request %s %s -> %s (%d bytes, %.3f s)",
+            self._agent,
+            method,
+            url,
+            status or problem,
+            size,
+            duration_s,
+        )
+        self._events.publish(
+            HTTP_REQUESTED,
+            self._agent,
+            method=method,
+            url=url,
+            host=host,
+            status=status,
+            bytes=size,
+            duration_s=round(duration_s, 3),
+            ok=status is not None,
+            detail=problem[:DETAIL_CHARS],
+        )
