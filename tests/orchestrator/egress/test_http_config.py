@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from orchestrator.agent_session import tool_settings
+from orchestrator.agents.session import tool_settings
 from orchestrator.cli.main import cli
 from orchestrator.config.fleet import ConfigError
 from orchestrator.config.loader import load_fleet

@@ -20,6 +20,7 @@ from agent_runtime.protocol import (
     TranscriptPage,
     approval_key,
 )
+from orchestrator.agents.transcripts import build_transcript
 from orchestrator.approvals import ApprovalStore
 from orchestrator.cli.history import mark_line
 from orchestrator.config.secrets import SecretSource
@@ -31,7 +32,6 @@ from orchestrator.events import EventBus
 from orchestrator.logging_setup import configure_logging
 from orchestrator.secrets import SecretStore
 from orchestrator.state.db import Database
-from orchestrator.transcripts import build_transcript
 from tests.orchestrator.egress.fake_site import FakeSite, start_site
 
 TOKEN = "tok-9f8e7d6c5b4a-value"
