@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from agent_runtime.memory.forgetting import scrub
 from agent_runtime.process.settings import Settings, SettingsError, read_token
 from agent_runtime.process.state import RuntimeState
 from agent_runtime.protocol import (
@@ -37,6 +38,7 @@ from agent_runtime.transport.errors import OrchestratorError
 from agent_runtime.work.chat import ChatClient
 from agent_runtime.work.context import ContextManager
 from agent_runtime.work.dedupe import ProcessedLog
+from agent_runtime.work.erasure import Eraser, scrub_field
 from agent_runtime.work.facts import MemoryFileFacts
 from agent_runtime.work.loop import LoopFailed, LoopResult, OpenAICompleter, RunTag, ToolLoop
 from agent_runtime.work.memory_bridge import MemoryBridge
@@ -204,7 +206,8 @@ class Worker:
         self.cognition: CognitionRunner | None = None
         self.context = self._context_manager(counter, completer)
         self.context.load()
-        self.memory.on_forget(self.context.rewrite_summary)
+        self._forgotten_in_item: list[str] = []
+        self.memory.on_forget(self.forget_copies)
         self.loop = ToolLoop(
             self.llm, self.registry, self.context, self.static_blocks, config.limits, self.run_tag
         )
@@ -265,10 +268,6 @@ class Worker:
 
         files = CognitionFiles(data)
         self.cognition = CognitionRunner(data, settings, agent_model=self.config.model, model_call=model_call)
-        if self.memory.memory_store is not None:
-            from agent_runtime.cognition.forgetting import forget_in_files
-
-            self.memory.memory_store.forget_listeners.append(lambda texts: forget_in_files(files, texts))
         return CheckpointContext(files=files, settings=settings, on_overflow=self.maintain, **base)
 
     def _peer_tools(self) -> list[Tool]:
@@ -340,6 +339,10 @@ class Worker:
             self._current_item = None
             self.run_tag.run_id = None
         stream.flush()
+        forgotten, self._forgotten_in_item = self._forgotten_in_item, []
+        if forgotten:
+            # The reply may repeat what a tool call of this item forgot: it leaves the answer too.
+            result.text, result.detail = scrub(result.text, forgotten), scrub(result.detail, forgotten)
         work = self._work_result(item, result, run_id)
         self.processed.record(item.id, work)
         self._acknowledge(item, work)
@@ -349,7 +352,20 @@ class Worker:
         append_daily(self.workspace_root, TRIGGERS[item.kind], f"{result.outcome.value}: {outcome}")
         self.state.add_turns(1)
         self.state.set_context(self.context.status())
+        if forgotten:
+            self.forget_copies(forgotten)
         self.maintain()
+
+    def forget_copies(self, texts: list[str]) -> None:
+        """A fact was forgotten (by the model, or by the operator while this worker runs): its
+        text leaves the context held for the prompt and every file of this agent's storage.
+        During an item the texts are kept until it ends, so its reply, log lines and turns
+        written afterwards leave them too."""
+        self.context.rewrite_texts(lambda text: scrub_field(text, texts))
+        Eraser(self.settings.data_dir).erase(texts)
+        self.processed.reload()
+        if self._current_item is not None:
+            self._forgotten_in_item.extend(texts)
 
     def busy_in_background(self) -> bool:
         """True while a memory maintenance job is still running."""

@@ -200,7 +200,7 @@ def test_forget_through_the_api_bars_the_agent_from_relearning(
     operator: httpx.Client, seeded: MemoryStore, services: Services
 ) -> None:
     gone = operator.delete(f"{base()}/facts/1").json()
-    assert gone == {"forgotten": [1]}
+    assert gone == {"forgotten": [1], "restatements": []}
     assert operator.get(f"{base()}/search", params={"q": "locker code"}).json()["facts"] == []
     relearned = seeded.save("The user's locker code is 4512", source="extracted")
     assert relearned.outcome is SaveOutcome.BLOCKED
