@@ -18,7 +18,7 @@ from agent_runtime.memory.embeddings import (
     GatewayEmbedder,
 )
 from agent_runtime.memory.factlog import FactLog, is_fact_line
-from agent_runtime.memory.forgetting import forget_in_versions
+from agent_runtime.memory.forgetting import forget_in_versions, scrub_forgotten
 from agent_runtime.memory.jobs import JobRun, JobSchedule, Outcome
 from agent_runtime.memory.maintenance import MaintenanceRunner, list_runs
 from agent_runtime.memory.models import (
@@ -76,4 +76,5 @@ __all__ = [
     "forget_in_versions",
     "is_fact_line",
     "list_runs",
+    "scrub_forgotten",
 ]

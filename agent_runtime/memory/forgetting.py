@@ -26,6 +26,7 @@ import re
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from agent_runtime.memory.provenance import distinctive_words, states
 from agent_runtime.memory.sqlite import Connection
@@ -243,3 +244,27 @@ def forget_in_versions(workspace: Workspace, texts: Sequence[str]) -> int:
         return scrub_lines(text, texts) if mentions_probe(text, wanted) else text
 
     return sum(workspace.rewrite_versions(name, rewrite) for name in WORKSPACE_FILES)
+
+
+def scrub_json(value: Any, facts: Sequence[str]) -> Any:
+    """Every string of a JSON value scrubbed; a string holding JSON (tool-call arguments) is
+    scrubbed inside, so it stays JSON."""
+    if isinstance(value, str):
+        stripped = value.lstrip()
+        if stripped[:1] in ("{", "[") and states_any(value, facts):
+            try:
+                inner = json.loads(value)
+            except json.JSONDecodeError:
+                return scrub(value, facts)
+            return json.dumps(scrub_json(inner, facts), ensure_ascii=False)
+        return scrub(value, facts)
+    if isinstance(value, list):
+        return [scrub_json(item, facts) for item in value]
+    if isinstance(value, dict):
+        return {key: scrub_json(item, facts) for key, item in value.items()}
+    return value
+
+
+def scrub_forgotten(text: str, facts: Sequence[str]) -> str:
+    """A message's text or a tool call's arguments, scrubbed (`scrub_json` on one string)."""
+    return str(scrub_json(text, facts))

@@ -27,7 +27,6 @@ import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 from agent_runtime.cognition.files import CognitionFiles
 from agent_runtime.cognition.forgetting import forget_in_files
@@ -38,6 +37,7 @@ from agent_runtime.memory.forgetting import (
     mentions_probe,
     probes,
     scrub,
+    scrub_json,
     scrub_lines,
     states_any,
 )
@@ -58,30 +58,6 @@ TEXT_SUFFIXES = frozenset({".md", ".txt", ".json", ".jsonl"})
 MAX_FILE_BYTES = 64 * 1024 * 1024
 REWRITE_ATTEMPTS = 3
 FORGET_REASON = "a forgotten fact left it"
-
-
-def scrub_json(value: Any, facts: Sequence[str]) -> Any:
-    """Every string of a JSON value scrubbed; a string holding JSON (tool-call arguments) is
-    scrubbed inside, so it stays JSON."""
-    if isinstance(value, str):
-        stripped = value.lstrip()
-        if stripped[:1] in ("{", "[") and states_any(value, facts):
-            try:
-                inner = json.loads(value)
-            except json.JSONDecodeError:
-                return scrub(value, facts)
-            return json.dumps(scrub_json(inner, facts), ensure_ascii=False)
-        return scrub(value, facts)
-    if isinstance(value, list):
-        return [scrub_json(item, facts) for item in value]
-    if isinstance(value, dict):
-        return {key: scrub_json(item, facts) for key, item in value.items()}
-    return value
-
-
-def scrub_field(text: str, facts: Sequence[str]) -> str:
-    """A message's text or a tool call's arguments, scrubbed (`scrub_json` on one string)."""
-    return str(scrub_json(text, facts))
 
 
 class Eraser:

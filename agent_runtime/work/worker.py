@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from agent_runtime.memory.forgetting import scrub
 from agent_runtime.process.settings import Settings, SettingsError, read_token
 from agent_runtime.process.state import RuntimeState
 from agent_runtime.protocol import (
@@ -38,7 +37,6 @@ from agent_runtime.transport.errors import OrchestratorError
 from agent_runtime.work.chat import ChatClient
 from agent_runtime.work.context import ContextManager
 from agent_runtime.work.dedupe import ProcessedLog
-from agent_runtime.work.erasure import Eraser, scrub_field
 from agent_runtime.work.facts import MemoryFileFacts
 from agent_runtime.work.loop import LoopFailed, LoopResult, OpenAICompleter, RunTag, ToolLoop
 from agent_runtime.work.memory_bridge import MemoryBridge
@@ -341,6 +339,8 @@ class Worker:
         stream.flush()
         forgotten, self._forgotten_in_item = self._forgotten_in_item, []
         if forgotten:
+            from agent_runtime.memory.forgetting import scrub
+
             # The reply may repeat what a tool call of this item forgot: it leaves the answer too.
             result.text, result.detail = scrub(result.text, forgotten), scrub(result.detail, forgotten)
         work = self._work_result(item, result, run_id)
@@ -361,7 +361,10 @@ class Worker:
         text leaves the context held for the prompt and every file of this agent's storage.
         During an item the texts are kept until it ends, so its reply, log lines and turns
         written afterwards leave them too."""
-        self.context.rewrite_texts(lambda text: scrub_field(text, texts))
+        from agent_runtime.memory.forgetting import scrub_forgotten
+        from agent_runtime.work.erasure import Eraser
+
+        self.context.rewrite_texts(lambda text: scrub_forgotten(text, texts))
         Eraser(self.settings.data_dir).erase(texts)
         self.processed.reload()
         if self._current_item is not None:

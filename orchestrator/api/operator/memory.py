@@ -29,7 +29,7 @@ from agent_runtime.memory import (
 )
 from agent_runtime.protocol import AgentOp, FreshStoreAccepted, MemoryJobRun, MemoryJobs
 from orchestrator.agent_memory.access import ask_memory
-from orchestrator.agent_memory.forgetting import forget_in_workspace_versions
+from orchestrator.agent_memory.forgetting import forget_in_state, forget_in_workspace_versions
 from orchestrator.agent_memory.models import (
     ContradictionList,
     FactCreate,
@@ -107,7 +107,8 @@ async def forget_fact(
 ) -> ForgetResult:
     """Forget a fact and its older versions (with `with_restatements`, the facts restating it
     too): erased, out of search, and barred from coming back. The agent rewrites every copy in
-    its storage; the operator's copy of its workspace loses the text from its kept versions."""
+    its storage; the orchestrator's copy of its workspace loses the text from its kept versions,
+    and its rows in state.db (inbox, runs, events) lose the sentences that state it."""
     detail = await ask_memory(services.asker, agent, AgentOp.MEMORY_GET, FactDetail, id=fact_id)
     texts = [fact.text for fact in detail.history if fact.text]
     result = await ask_memory(
@@ -121,6 +122,7 @@ async def forget_fact(
     if result.forgotten and texts:
         workspace = services.workspaces.open(agent).workspace
         await asyncio.to_thread(forget_in_workspace_versions, workspace, texts)
+        await asyncio.to_thread(forget_in_state, services.db, agent, texts)
     return result
 
 
