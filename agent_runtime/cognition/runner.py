@@ -152,6 +152,8 @@ class CognitionRunner:
                 "ran_at": started.isoformat(),
             }
             self.files.save_checkpoint(job, new_checkpoint)
+            for applied in output.consumed:
+                applied.unlink(missing_ok=True)
             outcome, detail = RunOutcome.OK, output.detail
         except JOB_ERRORS as failed:
             log.warning("cognition job %s failed: %s", job, failed)

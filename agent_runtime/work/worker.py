@@ -198,6 +198,8 @@ class Worker:
             on_failure=self.learnings.record_error,
             gate=gate,
         )
+        if config.context.strategy == ContextStrategy.CHECKPOINT:
+            self.registry.add(self._proposal_tool())
         counter = CachingCounter(
             lambda texts: client.count_tokens(self.config.model, texts), (OrchestratorError,)
         )
@@ -267,6 +269,24 @@ class Worker:
         files = CognitionFiles(data)
         self.cognition = CognitionRunner(data, settings, agent_model=self.config.model, model_call=model_call)
         return CheckpointContext(files=files, settings=settings, on_overflow=self.maintain, **base)
+
+    def _proposal_tool(self) -> Tool:
+        """The model's way to change its working and semantic memory, which it cannot write."""
+        from agent_runtime.cognition.files import CognitionFiles
+        from agent_runtime.cognition.proposals import (
+            PROPOSAL_DESCRIPTION,
+            PROPOSAL_SPEC,
+            TOOL_NAME,
+            ProposalDesk,
+        )
+
+        store = self.memory.memory_store
+
+        def forgotten(text: str) -> bool:
+            return store is not None and bool(store.forgotten_matcher().states_forgotten(text))
+
+        desk = ProposalDesk(CognitionFiles(self.settings.data_dir), self.memory.people, forgotten)
+        return Tool(TOOL_NAME, PROPOSAL_DESCRIPTION, PROPOSAL_SPEC, desk.propose)
 
     def _peer_tools(self) -> list[Tool]:
         try:
