@@ -122,7 +122,9 @@ async def forget_fact(
     if result.forgotten and texts:
         workspace = services.workspaces.open(agent).workspace
         await asyncio.to_thread(forget_in_workspace_versions, workspace, texts)
-        await asyncio.to_thread(forget_in_state, services.db, agent, texts)
+        owners = (services.inbox, services.scheduler.runs, services.events)
+        if await asyncio.to_thread(forget_in_state, owners, agent, texts):
+            await asyncio.to_thread(services.db.truncate_wal)
     return result
 
 
