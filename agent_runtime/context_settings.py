@@ -90,11 +90,13 @@ class ContextSettings(WireModel):
         default=0.5, gt=0, le=0.8, description="checkpoint: at most this share of the window replayed"
     )
     adopt_after_turns: int = Field(
-        default=24,
+        default=6,
         ge=1,
         description=(
-            "checkpoint: replayed turns a consolidation must cover before the replay moves to its "
-            "checkpoint (and WORKING_MEMORY.md is re-read): fewer breaks of the cached prompt prefix"
+            "checkpoint: replayed turns (exchanges: a message, its answer and tool calls) a "
+            "consolidation must cover before the replay moves to its checkpoint (and "
+            "WORKING_MEMORY.md is re-read) at the start of an item: fewer breaks of the cached "
+            "prompt prefix"
         ),
     )
     working_memory_bytes: int = Field(

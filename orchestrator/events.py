@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agent_runtime.protocol import utcnow
-from orchestrator.state.db import Database, max_id, safe_query
+from orchestrator.state.db import Database, TextRewrite, max_id, rewrite_agent_texts, safe_query
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -82,6 +82,10 @@ class EventBus:
 
     def bind_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
+
+    def rewrite_texts(self, agent: str, probe: str, rewrite: TextRewrite) -> int:
+        """Rewrite what the agent's rows say (a forgotten fact leaves them); rows changed."""
+        return rewrite_agent_texts(self._db, "events", ("data",), agent, probe, rewrite)
 
     def publish(self, type: EventType | str, agent: str | None = None, **data: Any) -> Event:
         encoded, data = capped_event_data(data)

@@ -19,11 +19,14 @@ from dataclasses import replace
 from typing import Any
 
 from agent_runtime.cognition.files import SEMANTIC_FILES, CognitionFiles
+from agent_runtime.memory.turns import Position, iter_turns, opens_exchange
 from agent_runtime.protocol import ContextSettings
 from agent_runtime.work.context import ContextManager, PreparedRequest
 from agent_runtime.work.prompt import StaticBlocks
 from agent_runtime.workspace.history import Turn
 
+# After a restart, at most this many times `replay_turns` transcript turns are read back.
+REPLAY_READ_FACTOR = 2
 SEMANTIC_HINT = "Semantic memory, read on demand with read_file: " + ", ".join(
     f"cognition/{name}" for name in SEMANTIC_FILES
 )
@@ -66,8 +69,9 @@ class CheckpointContext(ContextManager):
         last = self.files.checkpoint("consolidation").get("last_turn_id")
         ids = [turn.id for turn in self.history]
         covered = ids.index(str(last)) + 1 if last and str(last) in ids else 0
+        exchanges = sum(opens_exchange(turn.role, turn.content) for turn in self.history[:covered])
         first = not self._adopted
-        if not (first or (covered and (force or covered >= self.settings.adopt_after_turns))):
+        if not (first or (covered and (force or exchanges >= self.settings.adopt_after_turns))):
             return False
         self._adopted = True
         self.checkpoint_turn = str(last) if last else None
@@ -84,6 +88,18 @@ class CheckpointContext(ContextManager):
         self.working_memory = clipped.strip()
         self.save()
         return covered > 0
+
+    def load(self) -> None:
+        """The saved state, then the replay rebuilt from the transcript after the consolidation
+        checkpoint: what the prompt replays after a restart does not depend on the saved state
+        (which may be older than the checkpoint, or gone)."""
+        super().load()
+        position = Position.from_json(self.files.checkpoint("consolidation").get("position"))
+        after = [turn.id for turn, _ in iter_turns(self.files.history_dir, position)]
+        after = after[-REPLAY_READ_FACTOR * self.settings.replay_turns :]
+        replay = self.history_log.load(after) if after else []
+        self.history = replay[_first_kept(replay, 0) :]
+        self.flushed &= {turn.id for turn in self.history}
 
     def with_working_memory(self, static: StaticBlocks) -> StaticBlocks:
         block = self.working_memory or "(empty)"

@@ -16,8 +16,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from agent_runtime.cognition.files import SEMANTIC_FILES, CognitionFiles, Review, ReviewFlag
+from agent_runtime.cognition.files import SEMANTIC_FILES, WORKING_MEMORY, CognitionFiles, Review, ReviewFlag
+from agent_runtime.cognition.proposals import Proposal, Proposals, apply_to_lines
 from agent_runtime.memory.extraction import ExtractedFact, parse_model_facts, pattern_facts
+from agent_runtime.memory.text import content_words
 from agent_runtime.memory.turns import Position, Turn, iter_turns
 
 Complete = Callable[[str], str]
@@ -34,6 +36,11 @@ _PRIORITY = re.compile(
     re.I,
 )
 _SUBJECT = re.compile(r"^- \[(?P<subject>[^\]]+)\] ")
+# The runtime's own lines in an incoming message: its header and the snapshot line.
+_RUNTIME_LINE = re.compile(r"^\[runtime: .*\]$")
+_HEARTBEAT_HEADER = re.compile(r"^\[[^\]]*· heartbeat\]")
+# A newer line sharing this share of an older line's words is about the same subject.
+SAME_SUBJECT_SHARE = 0.5
 _DATED = re.compile(r"\((?P<day>\d{4}-\d{2}-\d{2})\)\s*$")
 
 
@@ -53,6 +60,8 @@ class JobOutput:
     writes: dict[Path, str]
     detail: str
     checkpoint: dict[str, Any] = field(default_factory=dict)
+    consumed: list[Path] = field(default_factory=list)
+    """Proposals applied: removed once the writes and the checkpoint are saved."""
 
 
 def read_after(files: CognitionFiles, checkpoint: dict[str, Any]) -> tuple[list[Turn], Position]:
@@ -68,10 +77,12 @@ def read_after(files: CognitionFiles, checkpoint: dict[str, Any]) -> tuple[list[
 
 
 def _plain(text: str) -> str:
-    """A turn's text on one line, without the header the runtime puts on incoming messages."""
+    """A turn's text on one line, without the header and the snapshot line the runtime puts on
+    incoming messages (budgets and peers' states are the runtime's, not the person's)."""
     lines = [line for line in text.strip().splitlines() if line.strip()]
     if lines and _HEADER.match(lines[0]) and lines[0].rstrip().endswith("]"):
         lines = lines[1:]
+    lines = [line for line in lines if not _RUNTIME_LINE.match(line.strip())]
     joined = " ".join(line.strip() for line in lines)
     return joined if len(joined) <= LINE_CHARS else joined[: LINE_CHARS - 1] + "…"
 
@@ -113,9 +124,38 @@ def render_sections(sections: dict[str, list[str]], cap_bytes: int) -> str:
         trimmed[longest].pop()
 
 
+def _words(line: str) -> set[str]:
+    body = _DATED.sub("", line.removeprefix("- "))
+    return set(content_words(body))
+
+
+def same_subject(newer: str, older: str) -> bool:
+    """True when a newer line is about what an older one was (most of the older line's words are
+    in it) and says something else: a changed plan replaces the old one at once."""
+    old_words, new_words = _words(older), _words(newer)
+    if not old_words or old_words == new_words:
+        return False
+    return len(old_words & new_words) >= SAME_SUBJECT_SHARE * len(old_words)
+
+
 def _merge(new: list[str], old: list[str], drop: set[str]) -> list[str]:
-    kept = [line for line in dict.fromkeys(new + old) if line not in drop and line != "- (none)"]
+    """Newest first; a line replaced by a newer one on the same subject, or flagged, leaves."""
+    kept: list[str] = []
+    for line in dict.fromkeys(new + old):
+        if line in drop or line == "- (none)":
+            continue
+        if any(same_subject(newer, line) for newer in kept):
+            continue
+        kept.append(line)
     return kept[:SECTION_ITEMS]
+
+
+def _is_heartbeat(turn: Turn) -> bool:
+    return bool(_HEARTBEAT_HEADER.match(turn.content.lstrip()))
+
+
+def _superseded_by(lines: list[str], newer: list[str]) -> list[str]:
+    return [line for line in lines if not any(same_subject(new, line) for new in newer)]
 
 
 def consolidate(job: JobInput) -> JobOutput:
@@ -127,6 +167,8 @@ def consolidate(job: JobInput) -> JobOutput:
     threads: list[str] = []
     progress: list[str] = []
     for turn in reversed(job.turns):
+        if turn.role == "user" and _is_heartbeat(turn):
+            continue  # a heartbeat's checklist is the runtime's prompt, not a person's request
         text = _plain(turn.content)
         if not text or text == "HEARTBEAT_OK":
             continue
@@ -135,18 +177,42 @@ def consolidate(job: JobInput) -> JobOutput:
             (priorities if _PRIORITY.search(text) else threads).append(line)
         elif turn.role == "assistant":
             progress.append(line)
+    said = priorities + threads
+    # A person's newer message on a priority's subject replaces it, whichever section it lands in.
+    old_priorities = _superseded_by(previous["Priorities"], said)
+    replacing = [line for line in threads if any(same_subject(line, old) for old in previous["Priorities"])]
     sections = {
-        "Priorities": _merge(priorities, previous["Priorities"], drop),
-        "Open threads": _merge(threads, previous["Open threads"], drop),
+        "Priorities": _merge(replacing + priorities, old_priorities, drop),
+        "Open threads": _merge(
+            [line for line in threads if line not in replacing], previous["Open threads"], drop
+        ),
         "Recent progress": _merge(progress, previous["Recent progress"], drop),
     }
-    text = render_sections(sections, job.cap_bytes)
+    waiting = Proposals(job.files).waiting((WORKING_MEMORY,))
+    text = render_sections(_with_proposals(sections, waiting), job.cap_bytes)
     detail = "deterministic pass"
     if job.complete is not None and job.turns:
         answer = _model_working_memory(job, text)
         if answer:
-            text, detail = answer, "model"
-    return JobOutput({path: text}, f"{detail}: {len(job.turns)} turns consolidated")
+            sections = _with_proposals(parse_sections(answer), waiting)
+            text, detail = render_sections(sections, job.cap_bytes), "model"
+    if waiting:
+        detail += f", {len(waiting)} proposal(s) applied"
+    return JobOutput(
+        {path: text}, f"{detail}: {len(job.turns)} turns consolidated", consumed=[p for p, _ in waiting]
+    )
+
+
+def _with_proposals(
+    sections: dict[str, list[str]], waiting: list[tuple[Path, Proposal]]
+) -> dict[str, list[str]]:
+    out = {name: list(items) for name, items in sections.items()}
+    for _path, proposal in waiting:
+        if proposal.action == "remove":
+            out = {name: apply_to_lines(items, proposal) for name, items in out.items()}
+        else:
+            out[proposal.section] = apply_to_lines(out[proposal.section], proposal)[:SECTION_ITEMS]
+    return out
 
 
 def _model_working_memory(job: JobInput, draft: str) -> str:
@@ -197,6 +263,7 @@ def extract(job: JobInput) -> JobOutput:
     day = {turn.id: turn.at[:10] for turn in job.turns}
     outputs: dict[Path, str] = {}
     added = 0
+    waiting = Proposals(job.files).waiting(SEMANTIC_FILES)
     for name in SEMANTIC_FILES:
         path = job.files.semantic_dir / name
         drop = _flagged(job.review, job.files.relative(path))
@@ -218,9 +285,15 @@ def extract(job: JobInput) -> JobOutput:
             if not any(old.rsplit(" (", 1)[0] == body for old in lines):
                 lines.append(line)
                 added += 1
+        for _path, proposal in waiting:
+            if proposal.file == name:
+                lines = apply_to_lines(lines, proposal)
         title = name.removesuffix(".md").capitalize()
         outputs[path] = f"# {title}\n" + "".join(f"{line}\n" for line in lines)
-    return JobOutput(outputs, f"{added} facts written from {len(job.turns)} turns")
+    detail = f"{added} facts written from {len(job.turns)} turns"
+    if waiting:
+        detail += f", {len(waiting)} proposal(s) applied"
+    return JobOutput(outputs, detail, consumed=[path for path, _ in waiting])
 
 
 def _facts(job: JobInput) -> list[ExtractedFact]:

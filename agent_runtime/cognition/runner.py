@@ -17,7 +17,7 @@ from pathlib import Path
 
 from agent_runtime.cognition.files import JOB_NAMES, CognitionFiles, CognitionRun, RunOutcome
 from agent_runtime.cognition.jobs import JOBS, Complete, JobInput, read_after
-from agent_runtime.memory.turns import Position, iter_turns
+from agent_runtime.memory.turns import Position, count_exchanges
 from agent_runtime.protocol import CognitionJobSettings, ContextSettings
 
 log = logging.getLogger(__name__)
@@ -59,13 +59,9 @@ class CognitionRunner:
     # Triggers
 
     def pending_turns(self, job: str, limit: int) -> int:
+        """Exchanges past the job's checkpoint (a message, its answer and tool calls are one)."""
         mark = Position.from_json(self.files.checkpoint(job).get("position"))
-        count = 0
-        for _ in iter_turns(self.files.history_dir, mark):
-            count += 1
-            if count >= limit:
-                break
-        return count
+        return count_exchanges(self.files.history_dir, mark, limit)
 
     def _scheduled(self, job: str, now: datetime) -> bool:
         """A time of day of the job has passed since its last run (never run: since start-up)."""
@@ -152,6 +148,8 @@ class CognitionRunner:
                 "ran_at": started.isoformat(),
             }
             self.files.save_checkpoint(job, new_checkpoint)
+            for applied in output.consumed:
+                applied.unlink(missing_ok=True)
             outcome, detail = RunOutcome.OK, output.detail
         except JOB_ERRORS as failed:
             log.warning("cognition job %s failed: %s", job, failed)

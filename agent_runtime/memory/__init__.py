@@ -18,6 +18,7 @@ from agent_runtime.memory.embeddings import (
     GatewayEmbedder,
 )
 from agent_runtime.memory.factlog import FactLog, is_fact_line
+from agent_runtime.memory.forgetting import forget_in_versions, scrub_forgotten
 from agent_runtime.memory.jobs import JobRun, JobSchedule, Outcome
 from agent_runtime.memory.maintenance import MaintenanceRunner, list_runs
 from agent_runtime.memory.models import (
@@ -29,6 +30,7 @@ from agent_runtime.memory.models import (
     FactHit,
     FactSource,
     FactStatus,
+    ForgetResult,
     MemoryConfig,
     MemoryMode,
     MemoryStatus,
@@ -55,6 +57,7 @@ __all__ = [
     "FactSource",
     "FactStatus",
     "FileHit",
+    "ForgetResult",
     "GatewayEmbedder",
     "JobRun",
     "JobSchedule",
@@ -70,6 +73,8 @@ __all__ = [
     "SaveResult",
     "ToolInputError",
     "WorkspaceIndex",
+    "forget_in_versions",
     "is_fact_line",
     "list_runs",
+    "scrub_forgotten",
 ]

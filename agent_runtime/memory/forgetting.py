@@ -26,10 +26,12 @@ import re
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from agent_runtime.memory.provenance import distinctive_words, states
 from agent_runtime.memory.sqlite import Connection
 from agent_runtime.memory.text import content_words, fts_query, words
+from agent_runtime.workspace.versioned import WORKSPACE_FILES, Workspace
 
 SALT_KEY = "barrier_salt"
 FORGOTTEN = "(forgotten)"
@@ -194,3 +196,75 @@ def _scrub_records(conn: Connection, facts: Sequence[str], fact_ids: Sequence[in
                 )
                 changes.append(f"contradiction {row_id}")
     return changes
+
+
+def scrub(text: str, facts: Sequence[str]) -> str:
+    """The text with each sentence that states one of the facts replaced by "(forgotten)"."""
+    return redact_statements(text, facts)[0] if text else text
+
+
+def scrub_lines(text: str, facts: Sequence[str]) -> str:
+    """A markdown text without the bullet lines that state a fact, other sentences scrubbed."""
+    kept = []
+    for line in text.splitlines(keepends=True):
+        if line.lstrip().startswith(("- ", "* ")) and states_any(line, facts):
+            continue
+        body = line.rstrip("\n")
+        cleaned = scrub(body, facts)
+        kept.append(cleaned + line[len(body) :])
+    return "".join(kept)
+
+
+def probes(facts: Sequence[str]) -> list[str]:
+    """For each fact, its rarest-looking word (the longest distinctive one), lowercased: a file
+    that holds none of them states none of the facts."""
+    found = []
+    for fact in facts:
+        wanted = sorted(
+            distinctive_words(fact), key=lambda word: (-any(c.isdigit() for c in word), -len(word))
+        )
+        if wanted:
+            found.append(wanted[0].lower())
+    return found
+
+
+def mentions_probe(text: str, wanted: Sequence[str]) -> bool:
+    lowered = text.lower()
+    return any(probe in lowered or json.dumps(probe)[1:-1] in lowered for probe in wanted)
+
+
+def forget_in_versions(workspace: Workspace, texts: Sequence[str]) -> int:
+    """Rewrite the kept versions of each workspace file that state one of the texts (without
+    those lines), in the agent's storage or the operator's copy; how many versions changed."""
+    wanted = probes(texts)
+    if not wanted:
+        return 0
+
+    def rewrite(text: str) -> str:
+        return scrub_lines(text, texts) if mentions_probe(text, wanted) else text
+
+    return sum(workspace.rewrite_versions(name, rewrite) for name in WORKSPACE_FILES)
+
+
+def scrub_json(value: Any, facts: Sequence[str]) -> Any:
+    """Every string of a JSON value scrubbed; a string holding JSON (tool-call arguments) is
+    scrubbed inside, so it stays JSON."""
+    if isinstance(value, str):
+        stripped = value.lstrip()
+        if stripped[:1] in ("{", "[") and states_any(value, facts):
+            try:
+                inner = json.loads(value)
+            except json.JSONDecodeError:
+                return scrub(value, facts)
+            return json.dumps(scrub_json(inner, facts), ensure_ascii=False)
+        return scrub(value, facts)
+    if isinstance(value, list):
+        return [scrub_json(item, facts) for item in value]
+    if isinstance(value, dict):
+        return {key: scrub_json(item, facts) for key, item in value.items()}
+    return value
+
+
+def scrub_forgotten(text: str, facts: Sequence[str]) -> str:
+    """A message's text or a tool call's arguments, scrubbed (`scrub_json` on one string)."""
+    return str(scrub_json(text, facts))

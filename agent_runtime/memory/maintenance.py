@@ -46,7 +46,7 @@ from agent_runtime.memory.jobs import (
 from agent_runtime.memory.records import iso, parse_time
 from agent_runtime.memory.review import ReviewJob
 from agent_runtime.memory.store import MemoryStore
-from agent_runtime.memory.turns import Position, iter_turns
+from agent_runtime.memory.turns import Position, count_exchanges, iter_turns
 
 log = logging.getLogger(__name__)
 
@@ -166,14 +166,10 @@ class MaintenanceRunner:
         return parse_time(rows[0][0]) if rows else None
 
     def new_turns(self, job: str, limit: int | None = None) -> int:
-        """Turns appended to history/ since the job's last success (counting stops at `limit`)."""
+        """Exchanges (a person's or peer's message with its answer and tool calls) appended to
+        history/ since the job's last success (counting stops at `limit`)."""
         mark = Position.from_json(load_checkpoint(self.store, job).get("turns"))
-        count = 0
-        for _ in iter_turns(self.data_dir / "history", mark):
-            count += 1
-            if limit is not None and count >= limit:
-                break
-        return count
+        return count_exchanges(self.data_dir / "history", mark, limit)
 
     def due(self) -> list[tuple[str, str]]:
         """(job, trigger) for every job that should start now."""

@@ -87,6 +87,17 @@ class SaveResult(BaseModel):
     )
 
 
+class ForgetResult(BaseModel):
+    """What a forget did: the facts erased, and the restatements left (not asked to go too)."""
+
+    forgotten: list[int] = Field(description="The fact, its older versions and any restatement forgotten")
+    restatements: list[int] = Field(
+        default_factory=list,
+        description="Other active facts that restate it and are still kept (forget them with it "
+        "by asking with_restatements)",
+    )
+
+
 class FactHit(BaseModel):
     fact: Fact
     score: float
@@ -176,6 +187,9 @@ class MemoryConfig(BaseModel):
     )
     subject_similarity: float = Field(default=0.85, description="Same subject above this, in one category")
     barrier_similarity: float = Field(default=0.95, description="A forgotten fact matches above this")
+    restatement_similarity: float = Field(
+        default=0.85, description="A fact this close to a forgotten one is listed as its restatement"
+    )
     category_similarity: float = Field(default=0.35, description="A category is relevant above this")
     auto_category_similarity: float = Field(
         default=0.5, description="A fact saved without a category joins the nearest centroid above this"

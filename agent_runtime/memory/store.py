@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -36,6 +36,7 @@ from agent_runtime.memory.models import (
     FactHit,
     FactSource,
     FactStatus,
+    ForgetResult,
     MemoryConfig,
     MemoryStatus,
     SaveOutcome,
@@ -50,6 +51,8 @@ from agent_runtime.memory.writes import insert_fact, reinforce_fact, retire_fact
 from agent_runtime.safety.redaction import redact
 
 BACKFILL_BATCH = 32
+# How many neighbours of a forgotten fact are checked for restatements.
+RESTATEMENT_POOL = 20
 TRUNCATE_ATTEMPTS = 5
 log = logging.getLogger(__name__)
 
@@ -457,6 +460,61 @@ class MemoryStore:
             for listener in self.forget_listeners:
                 listener(texts)
         return forgotten
+
+    def forget_all(
+        self,
+        fact_id: int,
+        reason: str = "forgotten on request",
+        *,
+        with_restatements: bool = False,
+        allowed: Callable[[int], bool] = lambda _fact_id: True,
+    ) -> ForgetResult:
+        """Forget a fact, and with `with_restatements` the other facts that restate it (those
+        `allowed` lets go); the restatements kept are listed, by id only: no answer repeats
+        the text forgotten."""
+        restated = [fact.id for fact in self.restatements(fact_id)]
+        forgotten = self.forget(fact_id, reason)
+        kept: list[int] = []
+        for other in restated:
+            if not with_restatements or not allowed(other):
+                kept.append(other)
+                continue
+            with suppress(FactNotFound):
+                forgotten += self.forget(other, reason)
+        return ForgetResult(forgotten=forgotten, restatements=kept)
+
+    def restatements(self, fact_id: int) -> list[Fact]:
+        """Other active facts that restate this one: the same subject key, an embedding at least
+        `restatement_similarity` close, or a text that states it or that it states
+        (`forgetting.states_any`). A
+        forget lists them, and forgets them too when asked."""
+        with self._lock:
+            row = self._row(fact_id)
+            if row is None:
+                raise FactNotFound(fact_id)
+            versions = {int(fact.id) for fact in self.history(fact_id)}
+            text, subject = str(row["text"]), row["subject"]
+            found: set[int] = set()
+            if subject:
+                found |= {
+                    int(r[0])
+                    for r in self._conn.execute(
+                        "SELECT id FROM facts WHERE status = 'active' AND subject = ?", (subject,)
+                    ).fetchall()
+                }
+            vector = self.index.embedding(fact_id)
+            if vector is not None:
+                floor = self.config.restatement_similarity
+                found |= {i for i, sim in self.index.nearest(vector, RESTATEMENT_POOL) if sim >= floor}
+            if text:
+                for hit_id in self.index.keyword(text, RESTATEMENT_POOL):
+                    other = self._row(hit_id)
+                    said = str(other["text"]) if other is not None else ""
+                    if forgetting.states_any(said, [text]) or forgetting.states_any(text, [said]):
+                        found.add(hit_id)
+            ids = sorted(found - versions)
+            rows = [self._row(i) for i in ids]
+        return [fact_from_row(r) for r in rows if r is not None and r["status"] == FactStatus.ACTIVE.value]
 
     def truncate_wal(self) -> bool:
         """Copy the WAL into the database file and empty it; False when a reader held it back."""

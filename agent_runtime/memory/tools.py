@@ -62,6 +62,7 @@ class SearchArgs(_Args):
 class ForgetArgs(_Args):
     id: int | None = None
     query: str | None = None
+    with_restatements: bool = False
 
 
 SAVE_SPEC: dict[str, Any] = {
@@ -131,6 +132,11 @@ FORGET_SPEC: dict[str, Any] = {
             "properties": {
                 "id": {"type": "integer", "description": "The fact's id (the number in 'fact:N')"},
                 "query": {"type": "string", "description": "The fact's wording, when the id is unknown"},
+                "with_restatements": {
+                    "type": "boolean",
+                    "description": "Also forget the other facts that restate it (listed in the answer "
+                    "as restatements). Default false.",
+                },
             },
             "additionalProperties": False,
         },
@@ -191,7 +197,9 @@ class MemoryTools:
             return self.memory_search(search.query, search.k)
         if name == "memory_forget":
             forget = _parse(ForgetArgs, arguments)
-            return self.memory_forget(forget.id, forget.query, asked_by_model=True)
+            return self.memory_forget(
+                forget.id, forget.query, asked_by_model=True, with_restatements=forget.with_restatements
+            )
         raise ToolInputError(f"unknown memory tool {name!r}: use memory_save, memory_search or memory_forget")
 
     # The tools
@@ -251,41 +259,50 @@ class MemoryTools:
         return {"mode": self.store.embeddings.mode.value, "results": [item[2] for item in ranked[:k]]}
 
     def memory_forget(
-        self, fact_id: int | None = None, query: str | None = None, *, asked_by_model: bool = False
+        self,
+        fact_id: int | None = None,
+        query: str | None = None,
+        *,
+        asked_by_model: bool = False,
+        with_restatements: bool = False,
     ) -> dict[str, Any]:
-        """Forget a fact by id, or the one fact that clearly matches `query`. When the model asks,
-        a fact a person stated is forgotten only if a person asked for it."""
+        """Forget a fact by id, or the one fact that clearly matches `query`, and with
+        `with_restatements` the facts restating it. When the model asks, a fact a person stated
+        is forgotten only if a person asked for it. The answer never repeats the text."""
         if fact_id is None and not (query and query.strip()):
             raise ToolInputError("give the fact's id, or a query describing it")
-        if fact_id is not None:
-            refusal = self._person_fact_refusal(fact_id) if asked_by_model else None
-            if refusal is not None:
-                return refusal
-            forgotten = self.store.forget(fact_id)
-            return {
-                "status": "forgotten",
-                "ids": forgotten,
-                "message": f"forgot {len(forgotten)} fact version(s)",
-            }
-        assert query is not None
-        hits = self.store.search(query, 3, record_access=False)
-        best = hits[0] if hits else None
-        if best is not None and self._clear_match(query, best, hits):
-            refusal = self._person_fact_refusal(best.fact.id) if asked_by_model else None
-            if refusal is not None:
-                return refusal
-            forgotten = self.store.forget(best.fact.id)
-            return {
-                "status": "forgotten",
-                "ids": forgotten,
-                "text": best.fact.text,
-                "message": f"forgot fact:{best.fact.id}",
-            }
+        if fact_id is None:
+            assert query is not None
+            hits = self.store.search(query, 3, record_access=False)
+            best = hits[0] if hits else None
+            if best is None or not self._clear_match(query, best, hits):
+                return {
+                    "status": "ambiguous",
+                    "ids": [],
+                    "candidates": [{"id": hit.fact.id, "text": hit.fact.text} for hit in hits],
+                    "message": "no single fact clearly matches; call memory_forget with one of the "
+                    "candidates' ids",
+                }
+            fact_id = best.fact.id
+        refusal = self._person_fact_refusal(fact_id) if asked_by_model else None
+        if refusal is not None:
+            return refusal
+
+        def allowed(other: int) -> bool:
+            return not asked_by_model or self._person_fact_refusal(other) is None
+
+        result = self.store.forget_all(fact_id, with_restatements=with_restatements, allowed=allowed)
+        message = f"forgot fact:{fact_id} ({len(result.forgotten)} fact version(s) in all)"
+        if result.restatements:
+            listed = ", ".join(f"fact:{other}" for other in result.restatements)
+            message += (
+                f"; still kept, restating it: {listed} (call again with with_restatements to forget them)"
+            )
         return {
-            "status": "ambiguous",
-            "ids": [],
-            "candidates": [{"id": hit.fact.id, "text": hit.fact.text} for hit in hits],
-            "message": "no single fact clearly matches; call memory_forget with one of the candidates' ids",
+            "status": "forgotten",
+            "ids": result.forgotten,
+            "restatements": result.restatements,
+            "message": message,
         }
 
     # Helpers

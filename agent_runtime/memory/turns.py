@@ -14,12 +14,16 @@ the reader stops before it; a complete line that is not a valid turn is skipped.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+
+# The runtime's header on a heartbeat's prompt (`work.prompt`): "[2026-03-02 12:00:00 UTC · heartbeat]".
+HEARTBEAT_HEADER = re.compile(r"^\[[^\]\n]*· heartbeat\]")
 
 
 class Turn(BaseModel):
@@ -88,6 +92,28 @@ def read_turns(history_dir: Path, after: Position | None, limit: int) -> list[tu
         if len(found) >= limit:
             break
     return found
+
+
+def starts_exchange(turn: Turn) -> bool:
+    """True for a person's or a peer's message: it opens an exchange (the message, the answer
+    and its tool calls), which is what the jobs' turn thresholds count. A heartbeat's prompt
+    opens none: ticks are counted by the schedule, not as turns."""
+    return opens_exchange(turn.role, turn.content)
+
+
+def opens_exchange(role: str, content: str) -> bool:
+    return role == "user" and not HEARTBEAT_HEADER.match(content.lstrip())
+
+
+def count_exchanges(history_dir: Path, after: Position | None, limit: int | None = None) -> int:
+    """Exchanges opened after `after` (counting stops at `limit`)."""
+    count = 0
+    for turn, _ in iter_turns(history_dir, after):
+        if starts_exchange(turn):
+            count += 1
+            if limit is not None and count >= limit:
+                break
+    return count
 
 
 def count_turns(history_dir: Path, after: Position | None) -> int:

@@ -119,7 +119,11 @@ class AgentProcess:
 
         self.client.channel.serve(
             AgentService(
-                self.settings, lambda: self.config, lambda: self.client.token, job_runners=self._job_runners
+                self.settings,
+                lambda: self.config,
+                lambda: self.client.token,
+                job_runners=self._job_runners,
+                forgotten_in_worker=self._forgotten_in_worker,
             )
         )
         write_through(self.settings.data_dir, self._write_workspace)
@@ -259,6 +263,14 @@ class AgentProcess:
         """The started worker's memory job runners, which call its models; None before."""
         worker = self._worker
         return (worker.memory.maintenance, worker.cognition) if worker is not None else None
+
+    def _forgotten_in_worker(self, texts: list[str]) -> bool:
+        """The running worker rewrites the copies of an operator's forget; False before it starts."""
+        worker = self._worker
+        if worker is None:
+            return False
+        worker.forget_copies(texts)
+        return True
 
     def worker(self) -> Worker:
         if self._worker is None:

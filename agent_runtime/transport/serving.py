@@ -73,10 +73,13 @@ class AgentService:
         token: Callable[[], str],
         job_runners: Callable[[], JobRunners | None] | None = None,
         restart: Callable[[], None] = restart_in_place_soon,
+        forgotten_in_worker: Callable[[list[str]], bool] | None = None,
     ) -> None:
         """`job_runners`: the running worker's memory job runners (with its models), when it has
         started; without them `memory.run` runs the job here, without a model. `restart`: called
-        once a restore is applied, to run the agent afresh on the restored files."""
+        once a restore is applied, to run the agent afresh on the restored files.
+        `forgotten_in_worker`: hands the texts of an operator's forget to the running worker
+        (False when none runs), which rewrites what it holds in memory with the files."""
         self.settings = settings
         self._config = config
         self._token = token
@@ -85,6 +88,7 @@ class AgentService:
         self.snapshots = Snapshots(settings.data_dir)
         self.restores = Restores(settings.data_dir)
         self._restart = restart
+        self._forgotten_in_worker = forgotten_in_worker
 
     @staticmethod
     def inline(request: AgentRequest) -> bool:
@@ -243,12 +247,14 @@ class AgentService:
         except RuntimeError as busy:
             raise JobBusy(str(busy)) from None
 
-    def _forget_in_cognition_files(self, texts: list[str]) -> None:
-        """The operator's forget reaches the checkpoint strategy's files too."""
-        from agent_runtime.cognition.files import CognitionFiles
-        from agent_runtime.cognition.forgetting import forget_in_files
+    def _forget_copies(self, texts: list[str]) -> None:
+        """The operator's forget reaches every copy in this agent's storage: through the running
+        worker, which holds some of them in memory, else in the files alone."""
+        if self._forgotten_in_worker is not None and self._forgotten_in_worker(texts):
+            return
+        from agent_runtime.work.erasure import Eraser
 
-        forget_in_files(CognitionFiles(self.settings.data_dir), texts)
+        Eraser(self.settings.data_dir).erase(texts)
 
     @contextmanager
     def _store(self) -> Iterator[MemoryStore]:
@@ -270,7 +276,7 @@ class AgentService:
             config=MemoryConfig(dimensions=dimensions, embedding_model=model, reindex_on_model_change=False),
             fact_log=FactLog(self.workspace.root),
         )
-        store.forget_listeners.append(self._forget_in_cognition_files)
+        store.forget_listeners.append(self._forget_copies)
         try:
             yield store
         finally:
@@ -331,7 +337,10 @@ def _memory_op(store: MemoryStore, op: AgentOp, body: dict[str, Any]) -> Any:
     if op == AgentOp.MEMORY_EDIT:
         return _dump(_logged(store, store.edit(int(body["id"]), str(body["text"]), body.get("category"))))
     if op == AgentOp.MEMORY_FORGET:
-        return {"forgotten": store.forget(int(body["id"]), OPERATOR_FORGET_REASON)}
+        forgot = store.forget_all(
+            int(body["id"]), OPERATOR_FORGET_REASON, with_restatements=bool(body.get("with_restatements"))
+        )
+        return _dump(forgot)
     if op == AgentOp.MEMORY_SEARCH:
         query, k = str(body["q"]), int(body.get("k", 10))
         return {

@@ -369,6 +369,18 @@ class ContextManager:
         self.save()
         return True
 
+    def rewrite_texts(self, rewrite: Callable[[str], str]) -> bool:
+        """Apply `rewrite` to the summary and to every turn held for the prompt, tool-call
+        arguments included (a forgotten fact leaves them all); True when anything changed."""
+        changed = self.rewrite_summary(rewrite)
+        history = [_rewritten(turn, rewrite) for turn in self.history]
+        current = [_rewritten(turn, rewrite) for turn in self.current]
+        if history != self.history or current != self.current:
+            self.history, self.current = history, current
+            self.save()
+            changed = True
+        return changed
+
     # Persistence across restarts
 
     def save(self) -> None:
@@ -409,3 +421,22 @@ def _cut(text: str, keep_chars: int) -> str:
         return text
     removed = len(text) - keep
     return text[:keep] + f"\n[... {removed} characters cut to fit the context window]"
+
+
+def _rewritten(turn: Turn, rewrite: Callable[[str], str]) -> Turn:
+    calls = tuple(
+        {
+            **call,
+            "function": {
+                **call["function"],
+                "arguments": rewrite(str(call["function"].get("arguments", ""))),
+            },
+        }
+        if isinstance(call.get("function"), dict)
+        else call
+        for call in turn.tool_calls
+    )
+    content = rewrite(turn.content)
+    if content == turn.content and calls == turn.tool_calls:
+        return turn
+    return replace(turn, content=content, tool_calls=calls)

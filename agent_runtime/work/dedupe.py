@@ -74,6 +74,12 @@ class ProcessedLog:
             if len(self._results) > self.max_entries:
                 self._compact()
 
+    def reload(self) -> None:
+        """Read the file again (it was rewritten: a forgotten fact left the results)."""
+        with self._lock:
+            self._results = {}
+            self._load()
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._results)

@@ -73,19 +73,17 @@ class MemoryBridge:
     """The salient-facts block for the prompt, as of the last refresh that changed it."""
     _salient_basis: tuple[str, int] | None = None
 
-    def on_forget(self, rewrite_summary: Callable[[Callable[[str], str]], bool]) -> None:
-        """After a forget, have the context's summary of compacted history rewritten without
-        the sentences that state the forgotten facts, as the stored episodes are, and the
-        salient facts recomputed for the next item."""
+    def on_forget(self, forgotten: Callable[[list[str]], object]) -> None:
+        """After a forget, call `forgotten` with the texts forgotten (the runtime rewrites the
+        other copies of them, `erasure`), and recompute the salient facts for the next item."""
         if self.memory_store is None:
             return
-        from agent_runtime.memory.forgetting import redact_statements
 
-        def forgotten(texts: list[str]) -> None:
-            rewrite_summary(lambda summary: redact_statements(summary, texts)[0])
+        def listener(texts: list[str]) -> None:
             self._salient_basis = None
+            forgotten(texts)
 
-        self.memory_store.forget_listeners.append(forgotten)
+        self.memory_store.forget_listeners.append(listener)
 
     def refresh_salient(self, memory_file: str, epoch: int, budget_tokens: int | None = None) -> str:
         """The salient-facts block (facts MEMORY.md already states left out), recomputed only

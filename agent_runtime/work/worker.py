@@ -198,13 +198,16 @@ class Worker:
             on_failure=self.learnings.record_error,
             gate=gate,
         )
+        if config.context.strategy == ContextStrategy.CHECKPOINT:
+            self.registry.add(self._proposal_tool())
         counter = CachingCounter(
             lambda texts: client.count_tokens(self.config.model, texts), (OrchestratorError,)
         )
         self.cognition: CognitionRunner | None = None
         self.context = self._context_manager(counter, completer)
         self.context.load()
-        self.memory.on_forget(self.context.rewrite_summary)
+        self._forgotten_in_item: list[str] = []
+        self.memory.on_forget(self.forget_copies)
         self.loop = ToolLoop(
             self.llm, self.registry, self.context, self.static_blocks, config.limits, self.run_tag
         )
@@ -265,11 +268,25 @@ class Worker:
 
         files = CognitionFiles(data)
         self.cognition = CognitionRunner(data, settings, agent_model=self.config.model, model_call=model_call)
-        if self.memory.memory_store is not None:
-            from agent_runtime.cognition.forgetting import forget_in_files
-
-            self.memory.memory_store.forget_listeners.append(lambda texts: forget_in_files(files, texts))
         return CheckpointContext(files=files, settings=settings, on_overflow=self.maintain, **base)
+
+    def _proposal_tool(self) -> Tool:
+        """The model's way to change its working and semantic memory, which it cannot write."""
+        from agent_runtime.cognition.files import CognitionFiles
+        from agent_runtime.cognition.proposals import (
+            PROPOSAL_DESCRIPTION,
+            PROPOSAL_SPEC,
+            TOOL_NAME,
+            ProposalDesk,
+        )
+
+        store = self.memory.memory_store
+
+        def forgotten(text: str) -> bool:
+            return store is not None and bool(store.forgotten_matcher().states_forgotten(text))
+
+        desk = ProposalDesk(CognitionFiles(self.settings.data_dir), self.memory.people, forgotten)
+        return Tool(TOOL_NAME, PROPOSAL_DESCRIPTION, PROPOSAL_SPEC, desk.propose)
 
     def _peer_tools(self) -> list[Tool]:
         try:
@@ -340,6 +357,12 @@ class Worker:
             self._current_item = None
             self.run_tag.run_id = None
         stream.flush()
+        forgotten, self._forgotten_in_item = self._forgotten_in_item, []
+        if forgotten:
+            from agent_runtime.memory.forgetting import scrub
+
+            # The reply may repeat what a tool call of this item forgot: it leaves the answer too.
+            result.text, result.detail = scrub(result.text, forgotten), scrub(result.detail, forgotten)
         work = self._work_result(item, result, run_id)
         self.processed.record(item.id, work)
         self._acknowledge(item, work)
@@ -349,7 +372,23 @@ class Worker:
         append_daily(self.workspace_root, TRIGGERS[item.kind], f"{result.outcome.value}: {outcome}")
         self.state.add_turns(1)
         self.state.set_context(self.context.status())
+        if forgotten:
+            self.forget_copies(forgotten)
         self.maintain()
+
+    def forget_copies(self, texts: list[str]) -> None:
+        """A fact was forgotten (by the model, or by the operator while this worker runs): its
+        text leaves the context held for the prompt and every file of this agent's storage.
+        During an item the texts are kept until it ends, so its reply, log lines and turns
+        written afterwards leave them too."""
+        from agent_runtime.memory.forgetting import scrub_forgotten
+        from agent_runtime.work.erasure import Eraser
+
+        self.context.rewrite_texts(lambda text: scrub_forgotten(text, texts))
+        Eraser(self.settings.data_dir).erase(texts)
+        self.processed.reload()
+        if self._current_item is not None:
+            self._forgotten_in_item.extend(texts)
 
     def busy_in_background(self) -> bool:
         """True while a memory maintenance job is still running."""

@@ -3,7 +3,8 @@
 Paths are relative to the workspace root. Absolute paths, `..` components and symlinks anywhere
 on the path are refused, so a tool call cannot reach outside the folder. The capped identity
 files and the learnings are not writable here: they have their own tools, which enforce caps,
-validation, versions and deduplication.
+validation, versions and deduplication; `cognition/` (working and semantic memory) is written
+by the memory jobs only.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from pathlib import Path, PurePosixPath
 from agent_runtime.workspace.versioned import WORKSPACE_FILES, atomic_write_bytes
 
 MANAGED_FOLDERS = frozenset({"learnings"})
+# Written by the memory jobs only (the checkpoint strategy's working and semantic memory).
+JOB_FOLDERS = frozenset({"cognition"})
 DEFAULT_READ_LIMIT = 64 * 1024
 
 
@@ -114,6 +117,10 @@ class WorkspaceFiles:
             )
         if parts[0] in MANAGED_FOLDERS:
             raise ProtectedFile(f"{parts[0]}/ is managed by the runtime: use record_correction")
+        if parts[0].lower() in JOB_FOLDERS:
+            raise ProtectedFile(
+                f"{parts[0]}/ is written by the memory jobs only: propose a change with propose_memory_change"
+            )
         data = content.encode("utf-8")
         path = self._walk(parts, relative, create_parents=False)
         old_size = self._existing_size(path, relative)

@@ -400,6 +400,37 @@ class Workspace:
             separator = "" if not current or current.endswith("\n") else "\n"
             return self.write(name, current + separator + text, author, reason)
 
+    def rewrite_versions(self, name: str, rewrite: Callable[[str], str]) -> int:
+        """Rewrite the kept versions of a file in place (a forgotten fact leaves them): each
+        version's content, size and hash change, its number, author and time stay. Returns how
+        many versions changed."""
+        canonical = normalize_name(name)
+        if not self._version_dir(canonical).is_dir():
+            return 0
+        with self.locked(canonical):
+            known = self.history(canonical)
+            changed = 0
+            records = []
+            for record in known:
+                blob = self._blob(canonical, record.version)
+                try:
+                    text = blob.read_text(encoding="utf-8")
+                except FileNotFoundError:
+                    records.append(record)
+                    continue
+                new = rewrite(text)
+                if new == text:
+                    records.append(record)
+                    continue
+                data = new.encode("utf-8")
+                atomic_write_bytes(blob, data)
+                records.append(record.model_copy(update={"size": len(data), "sha256": _sha256(data)}))
+                changed += 1
+            if changed:
+                index = "".join(record.model_dump_json() + "\n" for record in records)
+                atomic_write_bytes(self._version_dir(canonical) / "index.jsonl", index.encode("utf-8"))
+        return changed
+
     # Internals
 
     def _version_dir(self, canonical: str) -> Path:

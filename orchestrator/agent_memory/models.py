@@ -44,7 +44,11 @@ class MemorySearchResult(BaseModel):
 
 
 class ForgetResult(BaseModel):
-    forgotten: list[int] = Field(description="The fact and its older versions, now erased")
+    forgotten: list[int] = Field(description="The fact, its older versions and any restatement, now erased")
+    restatements: list[int] = Field(
+        default_factory=list,
+        description="Other facts that restate it, still kept (forget them with it: with_restatements)",
+    )
 
 
 class ContradictionList(BaseModel):

@@ -29,7 +29,7 @@ from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.view import FleetView
 from orchestrator.loop_calls import call_in_loop
-from orchestrator.state.db import Database, columns_of, safe_query
+from orchestrator.state.db import Database, TextRewrite, columns_of, rewrite_agent_texts, safe_query
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS inbox (
@@ -123,6 +123,10 @@ class Inbox:
 
     def bind_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
+
+    def rewrite_texts(self, agent: str, probe: str, rewrite: TextRewrite) -> int:
+        """Rewrite what the agent's items and results say (a forgotten fact leaves them)."""
+        return rewrite_agent_texts(self._db, "inbox", ("text", "input", "result"), agent, probe, rewrite)
 
     def close(self) -> None:
         """Release every waiting long-poll at once (the orchestrator is shutting down)."""

@@ -5,7 +5,7 @@ flotilla memory search AGENT "query" [-n N]
 flotilla memory show AGENT ID
 flotilla memory add AGENT "text" [--category C] [--subject KEY]
 flotilla memory edit AGENT ID "text" [--category C]
-flotilla memory forget AGENT ID
+flotilla memory forget AGENT ID [--with-restatements]
 flotilla memory contradictions AGENT [--all] [--resolve ID --keep old|new]
 flotilla memory status AGENT
 flotilla memory accept-fresh AGENT
@@ -196,11 +196,17 @@ def edit(fleet_file: Path, category: str | None, as_json: bool, agent: str, fact
 @memory.command()
 @fleet_file_option
 @json_option
+@click.option(
+    "--with-restatements",
+    is_flag=True,
+    help="Also forget the other facts that restate it (listed otherwise).",
+)
 @click.argument("agent")
 @click.argument("fact_id", type=int)
-def forget(fleet_file: Path, as_json: bool, agent: str, fact_id: int) -> None:
+def forget(fleet_file: Path, as_json: bool, with_restatements: bool, agent: str, fact_id: int) -> None:
     """Forget fact FACT_ID of AGENT for good (it will not be learned again)."""
-    found = _request(fleet_file, "DELETE", f"{_base(agent)}/facts/{fact_id}")
+    query = "?with_restatements=true" if with_restatements else ""
+    found = _request(fleet_file, "DELETE", f"{_base(agent)}/facts/{fact_id}{query}")
     if as_json:
         echo_json(found)
         return
@@ -209,6 +215,10 @@ def forget(fleet_file: Path, as_json: bool, agent: str, fact_id: int) -> None:
         click.echo(f"#{fact_id} was already forgotten")
     else:
         click.echo(f"forgot {', '.join(f'#{i}' for i in ids)}")
+    kept = found.get("restatements") or []
+    if kept:
+        listed = ", ".join(f"#{i}" for i in kept)
+        click.echo(f"still kept, restating it: {listed} (forget them with it: --with-restatements)")
 
 
 @memory.command()

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from agent_runtime.protocol import RunRecord, ToolCallRecord
 from orchestrator.gateway.ledger import run_spend
 from orchestrator.scheduler.store import iso
-from orchestrator.state.db import Database, columns_of, max_id, safe_query
+from orchestrator.state.db import Database, TextRewrite, columns_of, max_id, rewrite_agent_texts, safe_query
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -86,6 +86,10 @@ class RunStore:
     def __init__(self, db: Database) -> None:
         self._db = db
         db.ensure_schema(SCHEMA)
+
+    def rewrite_texts(self, agent: str, probe: str, rewrite: TextRewrite) -> int:
+        """Rewrite what the agent's rows say (a forgotten fact leaves them); rows changed."""
+        return rewrite_agent_texts(self._db, "runs", ("detail",), agent, probe, rewrite)
 
     def add_tick(
         self,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,8 @@ class Database:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA foreign_keys=ON")
+        # A row rewritten to drop a forgotten text leaves no copy of it in a free page.
+        self._conn.execute("PRAGMA secure_delete=ON")
         self._schemas: set[str] = set()
 
     def ensure_schema(self, ddl: str) -> None:
@@ -60,6 +62,16 @@ class Database:
             row: sqlite3.Row | None = self._conn.execute(sql, params).fetchone()
             return row
 
+    def truncate_wal(self) -> bool:
+        """Copy the WAL into the database and empty it (old page images leave the disk with it);
+        False when a reader held it back (a later checkpoint does it)."""
+        try:
+            with self._lock:
+                busy = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        except sqlite3.Error:
+            return False
+        return not busy
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()
@@ -85,3 +97,36 @@ def safe_query(db: Database, sql: str, params: Iterable[Any] = ()) -> list[sqlit
 def max_id(db: Database, table: str, key: str) -> int:
     rows = safe_query(db, f"SELECT COALESCE(MAX({key}), 0) AS top FROM {table}")
     return int(rows[0]["top"]) if rows else 0
+
+
+TextRewrite = Callable[[str], str]
+
+
+def rewrite_agent_texts(
+    db: Database, table: str, columns: Sequence[str], agent: str, probe: str, rewrite: TextRewrite
+) -> int:
+    """Apply `rewrite` to these text columns of the agent's rows holding `probe` (a word, case
+    folded as LIKE does); for the table's owner, which names its own table. Rows changed."""
+    like = " OR ".join(f"{column} LIKE ?" for column in columns)
+    rows = safe_query(
+        db,
+        f"SELECT rowid AS row_id, {', '.join(columns)} FROM {table} WHERE agent = ? AND ({like})",
+        [agent, *([f"%{probe}%"] * len(columns))],
+    )
+    changed = 0
+    with db.transaction() as conn:
+        for row in rows:
+            updates = {}
+            for column in columns:
+                if row[column] is None:
+                    continue
+                new = rewrite(str(row[column]))
+                if new != str(row[column]):
+                    updates[column] = new
+            if updates:
+                assignments = ", ".join(f"{column} = ?" for column in updates)
+                conn.execute(
+                    f"UPDATE {table} SET {assignments} WHERE rowid = ?", [*updates.values(), row["row_id"]]
+                )
+                changed += 1
+    return changed

@@ -84,12 +84,14 @@ def harness(tmp_path: Path) -> Iterator[HarnessFactory]:
             responder: Responder,
             seeds: dict[str, str] | None = None,
             maintenance: bool = False,
+            data_dir: Path | None = None,
             **config: Any,
         ) -> Harness:
             from agent_runtime.work.worker import Worker
             from orchestrator.testing.server import serve_app
 
-            data_dir = tmp_path / f"data-{secrets.token_hex(3)}"
+            # A given data_dir: the same agent started again on its storage (a restart).
+            data_dir = data_dir or tmp_path / f"data-{secrets.token_hex(3)}"
             scaffold(data_dir, seeds or {}, {"SYSTEM.md": "Fleet policy.", "AGENTS.md": "No peers."})
             write_token(data_dir)
             fake = FakeOrchestrator(make_config(**config), responder, TOKEN)

@@ -200,7 +200,7 @@ def test_forget_through_the_api_bars_the_agent_from_relearning(
     operator: httpx.Client, seeded: MemoryStore, services: Services
 ) -> None:
     gone = operator.delete(f"{base()}/facts/1").json()
-    assert gone == {"forgotten": [1]}
+    assert gone == {"forgotten": [1], "restatements": []}
     assert operator.get(f"{base()}/search", params={"q": "locker code"}).json()["facts"] == []
     relearned = seeded.save("The user's locker code is 4512", source="extracted")
     assert relearned.outcome is SaveOutcome.BLOCKED
@@ -293,3 +293,44 @@ def test_cli_and_gateway_embeddings_against_a_live_orchestrator(
 
         missing = cli.invoke(memory, ["forget", *fleet, "alpha", "42"])
         assert missing.exit_code != 0 and "no fact with id 42" in str(missing.exception)
+
+
+def test_the_operators_forget_leaves_no_copy_in_the_agents_storage_or_the_orchestrators(
+    services: Services, seeded: MemoryStore
+) -> None:
+    from agent_runtime.workspace.versioned import Workspace, write_through
+
+    fact = "The user's locker code is 4512"
+    storage = services.paths.agent_storage("alpha")
+    operator_copy = Workspace(services.paths.agent_dir("alpha"))
+    write_through(storage, operator_copy.write)
+    try:
+        Workspace(storage).write("MEMORY.md", f"- {fact}\n- The user prefers window seats\n", "agent")
+        (storage / "history").mkdir(exist_ok=True)
+        (storage / "history" / "2025-05-01.jsonl").write_text(
+            '{"id": "t1", "at": "2025-05-01T09:00:00Z", "role": "user", "content": "My locker code is 4512."}\n'
+        )
+        services.db.execute(
+            "INSERT INTO inbox(id, agent, kind, sender, text, created_at, state, result) "
+            "VALUES ('i1', 'alpha', 'operator_message', 'operator', 'My locker code is 4512. Note it.', "
+            "'2025-05-01T09:00:00Z', 'done', '{\"text\": \"Noted: your locker code is 4512.\"}')"
+        )
+        services.db.execute(
+            "INSERT INTO events(type, agent, at, data) VALUES ('item.done', 'alpha', '2025-05-01T09:00:00Z', ?)",
+            ('{"reply": "Noted: your locker code is 4512."}',),
+        )
+        with live(services, "alpha") as url, operator_client(services, url) as operator:
+            gone = operator.delete(f"{base()}/facts/1").json()
+        assert gone["forgotten"] == [1] and "4512" not in str(gone)
+        seeded.close()
+        holding = sorted(
+            str(path.relative_to(services.paths.root))
+            for path in services.paths.root.rglob("*")
+            if path.is_file() and b"4512" in path.read_bytes()
+        )
+        assert holding == []
+        assert "window seats" in operator_copy.read("MEMORY.md")
+        [row] = services.db.query("SELECT text, result FROM inbox WHERE id = 'i1'")
+        assert row["text"] == "(forgotten) Note it."
+    finally:
+        write_through(storage, None)

@@ -6,7 +6,7 @@ settle contradictions. Operator token only.
     POST   /api/v1/agents/{agent}/memory/facts                 FactCreate -> SaveResult
     GET    /api/v1/agents/{agent}/memory/facts/{id}            -> FactDetail (with its versions)
     PUT    /api/v1/agents/{agent}/memory/facts/{id}            FactEdit -> SaveResult
-    DELETE /api/v1/agents/{agent}/memory/facts/{id}            -> ForgetResult
+    DELETE /api/v1/agents/{agent}/memory/facts/{id}?with_restatements=false  -> ForgetResult
     GET    /api/v1/agents/{agent}/memory/search?q=&k=          -> MemorySearchResult
     GET    /api/v1/agents/{agent}/memory/contradictions?status=pending
     POST   /api/v1/agents/{agent}/memory/contradictions/{id}/resolve   {"keep": "old"|"new"}
@@ -16,6 +16,7 @@ settle contradictions. Operator token only.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
@@ -28,6 +29,7 @@ from agent_runtime.memory import (
 )
 from agent_runtime.protocol import AgentOp, FreshStoreAccepted, MemoryJobRun, MemoryJobs
 from orchestrator.agent_memory.access import ask_memory
+from orchestrator.agent_memory.forgetting import forget_in_state, forget_in_workspace_versions
 from orchestrator.agent_memory.models import (
     ContradictionList,
     FactCreate,
@@ -100,9 +102,30 @@ async def edit_fact(
 
 
 @router.delete("/facts/{fact_id}")
-async def forget_fact(agent: str, fact_id: int, _: OperatorDep, services: ServicesDep) -> ForgetResult:
-    """Forget a fact and its older versions: erased, out of search, and barred from coming back."""
-    return await ask_memory(services.asker, agent, AgentOp.MEMORY_FORGET, ForgetResult, id=fact_id)
+async def forget_fact(
+    agent: str, fact_id: int, _: OperatorDep, services: ServicesDep, with_restatements: bool = False
+) -> ForgetResult:
+    """Forget a fact and its older versions (with `with_restatements`, the facts restating it
+    too): erased, out of search, and barred from coming back. The agent rewrites every copy in
+    its storage; the orchestrator's copy of its workspace loses the text from its kept versions,
+    and its rows in state.db (inbox, runs, events) lose the sentences that state it."""
+    detail = await ask_memory(services.asker, agent, AgentOp.MEMORY_GET, FactDetail, id=fact_id)
+    texts = [fact.text for fact in detail.history if fact.text]
+    result = await ask_memory(
+        services.asker,
+        agent,
+        AgentOp.MEMORY_FORGET,
+        ForgetResult,
+        id=fact_id,
+        with_restatements=with_restatements or None,
+    )
+    if result.forgotten and texts:
+        workspace = services.workspaces.open(agent).workspace
+        await asyncio.to_thread(forget_in_workspace_versions, workspace, texts)
+        owners = (services.inbox, services.scheduler.runs, services.events)
+        if await asyncio.to_thread(forget_in_state, owners, agent, texts):
+            await asyncio.to_thread(services.db.truncate_wal)
+    return result
 
 
 @router.get("/search")

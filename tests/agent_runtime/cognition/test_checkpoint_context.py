@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from agent_runtime.cognition.context import CheckpointContext
+from agent_runtime.protocol import ItemKind
 from agent_runtime.work.context import ContextManager
 from tests.agent_runtime.conftest import HarnessFactory
 from tests.agent_runtime.fakes import Reply
@@ -49,7 +50,7 @@ def test_compact_stays_the_default(harness: HarnessFactory) -> None:
 
 def test_replay_starts_after_the_consolidation_checkpoint(harness: HarnessFactory) -> None:
     model = Recorder()
-    h = harness(model, context={"strategy": "checkpoint", "adopt_after_turns": 4, "jobs": QUIET_JOBS})
+    h = harness(model, context={"strategy": "checkpoint", "adopt_after_turns": 2, "jobs": QUIET_JOBS})
     assert isinstance(h.worker.context, CheckpointContext)
     h.send("Draft the Q3 report, deadline friday")
     h.send("Also look into the flaky CI job")
@@ -75,15 +76,15 @@ def test_replay_starts_after_the_consolidation_checkpoint(harness: HarnessFactor
 
 def test_the_replay_moves_only_once_the_checkpoint_covers_enough_turns(harness: HarnessFactory) -> None:
     model = Recorder()
-    h = harness(model, context={"strategy": "checkpoint", "adopt_after_turns": 6, "jobs": QUIET_JOBS})
+    h = harness(model, context={"strategy": "checkpoint", "adopt_after_turns": 3, "jobs": QUIET_JOBS})
     runner = h.worker.cognition
     assert runner is not None
     h.send("first")
     h.send("second")
-    runner.run("consolidation")  # covers 4 turns: fewer than 6, the prompt keeps its prefix
+    runner.run("consolidation")  # covers 2 exchanges: fewer than 3, the prompt keeps its prefix
     h.send("third")
     assert model.bodies[-1]["messages"][: len(model.bodies[-2]["messages"])] == model.bodies[-2]["messages"]
-    runner.run("consolidation")  # now covers 6
+    runner.run("consolidation")  # now covers 3
     h.send("fourth")
     users = model.user_texts()
     assert len(users) == 1 and "fourth" in users[0]
@@ -118,3 +119,42 @@ def test_working_memory_is_capped_in_the_prompt(harness: HarnessFactory) -> None
     block = model.memory_block()
     assert "WORKING_MEMORY.md was cut to its cap" in block
     assert block.count("- item") < 50
+
+
+def test_an_exchange_with_tool_calls_counts_as_one_turn(harness: HarnessFactory) -> None:
+    def model(body: dict[str, Any]) -> Reply:
+        if body["messages"][0]["role"] != "system":
+            return Reply("(job)")
+        if body["messages"][-1]["role"] == "tool":
+            calls = sum(1 for m in body["messages"] if m["role"] == "tool")
+            return Reply("done") if calls >= 3 else Reply.call("list_files", path=".")
+        return Reply.call("list_files", path=".")
+
+    h = harness(model, context={"strategy": "checkpoint", "jobs": QUIET_JOBS})
+    runner = h.worker.cognition
+    assert runner is not None
+    h.send("Look around the workspace")
+    assert len(_transcript(h.data_dir)) == 8  # the message, 3 calls, 3 results, the answer
+    assert runner.pending_turns("consolidation", 100) == 1
+    h.send("", kind=ItemKind.HEARTBEAT)  # a tick is counted by the schedule, not as a turn
+    assert runner.pending_turns("consolidation", 100) == 1
+    h.send("And now?")
+    assert runner.pending_turns("consolidation", 100) == 2
+
+
+def test_after_a_restart_the_replay_starts_at_the_checkpoint(harness: HarnessFactory) -> None:
+    model = Recorder()
+    h = harness(model, context={"strategy": "checkpoint", "jobs": QUIET_JOBS})
+    runner = h.worker.cognition
+    assert runner is not None
+    h.send("first")
+    runner.run("consolidation")
+    h.send("second")
+    h.send("third")
+    # A restart that lost the saved context (or kept one older than the checkpoint).
+    (h.settings.runtime_dir / "context.json").unlink()
+    restarted = harness(model, context={"strategy": "checkpoint", "jobs": QUIET_JOBS}, data_dir=h.data_dir)
+    restarted.send("fourth")
+    users = [text.rsplit("]\n", 1)[-1] for text in model.user_texts()]
+    assert users == ["second", "third", "fourth"]
+    assert "- first" in model.memory_block()
