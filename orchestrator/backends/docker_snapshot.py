@@ -110,6 +110,10 @@ class DockerSnapshotRun(SnapshotRun):
         said = self._stderr.decode(errors="replace").strip().splitlines()
         return f"the snapshot run exited with status {code}" + (f": {said[-1]}" if said else "")
 
+    def abort(self) -> None:
+        # Removing the container ends its output stream, so a reader blocked on it returns.
+        self._remove()
+
     def _remove(self) -> None:
         if self._container is None:
             return
