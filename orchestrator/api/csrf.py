@@ -8,7 +8,9 @@ authenticates and that changes something must prove it came from the dashboard's
 - its `Origin` (or, lacking one, `Sec-Fetch-Site`) names this same origin.
 
 Requests that carry the token themselves (bearer header, `?token=`) are not ambient and are not
-checked: a page on another site cannot know the token.
+checked: a page on another site cannot know the token. A request that names a token is judged
+by that token alone: an empty or wrong one is a 401, never a fall-through to the cookie
+(`orchestrator.api.deps.bearer_token`). Over TLS the cookie is `Secure`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from fastapi import HTTPException
 from starlette.requests import HTTPConnection
 
 CSRF_HEADER = "x-flotilla-dashboard"
+COOKIE = "flotilla_token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 

@@ -11,7 +11,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request
 from starlette.requests import HTTPConnection
 
-from orchestrator.api.csrf import refuse_cross_site
+from orchestrator.api.csrf import COOKIE, refuse_cross_site
 from orchestrator.control.auth import Principal
 from orchestrator.services import Services
 
@@ -22,13 +22,17 @@ async def get_services(request: Request) -> Services:
 
 
 def bearer_token(request: HTTPConnection) -> str | None:
-    """The bearer token of a request or a WebSocket handshake."""
+    """The bearer token of a request or a WebSocket handshake: the header, else the `token` query
+    parameter, else the dashboard's cookie. A request that names a token in its query (even an
+    empty one) is judged by that token alone: the cookie never stands in for a bad one."""
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() == "bearer" and token:
         return token.strip()
     # EventSource (SSE) and the dashboard cannot set headers; they pass the token as a query parameter.
-    return request.query_params.get("token") or request.cookies.get("flotilla_token")
+    if "token" in request.query_params:
+        return request.query_params["token"] or None
+    return request.cookies.get(COOKIE)
 
 
 async def get_principal(request: Request, services: Annotated[Services, Depends(get_services)]) -> Principal:
@@ -49,7 +53,7 @@ def principal_of(request: Request, services: Services) -> Principal:
 def _by_cookie_alone(request: HTTPConnection) -> bool:
     """The request's only credential is the cookie a browser attaches by itself."""
     header = request.headers.get("authorization", "")
-    return not header and "token" not in request.query_params and "flotilla_token" in request.cookies
+    return not header and "token" not in request.query_params and COOKIE in request.cookies
 
 
 async def require_agent(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:

@@ -104,6 +104,14 @@ class ApprovalStore:
         row = self._db.query_one("SELECT * FROM approvals WHERE agent = ? AND key = ?", (agent, key))
         return self._expire_if_due(_item(row)) if row is not None else None
 
+    def approved(self, agent: str, tool: str) -> list[ApprovalItem]:
+        """This agent's approved items for `tool` (as asked: a tool or PEER.OPERATION), oldest first."""
+        rows = self._db.query(
+            "SELECT * FROM approvals WHERE agent = ? AND tool = ? AND state = 'approved' ORDER BY created_at",
+            (agent, tool),
+        )
+        return [_item(row) for row in rows]
+
     def list(self, state: ApprovalState | None = None, limit: int = 100) -> list[ApprovalItem]:
         """Newest first; pending items past their timeout are expired before they are listed."""
         self.expire_due()

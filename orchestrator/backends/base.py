@@ -152,6 +152,10 @@ class SnapshotRun(abc.ABC):
     def finish(self) -> str | None:
         """Waits for the run to end and releases it; None when it ended well, else why not."""
 
+    def abort(self) -> None:
+        """Ends the run without waiting for the rest of its output, and releases it."""
+        self.finish()
+
 
 @dataclass(frozen=True)
 class StoragePlace:

@@ -2,7 +2,12 @@
 throwaway container of the agent's image: its volume read-only, no network, no capabilities,
 a read-only root, the agent's uid. The orchestrator only reads what the container writes to
 stdout, and checks it as it checks an answer over the agent's channel; it never mounts or
-opens the volume itself."""
+opens the volume itself.
+
+The code that runs is the image's, never the agent's: Python starts isolated (`-I`: no user
+site, no `PYTHON*` variables, no current folder on the path) with HOME outside /data, and finds
+agent_runtime in the image's library folder only. A `.pth` or a module the agent planted under
+/data is never imported."""
 
 from __future__ import annotations
 
@@ -18,6 +23,16 @@ from orchestrator.backends.base import LABEL_PREFIX, BackendError, SnapshotRun, 
 from orchestrator.backends.docker_storage import AGENT_UID, volume_name
 
 SCRATCH = "/tmp/flotilla-snapshot"
+# Where the image installs agent_runtime and its dependencies (images/agent/Dockerfile); the image
+# names it in PYTHONPATH, which the isolated interpreter ignores.
+IMAGE_LIBRARY = "/opt/flotilla/lib"
+SNAPSHOT_MODULE = "agent_runtime.workspace.snapshot"
+ISOLATED_RUN = (
+    "import runpy, sys; "
+    f"sys.path.insert(0, {IMAGE_LIBRARY!r}); "
+    f"runpy.run_module({SNAPSHOT_MODULE!r}, run_name='__main__', alter_sys=True)"
+)
+SNAPSHOT_COMMAND = ["python3", "-I", "-c", ISOLATED_RUN, "/data", SCRATCH]
 # The snapshot is made in memory (tmpfs, charged to the container) before it is streamed out:
 # the agent's own files (memory, history, learnings) up to this size.
 SCRATCH_BYTES = 1024 * 1024 * 1024
@@ -42,8 +57,10 @@ class DockerSnapshotRun(SnapshotRun):
         try:
             self._container = client.containers.create(
                 storage.image,
-                entrypoint=["python3", "-m", "agent_runtime.workspace.snapshot", "/data", SCRATCH],
+                entrypoint=SNAPSHOT_COMMAND,
                 user=f"{AGENT_UID}:{AGENT_UID}",
+                environment={"HOME": SCRATCH},
+                working_dir="/",
                 volumes={volume: {"bind": "/data", "mode": "ro"}},
                 tmpfs={SCRATCH: f"size={SCRATCH_BYTES},mode=0700,uid={AGENT_UID},gid={AGENT_UID}"},
                 network_mode="none",
@@ -92,6 +109,10 @@ class DockerSnapshotRun(SnapshotRun):
             return None
         said = self._stderr.decode(errors="replace").strip().splitlines()
         return f"the snapshot run exited with status {code}" + (f": {said[-1]}" if said else "")
+
+    def abort(self) -> None:
+        # Removing the container ends its output stream, so a reader blocked on it returns.
+        self._remove()
 
     def _remove(self) -> None:
         if self._container is None:

@@ -328,6 +328,10 @@ class ProcessSnapshotRun(SnapshotRun):
         while block := os.read(stdout.fileno(), 1024 * 1024):
             yield block
 
+    def abort(self) -> None:
+        self._process.kill()
+        self.finish()
+
     def finish(self) -> str | None:
         try:
             _, err = self._process.communicate(timeout=60)

@@ -17,7 +17,7 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -35,7 +35,13 @@ from orchestrator.backup.manifest import (
     operator_prefix,
     own_prefix,
 )
-from orchestrator.backup.snapshot import AskAgent, SnapshotFailed, fetch_snapshot
+from orchestrator.backup.snapshot import (
+    DEFAULT_PART_LIMITS,
+    AskAgent,
+    PartLimits,
+    SnapshotFailed,
+    fetch_snapshot,
+)
 from orchestrator.backup.sources import (
     copy_state_db,
     copy_tree,
@@ -59,6 +65,7 @@ class FleetSources:
     fleet_file: Path
     paths: StatePaths
     agents: tuple[str, ...]
+    part_limits: dict[str, PartLimits] = field(default_factory=dict)
 
 
 class BackupResult(BaseModel):
@@ -175,18 +182,20 @@ async def _stage_agent(
     _record(staging, operator_root, "operator", agent, kinds)
     progress(f"agent {agent}: its own files (memory, history, learnings)")
     own_root = staging / own_prefix(agent)
-    taken_stopped = False
+    limits = sources.part_limits.get(agent, DEFAULT_PART_LIMITS)
     try:
-        if stopped is not None and await stopped.kept_stopped(agent):
-            raise SnapshotFailed(f"agent {agent} is stopped by the operator")
-        listing = await fetch_snapshot(ask, agent, own_root)
-    except SnapshotFailed as failed:
+        async with asyncio.timeout(limits.deadline_s):
+            found = await _own_files(ask, stopped, agent, own_root, limits, progress)
+    except TimeoutError:
+        found = (
+            f"agent {agent}'s own files took longer than limits.backup_part_time = "
+            f"{limits.deadline_s:g}s: given up"
+        )
+    if isinstance(found, str):
         shutil.rmtree(own_root, ignore_errors=True)
-        found = await _snapshot_stopped(stopped, agent, own_root, failed, progress)
-        if isinstance(found, str):
-            progress(f"agent {agent}: INCOMPLETE: {found}")
-            return AgentPart(name=agent, complete=False, problem=found)
-        listing, taken_stopped = found, True
+        progress(f"agent {agent}: INCOMPLETE: {found}")
+        return AgentPart(name=agent, complete=False, problem=found)
+    listing, taken_stopped = found
     _record(staging, own_root, "own", agent, kinds)
     has_memory = any(entry.path == "memory.db" for entry in listing.files)
     return AgentPart(
@@ -198,14 +207,39 @@ async def _stage_agent(
     )
 
 
+async def _own_files(
+    ask: AskAgent,
+    stopped: StoppedSnapshots | None,
+    agent: str,
+    own_root: Path,
+    limits: PartLimits,
+    progress: Progress,
+) -> tuple[SnapshotListing, bool] | str:
+    """The agent's own files under `own_root` and whether they were read without it (it does not
+    run), or why there are none."""
+    try:
+        if stopped is not None and await stopped.kept_stopped(agent):
+            raise SnapshotFailed(f"agent {agent} is stopped by the operator")
+        return await fetch_snapshot(ask, agent, own_root, limits), False
+    except SnapshotFailed as failed:
+        shutil.rmtree(own_root, ignore_errors=True)
+        found = await _snapshot_stopped(stopped, agent, own_root, failed, limits, progress)
+    return found if isinstance(found, str) else (found, True)
+
+
 async def _snapshot_stopped(
-    stopped: StoppedSnapshots | None, agent: str, into: Path, failed: SnapshotFailed, progress: Progress
+    stopped: StoppedSnapshots | None,
+    agent: str,
+    into: Path,
+    failed: SnapshotFailed,
+    limits: PartLimits,
+    progress: Progress,
 ) -> SnapshotListing | str:
     """The snapshot of an agent that did not answer because it does not run, or why there is none."""
     if stopped is None:
         return str(failed)
     try:
-        listing = await stopped.fetch(agent, into)
+        listing = await stopped.fetch(agent, into, limits)
     except SnapshotFailed as also_failed:
         shutil.rmtree(into, ignore_errors=True)
         return f"{failed}; {also_failed}"

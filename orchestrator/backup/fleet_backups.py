@@ -12,7 +12,7 @@ from orchestrator.agents.ask import AgentAsker
 from orchestrator.backends.base import Backend, StoppedStorage
 from orchestrator.backup.archive import FleetSources
 from orchestrator.backup.schedule import ScheduledBackups
-from orchestrator.backup.snapshot import AskAgent, Model, SnapshotFailed
+from orchestrator.backup.snapshot import AskAgent, Model, PartLimits, SnapshotFailed
 from orchestrator.backup.stopped_agents import StoppedSnapshots
 from orchestrator.control.holds import Controls
 from orchestrator.errors import Refused
@@ -23,8 +23,21 @@ from orchestrator.state.paths import StatePaths
 
 def fleet_sources(fleet_view: FleetView, paths: StatePaths) -> FleetSources:
     fleet = fleet_view.current()
+    config = fleet.config
+    part_limits = {
+        agent: PartLimits(
+            max_bytes=config.resources_of(agent).disk_bytes,
+            max_files=config.limits.backup_files,
+            deadline_s=config.limits.backup_part_time_s,
+        )
+        for agent in config.agents
+    }
     return FleetSources(
-        fleet=fleet.name, fleet_file=fleet.path, paths=paths, agents=tuple(fleet.config.agents)
+        fleet=fleet.name,
+        fleet_file=fleet.path,
+        paths=paths,
+        agents=tuple(config.agents),
+        part_limits=part_limits,
     )
 
 

@@ -17,7 +17,13 @@ from pydantic import ValidationError
 
 from agent_runtime.protocol import AgentOp, SnapshotChunk, SnapshotListing
 from orchestrator.backends.base import Backend, BackendError, StoppedStorage, UnitInfo
-from orchestrator.backup.snapshot import Model, SnapshotFailed, fetch_snapshot
+from orchestrator.backup.snapshot import (
+    DEFAULT_PART_LIMITS,
+    Model,
+    PartLimits,
+    SnapshotFailed,
+    fetch_snapshot,
+)
 
 # A chunk line: at most 1 MiB of data (the snapshot's chunk size) in base64 plus its JSON frame.
 LINE_MAX = 2 * 1024 * 1024
@@ -94,7 +100,9 @@ class StoppedSnapshots:
         unit = (await asyncio.to_thread(self._units)).get(agent)
         return unit is None or unit.state != "running"
 
-    async def fetch(self, agent: str, into: Path) -> SnapshotListing | None:
+    async def fetch(
+        self, agent: str, into: Path, limits: PartLimits = DEFAULT_PART_LIMITS
+    ) -> SnapshotListing | None:
         """The agent's own files under `into`, checked; None when its unit runs (it is then not
         read behind its back). Raises SnapshotFailed naming the agent and why."""
         unit = (await asyncio.to_thread(self._units)).get(agent)
@@ -105,8 +113,13 @@ class StoppedSnapshots:
         except BackendError as failed:
             raise SnapshotFailed(f"agent {agent} does not run and {failed}") from None
         try:
-            listing = await fetch_snapshot(StreamedSnapshot(agent, run.blocks()), agent, into)
-        finally:
+            listing = await fetch_snapshot(StreamedSnapshot(agent, run.blocks()), agent, into, limits)
+        except BaseException:
+            # Given up (a refused listing, a bad line, the part's deadline): the run is ended,
+            # not waited for.
+            await asyncio.shield(asyncio.to_thread(run.abort))
+            raise
+        else:
             problem = await asyncio.to_thread(run.finish)
         if problem is not None:
             raise SnapshotFailed(f"agent {agent} does not run and {problem}")

@@ -11,6 +11,7 @@ from pydantic import TypeAdapter
 
 from orchestrator.alerts import AlertRecord
 from orchestrator.cli.common import client_for, fleet_file_option
+from orchestrator.cli.terminal import echo
 
 _RECORDS = TypeAdapter(list[AlertRecord])
 
@@ -27,12 +28,12 @@ def alerts(fleet_file: Path, limit: int, as_json: bool) -> None:
         click.echo(json.dumps([r.model_dump(mode="json") for r in records], indent=2))
         return
     if not records:
-        click.echo("no alerts (rules are declared under alerts: in fleet.yaml)")
+        echo("no alerts (rules are declared under alerts: in fleet.yaml)")
         return
     for record in records:
         repeats = f" (+{record.repeats} repeats)" if record.repeats else ""
         error = f" — {record.last_error}" if record.status != "sent" and record.last_error else ""
-        click.echo(
+        echo(
             f"{record.created_at:%Y-%m-%d %H:%M:%S}  {record.status:<7} {record.webhook:<12} "
             f"{record.title:<16} {record.agent or '-':<12} x{record.attempts}{repeats}  {record.summary}{error}"
         )

@@ -12,6 +12,7 @@ from pydantic import TypeAdapter
 
 from agent_runtime.protocol import ApprovalItem
 from orchestrator.cli.common import client_for, fleet_file_option
+from orchestrator.cli.terminal import echo, one_line
 
 _ITEMS = TypeAdapter(list[ApprovalItem])
 
@@ -30,21 +31,21 @@ def approvals(fleet_file: Path, show_all: bool, limit: int, as_json: bool) -> No
         click.echo(json.dumps([item.model_dump(mode="json") for item in items], indent=2))
         return
     if not items:
-        click.echo("no tool call is waiting for approval" if not show_all else "no approval items")
+        echo("no tool call is waiting for approval" if not show_all else "no approval items")
         return
     for item in items:
         arguments = json.dumps(item.arguments, sort_keys=True)
         if len(arguments) > 120:
             arguments = arguments[:117] + "..."
         until = f"until {item.expires_at:%H:%M:%S}" if item.state == "pending" else item.reason
-        click.echo(f"{item.id}  {item.state:<8} {item.agent:<12} {item.tool:<24} {arguments}  {until}")
+        echo(one_line(f"{item.id}  {item.state:<8} {item.agent:<12} {item.tool:<24} {arguments}  {until}"))
 
 
 def _decide(fleet_file: Path, approval_id: str, decision: Literal["approve", "deny"], reason: str) -> None:
     with closing(client_for(fleet_file)) as client:
         raw = client.post(f"/api/v1/approvals/{approval_id}/{decision}", {"reason": reason})
     item = ApprovalItem.model_validate(raw)
-    click.echo(f"{item.id} {item.state}: {item.agent} {item.tool}")
+    echo(one_line(f"{item.id} {item.state}: {item.agent} {item.tool}"))
 
 
 @click.command()

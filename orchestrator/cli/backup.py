@@ -14,12 +14,13 @@ from orchestrator.backup.restore import RestoreRefused, restore_archive
 from orchestrator.backup.verify import Verdict, verify_archive
 from orchestrator.cli.common import client_for, fleet_file_option
 from orchestrator.cli.errors import CliError
+from orchestrator.cli.terminal import echo, one_line
 
 BACKUP_TIMEOUT_S = 6 * 3600.0
 
 
 def _say(message: str) -> None:
-    click.echo(message, err=True)
+    echo(one_line(message), err=True)
 
 
 def default_output(fleet_file: Path) -> Path:
@@ -68,17 +69,17 @@ def backup(fleet_file: Path, output: Path | None, agent: str | None, as_json: bo
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     else:
-        click.echo(f"backup {result.path}: {result.size} bytes, {result.files} files, {result.seconds:.1f}s")
-        click.echo(f"sha256 {result.sha256}")
+        echo(f"backup {result.path}: {result.size} bytes, {result.files} files, {result.seconds:.1f}s")
+        echo(f"sha256 {result.sha256}")
     for part in result.agents:
         if part.complete and part.stopped:
-            click.echo(
+            echo(
                 f"note: agent {part.name} does not run: its files were read from its storage without it",
                 err=True,
             )
     incomplete = [part for part in result.agents if not part.complete]
     for part in incomplete:
-        click.echo(f"warning: agent {part.name} is incomplete: {part.problem}", err=True)
+        echo(one_line(f"warning: agent {part.name} is incomplete: {part.problem}"), err=True)
     if incomplete:
         sys.exit(int(Verdict.INCOMPLETE))
 
@@ -102,15 +103,17 @@ def verify(archive: Path, as_json: bool) -> None:
             agents = (
                 ", ".join(p.name + (" (stopped)" if p.stopped else "") for p in manifest.agents) or "none"
             )
-            click.echo(
-                f"{archive}: fleet {manifest.fleet}, taken {manifest.created_at:%Y-%m-%d %H:%M:%S} UTC by "
-                f"flotilla {manifest.flotilla_version}; agents: {agents}"
+            echo(
+                one_line(
+                    f"{archive}: fleet {manifest.fleet}, taken {manifest.created_at:%Y-%m-%d %H:%M:%S} UTC by "
+                    f"flotilla {manifest.flotilla_version}; agents: {agents}"
+                )
             )
-            click.echo(f"checked {report.checked_files} files, {report.checked_databases} databases")
+            echo(f"checked {report.checked_files} files, {report.checked_databases} databases")
         for problem in report.problems:
-            click.echo(f"error: {problem.message}", err=True)
+            echo(one_line(f"error: {problem.message}"), err=True)
         if not report.problems:
-            click.echo("ok")
+            echo("ok")
     sys.exit(int(report.verdict))
 
 
@@ -143,15 +146,15 @@ def restore(fleet_file: Path, archive: Path, target: Path | None, agent: str | N
             archive, target, only_agent=agent, force=force, progress=lambda m: _say(f"  {m}")
         )
     except RestoreRefused as refused:
-        click.echo(f"error: {refused}", err=True)
+        echo(one_line(f"error: {refused}"), err=True)
         sys.exit(refused.exit_code)
-    click.echo(
-        f"restored fleet {result.fleet} into {result.target}: {result.files} files, "
-        f"agents {', '.join(result.agents) or 'none'}"
+    echo(
+        one_line(
+            f"restored fleet {result.fleet} into {result.target}: {result.files} files, "
+            f"agents {', '.join(result.agents) or 'none'}"
+        )
     )
     for name in result.incomplete:
-        click.echo(
-            f"warning: agent {name} was incomplete in the backup: it starts without its own files", err=True
-        )
-    click.echo("the agents' own files (memory, history, learnings) go into their storage at the next `up`")
-    click.echo(f"start it with: cd {result.target} && flotilla up")
+        echo(f"warning: agent {name} was incomplete in the backup: it starts without its own files", err=True)
+    echo("the agents' own files (memory, history, learnings) go into their storage at the next `up`")
+    echo(f"start it with: cd {result.target} && flotilla up")

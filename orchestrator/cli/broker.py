@@ -13,16 +13,18 @@ import click
 
 from orchestrator.broker.contracts_check import ContractsReport, check_offline
 from orchestrator.cli.common import client_for, fleet_file_option, load_or_exit
+from orchestrator.cli.terminal import echo, one_line
 from orchestrator.cli.trace import trace
 
 EXIT_CONTRACT_ERRORS = 1
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> None:
+    rows = [[one_line(cell) for cell in row] for row in rows]
     widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
-    click.echo("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
+    echo("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
     for row in rows:
-        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
 
 def _clock(value: str | None) -> str:
@@ -76,13 +78,13 @@ def _print_report(report: ContractsReport) -> None:
         ],
     )
     if report.issues:
-        click.echo()
+        echo()
     for issue in report.issues:
-        click.echo(f"{issue.level}: {issue.agent}: {issue.message}")
+        echo(f"{issue.level}: {issue.agent}: {issue.message}")
     errors = sum(issue.level == "error" for issue in report.issues)
     warnings = len(report.issues) - errors
     verdict = "contracts OK" if report.ok else "contracts BROKEN"
-    click.echo(f"\n{verdict}: {errors} error(s), {warnings} warning(s)")
+    echo(f"\n{verdict}: {errors} error(s), {warnings} warning(s)")
 
 
 # ------------------------------------------------------------------------------------- inbox
@@ -103,7 +105,7 @@ def inbox(fleet_file: Path, show_all: bool, limit: int, as_json: bool, agent: st
             click.echo(json.dumps(item))
         return
     if not items:
-        click.echo(f"{agent}'s inbox is empty" + ("" if show_all else " (--all shows finished items)"))
+        echo(f"{agent}'s inbox is empty" + ("" if show_all else " (--all shows finished items)"))
         return
     rows = [
         [

@@ -68,6 +68,9 @@ def exec_command(fleet_file: Path, agent: str, command: tuple[str, ...]) -> None
 
     \b
         flotilla exec researcher -- ls -la /data
+
+    What the command prints reaches the terminal raw, as with `docker exec`: it runs in the
+    agent's container, so pipe it through `cat -v` when the agent may be hostile.
     """
     from orchestrator.cli.fleet import _backend_or_exit, _runtime_of
 

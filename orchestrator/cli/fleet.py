@@ -24,6 +24,7 @@ from orchestrator.cli.common import (
 from orchestrator.cli.errors import CliError
 from orchestrator.cli.options import echo_json, follow_option, json_option
 from orchestrator.cli.render import fleet_table
+from orchestrator.cli.terminal import markup_safe
 from orchestrator.config.capacity import Capacity
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.schema import fleet_schema
@@ -348,9 +349,9 @@ def ps(fleet_file: Path, as_json: bool) -> None:
         console = Console(width=160)
     console.print(fleet_table(status))
     for problem in status["problems"]:
-        console.print(f"[red]problem: {problem}[/red]", highlight=False)
+        console.print(f"[red]problem: {markup_safe(problem)}[/red]", highlight=False)
     for warning in status.get("warnings", []):
-        console.print(f"[bold red]warning: {warning}[/bold red]", highlight=False)
+        console.print(f"[bold red]warning: {markup_safe(warning)}[/bold red]", highlight=False)
     if status["runtime"] != "docker":
         console.print(f"[yellow]isolation {status['isolation']}[/yellow]")
 
@@ -364,7 +365,10 @@ def ps(fleet_file: Path, as_json: bool) -> None:
 @click.option("--runtime", type=click.Choice(RUNTIMES), default=None)
 @click.argument("agent")
 def logs(fleet_file: Path, follow: bool, tail: int, runtime: Runtime | None, agent: str) -> None:
-    """Print an agent's log."""
+    """Print an agent's log.
+
+    The log is printed raw, as `docker logs` does: what the agent wrote, control characters
+    included. Pipe it through `less` or `cat -v` when the agent may be hostile."""
     fleet = load_or_exit(fleet_file)
     paths = StatePaths.for_fleet_file(fleet.path)
     backend = _backend_or_exit(_runtime_of(paths, runtime, fleet), paths)

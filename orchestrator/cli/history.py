@@ -8,7 +8,6 @@ context's flushes and compactions where they happened.
 from __future__ import annotations
 
 import json
-import re
 import time
 from pathlib import Path
 
@@ -19,18 +18,11 @@ from orchestrator.agents.transcripts import ContextMark, Transcript, TranscriptT
 from orchestrator.cli.client import ApiClient
 from orchestrator.cli.common import client_for, fleet_file_option
 from orchestrator.cli.options import follow_option
+from orchestrator.cli.terminal import printable
 
 FOLLOW_EVERY_S = 1.0
 SHOWN_TEXT = 2_000
 ROLE_STYLE = {"user": "cyan", "assistant": "green", "tool": "yellow", "system": "magenta"}
-
-
-# What an agent logged is its model's and tools' text: never let it drive the terminal.
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def printable(text: str) -> str:
-    return CONTROL.sub("\N{REPLACEMENT CHARACTER}", text)
 
 
 def _short(text: str, limit: int = SHOWN_TEXT) -> str:

@@ -14,6 +14,7 @@ from orchestrator.cli.broker import inbox as list_inbox
 from orchestrator.cli.client import ApiClient
 from orchestrator.cli.common import client_for, fleet_file_option
 from orchestrator.cli.errors import CliError
+from orchestrator.cli.terminal import echo, one_line
 
 
 class _ListByDefault(click.Group):
@@ -61,10 +62,10 @@ def list_command(
             click.echo(json.dumps(letter | {"state": "dead"}))
         return
     if dead:
-        click.echo(f"\n{len(dead)} dead-lettered (`flotilla inbox retry|drop {agent} ID`):")
+        echo(f"\n{len(dead)} dead-lettered (`flotilla inbox retry|drop {agent} ID`):")
         for letter in dead:
-            what = letter["operation"] or letter["preview"].replace("\n", " ")[:60]
-            click.echo(
+            what = one_line(letter["operation"] or letter["preview"].replace("\n", " ")[:60])
+            echo(
                 f"  {letter['id']}  {letter['kind']} from {letter['sender']}, {letter['attempts']} tries: {what}"
             )
 
@@ -94,7 +95,7 @@ def _act(fleet_file: Path, agent: str, item_id: str, action: str) -> dict[str, A
 def retry(fleet_file: Path, agent: str, item_id: str) -> None:
     """Queue AGENT's dead letter ITEM_ID again, with a fresh count of delivery attempts."""
     done = _act(fleet_file, agent, item_id, "retry")
-    click.echo(f"{done['item_id']} queued again for {agent}")
+    echo(f"{done['item_id']} queued again for {agent}")
 
 
 @inbox.command()
@@ -104,4 +105,4 @@ def retry(fleet_file: Path, agent: str, item_id: str) -> None:
 def drop(fleet_file: Path, agent: str, item_id: str) -> None:
     """Give AGENT's dead letter ITEM_ID up: it is never delivered again."""
     done = _act(fleet_file, agent, item_id, "drop")
-    click.echo(f"{done['item_id']} dropped")
+    echo(f"{done['item_id']} dropped")

@@ -17,6 +17,7 @@ import click
 
 from agent_runtime import collector_paused
 from orchestrator.cli.errors import CliError, NotRunning
+from orchestrator.cli.terminal import echo
 
 # Command name -> (module, attribute). Modules load only when their command runs, so that a
 # quick command (ps, send) does not pay for importing the whole orchestrator.
@@ -112,13 +113,13 @@ def main() -> None:
     try:
         cli.main(standalone_mode=False)
     except NotRunning as exc:
-        click.echo(f"error: {exc}", err=True)
+        echo(f"error: {exc}", err=True)
         sys.exit(EXIT_NOT_RUNNING)
     except CliError as exc:
-        click.echo(f"error: {exc}", err=True)
+        echo(f"error: {exc}", err=True)
         sys.exit(1)
     except click.exceptions.Abort:
-        click.echo("aborted", err=True)
+        echo("aborted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()

@@ -27,6 +27,7 @@ import click
 from orchestrator.cli.common import client_for, fleet_file_option
 from orchestrator.cli.errors import CliError
 from orchestrator.cli.options import echo_json, json_option
+from orchestrator.cli.terminal import echo, one_line
 
 
 def _request(fleet_file: Path, method: str, path: str, body: Any = None, **params: Any) -> Any:
@@ -52,7 +53,9 @@ def _fact_line(fact: dict[str, Any], score: float | None = None) -> str:
     scored = f"{score:.3f}  " if score is not None else ""
     status = "" if fact["status"] == "active" else f" [{fact['status']}]"
     text = fact["text"] or "(forgotten)"
-    return f"{scored}#{fact['id']}{status}  {text}  ({fact['source']}, {fact['category']}, {fact['updated_at'][:10]})"
+    return one_line(
+        f"{scored}#{fact['id']}{status}  {text}  ({fact['source']}, {fact['category']}, {fact['updated_at'][:10]})"
+    )
 
 
 def _print_save(result: dict[str, Any], as_json: bool = False) -> None:
@@ -61,19 +64,15 @@ def _print_save(result: dict[str, Any], as_json: bool = False) -> None:
         return
     outcome = result["outcome"]
     if outcome == "superseded":
-        click.echo(f"saved as #{result['fact_id']}, replacing #{result['replaced_id']}")
+        echo(f"saved as #{result['fact_id']}, replacing #{result['replaced_id']}")
     elif outcome == "saved":
-        click.echo(f"saved as #{result['fact_id']}")
+        echo(f"saved as #{result['fact_id']}")
     elif outcome == "merged":
-        click.echo(
-            f"already known as #{result['fact_id']}{': ' + result['detail'] if result['detail'] else ''}"
-        )
+        echo(f"already known as #{result['fact_id']}{': ' + result['detail'] if result['detail'] else ''}")
     elif outcome == "contradiction":
-        click.echo(
-            f"not saved: contradicts #{result['fact_id']} (contradiction {result['contradiction_id']})"
-        )
+        echo(f"not saved: contradicts #{result['fact_id']} (contradiction {result['contradiction_id']})")
     else:
-        click.echo(f"not saved: {result['detail'] or outcome}")
+        echo(one_line(f"not saved: {result['detail'] or outcome}"))
 
 
 @click.group()
@@ -104,9 +103,9 @@ def list_facts(
         click.echo(json.dumps(found, indent=2))
         return
     if not found["facts"]:
-        click.echo("no facts")
+        echo("no facts")
     for fact in found["facts"]:
-        click.echo(_fact_line(fact))
+        echo(_fact_line(fact))
 
 
 @memory.command()
@@ -130,16 +129,19 @@ def search(fleet_file: Path, k: int, as_json: bool, agent: str, query: str) -> N
     if as_json:
         click.echo(json.dumps(found, indent=2))
         return
-    click.echo(f"mode: {found['mode']}")
+    echo(f"mode: {found['mode']}")
     for hit in found["facts"]:
-        click.echo(_fact_line(hit["fact"], hit["score"]))
+        echo(_fact_line(hit["fact"], hit["score"]))
     for hit in found["episodes"]:
         episode = hit["episode"]
-        click.echo(
-            f"{hit['score']:.3f}  episode {episode['id']} ({episode['start']} .. {episode['end']})  {episode['summary']}"
+        echo(
+            one_line(
+                f"{hit['score']:.3f}  episode {episode['id']} ({episode['start']} .. {episode['end']})  "
+                f"{episode['summary']}"
+            )
         )
     if not found["facts"] and not found["episodes"]:
-        click.echo("nothing found")
+        echo("nothing found")
 
 
 @memory.command()
@@ -154,15 +156,15 @@ def show(fleet_file: Path, as_json: bool, agent: str, fact_id: int) -> None:
         echo_json(found)
         return
     fact = found["fact"]
-    click.echo(_fact_line(fact))
-    click.echo(
-        f"  subject: {fact['subject'] or '-'}  salience: {fact['salience']:.2f}  accesses: {fact['access_count']}"
+    echo(_fact_line(fact))
+    echo(
+        f"  subject: {one_line(fact['subject'] or '-')}  salience: {fact['salience']:.2f}  accesses: {fact['access_count']}"
     )
-    click.echo(f"  turns: {', '.join(fact['turn_ids']) or '-'}")
+    echo(one_line(f"  turns: {', '.join(fact['turn_ids']) or '-'}"))
     if len(found["history"]) > 1:
-        click.echo("  versions:")
+        echo("  versions:")
         for version in found["history"]:
-            click.echo(f"    {_fact_line(version)}")
+            echo(f"    {_fact_line(version)}")
 
 
 @memory.command()
@@ -212,13 +214,13 @@ def forget(fleet_file: Path, as_json: bool, with_restatements: bool, agent: str,
         return
     ids = found["forgotten"]
     if not ids:
-        click.echo(f"#{fact_id} was already forgotten")
+        echo(f"#{fact_id} was already forgotten")
     else:
-        click.echo(f"forgot {', '.join(f'#{i}' for i in ids)}")
+        echo(f"forgot {', '.join(f'#{i}' for i in ids)}")
     kept = found.get("restatements") or []
     if kept:
         listed = ", ".join(f"#{i}" for i in kept)
-        click.echo(f"still kept, restating it: {listed} (forget them with it: --with-restatements)")
+        echo(f"still kept, restating it: {listed} (forget them with it: --with-restatements)")
 
 
 @memory.command()
@@ -246,9 +248,9 @@ def contradictions(
             echo_json(done)
             return
         if done["resolution"] == "kept_new":
-            click.echo(f"contradiction {resolve_id}: kept the new fact as #{done['new_fact_id']}")
+            echo(f"contradiction {resolve_id}: kept the new fact as #{done['new_fact_id']}")
         else:
-            click.echo(f"contradiction {resolve_id}: kept #{done['fact_id']}")
+            echo(f"contradiction {resolve_id}: kept #{done['fact_id']}")
         return
     if keep is not None:
         raise CliError("--keep is only used with --resolve ID")
@@ -259,13 +261,16 @@ def contradictions(
         echo_json(found)
         return
     if not found["contradictions"]:
-        click.echo("no contradictions")
+        echo("no contradictions")
     for item in found["contradictions"]:
         state = "" if item["status"] == "pending" else f" [{item['status']}]"
-        click.echo(
-            f"{item['id']}{state}  #{item['fact_id']} ({item['fact_source']}): {item['fact_text'] or '(forgotten)'}"
+        echo(
+            one_line(
+                f"{item['id']}{state}  #{item['fact_id']} ({item['fact_source']}): "
+                f"{item['fact_text'] or '(forgotten)'}"
+            )
         )
-        click.echo(f"    disputed by ({item['source']}): {item['text']}")
+        echo(one_line(f"    disputed by ({item['source']}): {item['text']}"))
 
 
 @memory.command()
@@ -278,19 +283,19 @@ def status(fleet_file: Path, as_json: bool, agent: str) -> None:
     if as_json:
         echo_json(found)
         return
-    click.echo(
+    echo(
         f"mode: {found['mode']} ({found['embedding_model'] or 'no embedding model'}, {found['dimensions']} dims)"
     )
-    click.echo(
+    echo(
         f"facts: {found['facts_active']} active, {found['facts_superseded']} superseded, "
         f"{found['facts_forgotten']} forgotten; missing vectors: {found['missing_vectors']}"
     )
-    click.echo(f"episodes: {found['episodes']}; pending contradictions: {found['pending_contradictions']}")
+    echo(f"episodes: {found['episodes']}; pending contradictions: {found['pending_contradictions']}")
     if found["last_error"]:
-        click.echo(f"last error: {found['last_error']}")
+        echo(one_line(f"last error: {found['last_error']}"))
     if found.get("damaged"):
-        click.echo(f"fresh store: memory.db {found['damaged']}")
-        click.echo(
+        echo(f"fresh store: memory.db {found['damaged']}")
+        echo(
             f"  restore: flotilla down && flotilla restore BACKUP --agent {agent} --force && flotilla up\n"
             f"  or keep this store: flotilla memory accept-fresh {agent}"
         )
@@ -310,15 +315,15 @@ def accept_fresh(fleet_file: Path, as_json: bool, agent: str) -> None:
     if as_json:
         echo_json(found)
     elif found["accepted"]:
-        click.echo(f"{agent}: the fresh store is kept; {agent} restarted with full memory search")
+        echo(f"{agent}: the fresh store is kept; {agent} restarted with full memory search")
     else:
-        click.echo(f"{agent}: its memory.db is not a store that replaced a damaged one; nothing to accept")
+        echo(f"{agent}: its memory.db is not a store that replaced a damaged one; nothing to accept")
 
 
 def _run_line(run: dict[str, Any]) -> str:
     model = run["model"] or "no model"
     changes = "; ".join(run["changes"]) or "no change"
-    return (
+    return one_line(
         f"{run['started_at'][:19]}  {run['family']}/{run['job']:<13} {run['trigger']:<8} {run['outcome']:<7} "
         f"{model}  {changes}" + (f"  ({run['detail']})" if run["detail"] else "")
     )
@@ -334,14 +339,14 @@ def jobs(fleet_file: Path, as_json: bool, agent: str) -> None:
     if as_json:
         click.echo(json.dumps(found, indent=1))
         return
-    click.echo(f"context strategy: {found['strategy']}; jobs: {', '.join(found['jobs'])}")
+    echo(f"context strategy: {found['strategy']}; jobs: {', '.join(found['jobs'])}")
     for checkpoint in found["checkpoints"]:
         value = json.dumps(checkpoint["value"], sort_keys=True)
-        click.echo(f"checkpoint {checkpoint['family']}/{checkpoint['job']}: {value}")
+        echo(f"checkpoint {checkpoint['family']}/{checkpoint['job']}: {value}")
     if not found["runs"]:
-        click.echo("no run yet")
+        echo("no run yet")
     for run in found["runs"]:
-        click.echo(_run_line(run))
+        echo(_run_line(run))
 
 
 @memory.command()
@@ -350,4 +355,4 @@ def jobs(fleet_file: Path, as_json: bool, agent: str) -> None:
 @click.argument("job")
 def run(fleet_file: Path, agent: str, job: str) -> None:
     """Run AGENT's memory JOB now (e.g. review, or cognition/consolidation) and print its record."""
-    click.echo(_run_line(_request(fleet_file, "POST", f"{_base(agent)}/jobs/run", {"job": job})))
+    echo(_run_line(_request(fleet_file, "POST", f"{_base(agent)}/jobs/run", {"job": job})))

@@ -14,6 +14,7 @@ import click
 from orchestrator.cli.client import ApiClient
 from orchestrator.cli.common import client_for, fleet_file_option
 from orchestrator.cli.errors import CliError
+from orchestrator.cli.terminal import echo
 
 HISTORY_FILE = Path("~/.flotilla_chat_history")
 HISTORY_LENGTH = 1000
@@ -28,8 +29,8 @@ class Reply:
     result: dict[str, Any]
 
 
-def _exchange(client: ApiClient, agent: str, text: str, timeout_s: float, echo: bool = True) -> Reply:
-    """Send one message; print the reply as it streams when `echo` is set."""
+def _exchange(client: ApiClient, agent: str, text: str, timeout_s: float, show: bool = True) -> Reply:
+    """Send one message; print the reply as it streams when `show` is set."""
     body = {"text": text, "timeout_s": timeout_s}
     printed, item_id = False, None
     for event, data in client.stream(
@@ -38,8 +39,8 @@ def _exchange(client: ApiClient, agent: str, text: str, timeout_s: float, echo: 
         payload = json.loads(data)
         if event == "queued":
             item_id = payload.get("item_id")
-        elif event == "delta" and echo:
-            click.echo(payload["delta"], nl=False)
+        elif event == "delta" and show:
+            echo(payload["delta"], nl=False)
             sys.stdout.flush()
             printed = True
         elif event == "done":
@@ -50,16 +51,16 @@ def _exchange(client: ApiClient, agent: str, text: str, timeout_s: float, echo: 
                 payload.get("error"),
                 payload,
             )
-            if echo:
+            if show:
                 if not printed and reply.text:
-                    click.echo(reply.text, nl=False)
-                click.echo()
+                    echo(reply.text, nl=False)
+                echo()
                 if not reply.ok:
-                    click.echo(f"error: {reply.error or 'the agent failed'}", err=True)
+                    echo(f"error: {reply.error or 'the agent failed'}", err=True)
             return reply
         elif event == "error":
-            if echo:
-                click.echo()
+            if show:
+                echo()
             raise CliError(payload.get("message", "the agent did not answer"))
     raise CliError("the orchestrator closed the stream before the reply was complete")
 
@@ -90,7 +91,7 @@ _timeout_option = click.option(
 @click.argument("message")
 def send(fleet_file: Path, timeout_s: float, as_json: bool, agent: str, message: str) -> None:
     """Send MESSAGE to AGENT and print the reply as it streams."""
-    reply = _exchange(client_for(fleet_file), agent, message, timeout_s, echo=not as_json)
+    reply = _exchange(client_for(fleet_file), agent, message, timeout_s, show=not as_json)
     if as_json:
         document = {"agent": agent, "item_id": reply.item_id, "ok": reply.ok, "text": reply.text}
         click.echo(json.dumps(document | {"error": reply.error, "result": reply.result}, indent=2))
@@ -128,17 +129,17 @@ def chat(fleet_file: Path, timeout_s: float, agent: str) -> None:
     _require_agent(client, agent)
     if sys.stdin.isatty():
         _enable_line_editing()
-    click.echo(f"chatting with {agent}; an empty line or Ctrl-D ends")
+    echo(f"chatting with {agent}; an empty line or Ctrl-D ends")
     while True:
         try:
             text = input("you> ").strip()
         except EOFError:
-            click.echo()
+            echo()
             return
         if not text:
             return
-        click.echo(f"{agent}> ", nl=False)
+        echo(f"{agent}> ", nl=False)
         try:
             _exchange(client, agent, text, timeout_s)
         except CliError as exc:
-            click.echo(f"error: {exc}", err=True)
+            echo(f"error: {exc}", err=True)

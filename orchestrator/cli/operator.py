@@ -17,6 +17,7 @@ from orchestrator.cli.client import ApiClient
 from orchestrator.cli.common import client_for, fleet_file_option
 from orchestrator.cli.errors import CliError
 from orchestrator.cli.options import follow_option
+from orchestrator.cli.terminal import echo, one_line, secho
 
 # ------------------------------------------------------------------------------------ events
 
@@ -26,20 +27,24 @@ def format_event(event: dict[str, Any]) -> str:
     try:
         clock = datetime.fromisoformat(at).astimezone().strftime("%H:%M:%S")
     except ValueError:
-        clock = at[:8]
+        clock = one_line(at[:8])
     data = event.get("data") or {}
-    details = "  ".join(f"{k}={_short(v)}" for k, v in data.items())
-    agent = event.get("agent") or "-"
-    return f"{clock}  {event.get('seq', 0):>6}  {event.get('type', '?'):<20} {agent:<16} {details}".rstrip()
+    details = "  ".join(f"{one_line(str(k))}={_short(v)}" for k, v in data.items())
+    agent = one_line(str(event.get("agent") or "-"))
+    kind = one_line(str(event.get("type", "?")))
+    return f"{clock}  {event.get('seq', 0):>6}  {kind:<20} {agent:<16} {details}".rstrip()
 
 
 def _short(value: Any, limit: int = 60) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    text = one_line(value if isinstance(value, str) else json.dumps(value, default=str))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _echo_event(event: dict[str, Any], as_json: bool) -> None:
-    click.echo(json.dumps(event) if as_json else format_event(event))
+    if as_json:
+        click.echo(json.dumps(event))
+    else:
+        echo(format_event(event))
 
 
 @click.command()
@@ -101,10 +106,11 @@ def _size(value: int | None) -> str:
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> None:
+    rows = [[one_line(cell) for cell in row] for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    click.echo("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
+    echo("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
     for row in rows:
-        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
 
 @click.group()
@@ -128,12 +134,12 @@ def workspace_ls(fleet_file: Path, as_json: bool, agent: str) -> None:
         return
     rows = [
         [
-            row["name"],
+            one_line(row["name"]),
             _size(row["size"]) if row["exists"] else "absent",
             _size(row["cap"]),
             _fill(row),
             f"v{row['version']}" if row.get("version") else "-",
-            row.get("author") or "-",
+            one_line(row.get("author") or "-"),
             "read-only" if row["read_only"] and row["kind"] == "identity" else "",
         ]
         for row in listing["files"]
@@ -147,7 +153,10 @@ def workspace_ls(fleet_file: Path, as_json: bool, agent: str) -> None:
 @click.argument("agent")
 @click.argument("file")
 def workspace_cat(fleet_file: Path, version: int | None, agent: str, file: str) -> None:
-    """Print FILE of AGENT (the live content, or --version N)."""
+    """Print FILE of AGENT (the live content, or --version N).
+
+    The file is printed as it is, as `cat` does: pipe it through `less` or `cat -v` when the
+    agent may have written control characters into it."""
     with closing(client_for(fleet_file)) as client:
         body = client.get(_file_path(agent, file), version=version)
     click.echo(body["content"], nl=False)
@@ -171,7 +180,7 @@ def workspace_history(fleet_file: Path, as_json: bool, agent: str, file: str) ->
             v["author"],
             datetime.fromisoformat(v["at"]).astimezone().strftime("%Y-%m-%d %H:%M:%S"),
             _size(v["size"]),
-            v.get("reason") or "",
+            one_line(v.get("reason") or ""),
         ]
         for v in body["versions"]
     ]
@@ -189,13 +198,13 @@ def workspace_diff(fleet_file: Path, a: int | None, b: int | None, agent: str, f
     with closing(client_for(fleet_file)) as client:
         body = client.get(f"{_file_path(agent, file)}/diff", a=a, b=b)
     if not body["diff"]:
-        click.echo(f"v{body['a']} and v{body['b']} are identical", err=True)
+        echo(f"v{body['a']} and v{body['b']} are identical", err=True)
         return
     for line in body["diff"].splitlines():
         color = "green" if line.startswith("+") else "red" if line.startswith("-") else None
         if line.startswith(("+++", "---")):
             color = None
-        click.secho(line, fg="cyan" if line.startswith("@@") else color)
+        secho(line, fg="cyan" if line.startswith("@@") else color)
 
 
 @workspace.command("edit")
@@ -214,7 +223,7 @@ def workspace_edit(fleet_file: Path, reason: str, agent: str, file: str) -> None
         draft, text = _edit_in_editor(current["name"], current["content"])
         if text == current["content"]:
             draft.unlink(missing_ok=True)
-            click.echo(f"{current['name']}: no change", err=True)
+            echo(f"{current['name']}: no change", err=True)
             return
         _save(client, agent, current["name"], text, reason, draft)
 
@@ -237,11 +246,11 @@ def _save(client: ApiClient, agent: str, name: str, text: str, reason: str, draf
     try:
         result = client.put(_file_path(agent, name), {"content": text, "reason": reason})
     except CliError as refused:
-        click.echo(f"refused: {refused}", err=True)
-        click.echo(f"your text is kept in {draft}", err=True)
+        echo(f"refused: {refused}", err=True)
+        echo(f"your text is kept in {draft}", err=True)
         raise SystemExit(1) from None
     draft.unlink(missing_ok=True)
-    click.echo(f"{result['name']}: saved as version {result['version']} ({result['size']} bytes)")
+    echo(f"{result['name']}: saved as version {result['version']} ({result['size']} bytes)")
 
 
 COMMANDS: list[click.Command] = [events, workspace]

@@ -6,6 +6,7 @@ from typing import Any
 
 from rich.table import Table
 
+from orchestrator.cli.terminal import markup_safe
 from orchestrator.config.units import format_bytes
 
 _HEALTH_STYLE = {"healthy": "green", "starting": "yellow", "unhealthy": "red", "down": "red"}
@@ -42,7 +43,7 @@ def _memory_search(agent: dict[str, Any]) -> str:
     if mode == "unknown":
         mode = "not open yet"
     if agent.get("memory_problem"):
-        mode = f"[red]fresh store: memory.db {agent['memory_problem']}[/red]; {mode}"
+        mode = f"[red]fresh store: memory.db {markup_safe(agent['memory_problem'])}[/red]; {mode}"
     return f"{mode} ({model})" if model else f"{mode} (no embedding model)"
 
 

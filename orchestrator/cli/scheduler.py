@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from orchestrator.cli.common import client_for, fleet_file_option
+from orchestrator.cli.terminal import echo, markup_safe
 from orchestrator.scheduler.models import HeartbeatStatus, TickResult
 from orchestrator.scheduler.runs import RunView
 
@@ -47,12 +48,12 @@ def runs_table(runs: list[RunView]) -> Table:
             f"[{_outcome_style(run.outcome)}]{run.outcome}[/]"
             if _outcome_style(run.outcome)
             else run.outcome,
-            run.model or "-",
+            markup_safe(run.model or "-"),
             _tokens(run),
             f"{run.cost_usd:.4f}",
             f"{run.duration_s:.2f}",
             str(len(run.files_changed)) if run.files_changed else "",
-            run.detail,
+            markup_safe(run.detail),
         )
     return table
 
@@ -75,7 +76,7 @@ def runs(fleet_file: Path, limit: int, kind: str | None, as_json: bool, agent: s
         click.echo(json.dumps([r.model_dump(mode="json") for r in records], indent=2))
         return
     if not records:
-        click.echo("no runs recorded yet" + (f" for {agent}" if agent else ""))
+        echo("no runs recorded yet" + (f" for {agent}" if agent else ""))
         return
     Console().print(runs_table(records))
 
@@ -113,7 +114,7 @@ def _print_status(status: HeartbeatStatus) -> None:
         console.print("no rules")
     for error in status.errors:
         where = f"line {error.line}" if error.line else status.rules_source
-        click.echo(f"error: {status.rules_source} {where}: {error.text!r}: {error.message}", err=True)
+        echo(f"error: {status.rules_source} {where}: {error.text!r}: {error.message}", err=True)
 
 
 @click.command()
@@ -148,6 +149,6 @@ def _report_tick(agent: str, result: TickResult, as_json: bool) -> None:
     if as_json:
         click.echo(result.model_dump_json(indent=2))
         return
-    click.echo(f"{agent}: {result.summary()}")
+    echo(f"{agent}: {result.summary()}")
     for reason in result.reasons:
-        click.echo(f"  - {reason.kind}: {reason.detail}")
+        echo(f"  - {reason.kind}: {reason.detail}")

@@ -14,7 +14,7 @@ import click
 
 from orchestrator.broker.request_trace import RequestTrace, TraceStep
 from orchestrator.cli.common import client_for, fleet_file_option
-from orchestrator.cli.history import printable
+from orchestrator.cli.terminal import printable
 
 SHORT_ID = 12
 

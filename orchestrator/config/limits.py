@@ -23,6 +23,9 @@ FLOORS = {
 }
 
 
+MIN_BACKUP_PART_S = 10.0
+
+
 class LimitsConfig(BaseModel):
     """Caps on everything the orchestrator accepts; sizes in bytes or with k/m/g."""
 
@@ -48,6 +51,16 @@ class LimitsConfig(BaseModel):
     workspace_version_age: str | None = Field(
         default=None, description="Drop versions older than this (e.g. 90d); the newest always stays"
     )
+    backup_files: int = Field(
+        default=2000,
+        ge=10,
+        description="Files an agent's own part of a backup may hold; more makes that part incomplete",
+    )
+    backup_part_time: str = Field(
+        default="10m",
+        description="Longest an agent's own part of a backup may take, all its files; longer makes "
+        "that part incomplete",
+    )
 
     @field_validator("request_body", "channel_frame", "message", "payload", "event")
     @classmethod
@@ -65,10 +78,21 @@ class LimitsConfig(BaseModel):
             parse_duration(value)
         return value
 
+    @field_validator("backup_part_time")
+    @classmethod
+    def _part_time(cls, value: str) -> str:
+        if parse_duration(value) < MIN_BACKUP_PART_S:
+            raise ValueError(f"{value!r} is shorter than {MIN_BACKUP_PART_S:g}s")
+        return value
+
     def bytes_of(self, name: str) -> int:
         """One size limit in bytes: request_body, channel_frame, message, payload or event."""
         value: str | int = getattr(self, name)
         return parse_memory(value)
+
+    @property
+    def backup_part_time_s(self) -> float:
+        return parse_duration(self.backup_part_time)
 
     @property
     def workspace_version_age_s(self) -> float | None:

@@ -42,7 +42,7 @@ from agent_runtime.protocol import (
     ErrorBody,
 )
 from orchestrator.agents import session
-from orchestrator.api.agent.peers import check_ask_timeout
+from orchestrator.api.agent.peers import approval_rules, check_ask_timeout
 from orchestrator.api.agent.routes import acknowledge
 from orchestrator.api.deps import bearer_token
 from orchestrator.api.errors import ApiError
@@ -197,9 +197,11 @@ class ChannelSession:
         if isinstance(frame, ChannelAsk):
             check_ask_timeout(frame.request)
             check_payload(self.services, frame.request)
+            approval_rules(services, self.agent).check_ask(frame.request)
             return 200, await self.services.broker.ask(self.agent, frame.request)
         if isinstance(frame, ChannelTell):
             check_payload(self.services, frame.request)
+            approval_rules(services, self.agent).check_tell(frame.request)
             return 200, await self.services.broker.tell(self.agent, frame.request)
         if isinstance(frame, ChannelWorkspaceWrite):
             return 200, await asyncio.to_thread(self._write_workspace, frame)
@@ -211,8 +213,16 @@ class ChannelSession:
 
     def _write_workspace(self, frame: ChannelWorkspaceWrite) -> BaseModel:
         """The agent's write, through the operator copy's one write path. The agent cannot
-        write as the operator: anything but a maintenance job counts as the agent."""
+        write as the operator: anything but a maintenance job counts as the agent. Under an
+        approval rule on `update_workspace` every write of the agent needs its approved item,
+        whoever it claims to be (a job's write included: the agent names the author)."""
         access = self.services.workspaces.open(self.agent)
+        canonical = workspace_access.canonical_identity(frame.name)
+        if canonical is not None:
+            current = access.workspace.read(canonical)
+            approval_rules(self.services, self.agent).check_workspace_write(
+                canonical, frame.write.content, current
+            )
         author: Literal["agent", "job"] = "job" if frame.write.author == "job" else "agent"
         return self.services.workspaces.write_file(
             access, frame.name, frame.write.content, frame.write.reason, author, "agent"

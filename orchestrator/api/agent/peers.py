@@ -17,6 +17,7 @@ from agent_runtime.protocol import (
 )
 from orchestrator.api.errors import ApiError
 from orchestrator.api.limits import check_payload
+from orchestrator.approvals import ApprovalRules, ApprovalStore
 from orchestrator.broker.broker import MAX_TIMEOUT_S
 from orchestrator.control.auth import Principal
 from orchestrator.services import Services
@@ -74,15 +75,26 @@ async def list_peers(agent: AgentDep, services: FastServicesDep) -> list[PeerInf
     return services.broker.peers(agent.name)
 
 
+def approval_rules(services: Services, agent: str) -> ApprovalRules:
+    """The agent's approval rules of the fleet in force, checked on what it sends."""
+    config = services.fleet.config.agents.get(agent)
+    required = config.tools.approval_required() if config is not None else []
+    return ApprovalRules(agent, required, ApprovalStore(services.db, services.events), services.db)
+
+
 @router.post(f"{AGENT_API_PREFIX}/ask", tags=["agent"], response_model=AskResult)
 async def ask(body: AskRequest, agent: AgentDep, services: FastServicesDep) -> Response:
-    """Ask a peer an operation and wait for its answer; broker refusals come back as `error`."""
+    """Ask a peer an operation and wait for its answer; broker refusals come back as `error`.
+    403 when the operation needs an approval that no approved item gives."""
     check_ask_timeout(body)
     check_payload(services, body)
+    approval_rules(services, agent.name).check_ask(body)
     return _json(await services.broker.ask(agent.name, body))
 
 
 @router.post(f"{AGENT_API_PREFIX}/tell", tags=["agent"], response_model=TellResult)
 async def tell(body: TellRequest, agent: AgentDep, services: FastServicesDep) -> Response:
+    """403 when a tell needs an approval that no approved item gives."""
     check_payload(services, body)
+    approval_rules(services, agent.name).check_tell(body)
     return _json(await services.broker.tell(agent.name, body))

@@ -19,6 +19,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel
 
+from orchestrator.api.csrf import COOKIE
 from orchestrator.api.deps import OperatorDep, ServicesDep
 from orchestrator.services import Services
 
@@ -39,7 +40,6 @@ def local_peers_only(request: Request) -> None:
 
 router = APIRouter(tags=["dashboard"], include_in_schema=False, dependencies=[Depends(local_peers_only)])
 
-COOKIE = "flotilla_token"
 STATIC_TYPES = {
     ".html": "text/html; charset=utf-8",
     ".js": "text/javascript; charset=utf-8",
@@ -101,7 +101,9 @@ def dashboard(
         if not _is_operator(services, token):
             return HTMLResponse(LOGIN_PAGE, status_code=401, headers=LOGIN_HEADERS)
         redirect = RedirectResponse("/", status_code=303)
-        redirect.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/")
+        # Secure over TLS (directly, or behind a proxy whose scheme the server trusts).
+        secure = request.url.scheme == "https"
+        redirect.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/", secure=secure)
         return redirect
     if not _is_operator(services, _header_or_cookie(request)):
         return HTMLResponse(LOGIN_PAGE, status_code=401, headers=LOGIN_HEADERS)

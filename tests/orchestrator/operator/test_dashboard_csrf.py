@@ -53,3 +53,39 @@ def test_a_bearer_token_is_not_ambient_and_needs_no_header(operator: TestClient)
     assert (
         operator.post(SEND, json=MESSAGE, headers={"origin": "https://elsewhere.example"}).status_code == 200
     )
+
+
+PAUSE = "/api/v1/agents/alpha/pause"
+
+
+@pytest.mark.parametrize("query", ["?token=", "?token=wrong", "?token=&token=", "?token"])
+def test_an_empty_or_wrong_token_in_the_query_is_a_401_not_the_cookie(
+    browser: TestClient, services: Services, query: str
+) -> None:
+    # A form on another page of the same site: the cookie rides along, the query names a token
+    # that is no token. The cookie must not stand in for it.
+    forged = browser.post(PAUSE + query, headers={"origin": "https://evil.example"})
+    assert forged.status_code == 401, forged.text
+    same_site = browser.post(PAUSE + query, headers={"sec-fetch-site": "same-site"})
+    assert same_site.status_code == 401, same_site.text
+    assert browser.get("/api/v1/agents/alpha/inbox" + query).status_code == 401
+    assert services.inbox.pending("alpha") == 0
+
+
+def test_a_query_token_proves_itself_and_is_not_ambient(browser: TestClient, services: Services) -> None:
+    token = services.operator_token
+    sent = browser.post(
+        f"{SEND}?token={token}", json=MESSAGE, headers={"origin": "https://elsewhere.example"}
+    )
+    assert sent.status_code == 200, sent.text
+
+
+def test_the_dashboard_cookie_is_secure_over_tls(app: FastAPI, services: Services) -> None:
+    token = services.operator_token
+    with TestClient(app, base_url="https://testserver") as tls:
+        signed_in = tls.get(f"/?token={token}", follow_redirects=False)
+    assert signed_in.status_code == 303
+    assert "secure" in signed_in.headers["set-cookie"].lower()
+    with TestClient(app) as plain:
+        signed_in = plain.get(f"/?token={token}", follow_redirects=False)
+    assert "secure" not in signed_in.headers["set-cookie"].lower()
