@@ -124,6 +124,10 @@ def _tool_settings(tools: ToolsConfig) -> Settings:
                 for server in tools.mcp
             ],
         )
+    if tools.exec is not None:
+        # The tool is offered when the agent's worker starts; its caps are read on each call.
+        found["tools.exec"] = ("recreate", True)
+        found |= _flat("tools.exec", "live", tools.exec.model_dump(mode="json"))
     if tools.rules or "approval_timeout" in tools.model_fields_set:
         found["tools.approval"] = ("reload", [tools.approval_required(), tools.approval_timeout])
     return found

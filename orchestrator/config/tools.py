@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from orchestrator.config.exec_tool import ExecPolicy
 from orchestrator.config.units import parse_duration
 
 SERVER_NAME = re.compile(r"^[a-z][a-z0-9_]{0,23}$")
@@ -166,6 +167,11 @@ class ToolsConfig(_Strict):
     mcp: list[McpServerConfig] = Field(
         default_factory=list,
         description="MCP servers: stdio ones run by the agent (command), HTTP ones reached through the orchestrator (url)",
+    )
+    exec: ExecPolicy | None = Field(
+        default=None,
+        description="The exec tool: commands run in a throwaway sandbox with these caps, "
+        "e.g. {timeout_s: 10}; unset: no exec",
     )
     rules: dict[str, ToolRule] = Field(
         default_factory=dict,

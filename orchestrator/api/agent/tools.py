@@ -14,6 +14,7 @@ from orchestrator.api.deps import AgentDep, ServicesDep
 from orchestrator.api.errors import ApiError
 from orchestrator.approvals import ApprovalStore
 from orchestrator.host_tools import HostToolCatalog, HostToolProvider, HostToolRefused
+from orchestrator.host_tools.sandbox import ExecContext, ExecTool
 from orchestrator.mcp_http import OrchestratorMcpCalls
 from orchestrator.services import Services
 
@@ -26,8 +27,25 @@ def _catalog(services: Services, agent: str) -> HostToolCatalog:
         raise ApiError(404, "not_found", f"agent {agent!r} is no longer part of the fleet")
     tools = fleet.agents[agent].tools
     approvals = ApprovalStore(services.db, services.events)
-    providers: list[HostToolProvider] = [OrchestratorMcpCalls(agent, tools, approvals, services.events)]
+    providers: list[HostToolProvider] = [
+        OrchestratorMcpCalls(agent, tools, approvals, services.events),
+        ExecTool(_exec_context(services, agent, approvals)),
+    ]
     return HostToolCatalog(agent, providers)
+
+
+def _exec_context(services: Services, agent: str, approvals: ApprovalStore) -> ExecContext:
+    return ExecContext(
+        fleet=services.fleet.name,
+        agent=agent,
+        image=services.manager.image,
+        tools=services.fleet.config.agents[agent].tools,
+        backend=services.backend,
+        workspaces=services.workspaces,
+        approvals=approvals,
+        events=services.events,
+        staging_root=services.paths.root / "sandbox",
+    )
 
 
 @router.get("/tools")
