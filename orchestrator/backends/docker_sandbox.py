@@ -14,6 +14,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import docker
 import docker.errors
@@ -78,8 +79,8 @@ class DockerSandbox(CodeSandbox):
 
         deadline = threading.Timer(job.limits.timeout_s + GRACE_S, kill_at_deadline)
         deadline.daemon = True
+        output = self._api.attach(container, stdout=True, stderr=True, stream=True, demux=True)
         try:
-            output = self._api.attach(container, stdout=True, stderr=True, stream=True, demux=True)
             self._api.start(container)
             deadline.start()
             raw, stderr, overflow = _read(output, job.report_cap)
@@ -88,6 +89,7 @@ class DockerSandbox(CodeSandbox):
             self._wait(container)
         finally:
             deadline.cancel()
+            _close(output)
         return raw, stderr, overflow, fired.is_set()
 
     def _create(self, job: SandboxJob) -> str:
@@ -175,6 +177,15 @@ def _read(output: Iterator[tuple[bytes | None, bytes | None]], cap: int) -> tupl
             if len(raw) > cap:
                 return bytes(raw[:cap]), stderr, True
     return bytes(raw), stderr, False
+
+
+def _close(output: Any) -> None:
+    """The attach stream's socket, and the HTTP response that still holds it."""
+    with contextlib.suppress(OSError):
+        output.close()
+    response = getattr(output, "_response", None)
+    if response is not None:
+        response.close()
 
 
 def _problem(report: str, stderr: bytes, overflow: bool, cap: int) -> str:
