@@ -83,7 +83,8 @@ def parse_arguments(arguments: dict[str, Any]) -> ExecArguments | str:
         return ExecArguments.model_validate(arguments)
     except ValidationError as bad:
         problems = "; ".join(
-            f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: {error['msg']}"
+            f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: "
+            f"{error['msg'].removeprefix('Value error, ')}"
             for error in bad.errors()
         )
         return f"invalid arguments for exec: {problems}"
