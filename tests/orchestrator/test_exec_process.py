@@ -57,6 +57,8 @@ def test_the_process_runtime_refuses_exec_and_says_why(fleet_dir: Path) -> None:
     (refused,) = events(fleet_dir, "fenced", "exec.refused")
     assert "cannot sandbox" in refused["data"]["reason"]
     assert events(fleet_dir, "fenced", "exec.ran") == []
+    listed = events(fleet_dir, "fenced", "mcp.started")
+    assert listed and "the process runtime cannot sandbox code" in json.dumps(listed[-1]["data"]["problems"])
 
 
 def test_allowed_unsandboxed_it_runs_on_the_host_and_says_so(fleet_dir: Path) -> None:
