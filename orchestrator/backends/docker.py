@@ -42,7 +42,7 @@ from orchestrator.backends.base import (
     UnitState,
 )
 from orchestrator.backends.docker_listing import InspectCache
-from orchestrator.backends.docker_sandbox import DockerSandbox
+from orchestrator.backends.docker_sandbox import DockerSandbox, remove_sandboxes
 from orchestrator.backends.docker_snapshot import DockerSnapshotRun
 from orchestrator.backends.docker_storage import TOKEN_TARGET, AgentVolumes
 from orchestrator.backends.firewall import FirewallError, install_fence, remove_fence
@@ -269,6 +269,7 @@ class DockerBackend(Backend):
         return self.fence_warning
 
     def teardown_fleet(self, fleet: str) -> None:
+        remove_sandboxes(self._client, fleet)
         try:
             remove_fence(fleet)
         except FirewallError as exc:

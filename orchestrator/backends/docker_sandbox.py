@@ -34,6 +34,7 @@ from orchestrator.backends.sandbox import (
 )
 
 LABEL_SANDBOX_OF = f"{LABEL_PREFIX}.sandbox-of"
+LABEL_SANDBOX_FLEET = f"{LABEL_PREFIX}.sandbox-fleet"
 # Past the command's own time cap: the launcher's start, its drain of the pipes and its report.
 GRACE_S = 5.0
 WAIT_S = 30
@@ -128,7 +129,7 @@ class DockerSandbox(CodeSandbox):
                 working_dir=WORK_DIR,
                 hostname="sandbox",
                 network_disabled=True,
-                labels={LABEL_SANDBOX_OF: f"{job.fleet}/{job.agent}"},
+                labels={LABEL_SANDBOX_OF: f"{job.fleet}/{job.agent}", LABEL_SANDBOX_FLEET: job.fleet},
                 host_config=host_config,
                 use_config_proxy=False,
             )
@@ -163,6 +164,16 @@ class DockerSandbox(CodeSandbox):
         except (docker.errors.DockerException, requests.exceptions.RequestException):
             return False
         return bool(state.get("OOMKilled"))
+
+
+def remove_sandboxes(client: docker.DockerClient, fleet: str) -> int:
+    """Remove the fleet's sandboxes that an orchestrator stopped mid-call left behind."""
+    removed = 0
+    for found in client.api.containers(all=True, filters={"label": f"{LABEL_SANDBOX_FLEET}={fleet}"}):
+        with contextlib.suppress(docker.errors.NotFound):
+            client.api.remove_container(found["Id"], force=True)
+            removed += 1
+    return removed
 
 
 def _read(output: Iterator[tuple[bytes | None, bytes | None]], cap: int) -> tuple[bytes, bytes, bool]:

@@ -9,6 +9,7 @@ container's settings and from inside it.
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import socket
 import subprocess
@@ -18,10 +19,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import docker.errors
 import pytest
 from conftest import unique
 
-from orchestrator.backends.docker_sandbox import LABEL_SANDBOX_OF, DockerSandbox
+from orchestrator.backends.docker_sandbox import (
+    LABEL_SANDBOX_FLEET,
+    LABEL_SANDBOX_OF,
+    DockerSandbox,
+    remove_sandboxes,
+)
 from orchestrator.backends.sandbox import LauncherReport, SandboxJob, SandboxLimits, SandboxOutcome
 from orchestrator.image import ImageBuildResult
 
@@ -198,3 +205,21 @@ def test_inputs_are_read_only_and_outputs_come_back(
     assert (inputs / "MEMORY.md").read_text() == "- tides at 06:10\n"
     assert base64.b64decode(report.outputs["MEMORY.md"]) == b"- tides at 06:10\n- tides at 18:40\n"
     assert report.missing == ["USER.md"], "a link is not followed out of the work folder"
+
+
+def test_sandboxes_left_by_a_stopped_orchestrator_go_with_the_fleet(
+    docker_client: Any, agent_image: ImageBuildResult, owner: str
+) -> None:
+    labels = {LABEL_SANDBOX_OF: f"{owner}/coder", LABEL_SANDBOX_FLEET: owner}
+    left = docker_client.containers.create(agent_image.tag, entrypoint=["true"], labels=labels)
+    other = docker_client.containers.create(
+        agent_image.tag, entrypoint=["true"], labels={LABEL_SANDBOX_FLEET: f"{owner}-other"}
+    )
+    try:
+        assert remove_sandboxes(docker_client, owner) == 1
+        assert leftovers(docker_client, owner) == []
+        other.reload()
+    finally:
+        for container in (left, other):
+            with contextlib.suppress(docker.errors.NotFound):
+                container.remove(force=True)
