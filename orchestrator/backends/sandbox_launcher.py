@@ -150,6 +150,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     }
     if spec["inputs"]:
         env["WORKSPACE"] = spec["inputs"]
+    # The image's own Python packages (its PYTHONPATH) stay importable for the command.
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     try:
         child = subprocess.Popen(
             spec["argv"],

@@ -95,6 +95,7 @@ class ExecTool:
             )
         arguments = parse_arguments(request.arguments)
         if isinstance(arguments, str):
+            self._context.events.publish(EXEC_REFUSED, self._context.agent, reason=arguments)
             return OrchestratorToolResult(ok=False, output=arguments)
         reason = unapproved(self._context.approvals, self._context.agent, self._context.tools, request)
         if reason is not None:
@@ -107,7 +108,7 @@ class ExecTool:
             except BackendError as failed:
                 outcome = SandboxOutcome(None, 0.0, problem=str(failed))
         ok, first_line = verdict(outcome, limits)
-        written = await asyncio.to_thread(self._write_back, outcome, arguments)
+        written = await asyncio.to_thread(self._write_back, outcome, arguments, ok)
         data = event_data(arguments.shown, outcome, ok, sandbox.confined, arguments.files, written)
         self._context.events.publish(EXEC_RAN, self._context.agent, **data)
         log.info("agent %s: exec %r: %s", self._context.agent, arguments.shown, first_line)
@@ -149,11 +150,16 @@ class ExecTool:
             )
             return sandbox.run(job)
 
-    def _write_back(self, outcome: SandboxOutcome, arguments: ExecArguments) -> builtins.list[WrittenOutput]:
-        """The output files, each through the one write path as the agent, then handed to it."""
+    def _write_back(
+        self, outcome: SandboxOutcome, arguments: ExecArguments, ok: bool
+    ) -> builtins.list[WrittenOutput]:
+        """The output files, each through the one write path as the agent, then handed to it.
+        Only from a command that succeeded: a failed one may have left them half written."""
         report = outcome.report
-        if report is None or not report.started or not arguments.outputs:
+        if not arguments.outputs:
             return []
+        if report is None or not ok:
+            return [WrittenOutput(name, problem="the command did not succeed") for name in arguments.outputs]
         access = self._context.workspaces.open(self._context.agent)
         written = []
         for name in arguments.outputs:

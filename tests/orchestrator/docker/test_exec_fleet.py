@@ -137,6 +137,19 @@ def test_a_workspace_file_goes_in_and_an_output_comes_back_as_a_new_version(flee
     }
 
 
+def test_a_failed_command_writes_nothing_back(fleet_dir: Path) -> None:
+    before = json.loads(
+        run_flotilla(fleet_dir, "workspace", "history", "researcher", "MEMORY.md", "--json").stdout
+    )
+    arguments = json.dumps({"command": "echo half > MEMORY.md; exit 3", "outputs": ["MEMORY.md"]})
+    reply = send(fleet_dir, "researcher", f"call exec {arguments}")
+    assert "exit code 3" in reply and "MEMORY.md: not written: the command did not succeed" in reply
+    after = json.loads(
+        run_flotilla(fleet_dir, "workspace", "history", "researcher", "MEMORY.md", "--json").stdout
+    )
+    assert after == before
+
+
 def test_a_read_only_file_is_not_written_back(fleet_dir: Path) -> None:
     arguments = json.dumps({"command": "echo mine > SYSTEM.md", "outputs": ["SYSTEM.md"]})
     reply = send(fleet_dir, "researcher", f"call exec {arguments}")
@@ -160,6 +173,8 @@ def test_bad_arguments_are_named(fleet_dir: Path) -> None:
     assert "give either command" in reply.json()["output"]
     reply = agent_call(fleet_dir, "researcher", {"command": "true", "files": ["../../etc/passwd"]})
     assert "is not a workspace file" in reply.json()["output"]
+    refused = events(fleet_dir, "researcher", "exec.refused")
+    assert refused and "is not a workspace file" in refused[-1]["data"]["reason"]
 
 
 def test_exec_needing_approval_runs_only_once_approved(fleet_dir: Path) -> None:

@@ -104,6 +104,11 @@ def test_the_command_runs_confined(sandbox: DockerSandbox, owner: str) -> None:
     assert "/work\nwork-writable" in out
 
 
+def test_the_images_python_packages_are_importable(sandbox: DockerSandbox, owner: str) -> None:
+    report = reported(run(sandbox, owner, "python3 -c 'import pydantic; print(pydantic.VERSION)'"))
+    assert report.exit_code == 0, text(report.stderr)
+
+
 def test_the_container_has_no_network_and_cannot_reach_the_host(
     sandbox: DockerSandbox, owner: str, docker_client: Any
 ) -> None:
