@@ -151,3 +151,15 @@ def test_the_launcher_cuts_at_the_time_cap() -> None:
     assert report is not None and report.timed_out and report.signal == 9
     assert base64.b64decode(report.stdout) == b"begun\n"
     assert outcome.duration_s < 5
+
+
+def test_validate_warns_that_the_process_runtime_cannot_sandbox(tmp_path: Path) -> None:
+    path = tmp_path / "fleet.yaml"
+    path.write_text(
+        "version: 1\nfleet: checks\nruntime: process\nagents:\n"
+        "  fenced:\n    role: r\n    tools:\n      exec: {}\n"
+        "  trusted:\n    role: r\n    tools:\n      exec: {allow_unsandboxed: true}\n"
+    )
+    (warning,) = load_fleet(path).warnings
+    assert warning.path == "agents.fenced.tools.exec" and warning.line == 8
+    assert "the process runtime cannot sandbox code: every exec call will be refused" in warning.message
