@@ -79,7 +79,10 @@ def tool_settings(fleet: LoadedFleet, agent: str) -> ToolSettings:
             if server.command is not None
         ],
         orchestrator_mcp=[server.name for server in tools.http_servers],
-        host_tools=[HTTP_TOOL] if tools.http is not None else [],
+        host_tools=[
+            *([HTTP_TOOL] if tools.http is not None else []),
+            *(["exec"] if tools.exec is not None else []),
+        ],
         approval_required=tools.approval_required(),
         approval_timeout_s=tools.approval_timeout_s,
     )

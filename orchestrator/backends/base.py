@@ -13,9 +13,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from orchestrator.config.capacity import Capacity
+
+if TYPE_CHECKING:
+    from orchestrator.backends.sandbox import CodeSandbox
 
 LABEL_PREFIX = "io.flotilla"
 LABEL_FLEET = f"{LABEL_PREFIX}.fleet"
@@ -232,6 +235,10 @@ class Backend(abc.ABC):
         """Run a command inside the unit, as the agent's user: its exit code and output. For
         debugging; a backend that cannot says so."""
         raise BackendError(f"the {self.name} runtime cannot run a command inside an agent")
+
+    def sandbox(self) -> CodeSandbox:
+        """What runs the commands of agents' `exec` tool; a backend that has nothing says so."""
+        raise BackendError(f"the {self.name} runtime cannot run code for agents")
 
     def dial_url(self, fleet: str, bind_url: str) -> str:
         """The orchestrator's address as agents dial it, given the address it listens on for them.

@@ -42,6 +42,7 @@ from orchestrator.backends.base import (
     UnitState,
 )
 from orchestrator.backends.docker_listing import InspectCache
+from orchestrator.backends.docker_sandbox import DockerSandbox, remove_sandboxes
 from orchestrator.backends.docker_snapshot import DockerSnapshotRun
 from orchestrator.backends.docker_storage import TOKEN_TARGET, AgentVolumes
 from orchestrator.backends.firewall import FirewallError, install_fence, remove_fence
@@ -268,6 +269,7 @@ class DockerBackend(Backend):
         return self.fence_warning
 
     def teardown_fleet(self, fleet: str) -> None:
+        remove_sandboxes(self._client, fleet)
         try:
             remove_fence(fleet)
         except FirewallError as exc:
@@ -497,6 +499,9 @@ class DockerBackend(Backend):
 
     def snapshot_stopped(self, storage: StoppedStorage) -> SnapshotRun:
         return DockerSnapshotRun(self._client, storage)
+
+    def sandbox(self) -> DockerSandbox:
+        return DockerSandbox(self._client)
 
     def memory_usage(self, unit_id: str) -> int | None:
         container = self._get(unit_id)

@@ -41,6 +41,7 @@ from orchestrator.backends.base import (
     UnitInfo,
     UnitState,
 )
+from orchestrator.backends.process_sandbox import HostProcessRunner
 from orchestrator.state.cleanup import BACKUP_STAGING_PREFIX
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -157,6 +158,10 @@ class ProcessBackend(Backend):
 
     def snapshot_stopped(self, storage: StoppedStorage) -> SnapshotRun:
         return ProcessSnapshotRun(self._python, storage, self._units)
+
+    def sandbox(self) -> HostProcessRunner:
+        """Not a sandbox: `confined` is False, and the exec tool refuses it unless allowed."""
+        return HostProcessRunner()
 
     def exec(self, unit_id: str, command: builtins.list[str]) -> tuple[int, str]:
         record = self._load(unit_id)

@@ -63,6 +63,7 @@ from orchestrator.backends.base import (
     UnitState,
 )
 from orchestrator.backends.docker import connect_docker
+from orchestrator.backends.docker_sandbox import DockerSandbox
 from orchestrator.backends.swarm_move import fresh_volume_name, mounted_volume, remove_volume, wait_until
 
 log = logging.getLogger(__name__)
@@ -593,6 +594,10 @@ class SwarmBackend(Backend):
         for task in self._client.api.tasks(filters={"service": [s.id for s in services]}):
             tasks.setdefault(task.get("ServiceID", ""), []).append(task)
         return [self._info(service, tasks[service.id]) for service in services]
+
+    def sandbox(self) -> DockerSandbox:
+        """Commands run in containers on this node's engine (the manager's), wherever the agent runs."""
+        return DockerSandbox(self._client)
 
     def exec(self, unit_id: str, command: builtins.list[str]) -> tuple[int, str]:
         """Inside the agent's task container, when it runs on this node."""

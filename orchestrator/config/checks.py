@@ -68,6 +68,7 @@ def check_fleet(
     _check_rules(raw, problems)
     _check_mcp_credentials(fleet, problems)
     check_secrets(fleet, problems)
+    _check_exec_runtime(fleet, problems)
     if capacity is not None:
         check_resources(fleet, problems, capacity, set_aside)
 
@@ -175,6 +176,20 @@ def _check_mcp_credentials(fleet: LoadedFleet, problems: Problems) -> None:
                             f"MCP server {server.name}: header {header} names the environment variable "
                             f"{name}, which is not set on the orchestrator host",
                         )
+
+
+def _check_exec_runtime(fleet: LoadedFleet, problems: Problems) -> None:
+    """The process runtime cannot sandbox: say so where exec is declared for it."""
+    if fleet.config.runtime != "process":
+        return
+    for agent_name, agent in fleet.config.agents.items():
+        policy = agent.tools.exec
+        if policy is not None and not policy.allow_unsandboxed:
+            problems.warn(
+                ("agents", agent_name, "tools", "exec"),
+                "the process runtime cannot sandbox code: every exec call will be refused "
+                "(run the docker runtime, or set allow_unsandboxed: true to run commands on the host)",
+            )
 
 
 def _known_zone(name: str) -> bool:

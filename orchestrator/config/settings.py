@@ -127,6 +127,10 @@ def _tool_settings(tools: ToolsConfig) -> Settings:
     if tools.http is not None:
         # The agent lists its tools when its worker starts; the policy itself is read at each call.
         found["tools.http"] = ("recreate", True)
+    if tools.exec is not None:
+        # The tool is offered when the agent's worker starts; its caps are read on each call.
+        found["tools.exec"] = ("recreate", True)
+        found |= _flat("tools.exec", "live", tools.exec.model_dump(mode="json"))
     if tools.rules or "approval_timeout" in tools.model_fields_set or tools.http is not None:
         found["tools.approval"] = ("reload", [tools.approval_required(), tools.approval_timeout])
     return found

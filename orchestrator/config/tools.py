@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from orchestrator.config.egress import HttpPolicy
+from orchestrator.config.exec_tool import ExecPolicy
 from orchestrator.config.secrets import secret_handles
 from orchestrator.config.units import parse_duration
 
@@ -179,6 +180,11 @@ class ToolsConfig(_Strict):
         default=None,
         description="The http_request tool: requests the orchestrator makes for the agent under this "
         "policy (allowed URLs, methods, secrets, approval, daily budget); unset: no such tool",
+    )
+    exec: ExecPolicy | None = Field(
+        default=None,
+        description="The exec tool: commands run in a throwaway sandbox with these caps, "
+        "e.g. {timeout_s: 10}; unset: no exec",
     )
     rules: dict[str, ToolRule] = Field(
         default_factory=dict,

@@ -15,6 +15,7 @@ from orchestrator.api.errors import ApiError
 from orchestrator.approvals import ApprovalStore
 from orchestrator.egress import HttpRequestTool
 from orchestrator.host_tools import HostToolCatalog, HostToolProvider, HostToolRefused
+from orchestrator.host_tools.sandbox import ExecContext, ExecTool
 from orchestrator.mcp_http import OrchestratorMcpCalls
 from orchestrator.services import Services
 
@@ -29,7 +30,8 @@ def _catalog(services: Services, agent: str) -> HostToolCatalog:
     approvals = ApprovalStore(services.db, services.events)
     secrets = services.fleet_view.secrets()
     providers: list[HostToolProvider] = [
-        OrchestratorMcpCalls(agent, tools, approvals, services.events, secrets=secrets)
+        OrchestratorMcpCalls(agent, tools, approvals, services.events, secrets=secrets),
+        ExecTool(_exec_context(services, agent, approvals)),
     ]
     if tools.http is not None:
         providers.append(
@@ -38,6 +40,20 @@ def _catalog(services: Services, agent: str) -> HostToolCatalog:
             )
         )
     return HostToolCatalog(agent, providers)
+
+
+def _exec_context(services: Services, agent: str, approvals: ApprovalStore) -> ExecContext:
+    return ExecContext(
+        fleet=services.fleet.name,
+        agent=agent,
+        image=services.manager.image,
+        tools=services.fleet.config.agents[agent].tools,
+        backend=services.backend,
+        workspaces=services.workspaces,
+        approvals=approvals,
+        events=services.events,
+        staging_root=services.paths.root / "sandbox",
+    )
 
 
 @router.get("/tools")
