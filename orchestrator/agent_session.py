@@ -78,6 +78,7 @@ def tool_settings(fleet: LoadedFleet, agent: str) -> ToolSettings:
             if server.command is not None
         ],
         orchestrator_mcp=[server.name for server in tools.http_servers],
+        host_tools=["notify"] if fleet.config.agents[agent].channels else [],
         approval_required=tools.approval_required(),
         approval_timeout_s=tools.approval_timeout_s,
     )

@@ -14,6 +14,7 @@ from orchestrator.auth import TokenStore
 from orchestrator.backends.base import Backend
 from orchestrator.broker.broker import Broker
 from orchestrator.broker.inbox import Inbox
+from orchestrator.channels import Notifier
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.controls import Controls
 from orchestrator.events import EventBus
@@ -21,6 +22,7 @@ from orchestrator.fleet_manager import FleetManager
 from orchestrator.fleet_view import FleetView
 from orchestrator.gateway.service import Gateway
 from orchestrator.health import HealthBoard
+from orchestrator.hooks import HookReceiver
 from orchestrator.operator_actions import OperatorActions
 from orchestrator.runtime_snapshot import SnapshotTaker
 from orchestrator.scheduler.service import Scheduler
@@ -54,6 +56,10 @@ class Services:
     snapshots: SnapshotTaker
     """The runtime snapshot (peers, budgets left, inbox depth, time) handed out with each item."""
     actions: OperatorActions
+    notifier: Notifier
+    """Notifications to the channels of fleet.yaml (the `notify` tool, heartbeat rules)."""
+    hooks: HookReceiver
+    """Signed requests from outside that become inbox items (POST /hooks/NAME)."""
     operator_token: str
     """The operator's token in force (a rotation replaces it)."""
     agent_url: str

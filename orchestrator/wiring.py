@@ -141,7 +141,10 @@ def attach_subsystems(
     from orchestrator.agent_ask import AgentAsker
     from orchestrator.broker.broker import Broker
     from orchestrator.broker.inbox import Inbox
+    from orchestrator.channels import Notifier
     from orchestrator.gateway.service import Gateway
+    from orchestrator.hooks import HookReceiver
+    from orchestrator.hooks.store import HookStore
     from orchestrator.operator_actions import OperatorActions
     from orchestrator.runtime_snapshot import SnapshotTaker
     from orchestrator.scheduler.service import Scheduler
@@ -151,8 +154,18 @@ def attach_subsystems(
     fleet, db, events = core.fleet_view, core.db, core.events
     inbox = Inbox(db, events, core.controls, fleet)
     gateway = gateway or Gateway(db, fleet, core.controls, events)
+    notifier = Notifier(fleet, db, events)
     scheduler = Scheduler(
-        db, core.paths, fleet, inbox, core.controls, events, core.backend, budget=gateway, clock=clock
+        db,
+        core.paths,
+        fleet,
+        inbox,
+        core.controls,
+        events,
+        core.backend,
+        budget=gateway,
+        clock=clock,
+        notifier=notifier,
     )
     return Services(
         fleet_view=fleet,
@@ -176,6 +189,8 @@ def attach_subsystems(
             fleet.current, core.health, inbox, gateway.budgets, lambda: datetime.now(UTC)
         ),
         actions=OperatorActions(fleet, manager, core.backend, core.controls, core.health, inbox, events),
+        notifier=notifier,
+        hooks=HookReceiver(fleet, inbox, events, HookStore(db)),
         operator_token=core.operator_token,
         agent_url=manager.agent_url,
     )

@@ -27,6 +27,7 @@ from orchestrator.api.operator import (
     events,
     fleet,
     history,
+    hooks,
     memory,
     messages,
     metrics,
@@ -66,6 +67,7 @@ ROUTERS = [
     trace.router,
     backup.router,
     attention.router,
+    hooks.router,
 ]
 
 

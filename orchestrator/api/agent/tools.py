@@ -13,6 +13,7 @@ from agent_runtime.protocol import (
 from orchestrator.api.deps import AgentDep, ServicesDep
 from orchestrator.api.errors import ApiError
 from orchestrator.approvals import ApprovalStore
+from orchestrator.channels import NotifyTools
 from orchestrator.host_tools import HostToolCatalog, HostToolProvider, HostToolRefused
 from orchestrator.mcp_http import OrchestratorMcpCalls
 from orchestrator.services import Services
@@ -26,7 +27,10 @@ def _catalog(services: Services, agent: str) -> HostToolCatalog:
         raise ApiError(404, "not_found", f"agent {agent!r} is no longer part of the fleet")
     tools = fleet.agents[agent].tools
     approvals = ApprovalStore(services.db, services.events)
-    providers: list[HostToolProvider] = [OrchestratorMcpCalls(agent, tools, approvals, services.events)]
+    providers: list[HostToolProvider] = [
+        OrchestratorMcpCalls(agent, tools, approvals, services.events),
+        NotifyTools(agent, services.notifier),
+    ]
     return HostToolCatalog(agent, providers)
 
 
