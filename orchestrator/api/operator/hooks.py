@@ -20,6 +20,7 @@ router = APIRouter(tags=["hooks"])
 @router.post(
     "/hooks/{hook}",
     status_code=202,
+    response_model=HookAccepted,
     responses={
         401: {"model": ErrorBody, "description": "missing, wrong or stale signature"},
         409: {"model": ErrorBody, "description": "a replay of a request accepted before"},
