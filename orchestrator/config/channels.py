@@ -62,7 +62,7 @@ def _handles_in(value: object) -> list[str]:
 class WebhookChannel(ChannelBase):
     """A POST of JSON ({fleet, agent, channel, text, at}) to an HTTP endpoint."""
 
-    type: Literal["webhook"]
+    type: Literal["webhook"] = Field(description="The kind of channel")
     url: str = Field(
         description="http(s) URL; may hold secret handles", examples=["http://127.0.0.1:9000/notify"]
     )
@@ -79,8 +79,10 @@ class WebhookChannel(ChannelBase):
 
 
 class SmtpServer(_Strict):
+    """An SMTP server and how to log in to it."""
+
     host: str = Field(description="The SMTP server's host name or address")
-    port: int = Field(default=587, ge=1, le=65535)
+    port: int = Field(default=587, ge=1, le=65535, description="The SMTP server's port")
     tls: bool = Field(default=False, description="TLS from the first byte (usually port 465)")
     starttls: bool = Field(default=False, description="Upgrade to TLS with STARTTLS (usually port 587)")
     username: str | None = Field(default=None, description="Login name, if the server wants one")
@@ -90,8 +92,8 @@ class SmtpServer(_Strict):
 class EmailChannel(ChannelBase):
     """A plain-text mail sent over SMTP."""
 
-    type: Literal["email"]
-    smtp: SmtpServer
+    type: Literal["email"] = Field(description="The kind of channel")
+    smtp: SmtpServer = Field(description="The SMTP server that sends the mail")
     from_: str = Field(alias="from", description="The sender's address")
     to: list[str] = Field(min_length=1, description="Recipients' addresses")
     subject: str = Field(
@@ -105,7 +107,7 @@ class EmailChannel(ChannelBase):
 class SlackChannel(ChannelBase):
     """A Slack message, sent by apprise: with a bot token and a channel, or an incoming webhook."""
 
-    type: Literal["slack"]
+    type: Literal["slack"] = Field(description="The kind of channel")
     token: str | None = Field(default=None, description="Bot token (xoxb-...), as a secret handle")
     channel: str | None = Field(default=None, description="#channel, or a user or channel id, with `token`")
     webhook: str | None = Field(
@@ -128,7 +130,7 @@ class SlackChannel(ChannelBase):
 class TelegramChannel(ChannelBase):
     """A Telegram message from a bot, sent by apprise."""
 
-    type: Literal["telegram"]
+    type: Literal["telegram"] = Field(description="The kind of channel")
     token: str = Field(description="The bot's token, as a secret handle")
     chat_id: str = Field(description="The chat (user, group or channel id) that receives the messages")
     api_base: str | None = Field(
@@ -140,7 +142,7 @@ class TelegramChannel(ChannelBase):
 class AppriseChannel(ChannelBase):
     """Any service apprise supports, by its URL (https://github.com/caronc/apprise/wiki)."""
 
-    type: Literal["apprise"]
+    type: Literal["apprise"] = Field(description="The kind of channel")
     url: str = Field(
         description="An apprise URL; keep its credentials in secret handles",
         examples=["ntfys://{{secret:ntfy_topic}}", "discord://{{secret:discord_webhook}}"],
