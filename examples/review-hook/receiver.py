@@ -1,6 +1,6 @@
 """A local stand-in for the team's review room: prints every notification it receives.
 
-    python3 examples/review-hook/receiver.py      # listens on 127.0.0.1:18791
+python3 examples/review-hook/receiver.py      # listens on 127.0.0.1:18791
 """
 
 from __future__ import annotations
