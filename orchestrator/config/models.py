@@ -423,28 +423,6 @@ class FleetConfig(Strict):
         return value
 
     @model_validator(mode="after")
-    def _channels_and_hooks(self) -> FleetConfig:
-        for name, agent in self.agents.items():
-            unknown = sorted(set(agent.channels) - set(self.channels))
-            if unknown:
-                raise ValueError(f"agents.{name}.channels names unknown channels: {', '.join(unknown)}")
-        for name, channel in self.channels.items():
-            undeclared = [secret for secret in channel.handles() if secret not in self.secrets]
-            if undeclared:
-                raise ValueError(
-                    f"channels.{name} refers to undeclared secrets: {', '.join(undeclared)} "
-                    "(declare them under secrets:)"
-                )
-        for name, hook in self.hooks.items():
-            if hook.agent not in self.agents:
-                raise ValueError(f"hooks.{name}.agent names unknown agent {hook.agent!r}")
-            if hook.secret not in self.secrets:
-                raise ValueError(
-                    f"hooks.{name}.secret names undeclared secret {hook.secret!r} (declare it under secrets:)"
-                )
-        return self
-
-    @model_validator(mode="after")
     def _alert_agents(self) -> FleetConfig:
         for index, rule in enumerate(self.alerts.rules):
             unknown = sorted(set(rule.agents) - set(self.agents))

@@ -86,6 +86,8 @@ class HookReceiver:
         if hook is None:
             raise HookRefused(404, "not_found", f"no hook {request.hook!r} in this fleet")
         name = request.hook
+        if hook.agent not in config.agents:
+            raise HookRefused(503, "unavailable", f"hook {name}'s agent {hook.agent!r} is not in the fleet")
         self._admit(name, hook)
         if len(request.body) > hook.max_payload_bytes:
             self._store.count(name, "too_large")

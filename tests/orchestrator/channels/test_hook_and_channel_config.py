@@ -40,11 +40,11 @@ def validate(tmp_path: Path, extra: str) -> str:
     [
         (
             "    channels: [nowhere]\n",
-            "agents.coordinator.channels names unknown channels: nowhere",
+            "fleet.yaml:8: agents.coordinator.channels.0: unknown channel 'nowhere' (channels: none declared)",
         ),
         (
             'channels:\n  ops: {type: webhook, url: "http://127.0.0.1:9/x?k={{secret:missing}}"}\n',
-            "channels.ops refers to undeclared secrets: missing",
+            "channels.ops: {{secret:missing}} names a secret not declared under secrets:",
         ),
         ("channels:\n  ops: {type: pager, url: x}\n", "'pager'"),
         ("channels:\n  ops: {type: slack, channel: '#ops'}\n", "give either token (with channel) or webhook"),
@@ -54,7 +54,7 @@ def validate(tmp_path: Path, extra: str) -> str:
         ),
         (
             "hooks:\n  github: {agent: coordinator, secret: other, signature: github}\n",
-            "undeclared secret 'other'",
+            "hooks.github.secret: secret 'other' is not declared",
         ),
         (
             "hooks:\n  github: {agent: coordinator, secret: hook_secret, signature: md5}\n",
