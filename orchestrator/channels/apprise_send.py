@@ -1,6 +1,7 @@
 """The `slack`, `telegram` and `apprise` channels, sent through the apprise library.
 
-Apprise's plugins are synchronous (requests): each send runs on a worker thread. Apprise reports
+Apprise's plugins are synchronous (requests): each send runs on a worker thread. The library is
+imported by the first send. Apprise reports
 a failure as `False` and logs the reason; the log lines of the attempt are kept as its reason.
 """
 
@@ -9,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from typing import TYPE_CHECKING
 from urllib.parse import quote
-
-import apprise
 
 from orchestrator.channels.message import Notification, SendFailed
 from orchestrator.config.channels import AppriseChannel, SlackChannel, TelegramChannel
+
+if TYPE_CHECKING:
+    import apprise
 
 AppriseKind = SlackChannel | TelegramChannel | AppriseChannel
 # apprise logs through one logger: one send at a time keeps each attempt's reasons its own.
@@ -32,6 +35,8 @@ def apprise_url(channel: AppriseKind) -> str:
 
 
 def _plugin(channel: AppriseKind) -> apprise.NotifyBase:
+    import apprise  # about 0.1 s of imports, paid by the first notification, not by start-up
+
     plugin = apprise.Apprise.instantiate(apprise_url(channel))
     if plugin is None:
         raise SendFailed(f"apprise does not understand the {channel.type} channel's URL")
@@ -50,6 +55,8 @@ def _plugin(channel: AppriseKind) -> apprise.NotifyBase:
 
 
 def _send_blocking(channel: AppriseKind, message: Notification) -> None:
+    import apprise
+
     plugin = _plugin(channel)
     capture = apprise.LogCapture(level=logging.WARNING)  # type: ignore[no-untyped-call]
     with _SENDING, capture as captured:

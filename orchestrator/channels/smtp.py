@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from email.message import EmailMessage
 
-import aiosmtplib
-
 from orchestrator.channels.message import Notification, SendFailed
 from orchestrator.config.channels import EmailChannel
 
@@ -23,6 +21,8 @@ def email_message(channel: EmailChannel, message: Notification) -> EmailMessage:
 
 
 async def send_email(channel: EmailChannel, message: Notification) -> None:
+    import aiosmtplib  # imported by the first mail, not at start-up
+
     smtp = channel.smtp
     try:
         await aiosmtplib.send(
