@@ -69,7 +69,7 @@ def runs_table(runs: list[RunView]) -> Table:
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.argument("agent", required=False)
 def runs(fleet_file: Path, limit: int, kind: str | None, as_json: bool, agent: str | None) -> None:
-    """List run records: heartbeat ticks (idle / skipped / run) and agent turns."""
+    """List run records: heartbeat ticks (idle / skipped / run), agent turns and notifications."""
     client = client_for(fleet_file)
     try:
         raw = client.get("/api/v1/runs", agent=agent, limit=limit, kind=kind)
