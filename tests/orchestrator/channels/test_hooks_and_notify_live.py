@@ -9,6 +9,7 @@ SMTP server; a channel that keeps failing is retried and ends as an alert; a hea
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -333,12 +334,14 @@ def test_a_heartbeat_rule_notifies_without_waking_the_model(fleet_dir: Path, rec
 def test_no_secret_value_reaches_events_records_or_the_state_database(
     fleet_dir: Path, receiver: HttpReceiver
 ) -> None:
+    if not receiver.on("/broken"):  # run alone: make the failing channel quote its URL
+        send(fleet_dir, "coordinator", 'call notify {"channel": "broken", "text": "disk full"}')
     wait_for(lambda: bool(receiver.on("/alerts")), "the failing channel's alert", deadline_s=40)
     dump = run_flotilla(fleet_dir, "events", "--json", "-n", "1000").stdout
     dump += run_flotilla(fleet_dir, "runs", "--json", "-n", "500").stdout
     assert "{{secret:ops_token}}" in dump  # the failing channel's URL, redacted to its handle
     database = StatePaths.for_fleet_file(fleet_dir / "fleet.yaml").db
-    with sqlite3.connect(database) as conn:
+    with contextlib.closing(sqlite3.connect(database)) as conn:
         rows = [
             str(row)
             for table in ("events", "runs", "notifications", "inbox", "alerts")
