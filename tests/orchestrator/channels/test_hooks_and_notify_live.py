@@ -262,6 +262,11 @@ def test_notify_reaches_the_webhook_with_its_secret_filled_in_at_send_time(
     runs = json.loads(run_flotilla(fleet_dir, "runs", "coordinator", "--kind", "notify", "--json").stdout)
     assert any(r["trigger"] == "tool" and r["outcome"] == "sent" for r in runs)
     assert events(fleet_dir, "notification.sent")
+    inbox = operator_get(fleet_dir, "/api/v1/agents/coordinator/inbox?all=true")
+    assert {(i["kind"], i["principal"]) for i in inbox} >= {
+        ("operator_message", "operator"),
+        ("hook", "hook:github"),
+    }
 
 
 def test_an_agent_cannot_have_a_secret_filled_into_its_text(fleet_dir: Path, receiver: HttpReceiver) -> None:
