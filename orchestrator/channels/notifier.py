@@ -26,7 +26,7 @@ from orchestrator.channels.apprise_send import send_with_apprise
 from orchestrator.channels.message import Notification, SendFailed
 from orchestrator.channels.smtp import send_email
 from orchestrator.channels.store import NotificationRecord, NotificationStore, Origin
-from orchestrator.channels.webhook import send_webhook
+from orchestrator.channels.webhook import WebhookSender
 from orchestrator.config.channels import (
     AppriseChannel,
     ChannelConfig,
@@ -63,13 +63,22 @@ class NotificationRefused(Exception):
     the message names the rule."""
 
 
-async def _send(channel: ChannelConfig, message: Notification) -> None:
-    if isinstance(channel, WebhookChannel):
-        await send_webhook(channel, message)
-    elif isinstance(channel, EmailChannel):
-        await send_email(channel, message)
-    elif isinstance(channel, SlackChannel | TelegramChannel | AppriseChannel):
-        await send_with_apprise(channel, message)
+class ChannelSenders:
+    """Sends one notification with the sender of its channel's type."""
+
+    def __init__(self) -> None:
+        self._webhooks = WebhookSender()
+
+    async def __call__(self, channel: ChannelConfig, message: Notification) -> None:
+        if isinstance(channel, WebhookChannel):
+            await self._webhooks.send(channel, message)
+        elif isinstance(channel, EmailChannel):
+            await send_email(channel, message)
+        elif isinstance(channel, SlackChannel | TelegramChannel | AppriseChannel):
+            await send_with_apprise(channel, message)
+
+    async def aclose(self) -> None:
+        await self._webhooks.aclose()
 
 
 def _filled(value: Any, secrets: SecretStore) -> Any:
@@ -96,15 +105,17 @@ class Notifier:
         *,
         clock: Callable[[], datetime] = utcnow,
         backoff: Callable[[int], float] = backoff_s,
-        send: Callable[[ChannelConfig, Notification], Awaitable[None]] = _send,
+        send: Callable[[ChannelConfig, Notification], Awaitable[None]] | None = None,
     ) -> None:
+        """`send`: what delivers one notification (default: the sender of the channel's type)."""
         self._fleet = fleet
         self._events = events
         self._store = NotificationStore(db)
         self._runs = RunStore(db)
         self._clock = clock
         self._backoff = backoff
-        self._send = send
+        self._senders = ChannelSenders()
+        self._send = send or self._senders
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
 
@@ -175,11 +186,14 @@ class Notifier:
     async def run(self, poll_s: float = POLL_S) -> None:
         """Send what is due (queued and retried notifications), until cancelled."""
         self._loop, self._wake = asyncio.get_running_loop(), asyncio.Event()
-        while True:
-            await self.step()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=poll_s)
-            self._wake.clear()
+        try:
+            while True:
+                await self.step()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout=poll_s)
+                self._wake.clear()
+        finally:
+            await self._senders.aclose()
 
     async def step(self) -> None:
         for record in await asyncio.to_thread(self._store.due, self._clock()):

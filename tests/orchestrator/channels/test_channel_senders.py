@@ -15,7 +15,7 @@ from pydantic import TypeAdapter
 from orchestrator.channels.apprise_send import send_with_apprise
 from orchestrator.channels.message import Notification, SendFailed
 from orchestrator.channels.smtp import send_email
-from orchestrator.channels.webhook import send_webhook
+from orchestrator.channels.webhook import WebhookSender
 from orchestrator.config.channels import (
     ChannelConfig,
     EmailChannel,
@@ -24,6 +24,15 @@ from orchestrator.config.channels import (
     WebhookChannel,
 )
 from tests.orchestrator.channels.servers import HttpReceiver, SmtpSink
+
+
+async def send_webhook(channel: WebhookChannel, message: Notification) -> None:
+    sender = WebhookSender()
+    try:
+        await sender.send(channel, message)
+    finally:
+        await sender.aclose()
+
 
 CHANNEL = TypeAdapter[ChannelConfig](ChannelConfig)
 MESSAGE = Notification(
@@ -53,6 +62,21 @@ def test_a_webhook_gets_the_notification_as_json(receiver: HttpReceiver) -> None
     (got,) = receiver.on("/in")
     assert got.json()["text"] == MESSAGE.text and got.json()["agent"] == "reviewer"
     assert got.headers["x-key"] == "k1"
+
+
+def test_one_webhook_sender_serves_one_loop_after_another(receiver: HttpReceiver) -> None:
+    channel = CHANNEL.validate_python({"type": "webhook", "url": f"{receiver.url}/in"})
+    assert isinstance(channel, WebhookChannel)
+    sender = WebhookSender()
+
+    async def twice() -> None:
+        await sender.send(channel, MESSAGE)
+        await sender.send(channel, MESSAGE)
+
+    asyncio.run(twice())
+    asyncio.run(twice())  # the first loop's client is dropped, not reused across loops
+    asyncio.run(sender.aclose())
+    assert len(receiver.on("/in")) == 4
 
 
 def test_a_webhook_that_refuses_is_a_failed_attempt(receiver: HttpReceiver) -> None:
