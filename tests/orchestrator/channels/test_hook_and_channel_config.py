@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -126,3 +127,14 @@ def test_a_payload_renders_as_a_summary_then_the_json_without_control_characters
         "action: opened · repository: harbour/quay",
     ]
     assert "\x7f" not in text and '"note": "a\\u0000b"' in text
+
+
+def test_an_unreadable_hook_secret_is_a_warning_naming_where_it_comes_from(tmp_path: Path) -> None:
+    extra = "hooks:\n  github: {agent: coordinator, secret: hook_secret, signature: github}\n"
+    (tmp_path / "fleet.yaml").write_text(BASE + extra)
+    env = {k: v for k, v in os.environ.items() if k != "HOOK_SECRET"}
+    result = run_flotilla(tmp_path, "validate", env=env)
+    assert result.returncode == 0
+    assert "hooks.github.secret: secret 'hook_secret': the environment variable HOOK_SECRET is not set" in (
+        result.stdout + result.stderr
+    )
