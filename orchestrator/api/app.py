@@ -32,6 +32,7 @@ from orchestrator.api.operator import (
     messages,
     metrics,
     move,
+    notifications,
     scheduler,
     trace,
     workspace,
@@ -68,6 +69,7 @@ ROUTERS = [
     backup.router,
     attention.router,
     hooks.router,
+    notifications.router,
 ]
 
 

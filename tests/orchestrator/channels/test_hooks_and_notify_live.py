@@ -321,6 +321,10 @@ def test_a_failing_channel_is_retried_then_alerted(fleet_dir: Path, receiver: Ht
     assert failed["data"]["attempts"] == 2
     runs = json.loads(run_flotilla(fleet_dir, "runs", "coordinator", "--kind", "notify", "--json").stdout)
     assert any(r["outcome"] == "failed" and "HTTP 500" in r["detail"] for r in runs)
+    listed = run_flotilla(fleet_dir, "notifications", "coordinator")
+    assert listed.returncode == 0, listed.stderr
+    (line,) = [line for line in listed.stdout.splitlines() if " broken " in line]
+    assert "failed" in line and "x2" in line and "{{secret:ops_token}}" in line
 
 
 def test_a_heartbeat_rule_notifies_without_waking_the_model(fleet_dir: Path, receiver: HttpReceiver) -> None:
