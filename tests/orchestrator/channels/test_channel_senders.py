@@ -171,3 +171,12 @@ def test_slack_refusing_is_a_failed_attempt_with_apprise_reason(receiver: HttpRe
         asyncio.run(send_with_apprise(channel, MESSAGE))
     assert str(failed.value)
     assert receiver.on("/services/T1JJ3T3L2/A1BRTD4JD/TIiajkdnlazkcOXrIdevi7FQ")
+
+
+def test_any_apprise_url_works_here_its_json_service_at_a_local_receiver(receiver: HttpReceiver) -> None:
+    address = receiver.url.removeprefix("http://")
+    channel = CHANNEL.validate_python({"type": "apprise", "url": f"json://{address}/apprise"})
+    assert isinstance(channel, AppriseChannel)
+    asyncio.run(send_with_apprise(channel, MESSAGE))
+    (got,) = receiver.on("/apprise")
+    assert got.json()["message"] == MESSAGE.text
