@@ -17,6 +17,7 @@ from orchestrator.channels.message import Notification, SendFailed
 from orchestrator.channels.smtp import send_email
 from orchestrator.channels.webhook import WebhookSender
 from orchestrator.config.channels import (
+    AppriseChannel,
     ChannelConfig,
     EmailChannel,
     SlackChannel,
