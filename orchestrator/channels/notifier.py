@@ -6,7 +6,8 @@ went; one asked by a heartbeat rule is queued by the scheduler's thread and sent
 failed attempt is retried after 2, 4, 8... seconds (at most five minutes) until the channel's
 `attempts` are spent; then `notification.failed` is published, which an alert rule
 (`when: notification_failed`) delivers. Each notification ends as a run record (kind `notify`)
-and an event; the text and the records never hold a secret's value.
+and an event; the text and the records never hold a secret's value. The log keeps ended
+notifications for 30 days.
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ FAILED_EVENT = "notification.failed"
 MAX_BACKOFF_S = 300.0
 POLL_S = 1.0
 RATE_WINDOW = timedelta(hours=1)
+# Ended notifications are kept this long (their run records and events stay with theirs).
+RETENTION = timedelta(days=30)
+PRUNE_EVERY = timedelta(hours=1)
 _CHANNEL = TypeAdapter[ChannelConfig](ChannelConfig)
 
 
@@ -118,6 +122,7 @@ class Notifier:
         self._send = send or self._senders
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
+        self._pruned_at: datetime | None = None
 
     @property
     def store(self) -> NotificationStore:
@@ -196,7 +201,11 @@ class Notifier:
             await self._senders.aclose()
 
     async def step(self) -> None:
-        for record in await asyncio.to_thread(self._store.due, self._clock()):
+        now = self._clock()
+        if self._pruned_at is None or now - self._pruned_at >= PRUNE_EVERY:
+            self._pruned_at = now
+            await asyncio.to_thread(self._store.prune, now - RETENTION)
+        for record in await asyncio.to_thread(self._store.due, now):
             await self._attempt(record)
 
     async def _attempt(self, record: NotificationRecord) -> None:

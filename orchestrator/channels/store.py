@@ -125,6 +125,14 @@ class NotificationStore:
             ),
         )
 
+    def prune(self, before: datetime) -> int:
+        """Forget notifications that ended before `before`; how many."""
+        cursor = self._db.execute(
+            "DELETE FROM notifications WHERE status IN ('sent', 'failed') AND finished_at < ?",
+            (before.isoformat(),),
+        )
+        return cursor.rowcount
+
     def recent(self, limit: int = 50, agent: str | None = None) -> list[NotificationRecord]:
         params: list[Any] = []
         where = ""

@@ -120,3 +120,13 @@ def test_a_rule_notification_is_queued_then_sent_by_the_loop(
     assert service.sent == []
     asyncio.run(notifier.step())
     assert [message.text for _, message in service.sent] == ["stand-up in five minutes"]
+
+
+def test_ended_notifications_are_kept_thirty_days(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock, service = Clock(), Service()
+    notifier = notifier_for(tmp_path, service, clock, monkeypatch)
+    old = asyncio.run(notifier.notify("writer", "relay", "old news"))
+    clock.now += timedelta(days=31)
+    recent = asyncio.run(notifier.notify("writer", "relay", "fresh"))
+    asyncio.run(notifier.step())
+    assert notifier.store.get(old.id) is None and notifier.store.get(recent.id) is not None
