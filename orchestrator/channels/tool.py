@@ -55,10 +55,11 @@ class NotifyTools:
             return OrchestratorToolResult(
                 ok=True, output=f"sent to {record.channel} (notification {record.id})"
             )
-        if record.status == "retrying":
+        if record.status in ("retrying", "sending"):
+            why = f": {record.last_error}" if record.last_error else ""
             return OrchestratorToolResult(
                 ok=True,
-                output=f"not delivered yet: {record.last_error}; the orchestrator retries "
+                output=f"not delivered yet{why}; the orchestrator retries "
                 f"(notification {record.id}), do not send it again",
             )
         return OrchestratorToolResult(ok=False, output=f"not delivered: {record.last_error}")
