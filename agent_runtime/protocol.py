@@ -123,6 +123,7 @@ class ItemKind(StrEnum):
     HEARTBEAT = "heartbeat"
     PEER_ASK = "peer_ask"
     PEER_TELL = "peer_tell"
+    HOOK = "hook"
 
 
 class HeartbeatReason(WireModel):
@@ -155,7 +156,12 @@ class InboxItem(WireModel):
     id: str
     kind: ItemKind
     created_at: datetime
-    sender: str = Field(description="'operator', 'scheduler' or the name of a peer agent")
+    sender: str = Field(description="'operator', 'scheduler', the name of a peer agent, or 'hook:NAME'")
+    principal: str = Field(
+        default="",
+        description="Who the item came from, as a principal: 'operator', 'scheduler', 'agent:NAME', "
+        "'hook:NAME' (empty from an orchestrator that did not say)",
+    )
     text: str = ""
     operation: str | None = None
     input: dict[str, Any] | None = None

@@ -87,6 +87,7 @@ class OrchestratorServer:
             asyncio.create_task(services.supervisor.run(), name="supervisor"),
             asyncio.create_task(services.scheduler.run(), name="scheduler"),
             asyncio.create_task(alerts.run(), name="alerts"),
+            asyncio.create_task(services.notifier.run(), name="notifications"),
             asyncio.create_task(
                 scheduled_backups(
                     services.fleet_view,

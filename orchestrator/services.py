@@ -10,13 +10,14 @@ from dataclasses import dataclass
 
 from orchestrator.agents.actions import OperatorActions
 from orchestrator.agents.ask import AgentAsker
-from orchestrator.agents.channels import AgentChannels
 from orchestrator.agents.health import HealthBoard
+from orchestrator.agents.requests import AgentChannels
 from orchestrator.agents.snapshot import SnapshotTaker
 from orchestrator.agents.supervisor import Supervisor
 from orchestrator.backends.base import Backend
 from orchestrator.broker.broker import Broker
 from orchestrator.broker.inbox import Inbox
+from orchestrator.channels import Notifier
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.control.auth import TokenStore
 from orchestrator.control.holds import Controls
@@ -24,6 +25,7 @@ from orchestrator.events import EventBus
 from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.view import FleetView
 from orchestrator.gateway.service import Gateway
+from orchestrator.hooks import HookReceiver
 from orchestrator.scheduler.service import Scheduler
 from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths
@@ -54,6 +56,10 @@ class Services:
     snapshots: SnapshotTaker
     """The runtime snapshot (peers, budgets left, inbox depth, time) handed out with each item."""
     actions: OperatorActions
+    notifier: Notifier
+    """Notifications to the channels of fleet.yaml (the `notify` tool, heartbeat rules)."""
+    hooks: HookReceiver
+    """Signed requests from outside that become inbox items (POST /hooks/NAME)."""
     operator_token: str
     """The operator's token in force (a rotation replaces it)."""
     agent_url: str

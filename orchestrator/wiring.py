@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from orchestrator.agents.actions import load_operator_token, save_operator_token
-from orchestrator.agents.channels import AgentChannels
 from orchestrator.agents.health import HealthBoard
+from orchestrator.agents.requests import AgentChannels
 from orchestrator.backends.base import Backend
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.control.auth import TokenStore
@@ -144,15 +144,28 @@ def attach_subsystems(
     from orchestrator.agents.supervisor import Supervisor
     from orchestrator.broker.broker import Broker
     from orchestrator.broker.inbox import Inbox
+    from orchestrator.channels import Notifier
     from orchestrator.gateway.service import Gateway
+    from orchestrator.hooks import HookReceiver
+    from orchestrator.hooks.store import HookStore
     from orchestrator.scheduler.service import Scheduler
     from orchestrator.services import Services
 
     fleet, db, events = core.fleet_view, core.db, core.events
     inbox = Inbox(db, events, core.controls, fleet)
     gateway = gateway or Gateway(db, fleet, core.controls, events)
+    notifier = Notifier(fleet, db, events)
     scheduler = Scheduler(
-        db, core.paths, fleet, inbox, core.controls, events, core.backend, budget=gateway, clock=clock
+        db,
+        core.paths,
+        fleet,
+        inbox,
+        core.controls,
+        events,
+        core.backend,
+        budget=gateway,
+        clock=clock,
+        notifier=notifier,
     )
     return Services(
         fleet_view=fleet,
@@ -176,6 +189,8 @@ def attach_subsystems(
             fleet.current, core.health, inbox, gateway.budgets, lambda: datetime.now(UTC)
         ),
         actions=OperatorActions(fleet, manager, core.backend, core.controls, core.health, inbox, events),
+        notifier=notifier,
+        hooks=HookReceiver(fleet, inbox, events, HookStore(db)),
         operator_token=core.operator_token,
         agent_url=manager.agent_url,
     )

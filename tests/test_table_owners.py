@@ -26,12 +26,15 @@ TABLE_OWNERS: dict[str, frozenset[str]] = {
     "gateway_spend_daily": frozenset({"orchestrator.gateway.ledger"}),
     "gateway_usage": frozenset({"orchestrator.gateway.ledger"}),
     "heartbeat_files": frozenset({"orchestrator.scheduler.store"}),
+    "hook_counts": frozenset({"orchestrator.hooks.store"}),
+    "hook_deliveries": frozenset({"orchestrator.hooks.store"}),
     "heartbeat_retry_seen": frozenset({"orchestrator.scheduler.store"}),
     "heartbeat_rules": frozenset({"orchestrator.scheduler.store"}),
     "heartbeat_state": frozenset({"orchestrator.scheduler.store"}),
     # The broker's message log joins the inbox it delivers into, to show what became of each
     # delivery: the broker owns both tables, in two modules.
     "inbox": frozenset({"orchestrator.broker.inbox", "orchestrator.broker.messages"}),
+    "notifications": frozenset({"orchestrator.channels.store"}),
     "principal_tokens": frozenset({"orchestrator.control.auth"}),
     "runs": frozenset({"orchestrator.scheduler.runs"}),
 }

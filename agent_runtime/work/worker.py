@@ -59,12 +59,13 @@ PROGRESS_MAX_DELAY_S = 0.2
 # restarting): every answer the gateway gives after retrying the provider itself says
 # `x-should-retry: false`, which the chat client obeys, so retries never multiply.
 MODEL_RETRIES = 2
-Trigger = Literal["operator", "heartbeat", "peer", "maintenance"]
+Trigger = Literal["operator", "heartbeat", "peer", "hook", "maintenance"]
 TRIGGERS: dict[ItemKind, Trigger] = {
     ItemKind.OPERATOR_MESSAGE: "operator",
     ItemKind.HEARTBEAT: "heartbeat",
     ItemKind.PEER_ASK: "peer",
     ItemKind.PEER_TELL: "peer",
+    ItemKind.HOOK: "hook",
 }
 
 

@@ -1,5 +1,5 @@
 """One running agent's lifecycle, as the orchestrator holds it: its open channel and the requests
-sent over it (`channels`, `ask`), what it is served when it reports in (`session`), its health
+sent over it (`requests`, `ask`), what it is served when it reports in (`session`), its health
 and supervision with restarts (`health`, `supervisor`), the runtime snapshot handed out with each
 item (`snapshot`), moves between nodes (`move`), its transcripts (`transcripts`) and the
 operator's actions on it (`actions`: stop, start, pause, resume).

@@ -27,8 +27,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from orchestrator.agents.ask import AgentAsker
-from orchestrator.agents.channels import AgentChannels
 from orchestrator.agents.health import HealthBoard
+from orchestrator.agents.requests import AgentChannels
 from orchestrator.backends.base import Backend, BackendError, StoragePlace
 from orchestrator.backup.fleet_backups import channel_asker
 from orchestrator.backup.push import answers_after_restart, push_snapshot

@@ -82,6 +82,7 @@ def tool_settings(fleet: LoadedFleet, agent: str) -> ToolSettings:
         host_tools=[
             *([HTTP_TOOL] if tools.http is not None else []),
             *(["exec"] if tools.exec is not None else []),
+            *(["notify"] if fleet.config.agents[agent].channels else []),
         ],
         approval_required=tools.approval_required(),
         approval_timeout_s=tools.approval_timeout_s,

@@ -18,7 +18,9 @@ from orchestrator.config.units import parse_duration
 from orchestrator.events import Event, EventType
 
 DEAD_LETTER_EVENT = "message.dead_lettered"
+NOTIFICATION_FAILED_EVENT = "notification.failed"
 _EVENT_OF_CONDITION = {
+    "notification_failed": NOTIFICATION_FAILED_EVENT,
     "budget_warning": EventType.BUDGET_WARNING.value,
     "budget_exhausted": EventType.BUDGET_EXHAUSTED.value,
     "dead_letter": DEAD_LETTER_EVENT,
@@ -53,6 +55,11 @@ def _summary(event: Event) -> str:
         return f"{who} has used {share:.0f}% of its {data.get('kind', 'budget')} budget ({data.get('scope')})"
     if event.type == DEAD_LETTER_EVENT:
         return f"a message to {who} was dead-lettered after {data.get('attempts', '?')} attempts"
+    if event.type == NOTIFICATION_FAILED_EVENT:
+        return (
+            f"a notification from {who} to channel {data.get('channel')} failed after "
+            f"{data.get('attempts', '?')} attempts: {data.get('error', '')}"
+        )
     return f"{event.type} for {who}"
 
 

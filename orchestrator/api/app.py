@@ -27,10 +27,12 @@ from orchestrator.api.operator import (
     events,
     fleet,
     history,
+    hooks,
     memory,
     messages,
     metrics,
     move,
+    notifications,
     scheduler,
     trace,
     workspace,
@@ -66,6 +68,8 @@ ROUTERS = [
     trace.router,
     backup.router,
     attention.router,
+    hooks.router,
+    notifications.router,
 ]
 
 

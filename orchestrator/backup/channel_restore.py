@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from orchestrator.agents.channels import AgentChannels
+from orchestrator.agents.requests import AgentChannels
 from orchestrator.backup.push import answers_after_restart, push_snapshot
 from orchestrator.backup.restore import RESTORE_FOLDER, pending_restores
 from orchestrator.backup.snapshot import AskAgent, SnapshotFailed

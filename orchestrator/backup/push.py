@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from agent_runtime.protocol import AgentOp, FileListing, RestoreApplied, RestoreStaged, SnapshotFile
-from orchestrator.agents.channels import AgentChannels
+from orchestrator.agents.requests import AgentChannels
 from orchestrator.backup.snapshot import AskAgent, Dropped, SnapshotFailed, safe_relative
 
 PUSH_CHUNK_BYTES = 32 * 1024

@@ -37,6 +37,7 @@ CREATE TABLE IF NOT EXISTS inbox (
     agent TEXT NOT NULL,
     kind TEXT NOT NULL,
     sender TEXT NOT NULL,
+    principal TEXT,
     text TEXT NOT NULL DEFAULT '',
     operation TEXT,
     input TEXT,
@@ -154,22 +155,27 @@ class Inbox:
         priority: int = 0,
         ttl_s: float | None = None,
         idempotency_key: str | None = None,
+        principal: str | None = None,
+        item_id: str | None = None,
     ) -> InboxItem:
-        """Queue an item. With an idempotency key already used for this agent, return that item."""
+        """Queue an item. With an idempotency key already used for this agent, return that item.
+        `principal` says who the item came from (default: told by its kind and sender); `item_id`
+        is the id to give it, when its producer had to name it first (`new_item_id`)."""
         if idempotency_key and (existing := self._by_key(agent, idempotency_key)):
             return existing
         now = utcnow()
-        item_id = uuid.uuid4().hex
+        item_id = item_id or new_item_id()
         expires = (now + timedelta(seconds=ttl_s)).isoformat() if ttl_s else None
         self._db.execute(
-            "INSERT INTO inbox(id, agent, kind, sender, text, operation, input, correlation_id, hop, trace,"
-            " reasons, priority, idempotency_key, created_at, expires_at)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO inbox(id, agent, kind, sender, principal, text, operation, input, correlation_id,"
+            " hop, trace, reasons, priority, idempotency_key, created_at, expires_at)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 item_id,
                 agent,
                 kind.value,
                 sender,
+                principal or default_principal(kind, sender),
                 text,
                 operation,
                 json.dumps(input) if input is not None else None,
@@ -555,12 +561,25 @@ def _settle(future: asyncio.Future[WorkResult], result: WorkResult) -> None:
         future.set_result(result)
 
 
+def new_item_id() -> str:
+    return uuid.uuid4().hex
+
+
+def default_principal(kind: ItemKind, sender: str) -> str:
+    """Who an item came from when its producer did not say: peers are `agent:NAME`."""
+    if kind in (ItemKind.PEER_ASK, ItemKind.PEER_TELL):
+        return f"agent:{sender}"
+    return sender
+
+
 def _to_item(row: Any) -> InboxItem:
+    kind = ItemKind(row["kind"])
     return InboxItem(
         id=row["id"],
-        kind=ItemKind(row["kind"]),
+        kind=kind,
         created_at=datetime.fromisoformat(row["created_at"]),
         sender=row["sender"],
+        principal=row["principal"] or default_principal(kind, row["sender"]),
         text=row["text"],
         operation=row["operation"],
         input=json.loads(row["input"]) if row["input"] else None,

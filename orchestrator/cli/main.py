@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "memory": ("orchestrator.cli.memory", "memory"),
     "costs": ("orchestrator.cli.costs", "costs"),
     "alerts": ("orchestrator.cli.alerts", "alerts"),
+    "notifications": ("orchestrator.cli.notifications", "notifications"),
     "approvals": ("orchestrator.cli.approvals", "approvals"),
     "approve": ("orchestrator.cli.approvals", "approve"),
     "deny": ("orchestrator.cli.approvals", "deny"),

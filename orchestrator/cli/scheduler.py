@@ -61,11 +61,16 @@ def runs_table(runs: list[RunView]) -> Table:
 @click.command()
 @fleet_file_option
 @click.option("-n", "--limit", type=click.IntRange(1, 1000), default=30, show_default=True)
-@click.option("--kind", type=click.Choice(["tick", "turn"]), default=None, help="Only ticks or only turns.")
+@click.option(
+    "--kind",
+    type=click.Choice(["tick", "turn", "notify"]),
+    default=None,
+    help="Only ticks, turns or notifications.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.argument("agent", required=False)
 def runs(fleet_file: Path, limit: int, kind: str | None, as_json: bool, agent: str | None) -> None:
-    """List run records: heartbeat ticks (idle / skipped / run) and agent turns."""
+    """List run records: heartbeat ticks (idle / skipped / run), agent turns and notifications."""
     client = client_for(fleet_file)
     try:
         raw = client.get("/api/v1/runs", agent=agent, limit=limit, kind=kind)

@@ -10,7 +10,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from orchestrator.config.units import parse_duration
 
 AlertCondition = Literal[
-    "budget_warning", "budget_exhausted", "dead_letter", "crash_loop", "unhealthy", "event"
+    "budget_warning",
+    "budget_exhausted",
+    "dead_letter",
+    "notification_failed",
+    "crash_loop",
+    "unhealthy",
+    "event",
 ]
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -57,7 +63,8 @@ class AlertRule(_Strict):
     """One condition and the webhooks it notifies."""
 
     when: AlertCondition = Field(
-        description="budget_warning (80 %), budget_exhausted (100 %), dead_letter, crash_loop, "
+        description="budget_warning (80 %), budget_exhausted (100 %), dead_letter, notification_failed "
+        "(a notification's every attempt failed), crash_loop, "
         "unhealthy (for a while), or event (any event type, named in `event`)"
     )
     name: str | None = Field(default=None, description="Shown in the alert; defaults to `when`")

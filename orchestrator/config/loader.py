@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from orchestrator.config.edges import edge_problems
 from orchestrator.config.fleet import (
     ConfigError,
     ConfigProblem,
@@ -121,11 +122,17 @@ def _cross_checks(config: FleetConfig, names: set[str], set_aside: set[str], pro
     for name in sorted(names):
         if why := agent_name_problem(name):
             problems.add(("agents", name), why)
+    _edge_checks(config, problems)
     if not set_aside_under(set_aside, "llm"):
         _fleet_model_checks(config, set_aside, problems)
     if not problems.found and not set_aside_under(set_aside, "llm"):
         for path, why in unpriced_budget_problems(config):
             problems.add(path, why)
+
+
+def _edge_checks(config: FleetConfig, problems: Problems) -> None:
+    for path, why in edge_problems(config):
+        problems.add(path, why)
 
 
 def _fleet_model_checks(config: FleetConfig, set_aside: set[str], problems: Problems) -> None:

@@ -13,7 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from agent_runtime import ContextSettings
 from orchestrator.config.alerts import AlertsConfig
 from orchestrator.config.backup import BackupSchedule
+from orchestrator.config.channels import ChannelConfig, channel_name_problem
 from orchestrator.config.cron import cron_problem
+from orchestrator.config.hooks import HookConfig, hook_name_problem
 from orchestrator.config.limits import LimitsConfig
 from orchestrator.config.secrets import SecretSource, secret_name_problem
 from orchestrator.config.tools import ToolsConfig
@@ -340,6 +342,10 @@ class AgentConfig(Strict):
     context: ContextSettings | None = Field(
         default=None, description="Context strategy (compact or checkpoint); defaults.context when unset"
     )
+    channels: list[str] = Field(
+        default_factory=list,
+        description="Channels (fleet.yaml `channels:`) this agent may notify with its `notify` tool",
+    )
 
     _hibernate = field_validator("hibernate_after")(_check_duration)
 
@@ -375,6 +381,14 @@ class FleetConfig(Strict):
         description="Secrets by name, each from a host environment variable or a file; fleet.yaml and "
         "tool calls refer to one as {{secret:NAME}} and the orchestrator fills it in when it sends",
     )
+    channels: dict[str, ChannelConfig] = Field(
+        default_factory=dict,
+        description="Where notifications go, by name (docs/channels.md): webhook, email, slack, telegram, apprise",
+    )
+    hooks: dict[str, HookConfig] = Field(
+        default_factory=dict,
+        description="Signed requests from outside (POST /hooks/NAME) that become an agent's inbox items",
+    )
 
     @field_validator("fleet")
     @classmethod
@@ -389,6 +403,22 @@ class FleetConfig(Strict):
         for name in value:
             problem = secret_name_problem(name)
             if problem:
+                raise ValueError(problem)
+        return value
+
+    @field_validator("channels")
+    @classmethod
+    def _channel_names(cls, value: dict[str, ChannelConfig]) -> dict[str, ChannelConfig]:
+        for name in value:
+            if problem := channel_name_problem(name):
+                raise ValueError(problem)
+        return value
+
+    @field_validator("hooks")
+    @classmethod
+    def _hook_names(cls, value: dict[str, HookConfig]) -> dict[str, HookConfig]:
+        for name in value:
+            if problem := hook_name_problem(name):
                 raise ValueError(problem)
         return value
 

@@ -84,6 +84,9 @@ def _agent_settings(fleet: LoadedFleet, agent: str) -> Settings:
         "hibernate_after": ("live", config.hibernate_after_of(agent)),
     }
     settings |= _tool_settings(own.tools)
+    if own.channels:
+        # The `notify` tool and the channels in its schema are listed when the agent's worker starts.
+        settings["channels"] = ("recreate", list(own.channels))
     # The strategy is chosen when the agent's worker starts.
     settings |= _flat("context", "recreate", config.context_of(agent).model_dump(mode="json"))
     settings |= _flat("budget", "live", config.budget_of(agent).model_dump(mode="json"))

@@ -27,6 +27,7 @@ from orchestrator.egress.metrics import HttpRequestCollector
 from orchestrator.events import EventReader, EventType
 from orchestrator.fleet.view import FleetView
 from orchestrator.gateway.ledger import LedgerReader
+from orchestrator.hooks.store import hook_counts
 from orchestrator.scheduler.runs import RunReader
 from orchestrator.state.db import Database
 from orchestrator.telemetry.budget_gauges import BudgetCollector
@@ -58,6 +59,7 @@ class FleetCollector(Collector):
         yield from self._run_counts(agents)
         yield from self._queue(agents)
         yield self._restarts(agents, events)
+        yield self._hooks()
 
     def _agent_info(self, agents: list[str]) -> Iterator[GaugeMetricFamily]:
         config = self._fleet.current().config
@@ -114,16 +116,34 @@ class FleetCollector(Collector):
             "trigger heartbeat), idle (nothing to do) or skipped",
             labels=["agent", "outcome"],
         )
+        notifications = CounterMetricFamily(
+            "flotilla_notifications",
+            "Notifications to channels by trigger (tool, rule) and outcome (sent, failed after every attempt)",
+            labels=["agent", "trigger", "outcome"],
+        )
         tick_counts: Counter[tuple[str, str]] = Counter()
         for (agent, kind, trigger, outcome), n in sorted(counts.items()):
             if kind == "tick":
                 tick_counts[(agent, outcome)] += n
+            elif kind == "notify":
+                notifications.add_metric([agent, trigger, outcome], n)
             else:
                 turns.add_metric([agent, trigger, outcome], n)
         for agent in sorted(set(agents) | {agent for agent, _ in tick_counts}):
             for outcome in HEARTBEAT_OUTCOMES:
                 ticks.add_metric([agent, outcome], tick_counts[(agent, outcome)])
-        yield from (turns, ticks)
+        yield from (turns, ticks, notifications)
+
+    def _hooks(self) -> CounterMetricFamily:
+        requests = CounterMetricFamily(
+            "flotilla_hook_requests",
+            "Requests to inbound hooks by outcome: accepted, bad_signature, stale, replayed, "
+            "too_large, rate_limited, unavailable",
+            labels=["hook", "outcome"],
+        )
+        for (hook, outcome), n in sorted(hook_counts(self._db).items()):
+            requests.add_metric([hook, outcome], n)
+        return requests
 
     def _queue(self, agents: list[str]) -> Iterator[GaugeMetricFamily]:
         depths = queue_depths(self._db)

@@ -74,6 +74,8 @@ class PrecheckResult:
     parsed: ParsedRules
     rules_source: str
     due_rules: list[Rule] = field(default_factory=list)
+    notify_rules: list[Rule] = field(default_factory=list)
+    """Due rules that only send a notification: the orchestrator sends it, no model is woken."""
     changes: list[FileChange] = field(default_factory=list)
     failures: list[FailedItem] = field(default_factory=list)
     snapshot_before: Snapshot = field(default_factory=dict)
@@ -143,7 +145,9 @@ class Prechecks:
     def evaluate(self, config: FleetConfig, agent: str, at: datetime, inbox: InboxCounts) -> PrecheckResult:
         parsed, source = load_rules(self._paths, config, agent)
         result = PrecheckResult(agent=agent, at=at, inbox=inbox, parsed=parsed, rules_source=source)
-        result.due_rules = self._due_rules(agent, parsed.rules, at)
+        due = self._due_rules(agent, parsed.rules, at)
+        result.due_rules = [rule for rule in due if rule.notify is None]
+        result.notify_rules = [rule for rule in due if rule.notify is not None]
         self._check_workspace(agent, result, at)
         failures = failed_items(self._inbox, agent, self._store.retry_seen(agent))
         if result.baseline_only:
@@ -185,6 +189,8 @@ class Prechecks:
             agent, result.snapshot_before, result.snapshot_after, time.time(), result.runs_seq
         )
         self._store.mark_retry_seen(agent, [f.id for f in result.old_failures])
+        if result.notify_rules:
+            self._store.mark_rules_done(agent, [r.key for r in result.notify_rules], result.at)
         if fired:
             self._store.mark_retry_seen(agent, [f.id for f in result.failures])
             self._store.mark_rules_done(agent, [r.key for r in result.due_rules], result.at)

@@ -32,6 +32,9 @@ FENCE = re.compile(r"^\s*(```|~~~)")
 COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 SPLIT = re.compile(r"^(?P<when>.+?):(?:\s+(?P<what>.*))?$")
 TIME = re.compile(r"^(?P<h>\d{1,2}):(?P<m>\d{2})$")
+NOTIFY_TASK = re.compile(
+    r"^notify\s+(?P<channel>[a-z][a-z0-9-]*)\s*:\s*(?P<text>\S.*)$", re.IGNORECASE | re.DOTALL
+)
 CRON = re.compile(r'^cron\s+"(?P<expr>[^"]*)"(?:\s+(?P<tz>\S+))?$', re.IGNORECASE)
 
 DAYS = {"sun": 0, "mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6}
@@ -68,6 +71,13 @@ class Rule:
     every_s: float | None = None
     cron: str | None = None
     tz: str = "UTC"
+
+    @property
+    def notify(self) -> tuple[str, str] | None:
+        """(channel, text) of a rule written `<when>: notify CHANNEL: TEXT`: the orchestrator sends
+        the text itself when the rule is due, without waking the agent's model."""
+        match = NOTIFY_TASK.match(self.task)
+        return (match["channel"].lower(), match["text"].strip()) if match else None
 
     @property
     def key(self) -> str:

@@ -1,4 +1,5 @@
-"""Run records: one row per heartbeat tick (kind "tick") and per agent turn (kind "turn").
+"""Run records: one row per heartbeat tick (kind "tick"), per agent turn (kind "turn") and per
+notification sent or given up (kind "notify", trigger `tool` or `rule`).
 
 Ticks are written by the scheduler: `idle` (nothing to do, zero tokens), `skipped` (busy,
 budget, missed) or `run` (a heartbeat item was queued, or queued work was woken). Turns are the
@@ -46,7 +47,7 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE INDEX IF NOT EXISTS runs_agent ON runs(agent, seq);
 """
 
-RunKind = Literal["tick", "turn"]
+RunKind = Literal["tick", "turn", "notify"]
 TickOutcome = Literal["idle", "skipped", "run"]
 
 
@@ -121,6 +122,34 @@ class RunStore:
                 "outcome": outcome,
                 "detail": detail,
                 "files_changed": json.dumps(files_changed or []),
+            }
+        )
+
+    def add_notification(
+        self,
+        *,
+        run_id: str,
+        agent: str,
+        trigger: str,
+        outcome: str,
+        detail: str,
+        started_at: datetime,
+        finished_at: datetime,
+        item_id: str | None = None,
+    ) -> None:
+        """A notification's end (`sent` or `failed`), from its first attempt to its last."""
+        self._insert(
+            {
+                "id": run_id,
+                "agent": agent,
+                "kind": "notify",
+                "trigger": trigger,
+                "item_id": item_id,
+                "started_at": iso(started_at),
+                "finished_at": iso(finished_at),
+                "duration_s": max(0.0, (finished_at - started_at).total_seconds()),
+                "outcome": outcome,
+                "detail": detail,
             }
         )
 

@@ -50,6 +50,14 @@ MIN_SLEEP_S = 0.001
 TickTrigger = str
 
 
+class RuleNotifier(Protocol):
+    """What the scheduler needs to send a rule's notification (orchestrator.channels)."""
+
+    def queue_rule(self, agent: str, channel: str, text: str) -> str | None:
+        """Queue it; the reason it is refused, or None."""
+        ...
+
+
 class SpendGuard(Protocol):
     """What the scheduler needs from the LLM gateway's budgets."""
 
@@ -69,8 +77,11 @@ class Scheduler:
         budget: SpendGuard | None = None,
         clock: Clock | None = None,
         max_sleep_s: float = DEFAULT_MAX_SLEEP_S,
+        notifier: RuleNotifier | None = None,
     ) -> None:
-        """`budget`: the gateway's budgets, asked before a tick spends (None: no budgets)."""
+        """`budget`: the gateway's budgets, asked before a tick spends (None: no budgets);
+        `notifier`: sends the notifications of `notify CHANNEL: TEXT` rules (None: refused)."""
+        self._notifier = notifier
         self._db = db
         self._paths = paths
         self._fleet = fleet
@@ -267,6 +278,7 @@ class Scheduler:
             return self._finish(agent, trigger, at, started, "skipped", skipped="busy", detail=why)
         checks = self._prechecks.evaluate(self._fleet.current().config, agent, at, counts)
         self._report_rule_problems(agent, checks)
+        detail = "; ".join(filter(None, [detail, *self._notify_rules(agent, checks)]))
         if not checks.actionable:
             self._prechecks.commit(checks, fired=False)
             return self._finish(agent, trigger, at, started, "idle", detail=detail)
@@ -288,6 +300,22 @@ class Scheduler:
         return self._finish(
             agent, trigger, at, started, "run", item=item, checks=checks, woke=woke, detail=detail
         )
+
+    def _notify_rules(self, agent: str, checks: PrecheckResult) -> list[str]:
+        """Hand the due `notify` rules' texts to the notifier; what became of each, for the record."""
+        notes = []
+        for rule in checks.notify_rules:
+            assert rule.notify is not None
+            channel, text = rule.notify
+            refused = (
+                "no notifier in this orchestrator"
+                if self._notifier is None
+                else self._notifier.queue_rule(agent, channel, text)
+            )
+            if refused is not None:
+                log.warning("heartbeat rule %r of %s not sent: %s", rule.when, agent, refused)
+            notes.append(f"notify {channel}: {'refused: ' + refused if refused else 'queued'}")
+        return notes
 
     def _can_spend(self, agent: str) -> bool:
         return True if self._budget is None else self._budget.can_spend(agent)

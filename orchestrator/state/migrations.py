@@ -95,12 +95,17 @@ def _settled_answers(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+def _inbox_principals(conn: sqlite3.Connection) -> None:
+    add_column(conn, "inbox", "principal", "TEXT")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "release 0.1.0's tables, given a version", _stamp_release_0_1),
     Migration(2, "tokens of the operator and of agents in separate namespaces", _split_token_namespaces),
     Migration(3, "ledger rows name the run that made them", _ledger_run_ids),
     Migration(4, "run records list their tool calls", _run_tool_calls),
     Migration(5, "answers of settled model calls kept by the agent's idempotency key", _settled_answers),
+    Migration(6, "inbox items say which principal they came from", _inbox_principals),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
 

@@ -20,7 +20,7 @@ from typing import Protocol
 from pydantic import ValidationError
 
 from agent_runtime.protocol import AgentOp, TranscriptMessage, TranscriptPage, utcnow
-from orchestrator.agents.channels import AgentChannels, AgentUnreachable
+from orchestrator.agents.requests import AgentChannels, AgentUnreachable
 from orchestrator.broker.inbox import items_finished_between
 from orchestrator.broker.request_trace import RequestTrace, RequestTracer, TraceNotFound
 from orchestrator.gateway.ledger import LedgerRow, calls_of_runs

@@ -37,7 +37,7 @@ from agent_runtime.protocol import (
     WorkspaceWriteResult,
 )
 from orchestrator.agents.ask import AgentAsker
-from orchestrator.agents.channels import AgentChannels
+from orchestrator.agents.requests import AgentChannels
 from orchestrator.errors import BadRequest, Failed, Forbidden, Invalid, NotFound, Refused, TooLarge
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.view import FleetView

@@ -30,7 +30,9 @@ def status_of(agent_url: str, server: str, path: str) -> int:
     return status
 
 
-@pytest.mark.parametrize("path", ["/api/v1/fleet", "/dashboard", "/metrics", "/", "/docs", "/openapi.json"])
+@pytest.mark.parametrize(
+    "path", ["/api/v1/fleet", "/dashboard", "/metrics", "/", "/docs", "/openapi.json", "/hooks/github"]
+)
 def test_operator_routes_are_not_served_on_the_agent_address(path: str) -> None:
     assert status_of("http://172.30.0.1:8765", "172.30.0.1", path) == 404
     assert status_of("http://172.30.0.1:8765", "127.0.0.1", path) == 200

@@ -13,6 +13,7 @@ from agent_runtime.protocol import (
 from orchestrator.api.deps import AgentDep, ServicesDep
 from orchestrator.api.errors import ApiError
 from orchestrator.approvals import ApprovalStore
+from orchestrator.channels import NotifyTools
 from orchestrator.egress import HttpRequestTool
 from orchestrator.host_tools import HostToolCatalog, HostToolProvider, HostToolRefused
 from orchestrator.host_tools.sandbox import ExecContext, ExecTool
@@ -32,6 +33,7 @@ def _catalog(services: Services, agent: str) -> HostToolCatalog:
     providers: list[HostToolProvider] = [
         OrchestratorMcpCalls(agent, tools, approvals, services.events, secrets=secrets),
         ExecTool(_exec_context(services, agent, approvals)),
+        NotifyTools(agent, services.notifier),
     ]
     if tools.http is not None:
         providers.append(

@@ -22,8 +22,8 @@ from gateway_harness import (
     fleet_yaml,
 )
 
-from orchestrator.agents.channels import AgentChannels
 from orchestrator.agents.health import HealthBoard
+from orchestrator.agents.requests import AgentChannels
 from orchestrator.api.app import create_app
 from orchestrator.config.loader import load_fleet
 from orchestrator.control.auth import OPERATOR, TokenStore

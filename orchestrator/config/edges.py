@@ -1,0 +1,36 @@
+"""References from the fleet's edge (`channels:`, `hooks:`, `agents.X.channels`) to the rest of
+fleet.yaml: each problem with the field it is in, so that `validate` names its line and the
+other checks still run."""
+
+from __future__ import annotations
+
+from orchestrator.config.models import FleetConfig
+from orchestrator.config.safe_yaml import FieldPath
+
+
+def edge_problems(config: FleetConfig) -> list[tuple[FieldPath, str]]:
+    found: list[tuple[FieldPath, str]] = []
+    for name, agent in config.agents.items():
+        for index, channel in enumerate(agent.channels):
+            if channel not in config.channels:
+                known = ", ".join(sorted(config.channels)) or "none declared"
+                found.append(
+                    (("agents", name, "channels", index), f"unknown channel {channel!r} (channels: {known})")
+                )
+    for name, settings in config.channels.items():
+        for secret in settings.handles():
+            if secret not in config.secrets:
+                found.append(
+                    (
+                        ("channels", name),
+                        f"{{{{secret:{secret}}}}} names a secret not declared under secrets:",
+                    )
+                )
+    for name, hook in config.hooks.items():
+        if hook.agent not in config.agents:
+            found.append((("hooks", name, "agent"), f"unknown agent {hook.agent!r}"))
+        if hook.secret not in config.secrets:
+            found.append(
+                (("hooks", name, "secret"), f"secret {hook.secret!r} is not declared under secrets:")
+            )
+    return found
