@@ -69,7 +69,6 @@ def check_fleet(
     _check_mcp_credentials(fleet, problems)
     check_secrets(fleet, problems)
     _check_exec_runtime(fleet, problems)
-    _check_edge_secrets(fleet, problems)
     if capacity is not None:
         check_resources(fleet, problems, capacity, set_aside)
 
@@ -191,26 +190,6 @@ def _check_exec_runtime(fleet: LoadedFleet, problems: Problems) -> None:
                 "the process runtime cannot sandbox code: every exec call will be refused "
                 "(run the docker runtime, or set allow_unsandboxed: true to run commands on the host)",
             )
-
-
-def _check_edge_secrets(fleet: LoadedFleet, problems: Problems) -> None:
-    """A hook's secret or a channel's handles that cannot be read now: a warning, since the value
-    is read again at each request or send (the hook answers 503, the notification fails)."""
-    from orchestrator.secrets import SecretStore
-
-    config = fleet.config
-    store = SecretStore(config.secrets, fleet.root)
-    needed: list[tuple[FieldPath, str]] = [
-        (("hooks", name, "secret"), hook.secret) for name, hook in config.hooks.items()
-    ]
-    needed += [
-        (("channels", name), secret)
-        for name, channel in config.channels.items()
-        for secret in channel.handles()
-    ]
-    for where, secret in needed:
-        if secret in config.secrets and (why := store.problem(secret)):
-            problems.warn(where, why)
 
 
 def _known_zone(name: str) -> bool:

@@ -82,7 +82,9 @@ def test_the_checks_fleet_validates(tmp_path: Path) -> None:
         "hooks:\n"
         "  github: {agent: coordinator, secret: hook_secret, signature: github}\n"
     )
-    assert "is valid" in validate(tmp_path, extra)
+    (tmp_path / "fleet.yaml").write_text(BASE + extra)
+    result = run_flotilla(tmp_path, "validate", env={**os.environ, "HOOK_SECRET": "s3cret-for-validate"})
+    assert "is valid" in result.stdout + result.stderr
 
 
 GITHUB = HookConfig(agent="a", secret="s", signature="github")
@@ -129,12 +131,12 @@ def test_a_payload_renders_as_a_summary_then_the_json_without_control_characters
     assert "\x7f" not in text and '"note": "a\\u0000b"' in text
 
 
-def test_an_unreadable_hook_secret_is_a_warning_naming_where_it_comes_from(tmp_path: Path) -> None:
+def test_an_unreadable_hook_secret_is_named_with_its_source(tmp_path: Path) -> None:
     extra = "hooks:\n  github: {agent: coordinator, secret: hook_secret, signature: github}\n"
     (tmp_path / "fleet.yaml").write_text(BASE + extra)
     env = {k: v for k, v in os.environ.items() if k != "HOOK_SECRET"}
     result = run_flotilla(tmp_path, "validate", env=env)
-    assert result.returncode == 0
-    assert "hooks.github.secret: secret 'hook_secret': the environment variable HOOK_SECRET is not set" in (
+    assert result.returncode == 2
+    assert "secrets.hook_secret: secret 'hook_secret': the environment variable HOOK_SECRET is not set" in (
         result.stdout + result.stderr
     )
