@@ -17,6 +17,7 @@ from orchestrator.broker.inbox import Inbox
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.controls import Controls
 from orchestrator.events import EventBus
+from orchestrator.fair_share import FairShare, Retention
 from orchestrator.fleet_manager import FleetManager
 from orchestrator.fleet_view import FleetView
 from orchestrator.gateway.service import Gateway
@@ -54,6 +55,10 @@ class Services:
     snapshots: SnapshotTaker
     """The runtime snapshot (peers, budgets left, inbox depth, time) handed out with each item."""
     actions: OperatorActions
+    fair_share: FairShare
+    """Each agent's rates and quotas on events, tells and asks."""
+    retention: Retention
+    """Retention of what the orchestrator stores for agents, applied while it runs."""
     operator_token: str
     """The operator's token in force (a rotation replaces it)."""
     agent_url: str

@@ -141,6 +141,10 @@ def attach_subsystems(
     from orchestrator.agent_ask import AgentAsker
     from orchestrator.broker.broker import Broker
     from orchestrator.broker.inbox import Inbox
+    from orchestrator.config.limits import LimitsConfig
+    from orchestrator.fair_share import FairShare, Retention
+    from orchestrator.fair_share.masking import delivered_text_mask
+    from orchestrator.fair_share.retention import RetentionTargets, inbox_target
     from orchestrator.gateway.service import Gateway
     from orchestrator.operator_actions import OperatorActions
     from orchestrator.runtime_snapshot import SnapshotTaker
@@ -150,9 +154,20 @@ def attach_subsystems(
 
     fleet, db, events = core.fleet_view, core.db, core.events
     inbox = Inbox(db, events, core.controls, fleet)
+    inbox.mask = delivered_text_mask(fleet.secrets)
     gateway = gateway or Gateway(db, fleet, core.controls, events)
     scheduler = Scheduler(
         db, core.paths, fleet, inbox, core.controls, events, core.backend, budget=gateway, clock=clock
+    )
+    broker = Broker(db, inbox, fleet, events, core.paths)
+
+    def limits() -> LimitsConfig:
+        return fleet.current().config.limits  # read at each use: an apply changes it
+
+    retention = Retention(
+        db,
+        lambda: limits().retention,
+        RetentionTargets(events, broker.messages, inbox_target(inbox), scheduler.runs, gateway.ledger),
     )
     return Services(
         fleet_view=fleet,
@@ -167,7 +182,7 @@ def attach_subsystems(
         workspaces=core.workspaces,
         manager=manager,
         inbox=inbox,
-        broker=Broker(db, inbox, fleet, events, core.paths),
+        broker=broker,
         gateway=gateway,
         scheduler=scheduler,
         supervisor=Supervisor(db, fleet, manager, core.backend, core.controls, core.health, events, policy),
@@ -178,6 +193,8 @@ def attach_subsystems(
         actions=OperatorActions(fleet, manager, core.backend, core.controls, core.health, inbox, events),
         operator_token=core.operator_token,
         agent_url=manager.agent_url,
+        fair_share=FairShare(lambda: limits().rates, events, inbox.pending_from),
+        retention=retention,
     )
 
 

@@ -36,6 +36,7 @@ from orchestrator.api.operator import (
     workspace,
 )
 from orchestrator.api.operator import inbox as inbox_routes
+from orchestrator.api.operator import limits as limits_routes
 from orchestrator.api.storage_errors import install_storage_error_handlers
 from orchestrator.api.surfaces import AgentSurface
 from orchestrator.services import Services
@@ -66,6 +67,7 @@ ROUTERS = [
     trace.router,
     backup.router,
     attention.router,
+    limits_routes.router,
 ]
 
 

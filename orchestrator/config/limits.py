@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from orchestrator.config.fair_share import RatesConfig, RetentionConfig
 from orchestrator.config.units import parse_duration, parse_memory
 
 KIB = 1024
@@ -47,6 +48,12 @@ class LimitsConfig(BaseModel):
     )
     workspace_version_age: str | None = Field(
         default=None, description="Drop versions older than this (e.g. 90d); the newest always stays"
+    )
+    rates: RatesConfig = Field(
+        default_factory=RatesConfig, description="How fast each agent may report events, tell and ask"
+    )
+    retention: RetentionConfig = Field(
+        default_factory=RetentionConfig, description="How long and how much is kept of what agents leave"
     )
 
     @field_validator("request_body", "channel_frame", "message", "payload", "event")

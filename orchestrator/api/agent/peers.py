@@ -16,6 +16,7 @@ from agent_runtime.protocol import (
     TellResult,
 )
 from orchestrator.api.errors import ApiError
+from orchestrator.api.fair_share import admit_message
 from orchestrator.api.limits import check_payload
 from orchestrator.auth import Principal
 from orchestrator.broker.broker import MAX_TIMEOUT_S
@@ -79,10 +80,12 @@ async def ask(body: AskRequest, agent: AgentDep, services: FastServicesDep) -> R
     """Ask a peer an operation and wait for its answer; broker refusals come back as `error`."""
     check_ask_timeout(body)
     check_payload(services, body)
+    admit_message(services, agent.name, body)
     return _json(await services.broker.ask(agent.name, body))
 
 
 @router.post(f"{AGENT_API_PREFIX}/tell", tags=["agent"], response_model=TellResult)
 async def tell(body: TellRequest, agent: AgentDep, services: FastServicesDep) -> Response:
     check_payload(services, body)
+    admit_message(services, agent.name, body)
     return _json(await services.broker.tell(agent.name, body))
