@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from agent_runtime import redact_credentials
+from orchestrator.config.secrets import SECRET_HANDLE
 from orchestrator.secrets import SecretStore
 
 
@@ -14,6 +15,16 @@ def delivered_text_mask(secrets: Callable[[], SecretStore]) -> Callable[[str], s
     """A mask reading the secrets of the fleet in force at each use."""
 
     def mask(text: str) -> str:
-        return redact_credentials(secrets().redact(text)).text
+        return _redact_around_handles(secrets().redact(text))
 
     return mask
+
+
+def _redact_around_handles(text: str) -> str:
+    """Credential-shaped text is masked; the handles the secret store put in stay readable."""
+    parts, start = [], 0
+    for match in SECRET_HANDLE.finditer(text):
+        parts += [redact_credentials(text[start : match.start()]).text, match.group(0)]
+        start = match.end()
+    parts.append(redact_credentials(text[start:]).text)
+    return "".join(parts)
