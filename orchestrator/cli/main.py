@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "contracts": ("orchestrator.cli.broker", "contracts"),
     "memory": ("orchestrator.cli.memory", "memory"),
     "costs": ("orchestrator.cli.costs", "costs"),
+    "limits": ("orchestrator.cli.limits", "limits"),
     "alerts": ("orchestrator.cli.alerts", "alerts"),
     "approvals": ("orchestrator.cli.approvals", "approvals"),
     "approve": ("orchestrator.cli.approvals", "approve"),

@@ -11,8 +11,10 @@ What a tell or an ask costs, and whom:
 A message an ACL refuses never touches the recipient's intake, so an agent cannot spend the
 budget of one it may not talk to. Over any of them the sender gets a `RateLimited` (429 with
 Retry-After), and nothing is charged. The first refusal of a limit opens an episode and
-publishes one `limit.exceeded` event; later refusals only count, until the sender passes that
-limit again. Buckets live in memory: a restart gives every agent a full burst again.
+publishes one `limit.exceeded` event; later refusals only count. The episode ends once a whole
+period of the rate has passed without a refusal, so a sustained flood is one episode however
+often the refilled bucket lets a request through. Buckets live in memory: a restart gives every
+agent a full burst again.
 """
 
 from __future__ import annotations
@@ -54,7 +56,14 @@ class LimitState(BaseModel):
 @dataclass
 class _Episode:
     started: datetime
+    last: float
+    """When the latest refusal came (the limiter's clock)."""
+    quiet_s: float
+    """A refusal after this much quiet opens a new episode."""
     refused: int = 0
+
+    def over(self, now: float) -> bool:
+        return now - self.last > self.quiet_s
 
 
 @dataclass(frozen=True)
@@ -103,6 +112,7 @@ class FairShare:
                     "pending",
                     pair,
                     PENDING_RETRY_S,
+                    PENDING_RETRY_S,
                     f"{sender} already has {quota} unfinished items in {recipient}'s inbox"
                     f" (limits.rates.pending = {quota})",
                 )
@@ -121,7 +131,6 @@ class FairShare:
             if wait <= 0:
                 for charge in charges:
                     charge.bucket.take(charge.cost)
-                    self._episodes.pop((agent, charge.limit, charge.subject), None)
                 return
         unit = " bytes" if worst.limit == "pair_bytes" else ""
         self._refuse(
@@ -129,6 +138,7 @@ class FairShare:
             worst.limit,
             worst.subject,
             wait,
+            worst.bucket.rate.period_s,
             f"{_what(worst.limit, worst.subject)} is over limits.rates.{worst.limit}"
             f" ({worst.bucket.rate.describe(unit)}); try again in {wait:.1f}s",
         )
@@ -141,14 +151,18 @@ class FairShare:
             bucket = self._buckets[(limit, subject)] = Bucket.full(rate, now)
         return bucket
 
-    def _refuse(self, agent: str, limit: str, subject: str, wait: float, message: str) -> None:
+    def _refuse(
+        self, agent: str, limit: str, subject: str, wait: float, quiet_s: float, message: str
+    ) -> None:
         key = (agent, limit, subject)
+        now = self._clock()
         with self._lock:
             self._refused[key] = self._refused.get(key, 0) + 1
             episode = self._episodes.get(key)
-            opened = episode is None
-            if episode is None:
-                episode = self._episodes[key] = _Episode(utcnow())
+            opened = episode is None or episode.over(now)
+            if episode is None or opened:
+                episode = self._episodes[key] = _Episode(utcnow(), now, quiet_s)
+            episode.last = now
             episode.refused += 1
         if opened:
             self._events.publish_data(
@@ -167,11 +181,14 @@ class FairShare:
 
     def states(self) -> list[LimitState]:
         rates = self._rates()
+        now = self._clock()
         with self._lock:
             keys = sorted(set(self._refused) | set(self._episodes))
             found = []
             for agent, limit, subject in keys:
                 episode = self._episodes.get((agent, limit, subject))
+                if episode is not None and episode.over(now):
+                    episode = None
                 found.append(
                     LimitState(
                         agent=agent,

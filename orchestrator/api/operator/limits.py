@@ -4,36 +4,12 @@ how often each was refused, what retention keeps, and what each agent's records 
 from __future__ import annotations
 
 from fastapi import APIRouter
-from pydantic import BaseModel
 
 from orchestrator.api.deps import OperatorDep, ServicesDep
-from orchestrator.config.fair_share import RatesConfig, RetentionConfig
-from orchestrator.fair_share import LimitState, RetentionReport
+from orchestrator.fair_share.view import FairShareView, StoredBytes
 from orchestrator.services import Services
 
 router = APIRouter(prefix="/api/v1/limits", tags=["limits"])
-
-
-class StoredBytes(BaseModel):
-    """What the orchestrator's records of one agent take, counted as retention counts them."""
-
-    agent: str
-    events: int = 0
-    messages: int = 0
-    inbox: int = 0
-    runs: int = 0
-
-
-class FairShareView(BaseModel):
-    rates: RatesConfig
-    retention: RetentionConfig
-    per_agent_bound_bytes: int
-    """What retention lets each agent's records take, all kinds together."""
-    agents: list[LimitState]
-    """Limits each agent was refused by since the orchestrator started; `limited_since` is set
-    while it still is."""
-    stored: list[StoredBytes]
-    last_retention: RetentionReport | None = None
 
 
 def stored_by_agent(services: Services) -> list[StoredBytes]:

@@ -4,6 +4,8 @@ or spend its intake faster than the declared rates. Real HTTP and the real agent
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,13 +13,18 @@ from pathlib import Path
 import httpx
 import pytest
 from broker_helpers import FLEET_YAML, build_services, write_fleet
+from click.testing import CliRunner
 
 from agent_runtime.protocol import ChannelTell, TellRequest
 from agent_runtime.transport.channel import AgentChannel
 from agent_runtime.transport.errors import OrchestratorRefused
 from orchestrator.api.app import create_app
+from orchestrator.cli.main import cli
+from orchestrator.errors import RateLimited
 from orchestrator.events import EventType
+from orchestrator.fair_share import FairShare
 from orchestrator.services import Services
+from orchestrator.state.endpoint import Endpoint, write_endpoint
 from orchestrator.testing.server import serve_app
 
 RATES = """\
@@ -154,3 +161,43 @@ def test_the_operator_sees_each_agents_limits_and_refusals(served: Served) -> No
     assert body["rates"]["events"] == "5/m"
     (state,) = [s for s in body["agents"] if s["agent"] == "alpha"]
     assert state["limit"] == "events" and state["refused"] == 2 and state["limited_since"] is not None
+
+
+def test_a_sustained_flood_is_one_episode_and_a_later_one_another(served: Served) -> None:
+    now = [0.0]
+    limiter = FairShare(
+        lambda: served.services.fleet.config.limits.rates,
+        served.services.events,
+        lambda _a, _s: 0,
+        lambda: now[0],
+    )
+    admitted = 0
+    for _ in range(600):  # five minutes of an event every half second, at 5/m
+        try:
+            limiter.admit_event("beta")
+            admitted += 1
+        except RateLimited:
+            pass
+        now[0] += 0.5
+    assert 5 + 24 <= admitted <= 5 + 26  # the burst, then the rate
+    assert len(served.limit_events("beta")) == 1
+    now[0] += 120  # two quiet minutes
+    for _ in range(10):
+        with contextlib.suppress(RateLimited):
+            limiter.admit_event("beta")
+    assert len(served.limit_events("beta")) == 2
+
+
+def test_flotilla_limits_shows_who_was_refused_and_what_each_agent_keeps(served: Served) -> None:
+    with served.agent("alpha") as alpha:
+        for _ in range(6):
+            alpha.post("/agent/v1/events", json={"type": "agent.reported", "data": {}})
+    services = served.services
+    write_endpoint(services.paths, Endpoint(url=served.url, token=services.operator_token, pid=os.getpid()))
+    fleet_file = services.fleet.path
+    shown = CliRunner().invoke(cli, ["limits", "-f", str(fleet_file)], terminal_width=200)
+    assert shown.exit_code == 0, shown.output
+    assert "events 5/m" in shown.output and "limited since" in shown.output
+    assert "alpha" in shown.output and "bound 15.0 MiB" in shown.output
+    as_json = CliRunner().invoke(cli, ["limits", "-f", str(fleet_file), "--json"])
+    assert '"refused": 1' in as_json.output

@@ -54,7 +54,7 @@ def test_an_agents_events_are_kept_under_its_size_and_age(services: Services) ->
     assert kept == list(range(200 - len(kept), 200))  # the newest stay
     assert len(services.events.recent(10, agent="beta")) == 1
     later = services.retention
-    later._now = lambda: datetime.now(UTC) + timedelta(days=2)  # noqa: SLF001 - a clock two days on
+    later._now = lambda: datetime.now(UTC) + timedelta(days=2)  # a clock two days on
     later.apply()
     assert services.events.recent(1000, agent="alpha") == []
 
@@ -103,7 +103,13 @@ def test_old_ledger_rows_are_rolled_up_by_day_and_the_spend_stays(services: Serv
     old = datetime.now(UTC) - timedelta(days=70)
     with services.db.transaction() as conn:
         row = ledger.reserve(
-            conn, at=old, agent="alpha", kind="chat", model="test", provider="test", estimate=Charge(10, 5, 0.25)
+            conn,
+            at=old,
+            agent="alpha",
+            kind="chat",
+            model="test",
+            provider="test",
+            estimate=Charge(10, 5, 0.25),
         )
     ledger.settle(row, model="test", provider="test", charge=Charge(10, 5, 0.25), status="ok", latency_ms=5)
     start, end = old.replace(hour=0, minute=0, second=0, microsecond=0), old + timedelta(days=1)
