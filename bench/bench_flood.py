@@ -129,6 +129,7 @@ class Outcome:
     limit_events: int
     pending: dict[str, int]
     stored: dict[str, int]
+    retention_ms: float
 
 
 def _flood(extra: str, seconds: float) -> Outcome:
@@ -160,7 +161,9 @@ def _flood(extra: str, seconds: float) -> Outcome:
                         thread.join()
                     stop.set()
                     db_flooded, ps_after = _db_bytes(services), _ps_latency_ms(operator)
+                    started = time.perf_counter()
                     services.retention.apply()
+                    retention_ms = (time.perf_counter() - started) * 1000
                     view = operator.get("/api/v1/limits").json()
             events = sum(1 for e in services.events.recent(1000) if e.type == "limit.exceeded")
             return Outcome(
@@ -175,6 +178,7 @@ def _flood(extra: str, seconds: float) -> Outcome:
                 stored={
                     s["agent"]: s["events"] + s["messages"] + s["inbox"] + s["runs"] for s in view["stored"]
                 },
+                retention_ms=retention_ms,
             )
         finally:
             services.db.close()
@@ -207,6 +211,7 @@ def _rows(label: str, seconds: float, outcome: Outcome, agents: int) -> list[Row
             f"{label}: records kept per agent (events, messages, inbox, runs)",
             ", ".join(f"{a} {_mib(n)}" for a, n in sorted(outcome.stored.items())),
         ),
+        _row(f"{label}: one retention pass after the floods", f"{outcome.retention_ms:.0f} ms"),
         _row(
             f"{label}: GET /api/v1/fleet (flotilla ps) median before / after",
             f"{outcome.ps_before_ms:.1f} ms / {outcome.ps_after_ms:.1f} ms",

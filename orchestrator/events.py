@@ -132,7 +132,13 @@ class EventBus:
         """Drop events older than `before`, then each agent's oldest past `size_per_agent` bytes
         (the orchestrator's own events count as one more agent). The number dropped."""
         with self._db.transaction() as conn:
-            aged = conn.execute("DELETE FROM events WHERE at < ?", (before.isoformat(),)).rowcount
+            # Events are stored in time order: the first one young enough, found in key order,
+            # marks where the old ones end (no scan of the whole table, no index on `at`).
+            aged = conn.execute(
+                "DELETE FROM events WHERE seq < COALESCE((SELECT seq FROM events WHERE at >= ?"
+                " ORDER BY seq LIMIT 1), (SELECT MAX(seq) + 1 FROM events))",
+                (before.isoformat(),),
+            ).rowcount
             sized = conn.execute(
                 "DELETE FROM events WHERE seq IN (SELECT seq FROM (SELECT seq, SUM("
                 f"length(data) + length(type) + {ROW_OVERHEAD_BYTES}) OVER (PARTITION BY agent"
