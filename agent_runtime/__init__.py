@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from agent_runtime.context_settings import ContextSettings
     from agent_runtime.process.collector import collector_paused
     from agent_runtime.process.settings import Settings
+    from agent_runtime.safety.redaction import redact as redact_credentials
     from agent_runtime.safety.safe_yaml import MAX_DEPTH as YAML_MAX_DEPTH
     from agent_runtime.safety.safe_yaml import MAX_FILE_BYTES as YAML_MAX_FILE_BYTES
     from agent_runtime.safety.safe_yaml import MAX_NODES as YAML_MAX_NODES
@@ -109,6 +110,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "normalize_name": ("agent_runtime.workspace.versioned", "normalize_name"),
     "parse_interface": ("agent_runtime.workspace.contracts", "parse_interface"),
     "read_text_file": ("agent_runtime.safety.safe_yaml", "read_text_file"),
+    "redact_credentials": ("agent_runtime.safety.redaction", "redact"),
     "scaffold": ("agent_runtime.workspace.versioned", "scaffold"),
     "validate_payload": ("agent_runtime.workspace.contracts", "validate_payload"),
 }
@@ -154,6 +156,7 @@ __all__ = [
     "normalize_name",
     "parse_interface",
     "read_text_file",
+    "redact_credentials",
     "scaffold",
     "validate_payload",
 ]

@@ -61,3 +61,13 @@ class AgentRefused(Refused):
     def __init__(self, status: int, code: str, message: str, details: list[str] | None = None) -> None:
         super().__init__(code, message, details)
         self.status = status
+
+
+class RateLimited(Refused):
+    """Over a rate or a quota of the caller's fair share: it may try again after `retry_after_s`."""
+
+    def __init__(
+        self, code: str, message: str, retry_after_s: float, details: list[str] | None = None
+    ) -> None:
+        super().__init__(code, message, details)
+        self.retry_after_s = retry_after_s

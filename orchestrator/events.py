@@ -32,6 +32,8 @@ CREATE INDEX IF NOT EXISTS events_agent ON events(agent, seq);
 # kept, so no event (an agent's included) can grow state.db by more than this.
 MAX_EVENT_DATA_BYTES = 64 * 1024
 SUMMARY_KEYS = 20
+# What a row costs besides its text (key, agent, time, index entries), for retention by size.
+ROW_OVERHEAD_BYTES = 96
 
 
 class EventType(StrEnum):
@@ -60,6 +62,7 @@ class EventType(StrEnum):
     AGENT_RESUMED = "agent.resumed"
     AGENT_REPORTED = "agent.reported"
     STATE_MIGRATED = "state.migrated"
+    LIMIT_EXCEEDED = "limit.exceeded"
 
 
 class Event(BaseModel):
@@ -88,6 +91,10 @@ class EventBus:
         return rewrite_agent_texts(self._db, "events", ("data",), agent, probe, rewrite)
 
     def publish(self, type: EventType | str, agent: str | None = None, **data: Any) -> Event:
+        return self.publish_data(type, agent, data)
+
+    def publish_data(self, type: EventType | str, agent: str | None, data: dict[str, Any]) -> Event:
+        """Publish data given whole: its keys may be any, `agent` and `type` included."""
         encoded, data = capped_event_data(data)
         event = Event(type=str(type), agent=agent, data=data)
         cursor = self._db.execute(
@@ -124,6 +131,33 @@ class EventBus:
             Event(seq=r["seq"], type=r["type"], agent=r["agent"], at=r["at"], data=json.loads(r["data"]))
             for r in reversed(rows)
         ]
+
+    def prune(self, before: datetime, size_per_agent: int) -> int:
+        """Drop events older than `before`, then each agent's oldest past `size_per_agent` bytes
+        (the orchestrator's own events count as one more agent). The number dropped."""
+        with self._db.transaction() as conn:
+            # Events are stored in time order: the first one young enough, found in key order,
+            # marks where the old ones end (no scan of the whole table, no index on `at`).
+            aged = conn.execute(
+                "DELETE FROM events WHERE seq < COALESCE((SELECT seq FROM events WHERE at >= ?"
+                " ORDER BY seq LIMIT 1), (SELECT MAX(seq) + 1 FROM events))",
+                (before.isoformat(),),
+            ).rowcount
+            sized = conn.execute(
+                "DELETE FROM events WHERE seq IN (SELECT seq FROM (SELECT seq, SUM("
+                f"length(data) + length(type) + {ROW_OVERHEAD_BYTES}) OVER (PARTITION BY agent"
+                " ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS kept FROM events) WHERE kept > ?)",
+                (size_per_agent,),
+            ).rowcount
+        return int(aged) + int(sized)
+
+    def stored_bytes(self) -> dict[str | None, int]:
+        """What the events of each agent take, counted as `prune` counts it."""
+        rows = self._db.query(
+            f"SELECT agent, SUM(length(data) + length(type) + {ROW_OVERHEAD_BYTES}) AS size"
+            " FROM events GROUP BY agent"
+        )
+        return {row["agent"]: int(row["size"]) for row in rows}
 
 
 def capped_event_data(data: dict[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -99,6 +99,7 @@ class OrchestratorServer:
                 name="backups",
             ),
             asyncio.create_task(keep_messages_in_step(services.broker.messages), name="message-repair"),
+            asyncio.create_task(services.retention.run(), name="retention"),
         ]
         if not services.backend.carries_storage:
             restores = ChannelRestores(

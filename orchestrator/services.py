@@ -22,6 +22,7 @@ from orchestrator.config.fleet import LoadedFleet
 from orchestrator.control.auth import TokenStore
 from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus
+from orchestrator.fair_share import FairShare, Retention
 from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.view import FleetView
 from orchestrator.gateway.service import Gateway
@@ -60,6 +61,10 @@ class Services:
     """Notifications to the channels of fleet.yaml (the `notify` tool, heartbeat rules)."""
     hooks: HookReceiver
     """Signed requests from outside that become inbox items (POST /hooks/NAME)."""
+    fair_share: FairShare
+    """Each agent's rates and quotas on events, tells and asks."""
+    retention: Retention
+    """Retention of what the orchestrator stores for agents, applied while it runs."""
     operator_token: str
     """The operator's token in force (a rotation replaces it)."""
     agent_url: str

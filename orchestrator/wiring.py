@@ -145,6 +145,10 @@ def attach_subsystems(
     from orchestrator.broker.broker import Broker
     from orchestrator.broker.inbox import Inbox
     from orchestrator.channels import Notifier
+    from orchestrator.config.limits import LimitsConfig
+    from orchestrator.fair_share import FairShare, Retention
+    from orchestrator.fair_share.masking import delivered_text_mask
+    from orchestrator.fair_share.retention import RetentionTargets, inbox_target
     from orchestrator.gateway.service import Gateway
     from orchestrator.hooks import HookReceiver
     from orchestrator.hooks.store import HookStore
@@ -153,6 +157,7 @@ def attach_subsystems(
 
     fleet, db, events = core.fleet_view, core.db, core.events
     inbox = Inbox(db, events, core.controls, fleet)
+    inbox.mask = delivered_text_mask(fleet.secrets)
     gateway = gateway or Gateway(db, fleet, core.controls, events)
     notifier = Notifier(fleet, db, events)
     scheduler = Scheduler(
@@ -167,6 +172,16 @@ def attach_subsystems(
         clock=clock,
         notifier=notifier,
     )
+    broker = Broker(db, inbox, fleet, events, core.paths)
+
+    def limits() -> LimitsConfig:
+        return fleet.current().config.limits  # read at each use: an apply changes it
+
+    retention = Retention(
+        db,
+        lambda: limits().retention,
+        RetentionTargets(events, broker.messages, inbox_target(inbox), scheduler.runs, gateway.ledger),
+    )
     return Services(
         fleet_view=fleet,
         paths=core.paths,
@@ -180,7 +195,7 @@ def attach_subsystems(
         workspaces=core.workspaces,
         manager=manager,
         inbox=inbox,
-        broker=Broker(db, inbox, fleet, events, core.paths),
+        broker=broker,
         gateway=gateway,
         scheduler=scheduler,
         supervisor=Supervisor(db, fleet, manager, core.backend, core.controls, core.health, events, policy),
@@ -193,6 +208,8 @@ def attach_subsystems(
         hooks=HookReceiver(fleet, inbox, events, HookStore(db)),
         operator_token=core.operator_token,
         agent_url=manager.agent_url,
+        fair_share=FairShare(lambda: limits().rates, events, inbox.pending_from),
+        retention=retention,
     )
 
 

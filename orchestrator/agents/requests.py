@@ -40,9 +40,11 @@ class AgentChannels:
     """The open channels, by agent, and the orchestrator's requests waiting for an answer."""
 
     def __init__(self) -> None:
-        self._open: dict[str, RequestSender] = {}
+        # Every open channel of each agent, newest last: requests go to the newest, and when it
+        # closes the one before it carries them again.
+        self._open: dict[str, list[RequestSender]] = {}
         self._arrivals: dict[str, list[asyncio.Future[None]]] = {}
-        self._waiting: dict[int, tuple[str, asyncio.Future[AgentAnswer]]] = {}
+        self._waiting: dict[int, tuple[str, RequestSender, asyncio.Future[AgentAnswer]]] = {}
         self._ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -51,17 +53,20 @@ class AgentChannels:
     def attach(self, agent: str, sender: RequestSender) -> None:
         """Called on the event loop when the agent's channel opens."""
         self._loop = asyncio.get_running_loop()
-        self._open[agent] = sender
+        self._open.setdefault(agent, []).append(sender)
         for arrival in self._arrivals.pop(agent, []):
             if not arrival.done():
                 arrival.set_result(None)
 
     def detach(self, agent: str, sender: RequestSender) -> None:
-        if self._open.get(agent) is not sender:
+        senders = self._open.get(agent, [])
+        if sender not in senders:
             return
-        del self._open[agent]
-        for request_id, (owner, future) in list(self._waiting.items()):
-            if owner == agent and not future.done():
+        senders.remove(sender)
+        if not senders:
+            del self._open[agent]
+        for request_id, (owner, via, future) in list(self._waiting.items()):
+            if owner == agent and via is sender and not future.done():
                 future.set_exception(AgentUnreachable(f"agent {agent}'s channel closed before it answered"))
                 self._waiting.pop(request_id, None)
 
@@ -70,8 +75,8 @@ class AgentChannels:
         if waiting is None or waiting[0] != agent:
             return  # late, or not this agent's to answer
         del self._waiting[request_id]
-        if not waiting[1].done():
-            waiting[1].set_result(AgentAnswer(status, body))
+        if not waiting[2].done():
+            waiting[2].set_result(AgentAnswer(status, body))
 
     # --- asking ---------------------------------------------------------------------------
 
@@ -97,12 +102,13 @@ class AgentChannels:
     async def request(
         self, agent: str, op: AgentOp, body: dict[str, Any], timeout_s: float = DEFAULT_TIMEOUT_S
     ) -> AgentAnswer:
-        sender = self._open.get(agent)
-        if sender is None:
+        senders = self._open.get(agent)
+        if not senders:
             raise AgentUnreachable(f"agent {agent} is not connected")
+        sender = senders[-1]
         request = AgentRequest(request=next(self._ids), op=op, body=body)
         future: asyncio.Future[AgentAnswer] = asyncio.get_running_loop().create_future()
-        self._waiting[request.request] = (agent, future)
+        self._waiting[request.request] = (agent, sender, future)
         try:
             await sender.send_request(request)
             return await asyncio.wait_for(future, timeout_s)

@@ -38,6 +38,7 @@ from orchestrator.api.operator import (
     workspace,
 )
 from orchestrator.api.operator import inbox as inbox_routes
+from orchestrator.api.operator import limits as limits_routes
 from orchestrator.api.storage_errors import install_storage_error_handlers
 from orchestrator.api.surfaces import AgentSurface
 from orchestrator.services import Services
@@ -70,6 +71,7 @@ ROUTERS = [
     attention.router,
     hooks.router,
     notifications.router,
+    limits_routes.router,
 ]
 
 

@@ -4,6 +4,8 @@ except under /v1/ (the OpenAI-compatible gateway), where it takes OpenAI's shape
 
 from __future__ import annotations
 
+import math
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -40,16 +42,25 @@ STATUS_OF_REFUSAL: dict[type[errors.Refused], int] = {
     errors.Failed: 500,
     errors.BadAnswer: 502,
     errors.Unavailable: 503,
+    errors.RateLimited: 429,
 }
 
 
 class ApiError(Exception):
     """Raise from a route to answer with a specific status, code and message."""
 
-    def __init__(self, status: int, code: str, message: str, details: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        details: list[str] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.body = ErrorBody(error=code, message=message, details=details or [])
+        self.headers = headers or {}
 
     @classmethod
     def of(cls, refused: errors.Refused) -> ApiError:
@@ -60,11 +71,14 @@ class ApiError(Exception):
             status = next(
                 (code for kind, code in STATUS_OF_REFUSAL.items() if isinstance(refused, kind)), 400
             )
-        return cls(status, refused.code, refused.message, refused.details)
+        headers = {}
+        if isinstance(refused, errors.RateLimited):
+            headers["Retry-After"] = str(max(1, math.ceil(refused.retry_after_s)))
+        return cls(status, refused.code, refused.message, refused.details, headers)
 
 
-def _respond(status: int, body: ErrorBody) -> JSONResponse:
-    return JSONResponse(status_code=status, content=body.model_dump())
+def _respond(status: int, body: ErrorBody, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(status_code=status, content=body.model_dump(), headers=headers or None)
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -78,7 +92,7 @@ def install_error_handlers(app: FastAPI) -> None:
             return openai_error_response(
                 exc.status, exc.body.error, exc.body.message, details=exc.body.details
             )
-        return _respond(exc.status, exc.body)
+        return _respond(exc.status, exc.body, exc.headers)
 
     @app.exception_handler(HTTPException)
     async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:

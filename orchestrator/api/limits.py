@@ -50,12 +50,17 @@ def check_message(services: Services, text: str) -> None:
     _check(services, "the message", "message", len(text.encode()))
 
 
+def payload_size(request: AskRequest | TellRequest) -> int:
+    """The bytes a tell's text or an ask's input puts into its recipient's inbox."""
+    if isinstance(request, TellRequest):
+        return len(request.text.encode())
+    return _json_size(request.input)
+
+
 def check_payload(services: Services, request: AskRequest | TellRequest) -> None:
     """An ask's input or a tell's text becomes an inbox item: capped so it can always be delivered."""
-    if isinstance(request, TellRequest):
-        _check(services, "the tell text", "payload", len(request.text.encode()))
-    else:
-        _check(services, "the ask input", "payload", _json_size(request.input))
+    what = "the tell text" if isinstance(request, TellRequest) else "the ask input"
+    _check(services, what, "payload", payload_size(request))
 
 
 def result_size(result: WorkResult) -> int:

@@ -62,6 +62,9 @@ CREATE UNIQUE INDEX IF NOT EXISTS inbox_idem ON inbox(agent, idempotency_key)
 
 _DONE = object()
 PREVIEW_CHARS = 200
+FINISHED_STATES = ("done", "failed", "expired", "dropped")
+# What a row costs besides its texts (ids, times, index entries), for retention by size.
+ROW_OVERHEAD_BYTES = 256
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,9 @@ class Inbox:
         self._closed = False
         self.on_put: list[Callable[[str, InboxItem], None]] = []
         """Called with (agent, item) after a new item is queued, e.g. to wake a hibernated agent."""
+        self.mask: Callable[[str], str] = _unmasked
+        """Applied to an operator's message and its answer once delivered: what state.db keeps
+        of them (the waiting operator gets the answer as it came)."""
 
     def bind_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -341,25 +347,84 @@ class Inbox:
     def complete(self, agent: str, item_id: str, result: WorkResult) -> bool:
         """Acknowledge an item. Returns False when it is unknown or not this agent's."""
         state = "done" if result.ok else "failed"
-        cursor = self._db.execute(
-            "UPDATE inbox SET state = ?, finished_at = ?, result = ? WHERE id = ? AND agent = ?"
-            " AND state IN ('claimed', 'queued')",
-            (state, utcnow().isoformat(), result.model_dump_json(), item_id, agent),
-        )
+        with self._db.transaction() as conn:
+            cursor = conn.execute(
+                "UPDATE inbox SET state = ?, finished_at = ?, result = ? WHERE id = ? AND agent = ?"
+                " AND state IN ('claimed', 'queued')",
+                (state, utcnow().isoformat(), result.model_dump_json(), item_id, agent),
+            )
+            if cursor.rowcount:
+                self._mask_delivered(conn, item_id)
         if cursor.rowcount == 0:
             return self.owner(item_id) == agent
         self._resolve(item_id, result)
         return True
 
+    def _mask_delivered(self, conn: Any, item_id: str) -> None:
+        """An operator's message keeps no credential once it has been delivered and answered."""
+        row = conn.execute(
+            "SELECT text, result FROM inbox WHERE id = ? AND kind = ?",
+            (item_id, ItemKind.OPERATOR_MESSAGE.value),
+        ).fetchone()
+        if row is None:
+            return
+        result = WorkResult.model_validate_json(row["result"]) if row["result"] else None
+        if result is not None:
+            result = result.model_copy(
+                update={
+                    "text": self.mask(result.text),
+                    "error": self.mask(result.error) if result.error else None,
+                }
+            )
+        conn.execute(
+            "UPDATE inbox SET text = ?, result = ? WHERE id = ?",
+            (self.mask(row["text"]), result.model_dump_json() if result else None, item_id),
+        )
+
     def fail(self, item_id: str, error: str) -> None:
         """Close an item the agent will never answer (expired, cancelled, refused)."""
         result = WorkResult(ok=False, error=error)
-        self._db.execute(
-            "UPDATE inbox SET state = 'failed', finished_at = ?, result = ? WHERE id = ?"
-            " AND state IN ('queued', 'claimed')",
-            (utcnow().isoformat(), result.model_dump_json(), item_id),
-        )
+        with self._db.transaction() as conn:
+            cursor = conn.execute(
+                "UPDATE inbox SET state = 'failed', finished_at = ?, result = ? WHERE id = ?"
+                " AND state IN ('queued', 'claimed')",
+                (utcnow().isoformat(), result.model_dump_json(), item_id),
+            )
+            if cursor.rowcount:
+                self._mask_delivered(conn, item_id)
         self._resolve(item_id, result)
+
+    # --- fair share ------------------------------------------------------------------------
+
+    def pending_from(self, agent: str, sender: str) -> int:
+        """Unfinished items `sender` has in `agent`'s inbox."""
+        row = self._db.query_one(
+            "SELECT COUNT(*) AS n FROM inbox WHERE agent = ? AND state IN ('queued', 'claimed') AND sender = ?",
+            (agent, sender),
+        )
+        return int(row["n"]) if row else 0
+
+    def prune_finished(self, before: datetime, size_per_agent: int) -> int:
+        """Drop finished items older than `before`, then each agent's oldest past `size_per_agent`
+        bytes of finished items. Unfinished items and dead letters stay. The number dropped."""
+        states = ", ".join(f"'{state}'" for state in FINISHED_STATES)
+        with self._db.transaction() as conn:
+            aged = conn.execute(
+                f"DELETE FROM inbox WHERE state IN ({states}) AND COALESCE(finished_at, created_at) < ?",
+                (before.isoformat(),),
+            ).rowcount
+            sized = conn.execute(
+                f"DELETE FROM inbox WHERE id IN (SELECT id FROM (SELECT id, SUM({_ROW_BYTES}) OVER"
+                " (PARTITION BY agent ORDER BY COALESCE(finished_at, created_at) DESC, id"
+                f" ROWS UNBOUNDED PRECEDING) AS kept FROM inbox WHERE state IN ({states})) WHERE kept > ?)",
+                (size_per_agent,),
+            ).rowcount
+        return int(aged) + int(sized)
+
+    def stored_bytes(self) -> dict[str, int]:
+        """What each agent's inbox takes, finished or not, counted as `prune_finished` counts it."""
+        rows = self._db.query(f"SELECT agent, SUM({_ROW_BYTES}) AS size FROM inbox GROUP BY agent")
+        return {str(row["agent"]): int(row["size"]) for row in rows}
 
     # --- results and progress --------------------------------------------------------------
 
@@ -522,6 +587,16 @@ class Inbox:
             queues = list(self._progress.get(item_id, []))
         for queue in queues:
             call_in_loop(self._loop, queue.put_nowait, chunk)
+
+
+_ROW_BYTES = (
+    "length(text) + COALESCE(length(input), 0) + COALESCE(length(result), 0) + length(trace)"
+    f" + length(reasons) + {ROW_OVERHEAD_BYTES}"
+)
+
+
+def _unmasked(text: str) -> str:
+    return text
 
 
 def _dead_letter_in(conn: Any, agent: str, allowed: int, now: str) -> list[tuple[str, int]]:

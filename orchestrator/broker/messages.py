@@ -41,6 +41,11 @@ CREATE INDEX IF NOT EXISTS broker_messages_parent ON broker_messages(parent_id);
 CREATE INDEX IF NOT EXISTS broker_messages_key ON broker_messages(sender, recipient, idempotency_key)
     WHERE idempotency_key IS NOT NULL;
 """
+# What a row takes, counted for retention by size: its texts and a fixed part for the rest.
+_ROW_BYTES = (
+    "length(id) + length(trace) + COALESCE(length(error_message), 0) + COALESCE(length(item_id), 0)"
+    " + COALESCE(length(idempotency_key), 0) + 200"
+)
 # How deep a trace query follows a chain; the broker's hop limit keeps real chains far shorter.
 MAX_TRACE_DEPTH = 64
 
@@ -190,6 +195,28 @@ class MessageLog:
             (now,),
         )
         return cursor.rowcount
+
+    def prune(self, before: datetime, size_per_sender: int) -> int:
+        """Drop messages older than `before`, then each sender's oldest past `size_per_sender`
+        bytes. Asks still waiting for their answer stay. The number dropped."""
+        with self._db.transaction() as conn:
+            aged = conn.execute(
+                "DELETE FROM broker_messages WHERE state != 'pending' AND created_at < ?",
+                (before.isoformat(),),
+            ).rowcount
+            sized = conn.execute(
+                f"DELETE FROM broker_messages WHERE id IN (SELECT id FROM (SELECT id, SUM({_ROW_BYTES}) OVER"
+                " (PARTITION BY sender ORDER BY created_at DESC, id ROWS UNBOUNDED PRECEDING) AS kept"
+                " FROM broker_messages WHERE state != 'pending') WHERE kept > ?)",
+                (size_per_sender,),
+            ).rowcount
+        return int(aged) + int(sized)
+
+    def stored_bytes(self) -> dict[str, int]:
+        rows = self._db.query(
+            f"SELECT sender, SUM({_ROW_BYTES}) AS size FROM broker_messages GROUP BY sender"
+        )
+        return {str(row["sender"]): int(row["size"]) for row in rows}
 
     def by_key(self, sender: str, recipient: str, key: str) -> MessageRecord | None:
         """The delivered message an idempotency key already produced, if any."""

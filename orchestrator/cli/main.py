@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "contracts": ("orchestrator.cli.broker", "contracts"),
     "memory": ("orchestrator.cli.memory", "memory"),
     "costs": ("orchestrator.cli.costs", "costs"),
+    "limits": ("orchestrator.cli.limits", "limits"),
     "alerts": ("orchestrator.cli.alerts", "alerts"),
     "notifications": ("orchestrator.cli.notifications", "notifications"),
     "approvals": ("orchestrator.cli.approvals", "approvals"),

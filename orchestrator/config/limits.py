@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from orchestrator.config.fair_share import RatesConfig, RetentionConfig
 from orchestrator.config.units import parse_duration, parse_memory
 
 KIB = 1024
@@ -60,6 +61,12 @@ class LimitsConfig(BaseModel):
         default="10m",
         description="Longest an agent's own part of a backup may take, all its files; longer makes "
         "that part incomplete",
+    )
+    rates: RatesConfig = Field(
+        default_factory=RatesConfig, description="How fast each agent may report events, tell and ask"
+    )
+    retention: RetentionConfig = Field(
+        default_factory=RetentionConfig, description="How long and how much is kept of what agents leave"
     )
 
     @field_validator("request_body", "channel_frame", "message", "payload", "event")

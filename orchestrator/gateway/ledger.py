@@ -58,8 +58,10 @@ CREATE TABLE IF NOT EXISTS gateway_spend_daily (
 ADDED_COLUMNS = {"run_id": "TEXT"}
 RUN_INDEX = "CREATE INDEX IF NOT EXISTS gateway_usage_run ON gateway_usage(agent, run_id)"
 FLEET_SUBJECT = ""  # agent names are DNS labels, never empty
+# Days before the ledger's oldest row were rolled up and their calls pruned: their totals stay.
 _REBUILD_ROLLUP = """
-DELETE FROM gateway_spend_daily;
+DELETE FROM gateway_spend_daily
+    WHERE day >= (SELECT COALESCE(MIN(substr(at, 1, 10)), '9999') FROM gateway_usage);
 INSERT INTO gateway_spend_daily(subject, day, usd, tokens, calls)
     SELECT agent, substr(at, 1, 10), SUM(cost_usd), SUM(tokens_in + tokens_out), COUNT(*)
     FROM gateway_usage GROUP BY agent, substr(at, 1, 10);
@@ -189,6 +191,17 @@ class Ledger:
             for statement in filter(str.strip, _REBUILD_ROLLUP.split(";")):
                 conn.execute(statement)
         return cursor.rowcount
+
+    def prune_detail(self, before: datetime) -> int:
+        """Drop the per-call rows of whole UTC days before `before`, and before the current month
+        (the longest budget window reads only the daily totals, which stay). The number dropped."""
+        start = before.astimezone(UTC)
+        month = datetime.now(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+        cutoff = min(start.replace(hour=0, minute=0, second=0, microsecond=0), month)
+        cursor = self._db.execute(
+            "DELETE FROM gateway_usage WHERE at < ? AND status != 'reserved'", (timestamp(cutoff),)
+        )
+        return int(cursor.rowcount)
 
     @staticmethod
     def spend(

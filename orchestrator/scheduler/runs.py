@@ -47,6 +47,9 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE INDEX IF NOT EXISTS runs_agent ON runs(agent, seq);
 """
 
+# What a row takes, counted for retention by size: its texts and a fixed part for the rest.
+_ROW_BYTES = "length(detail) + length(files_changed) + length(tool_calls) + length(id) + 160"
+
 RunKind = Literal["tick", "turn", "notify"]
 TickOutcome = Literal["idle", "skipped", "run"]
 
@@ -212,6 +215,23 @@ class RunStore:
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         rows = self._db.query(f"SELECT * FROM runs{clause} ORDER BY seq DESC LIMIT ?", [*params, limit])
         return [_to_view(row) for row in rows]
+
+    def prune(self, before: datetime, size_per_agent: int) -> int:
+        """Drop run records older than `before`, then each agent's oldest past `size_per_agent`
+        bytes. The number dropped."""
+        with self._db.transaction() as conn:
+            aged = conn.execute("DELETE FROM runs WHERE finished_at < ?", (iso(before),)).rowcount
+            sized = conn.execute(
+                f"DELETE FROM runs WHERE seq IN (SELECT seq FROM (SELECT seq, SUM({_ROW_BYTES}) OVER"
+                " (PARTITION BY agent ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS kept FROM runs)"
+                " WHERE kept > ?)",
+                (size_per_agent,),
+            ).rowcount
+        return int(aged) + int(sized)
+
+    def stored_bytes(self) -> dict[str, int]:
+        rows = self._db.query(f"SELECT agent, SUM({_ROW_BYTES}) AS size FROM runs GROUP BY agent")
+        return {str(row["agent"]): int(row["size"]) for row in rows}
 
     def count(self, agent: str | None = None) -> int:
         row = (

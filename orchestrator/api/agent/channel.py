@@ -46,6 +46,7 @@ from orchestrator.api.agent.peers import approval_rules, check_ask_timeout
 from orchestrator.api.agent.routes import acknowledge
 from orchestrator.api.deps import bearer_token
 from orchestrator.api.errors import ApiError
+from orchestrator.api.fair_share import admit_message
 from orchestrator.api.limits import check_payload
 from orchestrator.api.storage_errors import INSUFFICIENT_STORAGE, disk_full_body
 from orchestrator.errors import Refused
@@ -197,10 +198,12 @@ class ChannelSession:
         if isinstance(frame, ChannelAsk):
             check_ask_timeout(frame.request)
             check_payload(self.services, frame.request)
+            admit_message(self.services, self.agent, frame.request)
             approval_rules(services, self.agent).check_ask(frame.request)
             return 200, await self.services.broker.ask(self.agent, frame.request)
         if isinstance(frame, ChannelTell):
             check_payload(self.services, frame.request)
+            admit_message(self.services, self.agent, frame.request)
             approval_rules(services, self.agent).check_tell(frame.request)
             return 200, await self.services.broker.tell(self.agent, frame.request)
         if isinstance(frame, ChannelWorkspaceWrite):

@@ -16,6 +16,7 @@ from agent_runtime.protocol import (
     TellResult,
 )
 from orchestrator.api.errors import ApiError
+from orchestrator.api.fair_share import admit_message
 from orchestrator.api.limits import check_payload
 from orchestrator.approvals import ApprovalRules, ApprovalStore
 from orchestrator.broker.broker import MAX_TIMEOUT_S
@@ -88,6 +89,7 @@ async def ask(body: AskRequest, agent: AgentDep, services: FastServicesDep) -> R
     403 when the operation needs an approval that no approved item gives."""
     check_ask_timeout(body)
     check_payload(services, body)
+    admit_message(services, agent.name, body)
     approval_rules(services, agent.name).check_ask(body)
     return _json(await services.broker.ask(agent.name, body))
 
@@ -96,5 +98,6 @@ async def ask(body: AskRequest, agent: AgentDep, services: FastServicesDep) -> R
 async def tell(body: TellRequest, agent: AgentDep, services: FastServicesDep) -> Response:
     """403 when a tell needs an approval that no approved item gives."""
     check_payload(services, body)
+    admit_message(services, agent.name, body)
     approval_rules(services, agent.name).check_tell(body)
     return _json(await services.broker.tell(agent.name, body))

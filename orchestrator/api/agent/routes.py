@@ -22,6 +22,7 @@ from agent_runtime.protocol import (
 from orchestrator.agents import session
 from orchestrator.api.deps import AgentDep, ServicesDep
 from orchestrator.api.errors import ApiError
+from orchestrator.api.fair_share import admit_event
 from orchestrator.api.limits import check_event, check_result
 from orchestrator.events import EventType
 from orchestrator.services import Services
@@ -110,7 +111,8 @@ async def report_event(body: AgentEvent, agent: AgentDep, services: ServicesDep)
         allowed = ", ".join(sorted(AGENT_EVENT_TYPES))
         raise ApiError(422, "invalid_event", f"agents may not report {body.type!r}; allowed: {allowed}")
     check_event(services, body.data)
-    services.events.publish(body.type, agent=agent.name, **body.data)
+    admit_event(services, agent.name)
+    services.events.publish_data(body.type, agent.name, body.data)
 
 
 @router.post("/runs", status_code=204)
