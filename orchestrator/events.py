@@ -211,6 +211,25 @@ class EventReader:
             return Counter(self._counts)
 
 
+def new_events_of(db: Database, after: int, types: Iterable[str]) -> tuple[list[Event], int]:
+    """Stored events of agents with seq > after and a type in `types`, oldest first, and the seq
+    read up to (pass it back as `after` next time)."""
+    wanted = sorted(set(types))
+    marks = ", ".join("?" for _ in wanted)
+    top = max_id(db, "events", "seq")
+    rows = safe_query(
+        db,
+        "SELECT seq, type, agent, at, data FROM events WHERE seq > ? AND seq <= ? "
+        f"AND type IN ({marks}) AND agent IS NOT NULL ORDER BY seq ASC",
+        [after, top, *wanted],
+    )
+    found = [
+        Event(seq=r["seq"], type=r["type"], agent=r["agent"], at=r["at"], data=json.loads(r["data"]))
+        for r in rows
+    ]
+    return found, max(after, top)
+
+
 def stored_events(db: Database, after: int, agent: str | None, limit: int) -> list[Event]:
     """Stored events with seq > after, oldest first (EventBus.recent returns the newest ones)."""
     sql = "SELECT seq, type, agent, at, data FROM events WHERE seq > ?"

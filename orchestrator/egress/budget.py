@@ -1,5 +1,8 @@
-"""The agent's daily request budget, counted from its `http.requested` events of the UTC day
-(so an orchestrator restart forgets nothing), plus the requests still in flight."""
+"""The agent's daily request budget: the requests made on the UTC day, counted in a table of
+their own (an orchestrator restart forgets nothing, and no retention of events or flood of an
+agent's own events can give the agent its budget back), plus the requests still in flight.
+
+Owns the table `http_request_days`."""
 
 from __future__ import annotations
 
@@ -12,6 +15,14 @@ from datetime import UTC, datetime
 from orchestrator.state.db import Database
 
 HTTP_REQUESTED = "http.requested"
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS http_request_days (
+    agent TEXT NOT NULL,
+    day TEXT NOT NULL,
+    requests INTEGER NOT NULL,
+    PRIMARY KEY (agent, day)
+);
+"""
 
 _in_flight: Counter[str] = Counter()
 _lock = threading.Lock()
@@ -21,13 +32,26 @@ class BudgetSpent(Exception):
     pass
 
 
+def _today() -> str:
+    return datetime.now(UTC).date().isoformat()
+
+
 def sent_today(db: Database, agent: str) -> int:
-    midnight = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0).isoformat()
+    db.ensure_schema(SCHEMA)
     row = db.query_one(
-        "SELECT COUNT(*) AS n FROM events WHERE agent = ? AND type = ? AND at >= ?",
-        (agent, HTTP_REQUESTED, midnight),
+        "SELECT requests FROM http_request_days WHERE agent = ? AND day = ?", (agent, _today())
     )
-    return int(row["n"]) if row else 0
+    return int(row["requests"]) if row else 0
+
+
+def record_sent(db: Database, agent: str) -> None:
+    """One more request made today for `agent`."""
+    db.ensure_schema(SCHEMA)
+    db.execute(
+        "INSERT INTO http_request_days (agent, day, requests) VALUES (?, ?, 1) "
+        "ON CONFLICT (agent, day) DO UPDATE SET requests = requests + 1",
+        (agent, _today()),
+    )
 
 
 @asynccontextmanager

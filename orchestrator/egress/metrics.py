@@ -6,7 +6,6 @@ the metric's label set; a sent one is counted under its host, which the policy a
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -16,7 +15,8 @@ from prometheus_client.registry import Collector
 
 from orchestrator.egress.budget import HTTP_REQUESTED
 from orchestrator.egress.provider import HTTP_REFUSED
-from orchestrator.state.db import Database, max_id, safe_query
+from orchestrator.events import new_events_of
+from orchestrator.state.db import Database
 
 REFUSED_HOST = "-"
 
@@ -51,20 +51,13 @@ class HttpRequestCollector(Collector):
 
     def _read(self) -> None:
         with self._lock:
-            top = max_id(self._db, "events", "seq")
-            rows = safe_query(
-                self._db,
-                "SELECT agent, type, data FROM events WHERE seq > ? AND seq <= ? AND type IN (?, ?) "
-                "AND agent IS NOT NULL",
-                [self._upto, top, HTTP_REQUESTED, HTTP_REFUSED],
-            )
-            for row in rows:
-                agent = str(row["agent"])
-                data = json.loads(row["data"])
-                if row["type"] == HTTP_REFUSED:
+            events, self._upto = new_events_of(self._db, self._upto, (HTTP_REQUESTED, HTTP_REFUSED))
+            for event in events:
+                agent = str(event.agent)
+                data = event.data
+                if event.type == HTTP_REFUSED:
                     self._requests[(agent, REFUSED_HOST, "refused")] += 1
                     continue
                 host = str(data.get("host") or REFUSED_HOST)
                 self._requests[(agent, host, "ok" if data.get("ok") else "failed")] += 1
                 self._bytes[(agent, host)] += int(data.get("bytes") or 0)
-            self._upto = max(self._upto, top)

@@ -23,7 +23,7 @@ from orchestrator.config.secrets import secret_handles
 from orchestrator.config.tools import ToolsConfig
 from orchestrator.egress.addresses import Resolver, system_resolver
 from orchestrator.egress.answer import render_answer
-from orchestrator.egress.budget import HTTP_REQUESTED, BudgetSpent, spending
+from orchestrator.egress.budget import HTTP_REQUESTED, BudgetSpent, record_sent, spending
 from orchestrator.egress.fetch import FetchFailed, FetchRefused, Outgoing, fetch
 from orchestrator.egress.request import INPUT_SCHEMA, HttpRequestArguments
 from orchestrator.events import EventBus
@@ -177,6 +177,7 @@ class HttpRequestTool:
             size,
             duration_s,
         )
+        record_sent(self._db, self._agent)
         self._events.publish(
             HTTP_REQUESTED,
             self._agent,
