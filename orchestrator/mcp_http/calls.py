@@ -19,12 +19,11 @@ from agent_runtime.protocol import (
     OrchestratorToolCall,
     OrchestratorToolResult,
     OrchestratorTools,
-    approval_key,
-    needs_approval,
     offered_name,
 )
-from orchestrator.approvals import ApprovalStore
+from orchestrator.approvals import ApprovalRules, ApprovalStore
 from orchestrator.config.tools import McpServerConfig, ToolsConfig
+from orchestrator.errors import Forbidden
 from orchestrator.events import EventBus
 from orchestrator.host_tools.base import HostToolRefused
 from orchestrator.mcp_http.client import McpHttpClient, McpServerError, ServerTool
@@ -123,15 +122,11 @@ class OrchestratorMcpCalls:
             raise self._refused(name, server, reason)
 
     def _check_approved(self, request: OrchestratorToolCall) -> None:
-        asked_as = needs_approval(self._tools.approval_required(), request.name, request.arguments)
-        if asked_as is None:
-            return
-        key = approval_key(request.item_id, request.name, request.arguments)
-        item = self._approvals.find(self._agent, key)
-        if item is None or item.state != "approved" or item.tool != asked_as:
-            state = item.state if item is not None else "not asked for"
-            reason = f"{request.name} needs an operator's approval for this call (approval: {state})"
-            raise self._refused(request.name, self._server_of(request.name), reason)
+        rules = ApprovalRules(self._agent, self._tools.approval_required(), self._approvals)
+        try:
+            rules.check_tool_call(request.name, request.arguments, request.item_id)
+        except Forbidden as refused:
+            raise self._refused(request.name, self._server_of(request.name), refused.message) from None
 
     async def _target(self, client: McpHttpClient, server: McpServerConfig, name: str) -> _Target:
         for tool in await client.list_tools():
