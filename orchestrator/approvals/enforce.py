@@ -49,8 +49,8 @@ class ApprovalRules:
         item = self._store.find(self._agent, approval_key(item_id, name, arguments))
         if item is None or item.state != "approved" or item.tool != asked_as:
             state = item.state if item is not None else "not asked for"
-            raise Forbidden(
-                "approval_required", f"{name} needs an operator's approval for this call (approval: {state})"
+            raise self._refused(
+                asked_as, f"{name} needs an operator's approval for this call (approval: {state})"
             )
 
     def check_workspace_write(self, name: str, content: str, current: str) -> None:
@@ -113,10 +113,15 @@ class ApprovalRules:
             if item.id not in uses and self._store.claim(item, fingerprint):
                 return
         state = "each matching approved item was used" if candidates else "no approved item matches it"
-        raise Forbidden(
-            "approval_required",
-            f"agent {self._agent}: {what} needs an operator's approval ({tool}): {state}",
+        raise self._refused(
+            tool, f"agent {self._agent}: {what} needs an operator's approval ({tool}): {state}"
         )
+
+    def _refused(self, tool: str, reason: str) -> Forbidden:
+        """The refusal, published as an `approval.refused` event: an agent that acts without its
+        approval is worth the operator's notice."""
+        self._store.refused(self._agent, tool, reason)
+        return Forbidden("approval_required", reason)
 
 
 def _file(name: Any) -> str | None:

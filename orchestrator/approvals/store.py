@@ -45,6 +45,7 @@ CREATE TABLE IF NOT EXISTS approval_uses (
 
 APPROVAL_REQUESTED = "approval.requested"
 APPROVAL_DECIDED = "approval.decided"
+APPROVAL_REFUSED = "approval.refused"
 Decision = Literal["approved", "denied"]
 
 
@@ -118,6 +119,10 @@ class ApprovalStore:
             (agent, tool),
         )
         return [_item(row) for row in rows]
+
+    def refused(self, agent: str, tool: str, reason: str) -> None:
+        """Publishes that an action of `agent` was refused for want of an approved item."""
+        self._events.publish(APPROVAL_REFUSED, agent, tool=tool, reason=reason)
 
     def uses(self, approval_ids: list[str]) -> dict[str, str]:
         """The fingerprint of the action each of these items carried, for those that carried one."""

@@ -2,9 +2,9 @@
 (only those `allow` lets through) and call one, through the orchestrator.
 
 The agent is untrusted: every call is checked here, whatever the agent's own catalog says. A
-tool outside the allow-list, or of a server the agent does not declare, is refused; a call that
-needs an operator's approval runs only when the approval item the agent waited on (found by the
-same idempotency key the agent derives) is approved. Every call is published as an
+tool outside the allow-list, or of a server the agent does not declare, is refused. Approval is
+checked before a call reaches any provider (`POST /agent/v1/tools/call`,
+`orchestrator.approvals.enforce`). Every call is published as an
 `mcp.called` event; a server that cannot be reached also as `mcp.unreachable`, with a log line.
 """
 
@@ -21,9 +21,7 @@ from agent_runtime.protocol import (
     OrchestratorTools,
     offered_name,
 )
-from orchestrator.approvals import ApprovalRules, ApprovalStore
 from orchestrator.config.tools import McpServerConfig, ToolsConfig
-from orchestrator.errors import Forbidden
 from orchestrator.events import EventBus
 from orchestrator.host_tools.base import HostToolRefused
 from orchestrator.mcp_http.client import McpHttpClient, McpServerError, ServerTool
@@ -50,11 +48,10 @@ class _Target:
 class OrchestratorMcpCalls:
     """One agent's HTTP MCP servers, as its fleet.yaml declares them."""
 
-    def __init__(self, agent: str, tools: ToolsConfig, approvals: ApprovalStore, events: EventBus) -> None:
+    def __init__(self, agent: str, tools: ToolsConfig, events: EventBus) -> None:
         self._agent = agent
         self._tools = tools
         self._servers = {server.name: server for server in tools.http_servers}
-        self._approvals = approvals
         self._events = events
 
     def owns(self, name: str) -> bool:
@@ -85,7 +82,6 @@ class OrchestratorMcpCalls:
     async def call(self, request: OrchestratorToolCall) -> OrchestratorToolResult:
         server = self._server_of(request.name)
         self._check_allowed_by_name(server, request.name)
-        self._check_approved(request)
         client = McpHttpClient(server)
         started = time.monotonic()
         try:
@@ -120,13 +116,6 @@ class OrchestratorMcpCalls:
             allowed = ", ".join(server.allow) or "none"
             reason = f"{name} is not in the allow-list of MCP server {server.name} (allowed: {allowed})"
             raise self._refused(name, server, reason)
-
-    def _check_approved(self, request: OrchestratorToolCall) -> None:
-        rules = ApprovalRules(self._agent, self._tools.approval_required(), self._approvals)
-        try:
-            rules.check_tool_call(request.name, request.arguments, request.item_id)
-        except Forbidden as refused:
-            raise self._refused(request.name, self._server_of(request.name), refused.message) from None
 
     async def _target(self, client: McpHttpClient, server: McpServerConfig, name: str) -> _Target:
         for tool in await client.list_tools():

@@ -10,9 +10,9 @@ from agent_runtime.protocol import (
     OrchestratorToolResult,
     OrchestratorTools,
 )
+from orchestrator.api.agent.peers import approval_rules
 from orchestrator.api.deps import AgentDep, ServicesDep
 from orchestrator.api.errors import ApiError
-from orchestrator.approvals import ApprovalStore
 from orchestrator.host_tools import HostToolCatalog, HostToolProvider, HostToolRefused
 from orchestrator.mcp_http import OrchestratorMcpCalls
 from orchestrator.services import Services
@@ -25,8 +25,7 @@ def _catalog(services: Services, agent: str) -> HostToolCatalog:
     if agent not in fleet.agents:
         raise ApiError(404, "not_found", f"agent {agent!r} is no longer part of the fleet")
     tools = fleet.agents[agent].tools
-    approvals = ApprovalStore(services.db, services.events)
-    providers: list[HostToolProvider] = [OrchestratorMcpCalls(agent, tools, approvals, services.events)]
+    providers: list[HostToolProvider] = [OrchestratorMcpCalls(agent, tools, services.events)]
     return HostToolCatalog(agent, providers)
 
 
@@ -40,7 +39,9 @@ async def list_tools(services: ServicesDep, agent: AgentDep) -> OrchestratorTool
 async def call_tool(
     body: OrchestratorToolCall, services: ServicesDep, agent: AgentDep
 ) -> OrchestratorToolResult:
-    """Run one tool. 403: not allowed (policy, allow-list, approval, budget); a failed call: ok=false."""
+    """Run one tool. 403: not allowed (policy, allow-list, approval, budget); a failed call: ok=false.
+    Approval is checked here, for every tool the orchestrator runs, before any provider sees it."""
+    approval_rules(services, agent.name).check_tool_call(body.name, body.arguments, body.item_id)
     try:
         return await _catalog(services, agent.name).call(body)
     except HostToolRefused as refused:
