@@ -22,13 +22,16 @@ async def get_services(request: Request) -> Services:
 
 
 def bearer_token(request: HTTPConnection) -> str | None:
-    """The bearer token of a request or a WebSocket handshake: the header, else the `token` query
-    parameter, else the dashboard's cookie. A request that names a token in its query (even an
-    empty one) is judged by that token alone: the cookie never stands in for a bad one."""
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() == "bearer" and token:
-        return token.strip()
+    """The bearer token of a request or a WebSocket handshake: the Authorization header, else the
+    `token` query parameter, else the dashboard's cookie. A request that names a credential (a
+    header of any scheme, a query token even empty) is judged by it alone: the cookie never
+    stands in for a bad one."""
+    header = request.headers.get("authorization")
+    if header is not None:
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer":
+            return None
+        return token.strip() or None
     # EventSource (SSE) and the dashboard cannot set headers; they pass the token as a query parameter.
     if "token" in request.query_params:
         return request.query_params["token"] or None

@@ -1,15 +1,17 @@
 """The orchestrator's own check of an agent's approval rules, on the frame or request that carries
-the action: a workspace write (`update_workspace`), a tell (`tell_agent`) or an ask
-(`ask_agent`, `PEER.OPERATION`). HTTP MCP tools are checked where they are called
-(`orchestrator.mcp_http.calls`).
+the action: a workspace write (`update_workspace`), a tell (`tell_agent`), an ask (`ask_agent`,
+`PEER.OPERATION`), or a call of a tool the orchestrator runs for the agent (an HTTP MCP
+server's tool, a host tool).
 
 The agent's own gate asks for the approval item and waits on it; this check does not trust that
 it did. An action passes only when an approved item of the same agent names it: the same tool,
-the same arguments as the action carries. Each approved item carries one action, recorded in
-`approval_uses`: the same action sent again (a retry of a lost reply: the same message key, the
-same write) passes again, a different one needs an approval of its own.
+the same arguments as the action carries. Each approved item carries one action (recorded in
+the store's `approval_uses`): the same action sent again (a retry of a lost reply: the same
+message key, the same write) passes again, a different one needs an approval of its own. A
+tool call is named by its idempotency key (the inbox item, the tool, its arguments), as the
+agent's gate derives it, so the same call made again for the same item is the same action.
 
-Owns the table `approval_uses`. Imports the approval store and wire models; nothing of the API.
+Imports the approval store and wire models; nothing of the API.
 """
 
 from __future__ import annotations
@@ -19,20 +21,10 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from agent_runtime.protocol import ApprovalItem, AskRequest, TellRequest, needs_approval, utcnow
+from agent_runtime.protocol import ApprovalItem, AskRequest, TellRequest, approval_key, needs_approval
 from agent_runtime.workspace.versioned import UnknownFile, normalize_name
 from orchestrator.approvals.store import ApprovalStore
 from orchestrator.errors import Forbidden
-from orchestrator.state.db import Database
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS approval_uses (
-    approval_id TEXT PRIMARY KEY,
-    agent TEXT NOT NULL,
-    fingerprint TEXT NOT NULL,
-    used_at TEXT NOT NULL
-);
-"""
 
 WORKSPACE_TOOL = "update_workspace"
 TELL_TOOL = "tell_agent"
@@ -44,12 +36,22 @@ Matches = Callable[[ApprovalItem], bool]
 class ApprovalRules:
     """One agent's approval rules (ToolsConfig.approval_required), enforced on its actions."""
 
-    def __init__(self, agent: str, required: list[str], store: ApprovalStore, db: Database) -> None:
+    def __init__(self, agent: str, required: list[str], store: ApprovalStore) -> None:
         self._agent = agent
         self._required = required
         self._store = store
-        self._db = db
-        db.ensure_schema(SCHEMA)
+
+    def check_tool_call(self, name: str, arguments: dict[str, Any], item_id: str | None) -> None:
+        """A call of a tool the orchestrator runs for the agent, made for inbox item `item_id`."""
+        asked_as = needs_approval(self._required, name, arguments)
+        if asked_as is None:
+            return
+        item = self._store.find(self._agent, approval_key(item_id, name, arguments))
+        if item is None or item.state != "approved" or item.tool != asked_as:
+            state = item.state if item is not None else "not asked for"
+            raise self._refused(
+                asked_as, f"{name} needs an operator's approval for this call (approval: {state})"
+            )
 
     def check_workspace_write(self, name: str, content: str, current: str) -> None:
         """`name` is the canonical file name, `current` the operator copy's text before the write."""
@@ -103,36 +105,23 @@ class ApprovalRules:
 
     def _require(self, tool: str, matches: Matches, fingerprint: str, what: str) -> None:
         candidates = [item for item in self._store.approved(self._agent, tool) if matches(item)]
-        uses = self._uses([item.id for item in candidates])
+        uses = self._store.uses([item.id for item in candidates])
         # A retry of an action already carried by an item passes on that item.
         if any(uses.get(item.id) == fingerprint for item in candidates):
             return
         for item in candidates:
-            if item.id not in uses and self._claim(item.id, fingerprint):
+            if item.id not in uses and self._store.claim(item, fingerprint):
                 return
         state = "each matching approved item was used" if candidates else "no approved item matches it"
-        raise Forbidden(
-            "approval_required",
-            f"agent {self._agent}: {what} needs an operator's approval ({tool}): {state}",
+        raise self._refused(
+            tool, f"agent {self._agent}: {what} needs an operator's approval ({tool}): {state}"
         )
 
-    def _uses(self, approval_ids: list[str]) -> dict[str, str]:
-        if not approval_ids:
-            return {}
-        marks = ",".join("?" for _ in approval_ids)
-        rows = self._db.query(
-            f"SELECT approval_id, fingerprint FROM approval_uses WHERE approval_id IN ({marks})",
-            tuple(approval_ids),
-        )
-        return {row["approval_id"]: row["fingerprint"] for row in rows}
-
-    def _claim(self, approval_id: str, fingerprint: str) -> bool:
-        cursor = self._db.execute(
-            "INSERT INTO approval_uses(approval_id, agent, fingerprint, used_at) VALUES (?, ?, ?, ?)"
-            " ON CONFLICT(approval_id) DO NOTHING",
-            (approval_id, self._agent, fingerprint, utcnow().isoformat()),
-        )
-        return cursor.rowcount == 1
+    def _refused(self, tool: str, reason: str) -> Forbidden:
+        """The refusal, published as an `approval.refused` event: an agent that acts without its
+        approval is worth the operator's notice."""
+        self._store.refused(self._agent, tool, reason)
+        return Forbidden("approval_required", reason)
 
 
 def _file(name: Any) -> str | None:

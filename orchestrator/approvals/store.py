@@ -1,6 +1,7 @@
 """Approval items: a tool call an agent may make only once an operator approved it.
 
-Owns the table `approvals`. An item is created by the agent (the same idempotency key finds the
+Owns the tables `approvals` and `approval_uses` (which action an approved item carried, when
+the orchestrator checks it: `orchestrator.approvals.enforce`). An item is created by the agent (the same idempotency key finds the
 same item, so an agent that retries after an orchestrator restart waits on the item it made),
 decided by an operator (`approve`, `deny`), and denied as `expired` once its timeout passes
 undecided. Expiry is applied whenever items are read, so no timer has to survive a restart.
@@ -34,10 +35,17 @@ CREATE TABLE IF NOT EXISTS approvals (
     UNIQUE(agent, key)
 );
 CREATE INDEX IF NOT EXISTS approvals_state ON approvals(state, expires_at);
+CREATE TABLE IF NOT EXISTS approval_uses (
+    approval_id TEXT PRIMARY KEY,
+    agent TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    used_at TEXT NOT NULL
+);
 """
 
 APPROVAL_REQUESTED = "approval.requested"
 APPROVAL_DECIDED = "approval.decided"
+APPROVAL_REFUSED = "approval.refused"
 Decision = Literal["approved", "denied"]
 
 
@@ -111,6 +119,30 @@ class ApprovalStore:
             (agent, tool),
         )
         return [_item(row) for row in rows]
+
+    def refused(self, agent: str, tool: str, reason: str) -> None:
+        """Publishes that an action of `agent` was refused for want of an approved item."""
+        self._events.publish(APPROVAL_REFUSED, agent, tool=tool, reason=reason)
+
+    def uses(self, approval_ids: list[str]) -> dict[str, str]:
+        """The fingerprint of the action each of these items carried, for those that carried one."""
+        if not approval_ids:
+            return {}
+        marks = ",".join("?" for _ in approval_ids)
+        rows = self._db.query(
+            f"SELECT approval_id, fingerprint FROM approval_uses WHERE approval_id IN ({marks})",
+            tuple(approval_ids),
+        )
+        return {row["approval_id"]: row["fingerprint"] for row in rows}
+
+    def claim(self, item: ApprovalItem, fingerprint: str) -> bool:
+        """Records that `item` carries the action `fingerprint`; False when it already carried one."""
+        cursor = self._db.execute(
+            "INSERT INTO approval_uses(approval_id, agent, fingerprint, used_at) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT(approval_id) DO NOTHING",
+            (item.id, item.agent, fingerprint, _iso(utcnow())),
+        )
+        return cursor.rowcount == 1
 
     def list(self, state: ApprovalState | None = None, limit: int = 100) -> list[ApprovalItem]:
         """Newest first; pending items past their timeout are expired before they are listed."""

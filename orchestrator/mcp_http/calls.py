@@ -2,9 +2,9 @@
 (only those `allow` lets through) and call one, through the orchestrator.
 
 The agent is untrusted: every call is checked here, whatever the agent's own catalog says. A
-tool outside the allow-list, or of a server the agent does not declare, is refused; a call that
-needs an operator's approval runs only when the approval item the agent waited on (found by the
-same idempotency key the agent derives) is approved. Every call is published as an
+tool outside the allow-list, or of a server the agent does not declare, is refused. Approval is
+checked before a call reaches any provider (`POST /agent/v1/tools/call`,
+`orchestrator.approvals.enforce`). Every call is published as an
 `mcp.called` event; a server that cannot be reached also as `mcp.unreachable`, with a log line.
 """
 
@@ -19,11 +19,8 @@ from agent_runtime.protocol import (
     OrchestratorToolCall,
     OrchestratorToolResult,
     OrchestratorTools,
-    approval_key,
-    needs_approval,
     offered_name,
 )
-from orchestrator.approvals import ApprovalStore
 from orchestrator.config.tools import McpServerConfig, ToolsConfig
 from orchestrator.events import EventBus
 from orchestrator.host_tools.base import HostToolRefused
@@ -56,7 +53,6 @@ class OrchestratorMcpCalls:
         self,
         agent: str,
         tools: ToolsConfig,
-        approvals: ApprovalStore,
         events: EventBus,
         *,
         secrets: SecretStore | None = None,
@@ -65,7 +61,6 @@ class OrchestratorMcpCalls:
         self._secrets = secrets
         self._tools = tools
         self._servers = {server.name: server for server in tools.http_servers}
-        self._approvals = approvals
         self._events = events
 
     def owns(self, name: str) -> bool:
@@ -96,7 +91,6 @@ class OrchestratorMcpCalls:
     async def call(self, request: OrchestratorToolCall) -> OrchestratorToolResult:
         server = self._server_of(request.name)
         self._check_allowed_by_name(server, request.name)
-        self._check_approved(request)
         started = time.monotonic()
         try:
             client = self._client(server)
@@ -134,17 +128,6 @@ class OrchestratorMcpCalls:
             allowed = ", ".join(server.allow) or "none"
             reason = f"{name} is not in the allow-list of MCP server {server.name} (allowed: {allowed})"
             raise self._refused(name, server, reason)
-
-    def _check_approved(self, request: OrchestratorToolCall) -> None:
-        asked_as = needs_approval(self._tools.approval_required(), request.name, request.arguments)
-        if asked_as is None:
-            return
-        key = approval_key(request.item_id, request.name, request.arguments)
-        item = self._approvals.find(self._agent, key)
-        if item is None or item.state != "approved" or item.tool != asked_as:
-            state = item.state if item is not None else "not asked for"
-            reason = f"{request.name} needs an operator's approval for this call (approval: {state})"
-            raise self._refused(request.name, self._server_of(request.name), reason)
 
     async def _target(self, client: McpHttpClient, server: McpServerConfig, name: str) -> _Target:
         for tool in await client.list_tools():

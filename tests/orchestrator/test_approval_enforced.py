@@ -159,6 +159,8 @@ def test_a_workspace_write_sent_directly_needs_an_approved_item(
     assert workspace.read("MEMORY.md") == "The ferry leaves at 7:15.\n"
     # One approved item carries one write: a different write after it is refused.
     assert refused_status(lambda: write(channel, "MEMORY.md", "The ferry leaves at 9.\n")) == 403
+    refusals = [e for e in services.events.recent(agent="alpha", limit=100) if e.type == "approval.refused"]
+    assert len(refusals) == 5 and refusals[-1].data["tool"] == "update_workspace"
 
 
 def test_an_approved_append_matches_the_file_it_extends(services: Services, channel: AgentChannel) -> None:

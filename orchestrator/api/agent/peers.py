@@ -80,7 +80,7 @@ def approval_rules(services: Services, agent: str) -> ApprovalRules:
     """The agent's approval rules of the fleet in force, checked on what it sends."""
     config = services.fleet.config.agents.get(agent)
     required = config.tools.approval_required() if config is not None else []
-    return ApprovalRules(agent, required, ApprovalStore(services.db, services.events), services.db)
+    return ApprovalRules(agent, required, ApprovalStore(services.db, services.events))
 
 
 @router.post(f"{AGENT_API_PREFIX}/ask", tags=["agent"], response_model=AskResult)

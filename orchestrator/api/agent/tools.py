@@ -10,6 +10,7 @@ from agent_runtime.protocol import (
     OrchestratorToolResult,
     OrchestratorTools,
 )
+from orchestrator.api.agent.peers import approval_rules
 from orchestrator.api.deps import AgentDep, ServicesDep
 from orchestrator.api.errors import ApiError
 from orchestrator.approvals import ApprovalStore
@@ -31,7 +32,7 @@ def _catalog(services: Services, agent: str) -> HostToolCatalog:
     approvals = ApprovalStore(services.db, services.events)
     secrets = services.fleet_view.secrets()
     providers: list[HostToolProvider] = [
-        OrchestratorMcpCalls(agent, tools, approvals, services.events, secrets=secrets),
+        OrchestratorMcpCalls(agent, tools, services.events, secrets=secrets),
         ExecTool(_exec_context(services, agent, approvals)),
         NotifyTools(agent, services.notifier),
     ]
@@ -68,7 +69,9 @@ async def list_tools(services: ServicesDep, agent: AgentDep) -> OrchestratorTool
 async def call_tool(
     body: OrchestratorToolCall, services: ServicesDep, agent: AgentDep
 ) -> OrchestratorToolResult:
-    """Run one tool. 403: not allowed (policy, allow-list, approval, budget); a failed call: ok=false."""
+    """Run one tool. 403: not allowed (policy, allow-list, approval, budget); a failed call: ok=false.
+    Approval is checked here, for every tool the orchestrator runs, before any provider sees it."""
+    approval_rules(services, agent.name).check_tool_call(body.name, body.arguments, body.item_id)
     try:
         return await _catalog(services, agent.name).call(body)
     except HostToolRefused as refused:

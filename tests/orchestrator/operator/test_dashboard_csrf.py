@@ -72,6 +72,12 @@ def test_an_empty_or_wrong_token_in_the_query_is_a_401_not_the_cookie(
     assert services.inbox.pending("alpha") == 0
 
 
+@pytest.mark.parametrize("header", ["Basic b3BlcmF0b3I6eA==", "Bearer", "Bearer wrong"])
+def test_a_bad_authorization_header_is_a_401_not_the_cookie(browser: TestClient, header: str) -> None:
+    sent = browser.post(PAUSE, headers={"authorization": header, "origin": "http://testserver"})
+    assert sent.status_code == 401, sent.text
+
+
 def test_a_query_token_proves_itself_and_is_not_ambient(browser: TestClient, services: Services) -> None:
     token = services.operator_token
     sent = browser.post(
