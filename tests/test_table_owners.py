@@ -18,7 +18,7 @@ TABLE_OWNERS: dict[str, frozenset[str]] = {
     "agent_restarts": frozenset({"orchestrator.agents.supervisor"}),
     "alerts": frozenset({"orchestrator.alerts.store"}),
     "approvals": frozenset({"orchestrator.approvals.store"}),
-    "approval_uses": frozenset({"orchestrator.approvals.enforce"}),
+    "approval_uses": frozenset({"orchestrator.approvals.store"}),
     "alert_cursor": frozenset({"orchestrator.alerts.store"}),
     "broker_messages": frozenset({"orchestrator.broker.messages"}),
     "events": frozenset({"orchestrator.events"}),
