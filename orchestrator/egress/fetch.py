@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import ssl
+import zlib
 from dataclasses import dataclass, field, replace
 from urllib.parse import urljoin
 
@@ -21,6 +22,9 @@ REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 # Headers that carry credentials: never sent on to another origin by a redirect.
 CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 USER_AGENT = "flotilla-http-request/1"
+IDENTITY = frozenset({"", "identity"})
+# zlib reads both gzip and zlib framing with 32 added to its window bits.
+COMPRESSED = {"gzip": 32 + zlib.MAX_WBITS, "x-gzip": 32 + zlib.MAX_WBITS, "deflate": 32 + zlib.MAX_WBITS}
 
 
 class FetchRefused(Exception):
@@ -121,7 +125,7 @@ async def _send(
     url = httpx.URL(request.url).copy_with(host=str(address))
     default_port = DEFAULT_PORTS[target.scheme] == target.port
     host_header = target.host if ":" not in target.host else f"[{target.host}]"
-    headers = {"user-agent": USER_AGENT, **request.headers}
+    headers = {"user-agent": USER_AGENT, "accept-encoding": "gzip, deflate", **request.headers}
     headers["host"] = host_header if default_port else f"{host_header}:{target.port}"
     extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
     built = client.build_request(
@@ -131,10 +135,21 @@ async def _send(
 
 
 async def _read_capped(response: httpx.Response, cap: int) -> tuple[bytes, bool]:
-    """At most `cap` bytes of the (decoded) body, and whether there was more."""
+    """At most `cap` bytes of the decoded body, and whether there was more. Decoding is bounded
+    too: a small compressed body that would expand to gigabytes stops at the cap."""
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    decoder = None
+    if encoding not in IDENTITY:
+        if encoding not in COMPRESSED:
+            raise FetchFailed(f"the response's content-encoding {encoding[:40]!r} cannot be read")
+        decoder = zlib.decompressobj(COMPRESSED[encoding])
     parts: list[bytes] = []
     size = 0
-    async for chunk in response.aiter_bytes():
+    async for raw in response.aiter_raw():
+        try:
+            chunk = decoder.decompress(raw, cap + 1 - size) if decoder is not None else raw
+        except zlib.error as bad:
+            raise FetchFailed(f"the response's {encoding} body is damaged: {bad}") from None
         parts.append(chunk)
         size += len(chunk)
         if size > cap:

@@ -6,6 +6,7 @@ import asyncio
 import io
 import json
 import logging
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from orchestrator.logging_setup import configure_logging
 from orchestrator.secrets import SecretStore
 from orchestrator.state.db import Database
 from orchestrator.transcripts import build_transcript
-from tests.orchestrator.egress.fake_site import FakeSite, start_site
+from tests.orchestrator.egress.fake_site import FakeSite, bomb, start_site
 
 TOKEN = "tok-9f8e7d6c5b4a-value"
 
@@ -334,3 +335,16 @@ def test_a_secret_in_the_url_reaches_no_log(tmp_path: Path, site: FakeSite) -> N
         root.handlers[:] = saved[0]
         root.setLevel(saved[1])
         httpx_logger.setLevel(saved[2])
+
+
+def test_a_compressed_body_is_decoded_only_up_to_the_cap(tmp_path: Path, site: FakeSite) -> None:
+    bomb()  # made before measuring
+    harness = Harness(tmp_path, local_policy(site, max_response_bytes="64KiB"))
+    tracemalloc.start()
+    try:
+        answer = harness.call({"url": site.url("/bomb")})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert answer.startswith("HTTP 200") and "[body cut at 65536 bytes" in answer
+    assert peak < 16 * 1024 * 1024, f"decoding took {peak} bytes"
