@@ -68,8 +68,12 @@ async def fetch(policy: HttpPolicy, request: Outgoing, resolver: Resolver, timeo
                 return await _follow(client, policy, request, resolver)
     except TimeoutError:
         raise FetchFailed(f"no complete answer within {timeout_s:g} s") from None
-    except httpx.HTTPError as failed:
+    except (httpx.HTTPError, httpx.StreamError) as failed:
         raise FetchFailed(f"{type(failed).__name__}: {failed}") from None
+    except httpx.InvalidURL as invalid:
+        raise FetchRefused(f"invalid URL: {invalid}") from None
+    except UnicodeEncodeError:
+        raise FetchFailed("the request holds characters that cannot be sent (headers are ASCII)") from None
     except (PolicyRefused, AddressRefused) as refused:
         raise FetchRefused(str(refused)) from None
     except ResolveFailed as failed:

@@ -277,6 +277,8 @@ def test_framing_headers_and_bad_arguments_are_refused(tmp_path: Path, site: Fak
     answer = harness.call({"url": site.url("/data"), "headers": {"X-A": "a\r\nX-B: b"}})
     assert answer.startswith("FAILED") and "one line" in answer
     assert harness.call({"urls": "x"}).startswith("FAILED http_request: invalid arguments")
+    assert "printable ASCII only" in harness.call({"url": site.url("/data"), "headers": {"X-Name": "café"}})
+    assert "no spaces or control characters" in harness.call({"url": site.url("/data\x00")})
     assert site.seen == []
 
 
