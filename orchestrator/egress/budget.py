@@ -1,5 +1,6 @@
 """The agent's daily request budget, counted from its `http.requested` events of the UTC day
-(so an orchestrator restart forgets nothing), plus the requests still in flight."""
+and the requests that went out before a refused redirect (so an orchestrator restart forgets
+nothing), plus the requests still in flight."""
 
 from __future__ import annotations
 
@@ -9,9 +10,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 
+from orchestrator.egress.records import HTTP_REFUSED, HTTP_REQUESTED
 from orchestrator.state.db import Database
-
-HTTP_REQUESTED = "http.requested"
 
 _in_flight: Counter[str] = Counter()
 _lock = threading.Lock()
@@ -24,8 +24,9 @@ class BudgetSpent(Exception):
 def sent_today(db: Database, agent: str) -> int:
     midnight = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0).isoformat()
     row = db.query_one(
-        "SELECT COUNT(*) AS n FROM events WHERE agent = ? AND type = ? AND at >= ?",
-        (agent, HTTP_REQUESTED, midnight),
+        "SELECT COALESCE(SUM(CASE WHEN type = ? THEN 1 ELSE json_extract(data, '$.sent') END), 0) AS n "
+        "FROM events WHERE agent = ? AND type IN (?, ?) AND at >= ?",
+        (HTTP_REQUESTED, agent, HTTP_REQUESTED, HTTP_REFUSED, midnight),
     )
     return int(row["n"]) if row else 0
 

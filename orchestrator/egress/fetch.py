@@ -28,7 +28,12 @@ COMPRESSED = {"gzip": 32 + zlib.MAX_WBITS, "x-gzip": 32 + zlib.MAX_WBITS, "defla
 
 
 class FetchRefused(Exception):
-    """The request (or one of its redirects) is outside the policy or aims at a refused address."""
+    """The request (or one of its redirects) is outside the policy or aims at a refused address.
+    `sent` counts the requests that went out before the refusal (a redirect refused after them)."""
+
+    def __init__(self, message: str, sent: int = 0) -> None:
+        super().__init__(message)
+        self.sent = sent
 
 
 class FetchFailed(Exception):
@@ -60,22 +65,23 @@ class Fetched:
 
 async def fetch(policy: HttpPolicy, request: Outgoing, resolver: Resolver, timeout_s: float) -> Fetched:
     """Send `request` under `policy`; FetchRefused or FetchFailed say why it was not answered."""
+    sent: list[str] = []  # the hosts each request that went out was sent to
     try:
         async with asyncio.timeout(timeout_s):
             async with httpx.AsyncClient(
                 follow_redirects=False, trust_env=False, timeout=httpx.Timeout(timeout_s), verify=_tls()
             ) as client:
-                return await _follow(client, policy, request, resolver)
+                return await _follow(client, policy, request, resolver, sent)
     except TimeoutError:
         raise FetchFailed(f"no complete answer within {timeout_s:g} s") from None
     except (httpx.HTTPError, httpx.StreamError) as failed:
         raise FetchFailed(f"{type(failed).__name__}: {failed}") from None
     except httpx.InvalidURL as invalid:
-        raise FetchRefused(f"invalid URL: {invalid}") from None
+        raise FetchRefused(f"invalid URL: {invalid}", len(sent)) from None
     except UnicodeEncodeError:
         raise FetchFailed("the request holds characters that cannot be sent (headers are ASCII)") from None
     except (PolicyRefused, AddressRefused) as refused:
-        raise FetchRefused(str(refused)) from None
+        raise FetchRefused(str(refused), len(sent)) from None
     except ResolveFailed as failed:
         raise FetchFailed(str(failed)) from None
 
@@ -87,7 +93,7 @@ def _tls() -> ssl.SSLContext:
 
 
 async def _follow(
-    client: httpx.AsyncClient, policy: HttpPolicy, request: Outgoing, resolver: Resolver
+    client: httpx.AsyncClient, policy: HttpPolicy, request: Outgoing, resolver: Resolver, sent: list[str]
 ) -> Fetched:
     redirects: list[str] = []
     while True:
@@ -96,6 +102,7 @@ async def _follow(
         address = await pinned_address(
             target.host, target.port, resolver, allow_private=private_allowed(rule, target)
         )
+        sent.append(target.host)
         response = await _send(client, request, target, address)
         location = response.headers.get("location")
         if response.status_code not in REDIRECT_STATUSES or not location:

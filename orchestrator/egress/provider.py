@@ -23,8 +23,9 @@ from orchestrator.config.secrets import secret_handles
 from orchestrator.config.tools import ToolsConfig
 from orchestrator.egress.addresses import Resolver, system_resolver
 from orchestrator.egress.answer import render_answer
-from orchestrator.egress.budget import HTTP_REQUESTED, BudgetSpent, spending
+from orchestrator.egress.budget import BudgetSpent, spending
 from orchestrator.egress.fetch import FetchFailed, FetchRefused, Outgoing, fetch
+from orchestrator.egress.records import HTTP_REFUSED, HTTP_REQUESTED
 from orchestrator.egress.request import INPUT_SCHEMA, HttpRequestArguments
 from orchestrator.events import EventBus
 from orchestrator.host_tools.base import HostToolRefused
@@ -33,7 +34,6 @@ from orchestrator.state.db import Database
 
 log = logging.getLogger(__name__)
 
-HTTP_REFUSED = "http.refused"
 DETAIL_CHARS = 300
 URL_SHOWN = 500
 DESCRIPTION = (
@@ -107,7 +107,8 @@ class HttpRequestTool:
         try:
             fetched = await fetch(self._policy, outgoing, self._resolver, timeout_s)
         except FetchRefused as refused:
-            raise self._refused(arguments.method, shown_url, self._secrets.redact(str(refused))) from None
+            reason = self._secrets.redact(str(refused))
+            raise self._refused(arguments.method, shown_url, reason, sent=refused.sent) from None
         except FetchFailed as failed:
             problem = self._secrets.redact(str(failed))
             self._record(arguments.method, shown_url, host, None, 0, time.monotonic() - started, problem)
@@ -157,11 +158,18 @@ class HttpRequestTool:
         """The URL as records show it: handles, never values, and bounded."""
         return self._secrets.redact(url)[:URL_SHOWN]
 
-    def _refused(self, method: str, url: str, reason: str) -> HttpRequestRefused:
+    def _refused(self, method: str, url: str, reason: str, sent: int = 0) -> HttpRequestRefused:
+        """`sent`: requests that went out before a redirect was refused; they count in the budget."""
         log.warning("agent %s: http_request %s %s refused: %s", self._agent, method, url, reason)
         host = (urlsplit(url).hostname or "").lower()
         self._events.publish(
-            HTTP_REFUSED, self._agent, method=method, url=url, host=host, rule=reason[:DETAIL_CHARS]
+            HTTP_REFUSED,
+            self._agent,
+            method=method,
+            url=url,
+            host=host,
+            rule=reason[:DETAIL_CHARS],
+            sent=sent,
         )
         return HttpRequestRefused(reason)
 

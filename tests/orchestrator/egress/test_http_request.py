@@ -350,3 +350,15 @@ def test_a_compressed_body_is_decoded_only_up_to_the_cap(tmp_path: Path, site: F
         tracemalloc.stop()
     assert answer.startswith("HTTP 200") and "[body cut at 65536 bytes" in answer
     assert peak < 16 * 1024 * 1024, f"decoding took {peak} bytes"
+
+
+def test_requests_sent_before_a_refused_redirect_count_in_the_budget(tmp_path: Path, site: FakeSite) -> None:
+    harness = Harness(tmp_path, local_policy(site, requests_per_day=2))
+    bounce = {"url": site.url("/redirect?to=http://10.0.0.7/")}
+    for _ in range(2):
+        with pytest.raises(HttpRequestRefused, match=r"tools\.http\.allow"):
+            harness.call(bounce)
+    assert len(site.seen) == 2 and [e["sent"] for e in harness.events_of(HTTP_REFUSED)] == [1, 1]
+    with pytest.raises(HttpRequestRefused, match=r"requests_per_day: 2 requests a day .* 2 were made"):
+        harness.call({"url": site.url("/data")})
+    assert len(site.seen) == 2
