@@ -24,7 +24,7 @@ class BudgetSpent(Exception):
 def sent_today(db: Database, agent: str) -> int:
     midnight = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0).isoformat()
     row = db.query_one(
-        "SELECT COALESCE(SUM(CASE WHEN type = ? THEN 1 ELSE json_extract(data, '$.sent') END), 0) AS n "
+        "SELECT COALESCE(SUM(COALESCE(json_extract(data, '$.sent'), type = ?)), 0) AS n "
         "FROM events WHERE agent = ? AND type IN (?, ?) AND at >= ?",
         (HTTP_REQUESTED, agent, HTTP_REQUESTED, HTTP_REFUSED, midnight),
     )

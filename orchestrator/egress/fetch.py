@@ -27,17 +27,19 @@ IDENTITY = frozenset({"", "identity"})
 COMPRESSED = {"gzip": 32 + zlib.MAX_WBITS, "x-gzip": 32 + zlib.MAX_WBITS, "deflate": 32 + zlib.MAX_WBITS}
 
 
-class FetchRefused(Exception):
-    """The request (or one of its redirects) is outside the policy or aims at a refused address.
-    `sent` counts the requests that went out before the refusal (a redirect refused after them)."""
+class FetchStopped(Exception):
+    """The request got no answer. `sent` counts the requests that went out before it stopped
+    (redirects followed, then refused or failed): each counts in the budget."""
 
-    def __init__(self, message: str, sent: int = 0) -> None:
-        super().__init__(message)
-        self.sent = sent
+    sent = 0
 
 
-class FetchFailed(Exception):
-    """The request was allowed but did not complete (connection, TLS, time)."""
+class FetchRefused(FetchStopped):
+    """The request (or one of its redirects) is outside the policy or aims at a refused address."""
+
+
+class FetchFailed(FetchStopped):
+    """The request was allowed but did not complete (connection, TLS, time, a body not readable)."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,17 @@ class Fetched:
 
 async def fetch(policy: HttpPolicy, request: Outgoing, resolver: Resolver, timeout_s: float) -> Fetched:
     """Send `request` under `policy`; FetchRefused or FetchFailed say why it was not answered."""
-    sent: list[str] = []  # the hosts each request that went out was sent to
+    sent: list[str] = []  # the host of each request that went out
+    try:
+        return await _fetch(policy, request, resolver, timeout_s, sent)
+    except FetchStopped as stopped:
+        stopped.sent = len(sent)
+        raise
+
+
+async def _fetch(
+    policy: HttpPolicy, request: Outgoing, resolver: Resolver, timeout_s: float, sent: list[str]
+) -> Fetched:
     try:
         async with asyncio.timeout(timeout_s):
             async with httpx.AsyncClient(
@@ -77,11 +89,11 @@ async def fetch(policy: HttpPolicy, request: Outgoing, resolver: Resolver, timeo
     except (httpx.HTTPError, httpx.StreamError) as failed:
         raise FetchFailed(f"{type(failed).__name__}: {failed}") from None
     except httpx.InvalidURL as invalid:
-        raise FetchRefused(f"invalid URL: {invalid}", len(sent)) from None
+        raise FetchRefused(f"invalid URL: {invalid}") from None
     except UnicodeEncodeError:
         raise FetchFailed("the request holds characters that cannot be sent (headers are ASCII)") from None
     except (PolicyRefused, AddressRefused) as refused:
-        raise FetchRefused(str(refused), len(sent)) from None
+        raise FetchRefused(str(refused)) from None
     except ResolveFailed as failed:
         raise FetchFailed(str(failed)) from None
 

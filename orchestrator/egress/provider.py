@@ -111,13 +111,22 @@ class HttpRequestTool:
             raise self._refused(arguments.method, shown_url, reason, sent=refused.sent) from None
         except FetchFailed as failed:
             problem = self._secrets.redact(str(failed))
-            self._record(arguments.method, shown_url, host, None, 0, time.monotonic() - started, problem)
+            self._record(
+                arguments.method, shown_url, host, None, 0, time.monotonic() - started, problem, failed.sent
+            )
             return OrchestratorToolResult(
                 ok=False, output=f"http_request {arguments.method} {shown_url}: {problem}"
             )
         duration = time.monotonic() - started
         self._record(
-            arguments.method, shown_url, fetched.host, fetched.status, len(fetched.body), duration, ""
+            arguments.method,
+            shown_url,
+            fetched.host,
+            fetched.status,
+            len(fetched.body),
+            duration,
+            "",
+            len(fetched.redirects) + 1,
         )
         # Decoding and text extraction of up to max_response_bytes: off the event loop.
         answer = await asyncio.to_thread(render_answer, fetched, arguments.readable, self._secrets.redact)
@@ -174,7 +183,15 @@ class HttpRequestTool:
         return HttpRequestRefused(reason)
 
     def _record(
-        self, method: str, url: str, host: str, status: int | None, size: int, duration_s: float, problem: str
+        self,
+        method: str,
+        url: str,
+        host: str,
+        status: int | None,
+        size: int,
+        duration_s: float,
+        problem: str,
+        sent: int,
     ) -> None:
         log.info(
             "agent %s: http_request %s %s -> %s (%d bytes, %.3f s)",
@@ -196,4 +213,5 @@ class HttpRequestTool:
             duration_s=round(duration_s, 3),
             ok=status is not None,
             detail=problem[:DETAIL_CHARS],
+            sent=sent,
         )

@@ -209,6 +209,7 @@ def test_a_redirect_within_the_policy_is_followed_without_leaking_credentials(
         assert site.seen[-1].headers["x-api-key"] == TOKEN
         assert "x-api-key" not in other.seen[-1].headers  # another origin: secrets stay behind
         assert other.seen[-1].headers["accept"] == "application/json"
+        assert harness.events_of(HTTP_REQUESTED)[-1]["sent"] == 2  # the redirect counts in the budget
     finally:
         other.close()
 
