@@ -318,7 +318,8 @@ def test_requests_show_in_the_turn_they_were_made_in(tmp_path: Path, site: FakeS
     transcript = build_transcript("researcher", page, [], harness.events.recent(100, "researcher"))
     [mark] = transcript.turns[0].marks
     assert mark.type == HTTP_REQUESTED and mark.data["status"] == 200
-    assert "http.requested: method GET, url http://127.0.0.1" in click.unstyle(mark_line(mark))
+    shown = click.unstyle(mark_line(mark))
+    assert f"⇄ GET {site.url('/data')} → 200 · " in shown and " bytes · " in shown
 
 
 def test_a_secret_in_the_url_reaches_no_log(tmp_path: Path, site: FakeSite) -> None:
