@@ -73,9 +73,25 @@ def message_lines(message: TranscriptMessage) -> list[str]:
 
 
 def mark_line(mark: ContextMark) -> str:
-    details = printable(", ".join(f"{key} {value}" for key, value in mark.data.items()))
     stamp = mark.at.strftime("%H:%M:%S")
+    if mark.type in REQUEST_MARKS:
+        return click.style(f"  {stamp} ⇄ {printable(request_summary(mark))}", fg="yellow")
+    details = printable(", ".join(f"{key} {value}" for key, value in mark.data.items()))
     return click.style(f"  {stamp} ⋯ {mark.type}" + (f": {details}" if details else ""), fg="magenta")
+
+
+REQUEST_MARKS = frozenset({"http.requested", "http.refused"})
+
+
+def request_summary(mark: ContextMark) -> str:
+    """A request the orchestrator made for the agent: `GET URL → 200 · 512 bytes · 0.02 s`."""
+    data = mark.data
+    request = f"{data.get('method')} {_short(str(data.get('url', '')), 200)}"
+    if mark.type == "http.refused":
+        return f"{request} refused: {data.get('rule')}"
+    if data.get("status") is None:
+        return f"{request} failed: {data.get('detail')}"
+    return f"{request} → {data.get('status')} · {data.get('bytes')} bytes · {data.get('duration_s')} s"
 
 
 def render_turn(turn: TranscriptTurn) -> list[str]:

@@ -8,7 +8,7 @@ Imports the config, secrets, approvals and events; must not import the HTTP laye
 (`orchestrator.api`), which builds the provider and hands it what it uses.
 """
 
-from orchestrator.egress.budget import HTTP_REQUESTED
-from orchestrator.egress.provider import HTTP_REFUSED, HttpRequestRefused, HttpRequestTool
+from orchestrator.egress.provider import HttpRequestRefused, HttpRequestTool
+from orchestrator.egress.records import HTTP_REFUSED, HTTP_REQUESTED
 
 __all__ = ["HTTP_REFUSED", "HTTP_REQUESTED", "HttpRequestRefused", "HttpRequestTool"]

@@ -1,8 +1,10 @@
-"""The agent's daily request budget: the requests made on the UTC day, counted in a table of
-their own (an orchestrator restart forgets nothing, and no retention of events or flood of an
-agent's own events can give the agent its budget back), plus the requests still in flight.
+"""The agent's daily request budget: the requests that went out on the UTC day (redirects
+followed included), counted in a table of their own, plus the requests still in flight.
 
-Owns the table `http_request_days`."""
+A table rather than the events: an orchestrator restart forgets nothing, and neither the
+retention of events nor a flood of the agent's own events can give the agent its budget back.
+Owns the table `http_request_days`.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +16,6 @@ from datetime import UTC, datetime
 
 from orchestrator.state.db import Database
 
-HTTP_REQUESTED = "http.requested"
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS http_request_days (
     agent TEXT NOT NULL,
@@ -37,6 +38,7 @@ def _today() -> str:
 
 
 def sent_today(db: Database, agent: str) -> int:
+    """Requests that went out for `agent` since midnight UTC."""
     db.ensure_schema(SCHEMA)
     row = db.query_one(
         "SELECT requests FROM http_request_days WHERE agent = ? AND day = ?", (agent, _today())
@@ -44,13 +46,15 @@ def sent_today(db: Database, agent: str) -> int:
     return int(row["requests"]) if row else 0
 
 
-def record_sent(db: Database, agent: str) -> None:
-    """One more request made today for `agent`."""
+def record_sent(db: Database, agent: str, requests: int) -> None:
+    """`requests` more went out today for `agent` (one, plus each redirect followed)."""
+    if requests <= 0:
+        return
     db.ensure_schema(SCHEMA)
     db.execute(
-        "INSERT INTO http_request_days (agent, day, requests) VALUES (?, ?, 1) "
-        "ON CONFLICT (agent, day) DO UPDATE SET requests = requests + 1",
-        (agent, _today()),
+        "INSERT INTO http_request_days (agent, day, requests) VALUES (?, ?, ?) "
+        "ON CONFLICT (agent, day) DO UPDATE SET requests = requests + excluded.requests",
+        (agent, _today(), requests),
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import ssl
+import zlib
 from dataclasses import dataclass, field, replace
 from urllib.parse import urljoin
 
@@ -21,14 +22,24 @@ REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 # Headers that carry credentials: never sent on to another origin by a redirect.
 CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 USER_AGENT = "flotilla-http-request/1"
+IDENTITY = frozenset({"", "identity"})
+# zlib reads both gzip and zlib framing with 32 added to its window bits.
+COMPRESSED = {"gzip": 32 + zlib.MAX_WBITS, "x-gzip": 32 + zlib.MAX_WBITS, "deflate": 32 + zlib.MAX_WBITS}
 
 
-class FetchRefused(Exception):
+class FetchStopped(Exception):
+    """The request got no answer. `sent` counts the requests that went out before it stopped
+    (redirects followed, then refused or failed): each counts in the budget."""
+
+    sent = 0
+
+
+class FetchRefused(FetchStopped):
     """The request (or one of its redirects) is outside the policy or aims at a refused address."""
 
 
-class FetchFailed(Exception):
-    """The request was allowed but did not complete (connection, TLS, time)."""
+class FetchFailed(FetchStopped):
+    """The request was allowed but did not complete (connection, TLS, time, a body not readable)."""
 
 
 @dataclass(frozen=True)
@@ -56,16 +67,31 @@ class Fetched:
 
 async def fetch(policy: HttpPolicy, request: Outgoing, resolver: Resolver, timeout_s: float) -> Fetched:
     """Send `request` under `policy`; FetchRefused or FetchFailed say why it was not answered."""
+    sent: list[str] = []  # the host of each request that went out
+    try:
+        return await _fetch(policy, request, resolver, timeout_s, sent)
+    except FetchStopped as stopped:
+        stopped.sent = len(sent)
+        raise
+
+
+async def _fetch(
+    policy: HttpPolicy, request: Outgoing, resolver: Resolver, timeout_s: float, sent: list[str]
+) -> Fetched:
     try:
         async with asyncio.timeout(timeout_s):
             async with httpx.AsyncClient(
                 follow_redirects=False, trust_env=False, timeout=httpx.Timeout(timeout_s), verify=_tls()
             ) as client:
-                return await _follow(client, policy, request, resolver)
+                return await _follow(client, policy, request, resolver, sent)
     except TimeoutError:
         raise FetchFailed(f"no complete answer within {timeout_s:g} s") from None
-    except httpx.HTTPError as failed:
+    except (httpx.HTTPError, httpx.StreamError) as failed:
         raise FetchFailed(f"{type(failed).__name__}: {failed}") from None
+    except httpx.InvalidURL as invalid:
+        raise FetchRefused(f"invalid URL: {invalid}") from None
+    except UnicodeEncodeError:
+        raise FetchFailed("the request holds characters that cannot be sent (headers are ASCII)") from None
     except (PolicyRefused, AddressRefused) as refused:
         raise FetchRefused(str(refused)) from None
     except ResolveFailed as failed:
@@ -79,7 +105,7 @@ def _tls() -> ssl.SSLContext:
 
 
 async def _follow(
-    client: httpx.AsyncClient, policy: HttpPolicy, request: Outgoing, resolver: Resolver
+    client: httpx.AsyncClient, policy: HttpPolicy, request: Outgoing, resolver: Resolver, sent: list[str]
 ) -> Fetched:
     redirects: list[str] = []
     while True:
@@ -88,6 +114,7 @@ async def _follow(
         address = await pinned_address(
             target.host, target.port, resolver, allow_private=private_allowed(rule, target)
         )
+        sent.append(target.host)
         response = await _send(client, request, target, address)
         location = response.headers.get("location")
         if response.status_code not in REDIRECT_STATUSES or not location:
@@ -121,7 +148,7 @@ async def _send(
     url = httpx.URL(request.url).copy_with(host=str(address))
     default_port = DEFAULT_PORTS[target.scheme] == target.port
     host_header = target.host if ":" not in target.host else f"[{target.host}]"
-    headers = {"user-agent": USER_AGENT, **request.headers}
+    headers = {"user-agent": USER_AGENT, "accept-encoding": "gzip, deflate", **request.headers}
     headers["host"] = host_header if default_port else f"{host_header}:{target.port}"
     extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
     built = client.build_request(
@@ -131,10 +158,21 @@ async def _send(
 
 
 async def _read_capped(response: httpx.Response, cap: int) -> tuple[bytes, bool]:
-    """At most `cap` bytes of the (decoded) body, and whether there was more."""
+    """At most `cap` bytes of the decoded body, and whether there was more. Decoding is bounded
+    too: a small compressed body that would expand to gigabytes stops at the cap."""
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    decoder = None
+    if encoding not in IDENTITY:
+        if encoding not in COMPRESSED:
+            raise FetchFailed(f"the response's content-encoding {encoding[:40]!r} cannot be read")
+        decoder = zlib.decompressobj(COMPRESSED[encoding])
     parts: list[bytes] = []
     size = 0
-    async for chunk in response.aiter_bytes():
+    async for raw in response.aiter_raw():
+        try:
+            chunk = decoder.decompress(raw, cap + 1 - size) if decoder is not None else raw
+        except zlib.error as bad:
+            raise FetchFailed(f"the response's {encoding} body is damaged: {bad}") from None
         parts.append(chunk)
         size += len(chunk)
         if size > cap:

@@ -13,8 +13,7 @@ from collections.abc import Iterator
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
-from orchestrator.egress.budget import HTTP_REQUESTED
-from orchestrator.egress.provider import HTTP_REFUSED
+from orchestrator.egress.records import HTTP_REFUSED, HTTP_REQUESTED
 from orchestrator.events import new_events_of
 from orchestrator.state.db import Database
 

@@ -23,8 +23,9 @@ from orchestrator.config.secrets import secret_handles
 from orchestrator.config.tools import ToolsConfig
 from orchestrator.egress.addresses import Resolver, system_resolver
 from orchestrator.egress.answer import render_answer
-from orchestrator.egress.budget import HTTP_REQUESTED, BudgetSpent, record_sent, spending
+from orchestrator.egress.budget import BudgetSpent, record_sent, spending
 from orchestrator.egress.fetch import FetchFailed, FetchRefused, Outgoing, fetch
+from orchestrator.egress.records import HTTP_REFUSED, HTTP_REQUESTED
 from orchestrator.egress.request import INPUT_SCHEMA, HttpRequestArguments
 from orchestrator.events import EventBus
 from orchestrator.host_tools.base import HostToolRefused
@@ -33,7 +34,6 @@ from orchestrator.state.db import Database
 
 log = logging.getLogger(__name__)
 
-HTTP_REFUSED = "http.refused"
 DETAIL_CHARS = 300
 URL_SHOWN = 500
 DESCRIPTION = (
@@ -107,16 +107,26 @@ class HttpRequestTool:
         try:
             fetched = await fetch(self._policy, outgoing, self._resolver, timeout_s)
         except FetchRefused as refused:
-            raise self._refused(arguments.method, shown_url, self._secrets.redact(str(refused))) from None
+            reason = self._secrets.redact(str(refused))
+            raise self._refused(arguments.method, shown_url, reason, sent=refused.sent) from None
         except FetchFailed as failed:
             problem = self._secrets.redact(str(failed))
-            self._record(arguments.method, shown_url, host, None, 0, time.monotonic() - started, problem)
+            self._record(
+                arguments.method, shown_url, host, None, 0, time.monotonic() - started, problem, failed.sent
+            )
             return OrchestratorToolResult(
                 ok=False, output=f"http_request {arguments.method} {shown_url}: {problem}"
             )
         duration = time.monotonic() - started
         self._record(
-            arguments.method, shown_url, fetched.host, fetched.status, len(fetched.body), duration, ""
+            arguments.method,
+            shown_url,
+            fetched.host,
+            fetched.status,
+            len(fetched.body),
+            duration,
+            "",
+            len(fetched.redirects) + 1,
         )
         # Decoding and text extraction of up to max_response_bytes: off the event loop.
         answer = await asyncio.to_thread(render_answer, fetched, arguments.readable, self._secrets.redact)
@@ -157,16 +167,32 @@ class HttpRequestTool:
         """The URL as records show it: handles, never values, and bounded."""
         return self._secrets.redact(url)[:URL_SHOWN]
 
-    def _refused(self, method: str, url: str, reason: str) -> HttpRequestRefused:
+    def _refused(self, method: str, url: str, reason: str, sent: int = 0) -> HttpRequestRefused:
+        """`sent`: requests that went out before a redirect was refused; they count in the budget."""
         log.warning("agent %s: http_request %s %s refused: %s", self._agent, method, url, reason)
+        record_sent(self._db, self._agent, sent)
         host = (urlsplit(url).hostname or "").lower()
         self._events.publish(
-            HTTP_REFUSED, self._agent, method=method, url=url, host=host, rule=reason[:DETAIL_CHARS]
+            HTTP_REFUSED,
+            self._agent,
+            method=method,
+            url=url,
+            host=host,
+            rule=reason[:DETAIL_CHARS],
+            sent=sent,
         )
         return HttpRequestRefused(reason)
 
     def _record(
-        self, method: str, url: str, host: str, status: int | None, size: int, duration_s: float, problem: str
+        self,
+        method: str,
+        url: str,
+        host: str,
+        status: int | None,
+        size: int,
+        duration_s: float,
+        problem: str,
+        sent: int,
     ) -> None:
         log.info(
             "agent %s: http_request %s %s -> %s (%d bytes, %.3f s)",
@@ -177,7 +203,7 @@ class HttpRequestTool:
             size,
             duration_s,
         )
-        record_sent(self._db, self._agent)
+        record_sent(self._db, self._agent, sent)
         self._events.publish(
             HTTP_REQUESTED,
             self._agent,
@@ -189,4 +215,5 @@ class HttpRequestTool:
             duration_s=round(duration_s, 3),
             ok=status is not None,
             detail=problem[:DETAIL_CHARS],
+            sent=sent,
         )

@@ -76,4 +76,13 @@ class HttpRequestArguments(BaseModel):
                 raise ValueError(f"header {name} is set by the orchestrator, not by the request")
             if "\r" in text or "\n" in text or len(text) > MAX_HEADER_CHARS:
                 raise ValueError(f"header {name}: one line of at most {MAX_HEADER_CHARS} characters")
+            if not (name.isascii() and text.isascii() and text.isprintable()):
+                raise ValueError(f"header {name[:60]}: printable ASCII only")
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not value.isprintable() or " " in value:
+            raise ValueError("a URL has no spaces or control characters (percent-encode them)")
         return value

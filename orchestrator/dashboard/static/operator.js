@@ -149,7 +149,17 @@ window.FlotillaOperator = function (ui) {
     return h("div", { class: `msg msg-${role}` }, h("div", { class: "msg-role" }, label), body);
   }
 
+  function requestMark(mark) {
+    const d = mark.data || {};
+    const text =
+      mark.type === "http.refused"
+        ? `✗ ${d.method} ${short(d.url, 80)} refused: ${short(d.rule, 100)}`
+        : `⇄ ${d.method} ${short(d.url, 80)} → ${d.status == null ? `failed: ${short(d.detail, 80)}` : d.status} · ${d.bytes} bytes · ${d.duration_s} s`;
+    return h("div", { class: "mark mark-http" }, `${text} · ${when(mark.at)}`);
+  }
+
   function markBlock(mark) {
+    if (String(mark.type).startsWith("http.")) return requestMark(mark);
     const kind = String(mark.type).includes("compaction") ? "compaction" : "flush";
     const detail = Object.entries(mark.data || {})
       .slice(0, 3)

@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from conftest import unique
 
+from orchestrator.backends.base import LABEL_AGENT, LABEL_FLEET
 from orchestrator.images.build import ImageBuildResult
 from orchestrator.testing.cli import free_port, run_flotilla, wait_for
 from tests.orchestrator.egress.fake_site import FakeSite, start_site
@@ -132,7 +134,9 @@ def _assert_nowhere(fleet_dir: Path, docker_client: Any, tmp_path: Path) -> None
         shown = run_flotilla(fleet_dir, *command, env=env())
         assert shown.returncode == 0, shown.stderr
         assert TOKEN not in shown.stdout, command
-    (container,) = [c for c in docker_client.containers.list() if c.name.endswith("researcher")]
+    fleet = yaml.safe_load((fleet_dir / "fleet.yaml").read_text())["fleet"]
+    labels = [f"{LABEL_FLEET}={fleet}", f"{LABEL_AGENT}=researcher"]
+    (container,) = docker_client.containers.list(filters={"label": labels})
     assert TOKEN not in json.dumps(container.attrs["Config"]["Env"])
     found = container.exec_run(["grep", "-r", "-l", "-s", TOKEN, "/data", "/tmp", "/proc/1/environ"])
     assert found.output.strip() == b"", found.output

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
+import zlib
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
@@ -67,6 +69,8 @@ def start_site() -> FakeSite:
                 self._send(200, json.dumps(echoed).encode(), "application/json")
             elif parts.path == "/auth":
                 self._send(200, f"you sent: {self.headers.get('authorization')}".encode(), "text/plain")
+            elif parts.path == "/bomb":
+                self._send(200, bomb(), "text/plain", encoding="gzip")
             elif parts.path == "/big":
                 self._send(200, b"x" * int(query.get("size", "100000")), "text/plain")
             elif parts.path == "/slow":
@@ -81,8 +85,12 @@ def start_site() -> FakeSite:
                     200, json.dumps({"path": parts.path, "items": [1, 2, 3]}).encode(), "application/json"
                 )
 
-        def _send(self, status: int, body: bytes, content_type: str = "", location: str = "") -> None:
+        def _send(
+            self, status: int, body: bytes, content_type: str = "", location: str = "", encoding: str = ""
+        ) -> None:
             self.send_response(status)
+            if encoding:
+                self.send_header("Content-Encoding", encoding)
             if content_type:
                 self.send_header("Content-Type", content_type)
             if location:
@@ -104,3 +112,11 @@ def start_site() -> FakeSite:
 FEED = """<?xml version="1.0"?><rss version="2.0"><channel><title>Releases</title>
 <item><title>2.4 streaming exports</title></item><item><title>2.3 scheduler fix</title></item>
 </channel></rss>"""
+
+
+@functools.cache
+def bomb() -> bytes:
+    """128 MiB of zeros, gzipped (to some 130 KiB) a MiB at a time."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    zeros = b"\0" * (1024 * 1024)
+    return b"".join(packer.compress(zeros) for _ in range(128)) + packer.flush()

@@ -6,6 +6,7 @@ import asyncio
 import io
 import json
 import logging
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from orchestrator.events import EventBus
 from orchestrator.logging_setup import configure_logging
 from orchestrator.secrets import SecretStore
 from orchestrator.state.db import Database
-from tests.orchestrator.egress.fake_site import FakeSite, start_site
+from tests.orchestrator.egress.fake_site import FakeSite, bomb, start_site
 
 TOKEN = "tok-9f8e7d6c5b4a-value"
 
@@ -208,6 +209,7 @@ def test_a_redirect_within_the_policy_is_followed_without_leaking_credentials(
         assert site.seen[-1].headers["x-api-key"] == TOKEN
         assert "x-api-key" not in other.seen[-1].headers  # another origin: secrets stay behind
         assert other.seen[-1].headers["accept"] == "application/json"
+        assert harness.events_of(HTTP_REQUESTED)[-1]["sent"] == 2  # the redirect counts in the budget
     finally:
         other.close()
 
@@ -276,6 +278,8 @@ def test_framing_headers_and_bad_arguments_are_refused(tmp_path: Path, site: Fak
     answer = harness.call({"url": site.url("/data"), "headers": {"X-A": "a\r\nX-B: b"}})
     assert answer.startswith("FAILED") and "one line" in answer
     assert harness.call({"urls": "x"}).startswith("FAILED http_request: invalid arguments")
+    assert "printable ASCII only" in harness.call({"url": site.url("/data"), "headers": {"X-Name": "café"}})
+    assert "no spaces or control characters" in harness.call({"url": site.url("/data\x00")})
     assert site.seen == []
 
 
@@ -314,7 +318,8 @@ def test_requests_show_in_the_turn_they_were_made_in(tmp_path: Path, site: FakeS
     transcript = build_transcript("researcher", page, [], harness.events.recent(100, "researcher"))
     [mark] = transcript.turns[0].marks
     assert mark.type == HTTP_REQUESTED and mark.data["status"] == 200
-    assert "http.requested: method GET, url http://127.0.0.1" in click.unstyle(mark_line(mark))
+    shown = click.unstyle(mark_line(mark))
+    assert f"⇄ GET {site.url('/data')} → 200 · " in shown and " bytes · " in shown
 
 
 def test_a_secret_in_the_url_reaches_no_log(tmp_path: Path, site: FakeSite) -> None:
@@ -334,3 +339,28 @@ def test_a_secret_in_the_url_reaches_no_log(tmp_path: Path, site: FakeSite) -> N
         root.handlers[:] = saved[0]
         root.setLevel(saved[1])
         httpx_logger.setLevel(saved[2])
+
+
+def test_a_compressed_body_is_decoded_only_up_to_the_cap(tmp_path: Path, site: FakeSite) -> None:
+    bomb()  # made before measuring
+    harness = Harness(tmp_path, local_policy(site, max_response_bytes="64KiB"))
+    tracemalloc.start()
+    try:
+        answer = harness.call({"url": site.url("/bomb")})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert answer.startswith("HTTP 200") and "[body cut at 65536 bytes" in answer
+    assert peak < 16 * 1024 * 1024, f"decoding took {peak} bytes"
+
+
+def test_requests_sent_before_a_refused_redirect_count_in_the_budget(tmp_path: Path, site: FakeSite) -> None:
+    harness = Harness(tmp_path, local_policy(site, requests_per_day=2))
+    bounce = {"url": site.url("/redirect?to=http://10.0.0.7/")}
+    for _ in range(2):
+        with pytest.raises(HttpRequestRefused, match=r"tools\.http\.allow"):
+            harness.call(bounce)
+    assert len(site.seen) == 2 and [e["sent"] for e in harness.events_of(HTTP_REFUSED)] == [1, 1]
+    with pytest.raises(HttpRequestRefused, match=r"requests_per_day: 2 requests a day .* 2 were made"):
+        harness.call({"url": site.url("/data")})
+    assert len(site.seen) == 2
