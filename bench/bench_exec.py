@@ -117,9 +117,11 @@ def run(quick: bool) -> list[Row]:
                 alone.append(_timed_ms(sandbox_alone))
                 bare.append(_timed_ms(_bare_docker_run))
     overhead = statistics.median(through) - statistics.median(bare)
+    ratio = statistics.median(through) / statistics.median(bare)
     return [
         _row("exec call, request to result (agent API, fresh hardened container)", _spread(through)),
         _row("the same container run by the sandbox alone (no HTTP, no policy)", _spread(alone)),
         _row("bare `docker run --rm` of the same image (docker CLI)", _spread(bare)),
         _row("exec p50 minus bare docker run p50", f"{overhead:+.0f} ms", "<= +150 ms"),
+        _row("exec p50 / bare docker run p50 (the same machine, interleaved)", f"{ratio:.2f}"),
     ]

@@ -3,6 +3,7 @@ process (the unsandboxed path, which needs no Docker)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import time
 from pathlib import Path
@@ -16,6 +17,7 @@ from orchestrator.config.fleet import ConfigError
 from orchestrator.config.loader import load_fleet
 from orchestrator.config.settings import container_hash, runtime_hash
 from orchestrator.host_tools.sandbox.arguments import input_schema, parse_arguments
+from orchestrator.host_tools.sandbox.slots import SandboxSlots
 
 HEAD = "version: 1\nfleet: checks\nagents:\n  researcher:\n    role: runs code\n"
 
@@ -163,3 +165,25 @@ def test_validate_warns_that_the_process_runtime_cannot_sandbox(tmp_path: Path) 
     (warning,) = load_fleet(path).warnings
     assert warning.path == "agents.fenced.tools.exec" and warning.line == 8
     assert "the process runtime cannot sandbox code: every exec call will be refused" in warning.message
+
+
+def test_an_agents_calls_run_one_at_a_time_and_a_few_in_all() -> None:
+    slots = SandboxSlots(per_agent=1, at_once=2)
+    running: list[str] = []
+    most: dict[str, int] = {"a": 0, "all": 0}
+
+    async def call(agent: str) -> None:
+        async with slots.slot(agent):
+            running.append(agent)
+            most["a"] = max(most["a"], running.count("a"))
+            most["all"] = max(most["all"], len(running))
+            await slots.run(lambda: time.sleep(0.1))
+            running.remove(agent)
+
+    async def main() -> None:
+        await asyncio.gather(call("a"), call("a"), call("a"), call("b"), call("c"), call("d"))
+
+    started = time.monotonic()
+    asyncio.run(main())
+    assert most == {"a": 1, "all": 2}
+    assert time.monotonic() - started >= 0.3

@@ -110,7 +110,8 @@ class ExecTool:
         ok, first_line = verdict(outcome, limits)
         written = await asyncio.to_thread(self._write_back, outcome, arguments, ok)
         data = event_data(arguments.shown, outcome, ok, sandbox.confined, arguments.files, written)
-        self._context.events.publish(EXEC_RAN, self._context.agent, **data)
+        # The inbox item joins the event to the run record of the turn that made the call.
+        self._context.events.publish(EXEC_RAN, self._context.agent, item_id=request.item_id, **data)
         log.info("agent %s: exec %r: %s", self._context.agent, arguments.shown, first_line)
         return OrchestratorToolResult(ok=ok, output=agent_text(outcome, limits, first_line, written))
 

@@ -105,8 +105,10 @@ def test_exec_answers_print_6_times_7(fleet_dir: Path, fleet_name: str, docker_c
     data = ran["data"]
     assert data["command"] == 'python3 -c "print(6*7)"' and data["exit_code"] == 0
     assert data["stdout_bytes"] == 3 and data["sandboxed"] is True and data["duration_s"] > 0
-    calls = exec_calls(fleet_dir, "researcher")
-    assert calls and calls[0]["ok"] is True and calls[0]["source"] == "orchestrator_mcp"
+    runs = json.loads(run_flotilla(fleet_dir, "runs", "researcher", "--kind", "turn", "--json").stdout)
+    (run,) = [run for run in runs if run["item_id"] == data["item_id"]]
+    (call,) = run["tool_calls"]
+    assert call["name"] == "exec" and call["ok"] is True and call["source"] == "orchestrator_mcp"
     shown = run_flotilla(fleet_dir, "history", "researcher", "-n", "1").stdout
     assert "→ exec(" in shown and "← exec: exit code 0" in shown
     sandboxes = {"label": f"{LABEL_SANDBOX_OF}={fleet_name}/researcher"}
