@@ -23,7 +23,7 @@ from orchestrator.state.db import Database
 
 ID_PREFIX = re.compile(r"^[A-Za-z0-9_-]{4,64}$")
 CANDIDATES_SHOWN = 10
-StepKind = Literal["ask", "tell", "operator_message", "heartbeat", "peer_ask", "peer_tell"]
+StepKind = Literal["ask", "tell", "operator_message", "heartbeat", "hook", "peer_ask", "peer_tell"]
 
 
 class TraceStep(BaseModel):

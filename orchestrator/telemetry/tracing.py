@@ -29,7 +29,7 @@ from orchestrator.state.db import Database
 log = logging.getLogger(__name__)
 
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
-ROOT_KINDS = ["operator_message", "heartbeat"]
+ROOT_KINDS = ["operator_message", "heartbeat", "hook"]
 # Run records are posted right after an item is acknowledged; give them this long to arrive.
 SETTLE = timedelta(seconds=5)
 EXPORT_EVERY_S = 5.0

@@ -65,6 +65,11 @@ def validate(tmp_path: Path, extra: str) -> str:
             "hooks:\n  Bad_Name: {agent: coordinator, secret: hook_secret, signature: github}\n",
             "invalid hook name",
         ),
+        (
+            "    heartbeat:\n      rules: ['daily 09:00: notify ops: stand-up']\n",
+            "agents.coordinator.heartbeat.rules.0: the rule notifies channel 'ops', which is not in "
+            "agents.coordinator.channels",
+        ),
     ],
 )
 def test_bad_hooks_and_channels_are_refused_with_the_reason(tmp_path: Path, extra: str, problem: str) -> None:

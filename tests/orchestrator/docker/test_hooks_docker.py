@@ -94,14 +94,18 @@ def test_a_signed_hook_wakes_an_agent_in_a_container_which_notifies_a_channel(
         timeout=30,
     )
     assert forged.status_code == 401
-    status = httpx.get(
-        f"{endpoint.url}/api/v1/items/{item_id}?wait=60",
-        headers={"authorization": f"Bearer {endpoint.token}"},
-        timeout=120,
-    ).json()
+    status: dict[str, Any] = {}
+    for _ in range(3):  # up to three minutes on a loaded machine
+        status = httpx.get(
+            f"{endpoint.url}/api/v1/items/{item_id}?wait=60",
+            headers={"authorization": f"Bearer {endpoint.token}"},
+            timeout=120,
+        ).json()
+        if status["state"] == "done":
+            break
     assert status["state"] == "done", status
     assert "notify returned: sent to review-room" in status["result"]["text"]
-    wait_for(lambda: bool(receiver.on("/notify")), "the notification")
+    wait_for(lambda: bool(receiver.on("/notify")), "the notification", deadline_s=120)
     (got,) = receiver.on("/notify")
     assert got.json()["agent"] == "reviewer" and got.json()["text"] == "PR 7 is waiting for a review"
     (container,) = [c for c in docker_client.containers.list() if "reviewer" in c.name]
