@@ -7,6 +7,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 
 from orchestrator import reconcile
@@ -145,8 +146,12 @@ class FleetManager:
         target = candidate or self.fleet
         previous = self.fleet if candidate is not None else None
         endpoint = self.agent_url or None
-        held = self.hibernated() | self._controls.stopped()
-        return reconcile.plan(target, self.units(), held, endpoint, previous)
+        config = target.config
+        always_on = frozenset(agent for agent in config.agents if config.always_on_of(agent))
+        held = (self.hibernated() - always_on) | self._controls.stopped()
+        # Those with work are woken by the scheduler's first pass, through the cap on awake agents.
+        sleepers = frozenset(config.agents) - always_on
+        return reconcile.plan(target, self.units(), held, endpoint, previous, sleepers)
 
     def update_in_place(self, action: reconcile.PlanAction) -> None:
         """Bring an agent whose container stays in line with the fleet in force.
@@ -253,7 +258,9 @@ class FleetManager:
             return self._plan_failed(f"planning failed: {type(exc).__name__}: {exc} (a bug: see the log)")
         if candidate is not None:
             self._fleet.replace(candidate)
+        self._note_sleep(actions)
         results = reconcile.apply(actions, self._backend, self.spec_for, on_done, update=self.update_in_place)
+        self._note_started(results)
         for result in results:
             if result.ok and result.action.kind == "update":
                 events.publish(
@@ -266,9 +273,8 @@ class FleetManager:
                 if result.action.kind != "start" and result.action.agent in self._restoring:
                     del self._restoring[result.action.agent]
                     restore_carried(self._paths, result.action.agent)
-                events.publish(
-                    EventType.AGENT_STARTED, agent=result.action.agent, reason=result.action.reason
-                )
+                kind = EventType.AGENT_STARTED if result.action.start else EventType.AGENT_CREATED
+                events.publish(kind, agent=result.action.agent, reason=result.action.reason)
             elif result.ok and result.action.kind == "remove":
                 events.publish(
                     EventType.AGENT_STOPPED, agent=result.action.agent, reason=result.action.reason
@@ -287,6 +293,21 @@ class FleetManager:
             failed=[f"{r.action.agent}: {r.error}" for r in results if not r.ok],
         )
         return results
+
+    def _note_sleep(self, actions: list[reconcile.PlanAction]) -> None:
+        """Agents whose unit is made and not started are asleep, before their unit is made: the
+        supervisor must not take a stopped unit for a crash."""
+        now = datetime.now(UTC)
+        for action in actions:
+            if not action.start:
+                self._heartbeats.put_to_sleep(action.agent, now)
+
+    def _note_started(self, results: list[reconcile.ApplyResult]) -> None:
+        """Agents whose unit this apply started are awake (an always-on agent that slept)."""
+        now = datetime.now(UTC)
+        for result in results:
+            if result.ok and result.action.start and result.action.kind in ("create", "recreate", "start"):
+                self._heartbeats.set_hibernated(result.action.agent, False, now)
 
     def _plan_failed(self, problem: str) -> list[reconcile.ApplyResult]:
         self.problems = [problem]
