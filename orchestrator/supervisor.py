@@ -70,6 +70,11 @@ class Supervisor:
         self._backoff: dict[str, _Backoff] = {}
         self._started_at: dict[str, float] = {}
 
+    def all_restarts(self) -> dict[str, int]:
+        """Restarts of every agent restarted at least once, in one query."""
+        rows = self._db.query("SELECT agent, restarts FROM agent_restarts")
+        return {str(row["agent"]): int(row["restarts"]) for row in rows}
+
     def restarts(self, agent: str) -> int:
         row = self._db.query_one("SELECT restarts FROM agent_restarts WHERE agent = ?", (agent,))
         return int(row["restarts"]) if row else 0

@@ -70,6 +70,7 @@ for rel in sys.argv[2:]:
         shutil.copy2(src, dst, follow_symlinks=False)
 """
 _LOOP_LINE = re.compile(r"^(/dev/loop\d+):")
+_LOOP_DEVICE = re.compile(r"^/dev/(loop\d+)$")
 
 
 def volume_name(fleet: str, agent: str) -> str:
@@ -111,6 +112,24 @@ def loop_of(image: Path) -> str | None:
     return None
 
 
+def attached_through(link: Path, image: Path) -> str | None:
+    """The loop device `link` points at, when that device holds `image`: read from sysfs, where
+    `losetup` would scan every loop device of the machine (a thousand agents, a thousand devices)
+    in a process of its own, on every start of every agent."""
+    try:
+        device = os.readlink(link)
+    except OSError:
+        return None
+    found = _LOOP_DEVICE.match(device)
+    if found is None:
+        return None
+    try:
+        backing = Path(f"/sys/block/{found.group(1)}/loop/backing_file").read_text().strip()
+    except OSError:
+        return None
+    return device if backing == os.path.realpath(image) else None
+
+
 class DiskImages:
     """Sparse ext4 images, their loop devices and the links the volumes name."""
 
@@ -145,6 +164,9 @@ class DiskImages:
         info = os.lstat(image)
         if not stat.S_ISREG(info.st_mode):
             raise QuotaUnavailable(f"{image} is not a regular file")
+        attached = attached_through(link, image)
+        if attached is not None:
+            return attached
         # Agents' disks are attached at once, in parallel: `losetup --find` takes a free device
         # from the kernel and tries the next one when another process bound it first.
         device = loop_of(image) or _run("losetup", "--find", "--show", str(image)).strip()

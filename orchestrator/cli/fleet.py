@@ -23,7 +23,7 @@ from orchestrator.cli.common import (
 )
 from orchestrator.cli.errors import CliError
 from orchestrator.cli.options import echo_json, follow_option, json_option
-from orchestrator.cli.render import fleet_table
+from orchestrator.cli.render import awake_summary, fleet_table
 from orchestrator.config.capacity import Capacity
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.schema import fleet_schema
@@ -347,6 +347,7 @@ def ps(fleet_file: Path, as_json: bool) -> None:
     if not console.is_terminal:
         console = Console(width=160)
     console.print(fleet_table(status))
+    console.print(awake_summary(status), highlight=False)
     for problem in status["problems"]:
         console.print(f"[red]problem: {problem}[/red]", highlight=False)
     for warning in status.get("warnings", []):
