@@ -107,6 +107,8 @@ class Supervisor:
         restarted = []
         for agent in self._fleet.current().config.agents:
             if agent in hibernated:
+                # Woken later, it is judged from its new start: its last check-in is old by then.
+                self._started_at.pop(agent, None)
                 continue
             unit = units.get(agent)
             if unit is not None and unit.state != "running" and self._backend.self_healing:

@@ -118,6 +118,11 @@ def _wait_until_ready(paths: StatePaths, pid: int, console: Console) -> None:
                 console.print(
                     f"{total} agents checked in after {checked_in_s or ready_s:.1f}s, "
                     f"all take messages after {ready_s:.1f}s"
+                    + (
+                        f"; {readiness['asleep']} asleep until they have work"
+                        if readiness.get("asleep")
+                        else ""
+                    )
                 )
                 console.print(f"API and dashboard: {endpoint.url}/?token={endpoint.token}", highlight=False)
                 return

@@ -56,6 +56,8 @@ class Hibernation:
         # two wakes at once cannot both take the last place. Never held while waiting on an
         # agent's lock (a hibernation holds its agent's lock and then admits the next).
         self._gate = threading.Lock()
+        self._waking: set[str] = set()
+        """Agents whose unit is being started: counted awake, still flagged asleep."""
 
     def _lock(self, agent: str) -> threading.RLock:
         return self._locks.setdefault(agent, threading.RLock())  # setdefault is atomic
@@ -149,11 +151,18 @@ class Hibernation:
                         EventType.AGENT_QUEUED, agent=agent, reason=reason, position=len(self.queue)
                     )
                 return False
+            if agent in self._waking:
+                return False  # another caller is starting it
             self.queue.discard(agent)
-            if not self._store.set_hibernated(agent, False, self._clock.now()):
-                return False
-        with self._lock(agent):
-            self._start_units(agent, reason)
+            self._waking.add(agent)
+        try:
+            with self._lock(agent):
+                # Flagged awake only once its unit runs: until then the supervisor leaves it be.
+                self._start_units(agent, reason)
+                self._store.set_hibernated(agent, False, self._clock.now())
+        finally:
+            with self._gate:
+                self._waking.discard(agent)
         return True
 
     def _full(self, agent: str) -> bool:
@@ -162,7 +171,7 @@ class Hibernation:
         cap = config.max_awake
         if cap is None or config.always_on_of(agent):
             return False
-        asleep = self._store.hibernated_agents() | self._controls.stopped()
+        asleep = (self._store.hibernated_agents() - self._waking) | self._controls.stopped()
         awake = sum(1 for name in config.agents if name not in asleep and not config.always_on_of(name))
         return awake >= cap
 

@@ -53,6 +53,7 @@ class FleetReadiness(BaseModel):
         default=0, description="Agents whose runtime is loaded: they take a message from their inbox"
     )
     total: int = Field(description="Agents that should be running (hibernated ones are not counted)")
+    asleep: int = Field(default=0, description="Agents asleep until they have work")
     problems: list[str] = Field(default_factory=list, description="What the last apply could not do")
     warnings: list[str] = Field(default_factory=list, description="Boundaries that are not enforced")
 
@@ -184,9 +185,11 @@ def _answering(services: Services, agent: str) -> bool:
 
 def fleet_readiness(services: Services) -> FleetReadiness:
     """From the agents' check-ins alone: no runtime call, cheap enough to ask every 20 ms."""
-    hibernated = services.manager.hibernated() | services.controls.stopped()
+    asleep = services.manager.hibernated()
+    hibernated = asleep | services.controls.stopped()
     awake = [agent for agent in services.fleet.config.agents if agent not in hibernated]
     return FleetReadiness(
+        asleep=len(asleep),
         healthy=sum(1 for agent in awake if services.health.is_checking_in(agent)),
         answering=sum(1 for agent in awake if _answering(services, agent)),
         total=len(awake),
