@@ -165,6 +165,11 @@ class FleetManager:
             names = refresh_generated(self.fleet, action.agent, self._paths)
             self._workspaces.push_files(self._workspaces.open(action.agent), names)
 
+    @property
+    def applying(self) -> bool:
+        """An apply is under way (units are being made, started or removed)."""
+        return self._applying.locked()
+
     @contextlib.contextmanager
     def unless_applying(self) -> Iterator[bool]:
         """Hold off applies while the caller acts on units; yields False (holding nothing) when an

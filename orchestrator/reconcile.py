@@ -210,8 +210,13 @@ def _apply_one(
 def remove_fleet(
     backend: Backend, fleet: str, on_removed: Callable[[UnitInfo], None] = lambda _: None
 ) -> None:
-    """Remove every unit labelled with this fleet, then the fleet's network. Nothing else is touched."""
-    for unit in backend.list(fleet_labels(fleet)):
+    """Remove every unit labelled with this fleet, several at a time, then the fleet's network.
+    Nothing else is touched."""
+
+    def remove(unit: UnitInfo) -> None:
         backend.remove(unit.id)
         on_removed(unit)
+
+    with ThreadPoolExecutor(max_workers=PARALLEL_STARTS) as pool:
+        list(pool.map(remove, backend.list(fleet_labels(fleet))))
     backend.teardown_fleet(fleet)

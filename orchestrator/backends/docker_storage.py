@@ -21,6 +21,7 @@ import re
 import shutil
 import stat
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,7 @@ for rel in sys.argv[2:]:
         shutil.copy2(src, dst, follow_symlinks=False)
 """
 _LOOP_LINE = re.compile(r"^(/dev/loop\d+):")
+PARALLEL_RELEASES = 16
 _LOOP_DEVICE = re.compile(r"^/dev/(loop\d+)$")
 
 
@@ -180,8 +182,8 @@ class DiskImages:
 
     def detach(self, image: Path, link: Path) -> str | None:
         """Detach the image's loop device (deferred by the kernel while mounted); drop the link."""
+        device = attached_through(link, image) or loop_of(image)
         link.unlink(missing_ok=True)
-        device = loop_of(image)
         if device is None:
             return None
         with contextlib.suppress(QuotaUnavailable):
@@ -318,26 +320,31 @@ class AgentVolumes:
             )
 
     def release(self, fleet: str, state_root: Path, delete: bool) -> list[str]:
-        """Detach the fleet's disks; with `delete`, remove its volumes and disk images too."""
-        done = []
+        """Detach the fleet's disks; with `delete`, remove its volumes and disk images too.
+        Several volumes at a time: a fleet of a thousand agents has a thousand of them."""
         filters = {"label": [f"{LABEL_MANAGED}=true", f"{LABEL_FLEET}={fleet}"]}
-        for volume in self._client.volumes.list(filters=filters):
-            labels = volume.attrs.get("Labels") or {}
-            if labels.get(LABEL_STATE) != str(state_root):
-                continue
-            agent = labels.get(LABEL_AGENT, "")
-            image, link = disk_image(state_root, agent), device_link(state_root, agent)
-            if delete:
-                try:
-                    volume.remove()
-                except docker.errors.APIError as exc:
-                    raise BackendError(
-                        f"cannot remove volume {volume.name}: {exc.explanation or exc}"
-                    ) from exc
-                done.append(f"removed volume {volume.name}")
-            device = self._disks.detach(image, link)
-            if device is not None:
-                done.append(f"detached {device} ({agent}'s disk)")
-            if delete and image.exists():
-                image.unlink()
+        ours = [
+            volume
+            for volume in self._client.volumes.list(filters=filters)
+            if (volume.attrs.get("Labels") or {}).get(LABEL_STATE) == str(state_root)
+        ]
+        with ThreadPoolExecutor(max_workers=PARALLEL_RELEASES) as pool:
+            done = pool.map(lambda volume: self._release_one(volume, state_root, delete), ours)
+            return [line for lines in done for line in lines]
+
+    def _release_one(self, volume: Any, state_root: Path, delete: bool) -> list[str]:
+        done = []
+        agent = (volume.attrs.get("Labels") or {}).get(LABEL_AGENT, "")
+        image, link = disk_image(state_root, agent), device_link(state_root, agent)
+        if delete:
+            try:
+                volume.remove()
+            except docker.errors.APIError as exc:
+                raise BackendError(f"cannot remove volume {volume.name}: {exc.explanation or exc}") from exc
+            done.append(f"removed volume {volume.name}")
+        device = self._disks.detach(image, link)
+        if device is not None:
+            done.append(f"detached {device} ({agent}'s disk)")
+        if delete and image.exists():
+            image.unlink()
         return done

@@ -111,7 +111,7 @@ def _wait_until_ready(paths: StatePaths, pid: int, console: Console) -> None:
             spinner.update(
                 f"{readiness['healthy']}/{total} agents checked in, {answering}/{total} take messages"
             )
-            if answering >= total:
+            if answering >= total and not readiness.get("applying"):
                 for warning in readiness.get("warnings", []):
                     console.print(f"[bold red]warning: {warning}[/bold red]", highlight=False)
                 ready_s = _since_start()

@@ -23,7 +23,7 @@ from orchestrator.cli.common import (
 )
 from orchestrator.cli.errors import CliError
 from orchestrator.cli.options import echo_json, follow_option, json_option
-from orchestrator.cli.render import awake_summary, fleet_table
+from orchestrator.cli.render import FOLD_ASLEEP_ABOVE, awake_summary, fleet_table, fold_asleep
 from orchestrator.config.capacity import Capacity
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.schema import fleet_schema
@@ -335,7 +335,14 @@ def _dry_run(
 @click.command()
 @fleet_file_option
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
-def ps(fleet_file: Path, as_json: bool) -> None:
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help=f"List every agent; by default a fleet of more than {FOLD_ASLEEP_ABOVE} folds its sleeping "
+    "agents that have nothing to do into one line.",
+)
+def ps(fleet_file: Path, as_json: bool, show_all: bool) -> None:
     """Show each agent's state, health, restarts, uptime and memory."""
     status = client_for(fleet_file).get("/api/v1/fleet")
     if as_json:
@@ -346,7 +353,12 @@ def ps(fleet_file: Path, as_json: bool) -> None:
     console = Console()
     if not console.is_terminal:
         console = Console(width=160)
-    console.print(fleet_table(status))
+    shown, folded = fold_asleep(status, show_all)
+    console.print(fleet_table(shown))
+    if folded:
+        console.print(
+            f"{folded} more agents asleep with nothing to do (`ps --all` lists them)", highlight=False
+        )
     console.print(awake_summary(status), highlight=False)
     for problem in status["problems"]:
         console.print(f"[red]problem: {problem}[/red]", highlight=False)

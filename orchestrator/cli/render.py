@@ -46,6 +46,30 @@ def _memory_search(agent: dict[str, Any]) -> str:
     return f"{mode} ({model})" if model else f"{mode} (no embedding model)"
 
 
+FOLD_ASLEEP_ABOVE = 50
+"""From this many agents on, `ps` lists the sleeping agents with nothing to do as one line: a
+fleet of a thousand is mostly asleep, and a table row costs the terminal about a millisecond."""
+
+
+def fold_asleep(status: dict[str, Any], show_all: bool) -> tuple[dict[str, Any], int]:
+    """The status with only the agents worth a row, and how many sleeping ones were left out."""
+    agents = status["agents"]
+    if show_all or len(agents) <= FOLD_ASLEEP_ABOVE:
+        return status, 0
+
+    def quiet(agent: dict[str, Any]) -> bool:
+        return bool(
+            agent["hibernated"]
+            and not agent["pending"]
+            and not agent.get("dead_letters")
+            and not agent.get("wake_position")
+            and not agent.get("held")
+        )
+
+    shown = [agent for agent in agents if not quiet(agent)]
+    return status | {"agents": shown}, len(agents) - len(shown)
+
+
 def awake_summary(status: dict[str, Any]) -> str:
     """'12 of 1000 agents awake (max_awake 100); 3 wait to be woken: a, b, c'."""
     total = len(status["agents"])

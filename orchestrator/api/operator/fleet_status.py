@@ -54,13 +54,16 @@ class FleetReadiness(BaseModel):
     )
     total: int = Field(description="Agents that should be running (hibernated ones are not counted)")
     asleep: int = Field(default=0, description="Agents asleep until they have work")
+    applying: bool = Field(
+        default=False, description="fleet.yaml is being applied: units are still being made"
+    )
     problems: list[str] = Field(default_factory=list, description="What the last apply could not do")
     warnings: list[str] = Field(default_factory=list, description="Boundaries that are not enforced")
 
     @property
     def settled(self) -> bool:
         """Every agent takes messages, or something went wrong that waiting will not fix."""
-        return self.answering >= self.total or bool(self.problems)
+        return (self.answering >= self.total and not self.applying) or bool(self.problems)
 
 
 class FleetStatus(BaseModel):
@@ -190,6 +193,7 @@ def fleet_readiness(services: Services) -> FleetReadiness:
     awake = [agent for agent in services.fleet.config.agents if agent not in hibernated]
     return FleetReadiness(
         asleep=len(asleep),
+        applying=services.manager.applying,
         healthy=sum(1 for agent in awake if services.health.is_checking_in(agent)),
         answering=sum(1 for agent in awake if _answering(services, agent)),
         total=len(awake),
