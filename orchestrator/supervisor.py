@@ -91,6 +91,8 @@ class Supervisor:
         started = self._started_at.setdefault(agent, now)
         if now - started < self.policy.start_grace_s:
             return None
+        if self._health.started_within(agent, self.policy.start_grace_s):
+            return None  # restarted in place (its idle release), or woken: still loading
         if not self._health.is_checking_in(agent, self.policy.checkin_stale_s):
             return "it stopped checking in"
         return None
