@@ -383,6 +383,8 @@ def test_readiness_leaves_out_hibernated_agents_and_reports_problems(
         "healthy": 0,
         "answering": 0,
         "total": 1,
+        "asleep": 1,
+        "applying": False,
         "problems": ["alpha: cannot start: no space left"],
         "warnings": [],
     }
