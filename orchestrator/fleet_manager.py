@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -90,8 +90,10 @@ class FleetManager:
     def units(self) -> list[UnitInfo]:
         return self._backend.list(reconcile.fleet_labels(self.fleet.name))
 
-    def units_by_agent(self) -> dict[str, UnitInfo]:
-        return {unit.agent: unit for unit in self.units()}
+    def units_by_agent(self, agents: Collection[str] | None = None) -> dict[str, UnitInfo]:
+        """Each agent's unit; of `agents` only, when given."""
+        units = self.units() if agents is None else self._backend.list_agents(self.fleet.name, agents)
+        return {unit.agent: unit for unit in units}
 
     def spec_for(self, agent: str) -> AgentSpec:
         """Mint the agent's token, prepare the operator's copy of its workspace, and describe

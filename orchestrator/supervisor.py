@@ -104,14 +104,16 @@ class Supervisor:
             return self._check(time.monotonic()) if free else []
 
     def _check(self, now: float) -> list[str]:
-        units = self._manager.units_by_agent()
         hibernated = self._manager.hibernated() | self._controls.stopped()
+        awake = [agent for agent in self._fleet.current().config.agents if agent not in hibernated]
+        # Only the awake agents' units: in a mostly sleeping fleet, listing every unit every pass
+        # would be most of the orchestrator's idle work.
+        units = self._manager.units_by_agent(awake)
         restarted = []
-        for agent in self._fleet.current().config.agents:
-            if agent in hibernated:
-                # Woken later, it is judged from its new start: its last check-in is old by then.
-                self._started_at.pop(agent, None)
-                continue
+        for agent in hibernated:
+            # Woken later, it is judged from its new start: its last check-in is old by then.
+            self._started_at.pop(agent, None)
+        for agent in awake:
             unit = units.get(agent)
             if unit is not None and unit.state != "running" and self._backend.self_healing:
                 continue  # the engine restarts it itself (Swarm's restart policy); two would race
