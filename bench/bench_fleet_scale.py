@@ -17,7 +17,8 @@ work), printing each figure with the machine's load average beside it:
   result), over `--wakes` agents: p50 and p95;
 - bare `docker start` of the containers of `BARE_STARTS` other sleeping agents, through the
   engine's API as the orchestrator calls it, until the engine answers (the container's process
-  runs): the floor a wake cannot go under; each is stopped again afterwards;
+  runs): the floor a wake cannot go under. One after each of the first wakes, so that both see
+  the same load; each is stopped again afterwards;
 - `down -v`: wall clock of the command (every container, volume and disk of the fleet removed).
 
 Exits with status 1 when a target is missed (listed at the end). The machine here is shared:
@@ -151,21 +152,27 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def bare_starts(prefix: str, agents: list[str]) -> list[float]:
-    """Seconds for the engine to start each agent's container (API call to its answer)."""
-    client = connect_docker()
-    seconds = []
-    try:
-        ids = [client.api.inspect_container(f"{prefix}{agent}")["Id"] for agent in agents]
-        for container_id in ids:
-            started = time.monotonic()
-            client.api.start(container_id)
-            seconds.append(time.monotonic() - started)
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            list(pool.map(lambda cid: client.api.stop(cid, timeout=5), ids))
-    finally:
-        client.close()
-    return seconds
+class BareStarts:
+    """`docker start` of sleeping agents' containers through the engine's API, as the orchestrator
+    calls it, each timed until the engine answers, then stopped."""
+
+    def __init__(self, prefix: str) -> None:
+        self._client = connect_docker()
+        self._prefix = prefix
+        self._stopping = ThreadPoolExecutor(max_workers=2)
+        self.seconds: list[float] = []
+
+    def start(self, agent: str) -> None:
+        container_id = self._client.api.inspect_container(f"{self._prefix}{agent}")["Id"]
+        began = time.monotonic()
+        self._client.api.start(container_id)
+        self.seconds.append(time.monotonic() - began)
+        # Stopped at once, in the background: its agent must not load the machine for the next wake.
+        self._stopping.submit(self._client.api.stop, container_id, timeout=0)
+
+    def close(self) -> None:
+        self._stopping.shutdown(wait=True)
+        self._client.close()
 
 
 def read_times(run: Callable[[], object]) -> tuple[float, float]:
@@ -243,13 +250,22 @@ def measure_running(
     )
     best, worst = read_times(lambda: client.get("/metrics"))
     report.check("/metrics", "GET /metrics, best / worst", worst, f"{best:.2f} / {worst:.2f} s")
-    seconds = [answer_seconds(client, agent) for agent in woken]
+    # Wakes and bare starts alternate, so that both see the same load on a shared machine.
+    bare_starts = BareStarts(prefix)
+    seconds = []
+    try:
+        for index, agent in enumerate(woken):
+            seconds.append(answer_seconds(client, agent))
+            if index < len(bare):
+                bare_starts.start(bare[index])
+    finally:
+        bare_starts.close()
     p50, p95 = statistics.median(seconds), percentile(seconds, 0.95)
     report.check("wake p50", f"wake to answer p50 ({len(seconds)} wakes)", p50, f"{p50:.2f} s")
     report.check("wake p95", f"wake to answer p95 ({len(seconds)} wakes)", p95, f"{p95:.2f} s")
     report.add(f"wake to answer max ({len(seconds)} wakes)", f"{max(seconds):.2f} s")
-    if bare:
-        starts = bare_starts(prefix, bare)
+    if bare_starts.seconds:
+        starts = bare_starts.seconds
         report.add(
             f"bare docker start of the same fleet's containers, p50 ({len(starts)})",
             f"{statistics.median(starts):.2f} s",
