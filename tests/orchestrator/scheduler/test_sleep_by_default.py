@@ -142,3 +142,37 @@ def test_the_operator_wakes_an_agent_past_the_cap(tmp_path: Path, clock: ManualC
     message(services, "a")
     assert services.scheduler.wake("b")
     assert states(services) == {"a": "running", "b": "running", "c": "created"}
+
+
+# Tables that grow with the work done (items, calls, turns, events), not with the agents.
+GROWING_TABLES = ("inbox", "gateway_spend_daily", "gateway_usage", "runs", "events")
+
+
+def test_the_fleet_view_metrics_and_a_scheduler_pass_read_growing_tables_through_an_index(
+    tmp_path: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    services = services_for(tmp_path, fleet(THREE, "max_awake: 1\n"), clock)
+    message(services, "a")
+    message(services, "b")
+    db = services.db
+    seen: list[str] = []
+    for name in ("query", "query_one"):
+        original = getattr(db, name)
+
+        def recording(sql: str, params: tuple[object, ...] = (), _original: object = original) -> object:
+            seen.append(sql)
+            return _original(sql, params)  # type: ignore[operator]
+
+        monkeypatch.setattr(db, name, recording)
+    fleet_status_of(services)
+    render(build_registry(db, services.fleet_view, services.health))
+    services.scheduler.run_due(clock.now())
+    monkeypatch.undo()
+    scans = []
+    for sql in {sql for sql in seen if sql.lstrip().upper().startswith("SELECT")}:
+        plan = [row[3] for row in db.query(f"EXPLAIN QUERY PLAN {sql}", tuple([None] * sql.count("?")))]
+        # SEARCH reads a range of an index; SCAN (of the table or of a whole index) reads it all.
+        scans += [
+            f"{step}: {sql}" for step in plan if step.startswith(tuple(f"SCAN {t}" for t in GROWING_TABLES))
+        ]
+    assert seen and scans == []
