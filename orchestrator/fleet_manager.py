@@ -145,6 +145,9 @@ class FleetManager:
 
     def plan(self, candidate: LoadedFleet | None = None) -> list[reconcile.PlanAction]:
         """What applying `candidate` (by default the fleet in force) would do, field by field."""
+        return self._plan(candidate, self.units())
+
+    def _plan(self, candidate: LoadedFleet | None, units: list[UnitInfo]) -> list[reconcile.PlanAction]:
         target = candidate or self.fleet
         previous = self.fleet if candidate is not None else None
         endpoint = self.agent_url or None
@@ -153,7 +156,7 @@ class FleetManager:
         held = (self.hibernated() - always_on) | self._controls.stopped()
         # Those with work are woken by the scheduler's first pass, through the cap on awake agents.
         sleepers = frozenset(config.agents) - always_on
-        return reconcile.plan(target, self.units(), held, endpoint, previous, sleepers)
+        return reconcile.plan(target, units, held, endpoint, previous, sleepers)
 
     def update_in_place(self, action: reconcile.PlanAction) -> None:
         """Bring an agent whose container stays in line with the fleet in force.
@@ -255,7 +258,8 @@ class FleetManager:
     ) -> list[reconcile.ApplyResult]:
         events = self._events
         try:
-            actions = self.plan(candidate)
+            units = self.units()
+            actions = self._plan(candidate, units)
         except BackendError as exc:
             return self._plan_failed(f"cannot list the fleet's units: {exc}")
         except Exception as exc:
@@ -267,7 +271,7 @@ class FleetManager:
             self._fleet.replace(candidate)
         self._note_sleep(actions)
         results = reconcile.apply(actions, self._backend, self.spec_for, on_done, update=self.update_in_place)
-        self._note_started(results)
+        self._note_started(actions, results, {unit.agent for unit in units if unit.state == "running"})
         for result in results:
             if result.ok and result.action.kind == "update":
                 events.publish(
@@ -309,12 +313,19 @@ class FleetManager:
             if not action.start:
                 self._heartbeats.put_to_sleep(action.agent, now)
 
-    def _note_started(self, results: list[reconcile.ApplyResult]) -> None:
-        """Agents whose unit this apply started are awake (an always-on agent that slept)."""
+    def _note_started(
+        self, actions: list[reconcile.PlanAction], results: list[reconcile.ApplyResult], running: set[str]
+    ) -> None:
+        """Agents whose unit this apply started are awake (an always-on agent that slept), and so
+        are those found running while flagged asleep (an orchestrator stopped in the middle of
+        their wake): the scheduler puts them back to sleep when idle."""
         now = datetime.now(UTC)
+        awake = {a.agent for a in actions if a.kind in ("keep", "update") and a.agent in running}
         for result in results:
             if result.ok and result.action.start and result.action.kind in ("create", "recreate", "start"):
-                self._heartbeats.set_hibernated(result.action.agent, False, now)
+                awake.add(result.action.agent)
+        for agent in awake & self.hibernated():
+            self._heartbeats.set_hibernated(agent, False, now)
 
     def _plan_failed(self, problem: str) -> list[reconcile.ApplyResult]:
         self.problems = [problem]

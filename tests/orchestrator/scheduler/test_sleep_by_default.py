@@ -176,3 +176,17 @@ def test_the_fleet_view_metrics_and_a_scheduler_pass_read_growing_tables_through
             f"{step}: {sql}" for step in plan if step.startswith(tuple(f"SCAN {t}" for t in GROWING_TABLES))
         ]
     assert seen and scans == []
+
+
+def test_an_agent_found_running_while_flagged_asleep_is_flagged_awake(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    """The orchestrator stopped after starting a unit and before flagging its agent awake."""
+    services = services_for(tmp_path, fleet(THREE), clock)
+    unit = next(unit for unit in services.manager.units() if unit.agent == "a")
+    services.backend.start(unit.id)
+    assert services.scheduler.is_hibernated("a")
+    services.manager.apply()
+    assert not services.scheduler.is_hibernated("a")
+    assert services.scheduler.is_hibernated("b")
+    assert states(services) == {"a": "running", "b": "created", "c": "created"}
