@@ -206,8 +206,12 @@ def run_fleet(n: int, awake: int, wakes: int, report: Report) -> None:
             with closing(ApiClient(endpoint, timeout_s=60)) as client:
                 measure_running(client, endpoint, folder, agents, awake, wakes, prefix, rng, report)
         finally:
-            down_s = timed(lambda: flotilla("down", "-v", "-f", "fleet.yaml", cwd=folder))
+            began = time.monotonic()
+            down = flotilla("down", "-v", "-f", "fleet.yaml", cwd=folder)
+            down_s = time.monotonic() - began
             report.check("down", f"down -v of {n} agents", down_s, f"{down_s:.1f} s")
+            if down.returncode != 0:
+                report.missed.append(f"down -v failed: {down.stderr.strip()[-400:]}")
 
 
 def measure_running(

@@ -419,12 +419,37 @@ def down(fleet_file: Path, volumes: bool, runtime: Runtime | None) -> None:
     click.echo(f"fleet {fleet.name!r} is down")
 
 
+STOP_WAIT_S = 15.0
+
+
 def _stop_orchestrator(paths: StatePaths) -> None:
     endpoint = read_endpoint(paths)
     if endpoint is None:
         return
     os.kill(endpoint.pid, signal.SIGTERM)
-    deadline = time.monotonic() + 15
-    while read_endpoint(paths) is not None and time.monotonic() < deadline:
+    deadline = time.monotonic() + STOP_WAIT_S
+    while read_endpoint(paths) is not None and _alive(endpoint.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
+    if _alive(endpoint.pid):
+        # Still closing its agents' connections: it must be gone before their units are removed,
+        # or its supervisor would make them again (their state is safe: SQLite in WAL mode).
+        os.kill(endpoint.pid, signal.SIGKILL)
+        deadline = time.monotonic() + STOP_WAIT_S
+        while _alive(endpoint.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
     click.echo(f"stopped the orchestrator (pid {endpoint.pid})")
+
+
+def _alive(pid: int) -> bool:
+    """The process runs (an exited one that nobody reaped yet does not count)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state != "Z"
