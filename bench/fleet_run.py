@@ -41,8 +41,9 @@ def free_port() -> int:
 
 
 def fleet_yaml(n: int, name: str) -> str:
+    """N always-on agents: started by `up -d`, as start-up and capacity figures need."""
     agents = "".join(f"  a{i:03d}:\n    role: agent {i}\n" for i in range(n))
-    return f"version: 1\nfleet: {name}\nagents:\n{agents}"
+    return f"version: 1\nfleet: {name}\ndefaults:\n  always_on: true\nagents:\n{agents}"
 
 
 def agent_names(n: int) -> list[str]:

@@ -38,10 +38,14 @@ ROW_OVERHEAD_BYTES = 96
 
 class EventType(StrEnum):
     AGENT_STARTED = "agent.started"
+    AGENT_CREATED = "agent.created"
+    """Its unit was made and not started: it sleeps until it has work."""
     AGENT_STOPPED = "agent.stopped"
     AGENT_RESTARTED = "agent.restarted"
     AGENT_UNHEALTHY = "agent.unhealthy"
     AGENT_HIBERNATED = "agent.hibernated"
+    AGENT_QUEUED = "agent.queued"
+    """It has work and waits for a place among the awake agents (`max_awake`)."""
     HEARTBEAT_RUN = "heartbeat.run"
     HEARTBEAT_IDLE = "heartbeat.idle"
     HEARTBEAT_SKIPPED = "heartbeat.skipped"

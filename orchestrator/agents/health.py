@@ -45,6 +45,12 @@ class HealthBoard:
             self._started[agent] = time.monotonic()
             self._changes += 1
 
+    def started_within(self, agent: str, seconds: float) -> bool:
+        """A new incarnation of the agent asked for its config less than `seconds` ago."""
+        with self._lock:
+            started = self._started.get(agent)
+        return started is not None and time.monotonic() - started <= seconds
+
     def last(self, agent: str) -> Sighting | None:
         with self._lock:
             return self._last.get(agent)

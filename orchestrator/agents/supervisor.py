@@ -73,6 +73,11 @@ class Supervisor:
         self._backoff: dict[str, _RestartWindow] = {}
         self._started_at: dict[str, float] = {}
 
+    def all_restarts(self) -> dict[str, int]:
+        """Restarts of every agent restarted at least once, in one query."""
+        rows = self._db.query("SELECT agent, restarts FROM agent_restarts")
+        return {str(row["agent"]): int(row["restarts"]) for row in rows}
+
     def restarts(self, agent: str) -> int:
         row = self._db.query_one("SELECT restarts FROM agent_restarts WHERE agent = ?", (agent,))
         return int(row["restarts"]) if row else 0
@@ -89,6 +94,8 @@ class Supervisor:
         started = self._started_at.setdefault(agent, now)
         if now - started < self.policy.start_grace_s:
             return None
+        if self._health.started_within(agent, self.policy.start_grace_s):
+            return None  # restarted in place (its idle release), or woken: still loading
         if not self._health.is_checking_in(agent, self.policy.checkin_stale_s):
             return "it stopped checking in"
         return None
@@ -100,12 +107,16 @@ class Supervisor:
             return self._check(time.monotonic()) if free else []
 
     def _check(self, now: float) -> list[str]:
-        units = self._manager.units_by_agent()
         hibernated = self._manager.hibernated() | self._controls.stopped()
+        awake = [agent for agent in self._fleet.current().config.agents if agent not in hibernated]
+        # Only the awake agents' units: in a mostly sleeping fleet, listing every unit every pass
+        # would be most of the orchestrator's idle work.
+        units = self._manager.units_by_agent(awake)
         restarted = []
-        for agent in self._fleet.current().config.agents:
-            if agent in hibernated:
-                continue
+        for agent in hibernated:
+            # Woken later, it is judged from its new start: its last check-in is old by then.
+            self._started_at.pop(agent, None)
+        for agent in awake:
             unit = units.get(agent)
             if unit is not None and unit.state != "running" and self._backend.self_healing:
                 continue  # the engine restarts it itself (Swarm's restart policy); two would race

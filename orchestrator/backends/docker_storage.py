@@ -21,6 +21,7 @@ import re
 import shutil
 import stat
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,8 @@ for rel in sys.argv[2:]:
         shutil.copy2(src, dst, follow_symlinks=False)
 """
 _LOOP_LINE = re.compile(r"^(/dev/loop\d+):")
+PARALLEL_RELEASES = 16
+_LOOP_DEVICE = re.compile(r"^/dev/(loop\d+)$")
 
 
 def volume_name(fleet: str, agent: str) -> str:
@@ -111,6 +114,24 @@ def loop_of(image: Path) -> str | None:
     return None
 
 
+def attached_through(link: Path, image: Path) -> str | None:
+    """The loop device `link` points at, when that device holds `image`: read from sysfs, where
+    `losetup` would scan every loop device of the machine (a thousand agents, a thousand devices)
+    in a process of its own, on every start of every agent."""
+    try:
+        device = os.readlink(link)
+    except OSError:
+        return None
+    found = _LOOP_DEVICE.match(device)
+    if found is None:
+        return None
+    try:
+        backing = Path(f"/sys/block/{found.group(1)}/loop/backing_file").read_text().strip()
+    except OSError:
+        return None
+    return device if backing == os.path.realpath(image) else None
+
+
 class DiskImages:
     """Sparse ext4 images, their loop devices and the links the volumes name."""
 
@@ -145,6 +166,9 @@ class DiskImages:
         info = os.lstat(image)
         if not stat.S_ISREG(info.st_mode):
             raise QuotaUnavailable(f"{image} is not a regular file")
+        attached = attached_through(link, image)
+        if attached is not None:
+            return attached
         # Agents' disks are attached at once, in parallel: `losetup --find` takes a free device
         # from the kernel and tries the next one when another process bound it first.
         device = loop_of(image) or _run("losetup", "--find", "--show", str(image)).strip()
@@ -158,8 +182,8 @@ class DiskImages:
 
     def detach(self, image: Path, link: Path) -> str | None:
         """Detach the image's loop device (deferred by the kernel while mounted); drop the link."""
+        device = attached_through(link, image) or loop_of(image)
         link.unlink(missing_ok=True)
-        device = loop_of(image)
         if device is None:
             return None
         with contextlib.suppress(QuotaUnavailable):
@@ -296,26 +320,31 @@ class AgentVolumes:
             )
 
     def release(self, fleet: str, state_root: Path, delete: bool) -> list[str]:
-        """Detach the fleet's disks; with `delete`, remove its volumes and disk images too."""
-        done = []
+        """Detach the fleet's disks; with `delete`, remove its volumes and disk images too.
+        Several volumes at a time: a fleet of a thousand agents has a thousand of them."""
         filters = {"label": [f"{LABEL_MANAGED}=true", f"{LABEL_FLEET}={fleet}"]}
-        for volume in self._client.volumes.list(filters=filters):
-            labels = volume.attrs.get("Labels") or {}
-            if labels.get(LABEL_STATE) != str(state_root):
-                continue
-            agent = labels.get(LABEL_AGENT, "")
-            image, link = disk_image(state_root, agent), device_link(state_root, agent)
-            if delete:
-                try:
-                    volume.remove()
-                except docker.errors.APIError as exc:
-                    raise BackendError(
-                        f"cannot remove volume {volume.name}: {exc.explanation or exc}"
-                    ) from exc
-                done.append(f"removed volume {volume.name}")
-            device = self._disks.detach(image, link)
-            if device is not None:
-                done.append(f"detached {device} ({agent}'s disk)")
-            if delete and image.exists():
-                image.unlink()
+        ours = [
+            volume
+            for volume in self._client.volumes.list(filters=filters)
+            if (volume.attrs.get("Labels") or {}).get(LABEL_STATE) == str(state_root)
+        ]
+        with ThreadPoolExecutor(max_workers=PARALLEL_RELEASES) as pool:
+            done = pool.map(lambda volume: self._release_one(volume, state_root, delete), ours)
+            return [line for lines in done for line in lines]
+
+    def _release_one(self, volume: Any, state_root: Path, delete: bool) -> list[str]:
+        done = []
+        agent = (volume.attrs.get("Labels") or {}).get(LABEL_AGENT, "")
+        image, link = disk_image(state_root, agent), device_link(state_root, agent)
+        if delete:
+            try:
+                volume.remove()
+            except docker.errors.APIError as exc:
+                raise BackendError(f"cannot remove volume {volume.name}: {exc.explanation or exc}") from exc
+            done.append(f"removed volume {volume.name}")
+        device = self._disks.detach(image, link)
+        if device is not None:
+            done.append(f"detached {device} ({agent}'s disk)")
+        if delete and image.exists():
+            image.unlink()
         return done

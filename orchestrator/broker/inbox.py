@@ -56,6 +56,8 @@ CREATE TABLE IF NOT EXISTS inbox (
     result TEXT
 );
 CREATE INDEX IF NOT EXISTS inbox_queue ON inbox(agent, state, priority DESC, created_at);
+-- Fleet-wide questions (which agents have work waiting) read the unfinished items only.
+CREATE INDEX IF NOT EXISTS inbox_state ON inbox(state, agent, created_at);
 CREATE UNIQUE INDEX IF NOT EXISTS inbox_idem ON inbox(agent, idempotency_key)
     WHERE idempotency_key IS NOT NULL;
 """
@@ -545,6 +547,13 @@ class Inbox:
             error = str(result.get("error") or "")
             found.append(FailedItem(row["id"], row["kind"], row["sender"], row["reasons"] or "[]", error))
         return found
+
+    def waiting_since(self) -> dict[str, str]:
+        """Agents with queued items, each with its oldest item's creation time (ISO, sortable)."""
+        rows = self._db.query(
+            "SELECT agent, MIN(created_at) AS oldest FROM inbox WHERE state = 'queued' GROUP BY agent"
+        )
+        return {str(row["agent"]): str(row["oldest"]) for row in rows}
 
     def pending(self, agent: str) -> int:
         row = self._db.query_one(

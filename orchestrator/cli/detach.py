@@ -26,6 +26,7 @@ from orchestrator.state.paths import StatePaths
 
 _IMPORTED = time.monotonic()
 READY_TIMEOUT_S = 180.0
+APPLY_S_PER_AGENT = 0.5
 READY_WAIT_S = 2.0
 ENDPOINT_CHECK_S = 0.05
 
@@ -88,7 +89,8 @@ def _serve_child(fleet: LoadedFleet, options: LaunchOptions, paths: StatePaths) 
 def _wait_until_ready(paths: StatePaths, pid: int, console: Console) -> None:
     """Until every agent takes messages (its runtime loaded); prints when all had checked in
     and when all could take a message, counted from the start of this command."""
-    deadline = time.monotonic() + READY_TIMEOUT_S
+    started = time.monotonic()
+    deadline = started + READY_TIMEOUT_S
     checked_in_s: float | None = None
     with console.status("waiting for the agents to check in...") as spinner:
         while time.monotonic() < deadline:
@@ -106,22 +108,31 @@ def _wait_until_ready(paths: StatePaths, pid: int, console: Console) -> None:
                 problems = "\n  ".join(readiness["problems"])
                 raise CliError(f"the orchestrator runs, but some agents could not start:\n  {problems}")
             total, answering = readiness["total"], readiness.get("answering", readiness["healthy"])
+            # Making every unit takes longer the more agents there are, asleep ones included.
+            declared = total + readiness.get("asleep", 0)
+            deadline = started + READY_TIMEOUT_S + APPLY_S_PER_AGENT * declared
             if checked_in_s is None and readiness["healthy"] >= total:
                 checked_in_s = _since_start()
             spinner.update(
                 f"{readiness['healthy']}/{total} agents checked in, {answering}/{total} take messages"
             )
-            if answering >= total:
+            if answering >= total and not readiness.get("applying"):
                 for warning in readiness.get("warnings", []):
                     console.print(f"[bold red]warning: {warning}[/bold red]", highlight=False)
                 ready_s = _since_start()
                 console.print(
                     f"{total} agents checked in after {checked_in_s or ready_s:.1f}s, "
                     f"all take messages after {ready_s:.1f}s"
+                    + (
+                        f"; {readiness['asleep']} asleep until they have work"
+                        if readiness.get("asleep")
+                        else ""
+                    )
                 )
                 console.print(f"API and dashboard: {endpoint.url}/?token={endpoint.token}", highlight=False)
                 return
-    raise CliError(f"the agents did not all become ready within {READY_TIMEOUT_S:.0f}s; see `flotilla ps`")
+    waited_s = time.monotonic() - started
+    raise CliError(f"the agents did not all become ready within {waited_s:.0f}s; see `flotilla ps`")
 
 
 def _since_start() -> float:

@@ -23,7 +23,7 @@ from orchestrator.cli.common import (
 )
 from orchestrator.cli.errors import CliError
 from orchestrator.cli.options import echo_json, follow_option, json_option
-from orchestrator.cli.render import fleet_table
+from orchestrator.cli.render import FOLD_ASLEEP_ABOVE, awake_summary, fleet_table, fold_asleep
 from orchestrator.cli.terminal import markup_safe
 from orchestrator.config.capacity import Capacity
 from orchestrator.config.fleet import LoadedFleet
@@ -336,7 +336,14 @@ def _dry_run(
 @click.command()
 @fleet_file_option
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
-def ps(fleet_file: Path, as_json: bool) -> None:
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help=f"List every agent; by default a fleet of more than {FOLD_ASLEEP_ABOVE} folds its sleeping "
+    "agents that have nothing to do into one line.",
+)
+def ps(fleet_file: Path, as_json: bool, show_all: bool) -> None:
     """Show each agent's state, health, restarts, uptime and memory."""
     status = client_for(fleet_file).get("/api/v1/fleet")
     if as_json:
@@ -347,7 +354,13 @@ def ps(fleet_file: Path, as_json: bool) -> None:
     console = Console()
     if not console.is_terminal:
         console = Console(width=160)
-    console.print(fleet_table(status))
+    shown, folded = fold_asleep(status, show_all)
+    console.print(fleet_table(shown))
+    if folded:
+        console.print(
+            f"{folded} more agents asleep with nothing to do (`ps --all` lists them)", highlight=False
+        )
+    console.print(awake_summary(status), highlight=False)
     for problem in status["problems"]:
         console.print(f"[red]problem: {markup_safe(problem)}[/red]", highlight=False)
     for warning in status.get("warnings", []):
@@ -410,12 +423,37 @@ def down(fleet_file: Path, volumes: bool, runtime: Runtime | None) -> None:
     click.echo(f"fleet {fleet.name!r} is down")
 
 
+STOP_WAIT_S = 15.0
+
+
 def _stop_orchestrator(paths: StatePaths) -> None:
     endpoint = read_endpoint(paths)
     if endpoint is None:
         return
     os.kill(endpoint.pid, signal.SIGTERM)
-    deadline = time.monotonic() + 15
-    while read_endpoint(paths) is not None and time.monotonic() < deadline:
+    deadline = time.monotonic() + STOP_WAIT_S
+    while read_endpoint(paths) is not None and _alive(endpoint.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
+    if _alive(endpoint.pid):
+        # Still closing its agents' connections: it must be gone before their units are removed,
+        # or its supervisor would make them again (their state is safe: SQLite in WAL mode).
+        os.kill(endpoint.pid, signal.SIGKILL)
+        deadline = time.monotonic() + STOP_WAIT_S
+        while _alive(endpoint.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
     click.echo(f"stopped the orchestrator (pid {endpoint.pid})")
+
+
+def _alive(pid: int) -> bool:
+    """The process runs (an exited one that nobody reaped yet does not count)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state != "Z"

@@ -47,6 +47,43 @@ def _memory_search(agent: dict[str, Any]) -> str:
     return f"{mode} ({model})" if model else f"{mode} (no embedding model)"
 
 
+FOLD_ASLEEP_ABOVE = 50
+"""From this many agents on, `ps` lists the sleeping agents with nothing to do as one line: a
+fleet of a thousand is mostly asleep, and a table row costs the terminal about a millisecond."""
+
+
+def fold_asleep(status: dict[str, Any], show_all: bool) -> tuple[dict[str, Any], int]:
+    """The status with only the agents worth a row, and how many sleeping ones were left out."""
+    agents = status["agents"]
+    if show_all or len(agents) <= FOLD_ASLEEP_ABOVE:
+        return status, 0
+
+    def quiet(agent: dict[str, Any]) -> bool:
+        return bool(
+            agent["hibernated"]
+            and not agent["pending"]
+            and not agent.get("dead_letters")
+            and not agent.get("wake_position")
+            and not agent.get("held")
+        )
+
+    shown = [agent for agent in agents if not quiet(agent)]
+    return status | {"agents": shown}, len(agents) - len(shown)
+
+
+def awake_summary(status: dict[str, Any]) -> str:
+    """'12 of 1000 agents awake (max_awake 100); 3 wait to be woken: a, b, c'."""
+    total = len(status["agents"])
+    line = f"{status.get('awake', 0)} of {total} agents awake"
+    if status.get("max_awake"):
+        line += f" (max_awake {status['max_awake']})"
+    queue = status.get("wake_queue") or []
+    if queue:
+        names = ", ".join(queued["agent"] for queued in queue[:10]) + (", ..." if len(queue) > 10 else "")
+        line += f"; {len(queue)} wait to be woken: {names}"
+    return line
+
+
 def fleet_table(status: dict[str, Any]) -> Table:
     table = Table(title=f"fleet {status['fleet']} ({status['runtime']})", title_justify="left")
     with_node = any(agent.get("node") for agent in status["agents"])
@@ -68,6 +105,8 @@ def fleet_table(status: dict[str, Any]) -> Table:
         table.add_column("node")
     for agent in status["agents"]:
         state = "hibernated" if agent["hibernated"] else agent["state"]
+        if agent.get("wake_position"):
+            state += f", waits to wake (#{agent['wake_position']})"
         if agent.get("held"):
             state = f"{agent['held']} (operator)" if agent["held"] == "stopped" else f"{state}, paused"
         if agent.get("busy"):

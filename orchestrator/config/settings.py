@@ -82,6 +82,7 @@ def _agent_settings(fleet: LoadedFleet, agent: str) -> Settings:
         "talks_to": ("reload", list(own.talks_to)),
         "models": ("live", config.allowed_models(agent)),
         "hibernate_after": ("live", config.hibernate_after_of(agent)),
+        "always_on": ("live", config.always_on_of(agent)),
     }
     settings |= _tool_settings(own.tools)
     if own.channels:

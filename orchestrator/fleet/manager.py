@@ -5,8 +5,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 
 from orchestrator.backends.base import AgentSpec, Backend, BackendError, UnitInfo
@@ -89,8 +90,10 @@ class FleetManager:
     def units(self) -> list[UnitInfo]:
         return self._backend.list(reconcile.fleet_labels(self.fleet.name))
 
-    def units_by_agent(self) -> dict[str, UnitInfo]:
-        return {unit.agent: unit for unit in self.units()}
+    def units_by_agent(self, agents: Collection[str] | None = None) -> dict[str, UnitInfo]:
+        """Each agent's unit; of `agents` only, when given."""
+        units = self.units() if agents is None else self._backend.list_agents(self.fleet.name, agents)
+        return {unit.agent: unit for unit in units}
 
     def spec_for(self, agent: str) -> AgentSpec:
         """Mint the agent's token, prepare the operator's copy of its workspace, and describe
@@ -142,11 +145,18 @@ class FleetManager:
 
     def plan(self, candidate: LoadedFleet | None = None) -> list[reconcile.PlanAction]:
         """What applying `candidate` (by default the fleet in force) would do, field by field."""
+        return self._plan(candidate, self.units())
+
+    def _plan(self, candidate: LoadedFleet | None, units: list[UnitInfo]) -> list[reconcile.PlanAction]:
         target = candidate or self.fleet
         previous = self.fleet if candidate is not None else None
         endpoint = self.agent_url or None
-        held = self.hibernated() | self._controls.stopped()
-        return reconcile.plan(target, self.units(), held, endpoint, previous)
+        config = target.config
+        always_on = frozenset(agent for agent in config.agents if config.always_on_of(agent))
+        held = (self.hibernated() - always_on) | self._controls.stopped()
+        # Those with work are woken by the scheduler's first pass, through the cap on awake agents.
+        sleepers = frozenset(config.agents) - always_on
+        return reconcile.plan(target, units, held, endpoint, previous, sleepers)
 
     def update_in_place(self, action: reconcile.PlanAction) -> None:
         """Bring an agent whose container stays in line with the fleet in force.
@@ -159,6 +169,11 @@ class FleetManager:
         if any(change.effect == "generated" for change in action.changes):
             names = refresh_generated(self.fleet, action.agent, self._paths)
             self._workspaces.push_files(self._workspaces.open(action.agent), names)
+
+    @property
+    def applying(self) -> bool:
+        """An apply is under way (units are being made, started or removed)."""
+        return self._applying.locked()
 
     @contextlib.contextmanager
     def unless_applying(self) -> Iterator[bool]:
@@ -243,7 +258,8 @@ class FleetManager:
     ) -> list[reconcile.ApplyResult]:
         events = self._events
         try:
-            actions = self.plan(candidate)
+            units = self.units()
+            actions = self._plan(candidate, units)
         except BackendError as exc:
             return self._plan_failed(f"cannot list the fleet's units: {exc}")
         except Exception as exc:
@@ -253,7 +269,9 @@ class FleetManager:
             return self._plan_failed(f"planning failed: {type(exc).__name__}: {exc} (a bug: see the log)")
         if candidate is not None:
             self._fleet.replace(candidate)
+        self._note_sleep(actions)
         results = reconcile.apply(actions, self._backend, self.spec_for, on_done, update=self.update_in_place)
+        self._note_started(actions, results, {unit.agent for unit in units if unit.state == "running"})
         for result in results:
             if result.ok and result.action.kind == "update":
                 events.publish(
@@ -266,9 +284,8 @@ class FleetManager:
                 if result.action.kind != "start" and result.action.agent in self._restoring:
                     del self._restoring[result.action.agent]
                     restore_carried(self._paths, result.action.agent)
-                events.publish(
-                    EventType.AGENT_STARTED, agent=result.action.agent, reason=result.action.reason
-                )
+                kind = EventType.AGENT_STARTED if result.action.start else EventType.AGENT_CREATED
+                events.publish(kind, agent=result.action.agent, reason=result.action.reason)
             elif result.ok and result.action.kind == "remove":
                 events.publish(
                     EventType.AGENT_STOPPED, agent=result.action.agent, reason=result.action.reason
@@ -287,6 +304,28 @@ class FleetManager:
             failed=[f"{r.action.agent}: {r.error}" for r in results if not r.ok],
         )
         return results
+
+    def _note_sleep(self, actions: list[reconcile.PlanAction]) -> None:
+        """Agents whose unit is made and not started are asleep, before their unit is made: the
+        supervisor must not take a stopped unit for a crash."""
+        now = datetime.now(UTC)
+        for action in actions:
+            if not action.start:
+                self._heartbeats.put_to_sleep(action.agent, now)
+
+    def _note_started(
+        self, actions: list[reconcile.PlanAction], results: list[reconcile.ApplyResult], running: set[str]
+    ) -> None:
+        """Agents whose unit this apply started are awake (an always-on agent that slept), and so
+        are those found running while flagged asleep (an orchestrator stopped in the middle of
+        their wake): the scheduler puts them back to sleep when idle."""
+        now = datetime.now(UTC)
+        awake = {a.agent for a in actions if a.kind in ("keep", "update") and a.agent in running}
+        for result in results:
+            if result.ok and result.action.start and result.action.kind in ("create", "recreate", "start"):
+                awake.add(result.action.agent)
+        for agent in awake & self.hibernated():
+            self._heartbeats.set_hibernated(agent, False, now)
 
     def _plan_failed(self, problem: str) -> list[reconcile.ApplyResult]:
         self.problems = [problem]

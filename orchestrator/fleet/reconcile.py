@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from orchestrator.backends.base import (
@@ -44,6 +44,8 @@ class PlanAction:
     unit_id: str | None = None
     changes: tuple[FieldChange, ...] = ()
     """The settings that differ from the fleet in force, when it is known."""
+    start: bool = True
+    """False for an agent that sleeps until it has work: its unit is made, not started."""
 
     def __str__(self) -> str:
         return f"{SYMBOLS[self.kind]} {self.kind:<8} {self.agent:<20} {self.reason}"
@@ -71,12 +73,14 @@ def plan(
     hibernated: frozenset[str] = frozenset(),
     endpoint: str | None = None,
     previous: LoadedFleet | None = None,
+    sleepers: frozenset[str] = frozenset(),
 ) -> list[PlanAction]:
     """The actions that bring `units` in line with `fleet`. Pure: no backend call.
 
     With `endpoint`, a unit made to dial another orchestrator address is recreated too. With
     `previous` (the fleet in force), each action names the settings that change, and an agent
-    whose container stays gets an `update` when any of its settings changed.
+    whose container stays gets an `update` when any of its settings changed. `sleepers` sleep
+    until they have work: a unit of theirs that does not run is made or kept, not started.
     """
     by_agent: dict[str, list[UnitInfo]] = {}
     for unit in units:
@@ -88,7 +92,8 @@ def plan(
         changed = tuple(changes(previous, fleet, agent)) if previous is not None and known else ()
         for extra in found[1:]:
             actions.append(PlanAction("remove", agent, "duplicate unit", extra.id))
-        actions.append(_action_for(fleet, agent, found[0] if found else None, hibernated, endpoint, changed))
+        action = _action_for(fleet, agent, found[0] if found else None, hibernated, endpoint, changed)
+        actions.append(_asleep(action, found[0] if found else None) if agent in sleepers else action)
     for agent, leftovers in sorted(by_agent.items()):
         actions += [PlanAction("remove", agent, "no longer in fleet.yaml", unit.id) for unit in leftovers]
     return actions
@@ -118,6 +123,21 @@ def _action_for(
         return PlanAction("update", agent, detail, unit.id, changed)
     reason = "hibernated" if agent in hibernated and unit.state != "running" else "unchanged"
     return PlanAction("keep", agent, reason, unit.id)
+
+
+ASLEEP = "asleep until it has work"
+
+
+def _asleep(action: PlanAction, unit: UnitInfo | None) -> PlanAction:
+    """The action for an agent that sleeps until it has work: its unit is made (or made again)
+    but only started when it was running; a stopped one stays stopped."""
+    running = unit is not None and unit.state == "running"
+    if action.kind in ("create", "recreate") and not running:
+        reason = ASLEEP if action.kind == "create" else f"{action.reason}; {ASLEEP}"
+        return replace(action, reason=reason, start=False)
+    if action.kind == "start":
+        return replace(action, kind="keep", reason=ASLEEP, start=False)
+    return action
 
 
 def _older_layout(unit: UnitInfo) -> bool:
@@ -179,7 +199,9 @@ def _apply_one(
         update(action)
     if action.kind in ("remove", "recreate") and action.unit_id:
         backend.remove(action.unit_id)
-    if action.kind in ("create", "recreate"):
+    if action.kind in ("create", "recreate") and not action.start:
+        backend.create(make_spec(action.agent))
+    elif action.kind in ("create", "recreate"):
         backend.run(make_spec(action.agent))
     elif action.kind == "start" and action.unit_id:
         backend.start(action.unit_id)
@@ -188,8 +210,13 @@ def _apply_one(
 def remove_fleet(
     backend: Backend, fleet: str, on_removed: Callable[[UnitInfo], None] = lambda _: None
 ) -> None:
-    """Remove every unit labelled with this fleet, then the fleet's network. Nothing else is touched."""
-    for unit in backend.list(fleet_labels(fleet)):
+    """Remove every unit labelled with this fleet, several at a time, then the fleet's network.
+    Nothing else is touched."""
+
+    def remove(unit: UnitInfo) -> None:
         backend.remove(unit.id)
         on_removed(unit)
+
+    with ThreadPoolExecutor(max_workers=PARALLEL_STARTS) as pool:
+        list(pool.map(remove, backend.list(fleet_labels(fleet))))
     backend.teardown_fleet(fleet)

@@ -57,6 +57,12 @@ def _peer_section(fleet: LoadedFleet, peer: str) -> str:
     return "\n".join([*lines, ""])
 
 
+OTHERS_LISTED = 20
+"""Agents an agent may not contact are named up to this many, then "and others": in a fleet of a
+thousand, naming them all would put 999 names in every agent's prompt, and adding one agent
+would rewrite every agent's AGENTS.md."""
+
+
 def render_agents_md(fleet: LoadedFleet, agent: str) -> str:
     peers = fleet.config.agents[agent].talks_to
     others = [name for name in fleet.config.agents if name != agent and name not in peers]
@@ -65,7 +71,10 @@ def render_agents_md(fleet: LoadedFleet, agent: str) -> str:
         parts.append("You talk to no other agent.\n")
     parts += [_peer_section(fleet, peer) for peer in peers]
     if others:
-        parts += ["## Other agents (you may not contact them)", "", *[f"- {name}" for name in others], ""]
+        listed = [f"- {name}" for name in others[:OTHERS_LISTED]]
+        if len(others) > OTHERS_LISTED:
+            listed.append("- and others")
+        parts += ["## Other agents (you may not contact them)", "", *listed, ""]
     return "\n".join(parts)
 
 

@@ -53,6 +53,8 @@ CREATE TABLE IF NOT EXISTS gateway_spend_daily (
     calls INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (subject, day)
 );
+-- The fleet view reads one day for every agent at once.
+CREATE INDEX IF NOT EXISTS gateway_spend_by_day ON gateway_spend_daily(day);
 """
 # Columns added after the first release, with their definitions (added to older databases).
 ADDED_COLUMNS = {"run_id": "TEXT"}
@@ -220,6 +222,16 @@ class Ledger:
             row = source.execute(sql, params).fetchone()
         assert row is not None  # an aggregate always yields one row
         return Spend(usd=float(row[0]), tokens=int(row[1]), calls=int(row[2]))
+
+    @staticmethod
+    def usd_by_agent(db: Database, start: datetime, end: datetime) -> dict[str, float]:
+        """Dollars each agent spent over the UTC days from `start` up to `end`, in one query."""
+        rows = db.query(
+            "SELECT subject, COALESCE(SUM(usd), 0) AS usd FROM gateway_spend_daily"
+            " WHERE day >= ? AND day < ? AND subject != ? GROUP BY subject",
+            (_day(start), _day(end), FLEET_SUBJECT),
+        )
+        return {str(row["subject"]): float(row["usd"]) for row in rows}
 
     @staticmethod
     def reserve(

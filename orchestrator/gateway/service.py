@@ -518,6 +518,10 @@ class Gateway:
             calls_month=month.calls,
         )
 
+    def spent_today(self) -> dict[str, float]:
+        """Dollars each agent spent today (UTC), in one query: what the fleet view shows."""
+        return Ledger.usd_by_agent(self._db, *day_window(self._clock()))
+
     def costs(self) -> CostsReport:
         now = self._clock()
         config = self._config

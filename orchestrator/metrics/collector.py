@@ -15,7 +15,7 @@ split into uncached input, cached input and output. The list is in docs/metrics.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, ProcessCollector, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -29,6 +29,7 @@ from orchestrator.fleet.view import FleetView
 from orchestrator.gateway.ledger import LedgerReader
 from orchestrator.hooks.store import hook_counts
 from orchestrator.scheduler.runs import RunReader
+from orchestrator.scheduler.store import SchedulerStore
 from orchestrator.state.db import Database
 from orchestrator.telemetry.budget_gauges import BudgetCollector
 from orchestrator.telemetry.histograms import LatencyCollector
@@ -167,10 +168,42 @@ class FleetCollector(Collector):
         return restarts
 
 
-def build_registry(db: Database, fleet: FleetView, health: HealthBoard) -> CollectorRegistry:
-    """A registry of its own, so metrics of other code in the process never leak in (or collide)."""
+class AwakeCollector(Collector):
+    """Which agents sleep, and how many with work wait for a place among the awake ones."""
+
+    def __init__(self, db: Database, fleet: FleetView, waiting: Callable[[], list[str]]) -> None:
+        self._store = SchedulerStore(db)
+        self._fleet = fleet
+        self._waiting = waiting
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        agents = sorted(self._fleet.current().config.agents)
+        hibernated = self._store.hibernated_agents()
+        asleep = GaugeMetricFamily(
+            "flotilla_agent_asleep",
+            "1 while the agent sleeps (its unit stopped until it has work)",
+            labels=["agent"],
+        )
+        for agent in agents:
+            asleep.add_metric([agent], 1 if agent in hibernated else 0)
+        waiting = self._waiting()
+        queue = GaugeMetricFamily(
+            "flotilla_wake_queue_length", "Agents with work waiting for a place among the awake (max_awake)"
+        )
+        queue.add_metric([], len(waiting))
+        awake = GaugeMetricFamily("flotilla_agents_awake", "Agents of the fleet that are not asleep")
+        awake.add_metric([], sum(1 for agent in agents if agent not in hibernated))
+        yield from (asleep, queue, awake)
+
+
+def build_registry(
+    db: Database, fleet: FleetView, health: HealthBoard, waiting: Callable[[], list[str]] = list
+) -> CollectorRegistry:
+    """A registry of its own, so metrics of other code in the process never leak in (or collide).
+    `waiting`: the agents waiting to be woken, next first."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(FleetCollector(db, fleet, health))
+    registry.register(AwakeCollector(db, fleet, waiting))
     registry.register(LatencyCollector(db))
     registry.register(BudgetCollector(db, lambda: fleet.current().config))
     registry.register(HttpRequestCollector(db))

@@ -3,7 +3,8 @@ when a message arrives for it or a heartbeat finds work.
 
 The hibernated flag is persisted before the unit is stopped, so the supervisor (which asks
 `Scheduler.is_hibernated`) never mistakes a hibernating agent for a crashed one, and an
-orchestrator restart keeps a sleeping agent asleep.
+orchestrator restart keeps a sleeping agent asleep. With `max_awake`, waking goes through
+admission (`orchestrator.scheduler.admission`): an agent with work beyond the cap waits its turn.
 """
 
 from __future__ import annotations
@@ -14,13 +15,19 @@ from datetime import datetime, timedelta
 
 from orchestrator.backends.base import LABEL_AGENT, LABEL_FLEET, Backend, BackendError, UnitInfo
 from orchestrator.broker.inbox import Inbox
+from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.view import FleetView
+from orchestrator.scheduler.admission import WakeQueue
 from orchestrator.scheduler.clock import Clock
 from orchestrator.scheduler.store import SchedulerStore
 
 log = logging.getLogger(__name__)
 STOP_TIMEOUT_S = 10.0
+YIELD_AFTER_S = 10.0
+"""While agents wait for a place, an awake agent idle this long goes to sleep and gives its
+place up, whatever its `hibernate_after`."""
+WORK_WAITING = "work waiting"
 
 
 class Hibernation:
@@ -32,6 +39,7 @@ class Hibernation:
         inbox: Inbox,
         store: SchedulerStore,
         clock: Clock,
+        controls: Controls,
     ) -> None:
         self._fleet = fleet
         self._backend = backend
@@ -39,9 +47,17 @@ class Hibernation:
         self._inbox = inbox
         self._store = store
         self._clock = clock
+        self._controls = controls
+        self.queue = WakeQueue()
         # A wake that arrives while the unit is still being stopped must wait for the stop,
         # or it would find the unit "running", start nothing, and leave it stopped.
         self._locks: dict[str, threading.RLock] = {}
+        # Admission: counting the awake agents and flipping one awake happen under one lock, so
+        # two wakes at once cannot both take the last place. Never held while waiting on an
+        # agent's lock (a hibernation holds its agent's lock and then admits the next).
+        self._gate = threading.Lock()
+        self._waking: set[str] = set()
+        """Agents whose unit is being started: counted awake, still flagged asleep."""
 
     def _lock(self, agent: str) -> threading.RLock:
         return self._locks.setdefault(agent, threading.RLock())  # setdefault is atomic
@@ -53,32 +69,48 @@ class Hibernation:
     def is_hibernated(self, agent: str) -> bool:
         return self._store.is_hibernated(agent)
 
-    def deadline(self, agent: str, now: datetime) -> datetime | None:
-        """When this agent may be hibernated, if it has `hibernate_after` and is awake."""
-        after_s = self._fleet.current().config.hibernate_after_of(agent)
-        if after_s is None:
-            return None
-        state = self._store.state(agent, now)
-        if state.hibernated:
-            return None
-        return state.last_activity + timedelta(seconds=after_s)
-
     def sweep(self, now: datetime) -> tuple[list[str], datetime | None]:
-        """Hibernate every agent idle for long enough. Returns those hibernated and the next deadline."""
+        """Queue sleeping agents with work, hibernate every agent idle for long enough (sooner
+        while others wait for a place), and wake the waiting ones there is room for. Returns those
+        hibernated and the next deadline."""
+        self._wake_for_waiting_work()
+        config = self._fleet.current().config
+        known = self._store.idle_since()
+        yielding = len(self.queue) > 0
         hibernated, upcoming = [], []
-        for agent in self._fleet.current().config.agents:
-            deadline = self.deadline(agent, now)
-            if deadline is None:
+        for agent in config.agents:
+            after_s = config.hibernate_after_of(agent)
+            if after_s is None:
                 continue
+            last_activity, asleep = known.get(agent) or (self._store.state(agent, now).last_activity, False)
+            if asleep:
+                continue
+            deadline = last_activity + timedelta(seconds=min(after_s, YIELD_AFTER_S) if yielding else after_s)
             if deadline > now:
                 upcoming.append(deadline)
             elif self.hibernate(agent, now):
                 hibernated.append(agent)
+        self.admit()
         return hibernated, min(upcoming, default=None)
+
+    def _wake_for_waiting_work(self) -> None:
+        """Sleeping agents with queued items are woken (or queued), oldest item first: items that
+        arrived before a restart, or while the agent was made asleep, are never left waiting."""
+        waiting = self._inbox.waiting_since()
+        if not waiting:
+            return
+        config = self._fleet.current().config
+        asleep = self._store.hibernated_agents().intersection(config.agents, waiting)
+        for agent in sorted(asleep, key=waiting.__getitem__):
+            if agent not in self.queue and self._controls.hold_of(agent) is None:
+                self.wake(agent, WORK_WAITING)
 
     def hibernate(self, agent: str, now: datetime) -> bool:
         with self._lock(agent):
-            return self._hibernate(agent, now)
+            done = self._hibernate(agent, now)
+        if done:
+            self.admit()  # its place is free
+        return done
 
     def _hibernate(self, agent: str, now: datetime) -> bool:
         if self._inbox.counts(agent).unfinished:
@@ -106,15 +138,58 @@ class Hibernation:
             self.wake(agent, "message arrived while hibernating")  # a put raced the stop
         return True
 
-    def wake(self, agent: str, reason: str) -> bool:
-        """Start a hibernated agent's unit. False when it was not hibernated (nothing to do)."""
-        with self._lock(agent):
-            return self._wake(agent, reason)
+    def wake(self, agent: str, reason: str, *, capped: bool = True) -> bool:
+        """Start a hibernated agent's unit. False when it was not hibernated (nothing to do) or
+        when, `capped`, `max_awake` agents are awake: it then waits in the queue for a place."""
+        with self._gate:
+            if not self._store.is_hibernated(agent):
+                self.queue.discard(agent)
+                return False
+            if capped and self._full(agent):
+                if self.queue.add(agent, reason, self._clock.now()):
+                    self._events.publish(
+                        EventType.AGENT_QUEUED, agent=agent, reason=reason, position=len(self.queue)
+                    )
+                return False
+            if agent in self._waking:
+                return False  # another caller is starting it
+            self.queue.discard(agent)
+            self._waking.add(agent)
+        try:
+            with self._lock(agent):
+                # Flagged awake only once its unit runs: until then the supervisor leaves it be.
+                self._start_units(agent, reason)
+                self._store.set_hibernated(agent, False, self._clock.now())
+        finally:
+            with self._gate:
+                self._waking.discard(agent)
+        return True
 
-    def _wake(self, agent: str, reason: str) -> bool:
-        now = self._clock.now()
-        if not self._store.set_hibernated(agent, False, now):
+    def _full(self, agent: str) -> bool:
+        """`max_awake` agents that sleep when idle are awake (always-on agents are not counted)."""
+        config = self._fleet.current().config
+        cap = config.max_awake
+        if cap is None or config.always_on_of(agent):
             return False
+        asleep = (self._store.hibernated_agents() - self._waking) | self._controls.stopped()
+        awake = sum(1 for name in config.agents if name not in asleep and not config.always_on_of(name))
+        return awake >= cap
+
+    def admit(self) -> list[str]:
+        """Wake the agents that wait, next first, while there is room. Returns those woken."""
+        agents = self._fleet.current().config.agents
+        woken = []
+        for queued in self.queue.snapshot():
+            if queued.agent not in agents:
+                self.queue.discard(queued.agent)
+                continue
+            if self.wake(queued.agent, queued.reason):
+                woken.append(queued.agent)
+            elif queued.agent in self.queue:
+                break  # no room left
+        return woken
+
+    def _start_units(self, agent: str, reason: str) -> None:
         started = []
         try:
             for unit in self._units(agent):
@@ -127,6 +202,5 @@ class Hibernation:
             self._events.publish(
                 EventType.AGENT_UNHEALTHY, agent=agent, reason=f"wake failed ({reason})", error=str(exc)
             )
-            return True
+            return
         self._events.publish(EventType.AGENT_STARTED, agent=agent, reason=f"wake: {reason}", units=started)
-        return True

@@ -28,6 +28,7 @@ from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.view import FleetView
 from orchestrator.loop_calls import call_in_loop
+from orchestrator.scheduler.admission import QueuedWake
 from orchestrator.scheduler.cadence import Cadence
 from orchestrator.scheduler.clock import Clock, SystemClock
 from orchestrator.scheduler.hibernation import Hibernation
@@ -94,7 +95,7 @@ class Scheduler:
         self.store = SchedulerStore(db)
         self.runs = RunStore(db)
         self._prechecks = Prechecks(inbox, paths, self.store, self.runs)
-        self._hibernation = Hibernation(fleet, backend, events, inbox, self.store, self.clock)
+        self._hibernation = Hibernation(fleet, backend, events, inbox, self.store, self.clock, controls)
         self._tick_lock = threading.Lock()
         self._task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Future[bool]] = set()
@@ -282,9 +283,7 @@ class Scheduler:
         if not checks.actionable:
             self._prechecks.commit(checks, fired=False)
             return self._finish(agent, trigger, at, started, "idle", detail=detail)
-        woke = self._hibernation.is_hibernated(agent) and self._hibernation.wake(
-            agent, "heartbeat found work"
-        )
+        woke = self._hibernation.is_hibernated(agent) and self.wake_for_work(agent, "heartbeat found work")
         item: InboxItem | None = None
         if checks.needs_heartbeat_item:
             item = self._inbox.put(
@@ -424,11 +423,28 @@ class Scheduler:
         return self._hibernation.is_hibernated(agent)
 
     def wake(self, agent: str, reason: str = "operator") -> bool:
-        """Start a hibernated agent (blocking backend call). False if it was not hibernated."""
-        woke = self._hibernation.wake(agent, reason)
+        """Start a hibernated agent now, for the operator who waits on it (blocking backend
+        call); not held back by `max_awake`. False if it was not hibernated."""
+        woke = self._hibernation.wake(agent, reason, capped=False)
         if woke:
             self._request_replan(agent)
         return woke
+
+    def wake_for_work(self, agent: str, reason: str) -> bool:
+        """The way to wake an agent for work it has or will have (an inbox item, a due job):
+        started now, or queued when `max_awake` agents are awake (the work waits in its inbox
+        meanwhile, and the agent is woken when a place frees). Blocking backend call; call it
+        off the event loop. True when the agent was asleep and has been started."""
+        woke = self._hibernation.wake(agent, reason)
+        if woke:
+            self._request_replan(agent)
+        elif agent in self._hibernation.queue:
+            self._request_replan(agent)  # the next pass makes room sooner for those waiting
+        return woke
+
+    def wake_queue(self) -> list[QueuedWake]:
+        """Agents with work waiting for a place among the awake ones, next first."""
+        return self._hibernation.queue.snapshot()
 
     def hibernate_idle(self, now: datetime | None = None) -> list[str]:
         hibernated, _ = self._hibernation.sweep(now or self.clock.now())
@@ -443,10 +459,10 @@ class Scheduler:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            self.wake(agent, reason)  # called from a worker thread: blocking here is fine
+            self.wake_for_work(agent, reason)  # called from a worker thread: blocking here is fine
             return
         # Called on the event loop (an async route): start the unit off the loop.
-        future = loop.run_in_executor(None, self.wake, agent, reason)
+        future = loop.run_in_executor(None, self.wake_for_work, agent, reason)
         self._background.add(future)
         future.add_done_callback(self._background.discard)
 

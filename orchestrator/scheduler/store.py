@@ -149,6 +149,26 @@ class SchedulerStore:
         rows = self._db.query("SELECT agent FROM heartbeat_state WHERE hibernated != 0")
         return frozenset(str(row["agent"]) for row in rows)
 
+    def idle_since(self) -> dict[str, tuple[datetime, bool]]:
+        """Every known agent's last activity and whether it sleeps, in one query: what a
+        hibernation pass over the whole fleet reads."""
+        rows = self._db.query("SELECT agent, last_activity, hibernated FROM heartbeat_state")
+        return {
+            str(row["agent"]): (datetime.fromisoformat(row["last_activity"]), bool(row["hibernated"]))
+            for row in rows
+        }
+
+    def put_to_sleep(self, agent: str, at: datetime) -> bool:
+        """Mark an agent whose unit was made but not started as asleep (its row made if new).
+        True when it was awake before."""
+        cursor = self._db.execute(
+            "INSERT INTO heartbeat_state(agent, last_activity, hibernated, hibernated_at) VALUES (?, ?, 1, ?)"
+            " ON CONFLICT(agent) DO UPDATE SET hibernated = 1, hibernated_at = excluded.hibernated_at"
+            " WHERE hibernated = 0",
+            (agent, iso(at), iso(at)),
+        )
+        return cursor.rowcount == 1
+
     def set_hibernated(self, agent: str, hibernated: bool, at: datetime) -> bool:
         """Flip the flag; True only for the caller that actually changed it (so one waker acts)."""
         cursor = self._db.execute(

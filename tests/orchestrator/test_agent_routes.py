@@ -304,14 +304,30 @@ def test_readiness_answers_as_soon_as_every_awake_agent_takes_messages(
 ) -> None:
     operator = {"authorization": f"Bearer {services.operator_token}"}
     now = httpx.get(f"{base_url}/api/v1/fleet/ready", headers=operator).json()
-    assert now == {"healthy": 0, "answering": 0, "total": 2, "problems": [], "warnings": []}
+    assert now == {
+        "healthy": 0,
+        "answering": 0,
+        "total": 2,
+        "asleep": 0,
+        "applying": False,
+        "problems": [],
+        "warnings": [],
+    }
 
     clients = [runtime_client(services, base_url, agent, tmp_path) for agent in ("alpha", "beta")]
     # Reported in, runtime not loaded yet: checked in, but not taking messages.
     for client in clients:
         client.checkin(CheckIn(state="starting", pid=1, uptime_s=0.1))
     starting = httpx.get(f"{base_url}/api/v1/fleet/ready", params={"wait": 0.5}, headers=operator, timeout=20)
-    assert starting.json() == {"healthy": 2, "answering": 0, "total": 2, "problems": [], "warnings": []}
+    assert starting.json() == {
+        "healthy": 2,
+        "answering": 0,
+        "total": 2,
+        "asleep": 0,
+        "applying": False,
+        "problems": [],
+        "warnings": [],
+    }
 
     def load_runtime_later() -> None:
         time.sleep(0.3)
@@ -322,7 +338,15 @@ def test_readiness_answers_as_soon_as_every_awake_agent_takes_messages(
     later.start()
     try:
         waited = httpx.get(f"{base_url}/api/v1/fleet/ready", params={"wait": 8}, headers=operator, timeout=20)
-        assert waited.json() == {"healthy": 2, "answering": 2, "total": 2, "problems": [], "warnings": []}
+        assert waited.json() == {
+            "healthy": 2,
+            "answering": 2,
+            "total": 2,
+            "asleep": 0,
+            "applying": False,
+            "problems": [],
+            "warnings": [],
+        }
     finally:
         later.join()
         for client in clients:
@@ -339,7 +363,15 @@ def test_an_agent_back_from_an_idle_release_still_takes_messages(
         clients[0].checkin(CheckIn(state="starting", pid=1, uptime_s=90.0, turns=3))
         clients[1].checkin(CheckIn(state="starting", pid=2, uptime_s=0.1))
         answer = httpx.get(f"{base_url}/api/v1/fleet/ready", headers=operator).json()
-        assert answer == {"healthy": 2, "answering": 1, "total": 2, "problems": [], "warnings": []}
+        assert answer == {
+            "healthy": 2,
+            "answering": 1,
+            "total": 2,
+            "asleep": 0,
+            "applying": False,
+            "problems": [],
+            "warnings": [],
+        }
     finally:
         for client in clients:
             client.close()
@@ -383,6 +415,8 @@ def test_readiness_leaves_out_hibernated_agents_and_reports_problems(
         "healthy": 0,
         "answering": 0,
         "total": 1,
+        "asleep": 1,
+        "applying": False,
         "problems": ["alpha: cannot start: no space left"],
         "warnings": [],
     }

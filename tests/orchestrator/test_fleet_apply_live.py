@@ -18,6 +18,8 @@ from orchestrator.testing.cli import fleet_status, free_port, run_flotilla, wait
 FLEET = """\
 version: 1
 fleet: live
+defaults:
+  always_on: true
 llm:
   models:
     test: {context_window: 16384}
@@ -184,10 +186,9 @@ def reloads(folder: Path, agent: str) -> int:
 def test_a_new_default_heartbeat_model_reaches_the_running_agents(live: Path) -> None:
     before = units(live)
     seen = {agent: reloads(live, agent) for agent in ("alpha", "beta")}
-    with_model = (
-        FLEET.replace("llm:\n", "llm:\n  providers:\n    local: {base_url: 'http://127.0.0.1:9/v1'}\n")
-        + "defaults:\n  heartbeat_model: local:small\n"
-    )
+    with_model = FLEET.replace(
+        "llm:\n", "llm:\n  providers:\n    local: {base_url: 'http://127.0.0.1:9/v1'}\n"
+    ).replace("defaults:\n", "defaults:\n  heartbeat_model: local:small\n")
     (live / "fleet.yaml").write_text(with_model)
     try:
         applied = run_flotilla(live, "apply")

@@ -20,6 +20,8 @@ from orchestrator.testing.cli import fleet_status, free_port, run_flotilla, wait
 FLEET = """\
 version: 1
 fleet: proc
+defaults:
+  always_on: true
 agents:
   alpha:
     role: first
@@ -158,7 +160,7 @@ def test_commands_without_a_running_orchestrator_say_how_to_start_it(tmp_path: P
 def test_a_hibernated_agent_is_woken_to_answer_the_operators_memory_command(tmp_path: Path) -> None:
     """Memory lives in the agent's own storage: asking for it wakes a hibernated agent."""
     (tmp_path / "fleet.yaml").write_text(
-        "version: 1\nfleet: sleepy\nagents:\n  dozer:\n    role: sleeps\n    hibernate_after: 2s\n"
+        "version: 1\nfleet: sleepy\nagents:\n  dozer:\n    role: sleeps\n    hibernate_after: 1m\n"
     )
     try:
         started = run_flotilla(tmp_path, "up", "-d", "--runtime", "process", "--port", str(free_port()))

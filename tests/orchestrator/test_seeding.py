@@ -16,6 +16,8 @@ from orchestrator.testing.cli import free_port, run_flotilla
 FLEET = """\
 version: 1
 fleet: seeds
+defaults:
+  always_on: true
 agents:
   scribe:
     role: keeps the minutes

@@ -50,10 +50,10 @@ async def fleet_ready(
     return readiness
 
 
-def _readiness_inputs(services: Services) -> tuple[int, int]:
+def _readiness_inputs(services: Services) -> tuple[int, int, bool]:
     """What changes when the readiness may have: a check-in, a start, a new problem. Comparing
     them every 20 ms costs nothing, where working the answer out for 50 agents does."""
-    return services.health.changes, len(services.manager.problems)
+    return services.health.changes, len(services.manager.problems), services.manager.applying
 
 
 @router.get("/fleet")

@@ -4,11 +4,15 @@ check-ins, inboxes, holds, spend), read by the fleet routes and by `flotilla up`
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
 from orchestrator.backends.base import UnitInfo
+from orchestrator.broker.inbox import queue_depths
+from orchestrator.scheduler.admission import QueuedWake
 from orchestrator.services import Services
 
 
@@ -24,6 +28,10 @@ class AgentStatus(BaseModel):
     spend_today_usd: float
     pending: int
     hibernated: bool
+    always_on: bool = Field(default=False, description="Started by `up` and never hibernated")
+    wake_position: int | None = Field(
+        default=None, description="Its place in the queue of agents with work waiting to be woken"
+    )
     held: str | None = Field(default=None, description="stopped or paused by the operator")
     unit_id: str | None
     node: str | None = None
@@ -45,13 +53,17 @@ class FleetReadiness(BaseModel):
         default=0, description="Agents whose runtime is loaded: they take a message from their inbox"
     )
     total: int = Field(description="Agents that should be running (hibernated ones are not counted)")
+    asleep: int = Field(default=0, description="Agents asleep until they have work")
+    applying: bool = Field(
+        default=False, description="fleet.yaml is being applied: units are still being made"
+    )
     problems: list[str] = Field(default_factory=list, description="What the last apply could not do")
     warnings: list[str] = Field(default_factory=list, description="Boundaries that are not enforced")
 
     @property
     def settled(self) -> bool:
         """Every agent takes messages, or something went wrong that waiting will not fix."""
-        return self.answering >= self.total or bool(self.problems)
+        return (self.answering >= self.total and not self.applying) or bool(self.problems)
 
 
 class FleetStatus(BaseModel):
@@ -61,6 +73,11 @@ class FleetStatus(BaseModel):
     agents: list[AgentStatus]
     warnings: list[str] = Field(default_factory=list, description="Boundaries that are not enforced")
     problems: list[str] = Field(default_factory=list, description="What the last apply could not do")
+    awake: int = Field(default=0, description="Agents whose unit runs")
+    max_awake: int | None = Field(default=None, description="The cap on awake agents (null: none)")
+    wake_queue: list[QueuedWake] = Field(
+        default_factory=list, description="Agents with work waiting for a place among the awake, next first"
+    )
 
 
 def _health(services: Services, agent: str, unit: UnitInfo | None) -> str:
@@ -73,26 +90,54 @@ def _health(services: Services, agent: str, unit: UnitInfo | None) -> str:
     return "starting"
 
 
-def agent_status(services: Services, agent: str, unit: UnitInfo | None, spent_today: float) -> AgentStatus:
+@dataclass(frozen=True)
+class FleetFacts:
+    """What the status of every agent needs, read once for the whole fleet: a handful of queries
+    whatever the number of agents, where one agent's status alone would take several."""
+
+    units: dict[str, UnitInfo]
+    spent_today: dict[str, float]
+    restarts: dict[str, int]
+    depths: Counter[tuple[str, str]]
+    hibernated: frozenset[str]
+    waiting: dict[str, int]
+
+    @classmethod
+    def read(cls, services: Services) -> FleetFacts:
+        return cls(
+            units=services.manager.units_by_agent(),
+            spent_today=services.gateway.spent_today(),
+            restarts=services.supervisor.all_restarts(),
+            depths=queue_depths(services.db),
+            hibernated=services.scheduler.store.hibernated_agents(),
+            waiting={queued.agent: queued.position for queued in services.scheduler.wake_queue()},
+        )
+
+
+def agent_status(services: Services, agent: str, facts: FleetFacts) -> AgentStatus:
+    unit = facts.units.get(agent)
     sighting = services.health.last(agent)
     checkin = sighting.checkin if sighting and unit and unit.state == "running" else None
     uptime = None
     if unit and unit.state == "running" and unit.started_at:
         uptime = (datetime.now(UTC) - unit.started_at).total_seconds()
     context = checkin.context if checkin else None
+    config = services.fleet.config
     return AgentStatus(
         name=agent,
-        role=services.fleet.config.agents[agent].role,
-        model=services.fleet.config.model_of(agent),
+        role=config.agents[agent].role,
+        model=config.model_of(agent),
         state=unit.state if unit else "missing",
         health=_health(services, agent, unit),
-        restarts=services.supervisor.restarts(agent),
+        restarts=facts.restarts.get(agent, 0),
         uptime_s=uptime,
         memory_bytes=checkin.rss_bytes if checkin else None,
-        spend_today_usd=spent_today,
-        pending=services.inbox.pending(agent),
-        dead_letters=services.inbox.dead_count(agent),
-        hibernated=services.scheduler.is_hibernated(agent),
+        spend_today_usd=facts.spent_today.get(agent, 0.0),
+        pending=facts.depths[(agent, "queued")] + facts.depths[(agent, "claimed")],
+        dead_letters=facts.depths[(agent, "dead")],
+        hibernated=agent in facts.hibernated,
+        always_on=config.always_on_of(agent),
+        wake_position=facts.waiting.get(agent),
         held=services.controls.hold_of(agent),
         unit_id=unit.id if unit else None,
         node=unit.node if unit else None,
@@ -101,7 +146,7 @@ def agent_status(services: Services, agent: str, unit: UnitInfo | None, spent_to
         tokenizer=context.tokenizer if context else None,
         memory_mode=checkin.memory_mode if checkin else None,
         memory_problem=checkin.memory_problem if checkin else None,
-        embedding_model=services.fleet.config.embedding_model(),
+        embedding_model=config.embedding_model(),
         busy=checkin.state == "busy" if checkin else False,
     )
 
@@ -112,18 +157,18 @@ def fleet_warnings(services: Services) -> list[str]:
 
 
 def fleet_status_of(services: Services) -> FleetStatus:
-    units = services.manager.units_by_agent()
-    spent = {costs.agent: costs.today_usd for costs in services.gateway.costs().agents}
+    facts = FleetFacts.read(services)
+    agents = [agent_status(services, name, facts) for name in services.fleet.config.agents]
     return FleetStatus(
         fleet=services.fleet.name,
         runtime=services.backend.name,
         isolation=services.backend.isolation,
         problems=services.manager.problems,
         warnings=fleet_warnings(services),
-        agents=[
-            agent_status(services, name, units.get(name), spent.get(name, 0.0))
-            for name in services.fleet.config.agents
-        ],
+        agents=agents,
+        awake=sum(1 for agent in agents if agent.state == "running"),
+        max_awake=services.fleet.config.max_awake,
+        wake_queue=services.scheduler.wake_queue(),
     )
 
 
@@ -143,9 +188,12 @@ def _answering(services: Services, agent: str) -> bool:
 
 def fleet_readiness(services: Services) -> FleetReadiness:
     """From the agents' check-ins alone: no runtime call, cheap enough to ask every 20 ms."""
-    hibernated = services.manager.hibernated() | services.controls.stopped()
+    asleep = services.manager.hibernated()
+    hibernated = asleep | services.controls.stopped()
     awake = [agent for agent in services.fleet.config.agents if agent not in hibernated]
     return FleetReadiness(
+        asleep=len(asleep),
+        applying=services.manager.applying,
         healthy=sum(1 for agent in awake if services.health.is_checking_in(agent)),
         answering=sum(1 for agent in awake if _answering(services, agent)),
         total=len(awake),

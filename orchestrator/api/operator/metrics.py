@@ -32,7 +32,13 @@ def _registry(request: Request, services: Services) -> CollectorRegistry:
     """One registry per app: its collector keeps incremental counters between scrapes."""
     registry: CollectorRegistry | None = getattr(request.app.state, _REGISTRY_ATTR, None)
     if registry is None:
-        registry = build_registry(services.db, services.fleet_view, services.health)
+        scheduler = services.scheduler
+        registry = build_registry(
+            services.db,
+            services.fleet_view,
+            services.health,
+            lambda: [queued.agent for queued in scheduler.wake_queue()],
+        )
         setattr(request.app.state, _REGISTRY_ATTR, registry)
     return registry
 

@@ -234,14 +234,21 @@
       tile("agents running", error ? "–" : `${running} / ${rows.length}`),
       tile("need attention", error ? "–" : String(trouble), trouble ? "tile-bad" : ""),
       tile("spend today", error ? "–" : money(sum("spend_today_usd"))),
-      tile("pending items", error ? "–" : String(sum("pending")))
+      tile("pending items", error ? "–" : String(sum("pending"))),
+      tile("waiting to wake", error ? "–" : String(rows.filter((r) => r.wake_position).length))
     );
+  }
+
+  // A sleeping agent with work beyond max_awake waits its turn: its place in the queue shows.
+  function stateBadge(r) {
+    const state = r.hibernated ? "hibernated" : r.state;
+    return r.wake_position ? h("span", {}, badge(state), ` waits to wake (#${r.wake_position})`) : badge(state);
   }
 
   const FLEET_COLUMNS = [
     { title: "Agent", cell: (r) => h("a", { href: `#/agent/${enc(r.name)}`, class: "agent-link" }, r.name) },
     { title: "Role", opt: true, cell: (r) => h("span", { class: "muted" }, r.role || "") },
-    { title: "State", cell: (r) => (r.state === undefined ? h("span", { class: "unavailable" }, "unavailable") : badge(r.hibernated ? "hibernated" : r.state)) },
+    { title: "State", cell: (r) => (r.state === undefined ? h("span", { class: "unavailable" }, "unavailable") : stateBadge(r)) },
     { title: "Health", cell: (r) => (r.health === undefined ? "–" : badge(r.health)) },
     { title: "Restarts", num: true, opt: true, cell: (r) => r.restarts ?? "–" },
     { title: "Uptime", num: true, opt: true, cell: (r) => duration(r.uptime_s) },

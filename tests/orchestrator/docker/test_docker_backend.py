@@ -358,6 +358,24 @@ def test_recreate_replaces_our_own_container(
 
 
 @pytest.mark.docker
+def test_units_of_some_agents_are_listed_by_name(
+    backend: DockerBackend, fleet: str, agent_image: ImageBuildResult, tmp_path: Path
+) -> None:
+    backend.prepare_fleet(fleet)
+    made = {
+        agent: backend.create(make_spec(fleet, agent, agent_image.tag, tmp_path, "http://127.0.0.1:9")).id
+        for agent in ("scout", "scout-2", "ranger")
+    }
+    listed = backend.list_agents(fleet, ["scout", "ranger"])
+    assert sorted((unit.agent, unit.id) for unit in listed) == [
+        ("ranger", made["ranger"]),
+        ("scout", made["scout"]),
+    ]
+    assert backend.list_agents(fleet, []) == []
+    assert backend.list_agents(fleet + "-other", ["scout"]) == []
+
+
+@pytest.mark.docker
 def test_down_removes_only_labelled_containers_and_our_network(
     docker_client: Any, backend: DockerBackend, fleet: str, agent_image: ImageBuildResult, tmp_path: Path
 ) -> None:

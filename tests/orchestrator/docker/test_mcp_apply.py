@@ -19,6 +19,8 @@ BEFORE = """\
 version: 1
 fleet: {name}
 runtime: docker
+defaults:
+  always_on: true
 agents:
   clock:
     role: tells the time

@@ -25,6 +25,8 @@ FLEET = """\
 version: 1
 fleet: {name}
 runtime: docker
+defaults:
+  always_on: true
 agents:
   finder:
     role: finds harbour documents

@@ -20,6 +20,8 @@ FLEET = """\
 version: 1
 fleet: {name}
 runtime: docker
+defaults:
+  always_on: true
 agents:
   clock:
     role: tells the time

@@ -116,7 +116,8 @@ def fleet(
     name = f"flt-test-boundary-{secrets.token_hex(3)}"
     folder = tmp_path_factory.mktemp("boundary")
     (folder / "fleet.yaml").write_text(
-        f"version: 1\nfleet: {name}\nagents:\n  {AGENT}:\n    role: an agent that plays the attacker\n"
+        f"version: 1\nfleet: {name}\ndefaults:\n  always_on: true\nagents:\n"
+        f"  {AGENT}:\n    role: an agent that plays the attacker\n"
     )
     running = Fleet(name, folder)
     try:

@@ -24,6 +24,8 @@ from orchestrator.wiring import build_services
 FLEET = """\
 version: 1
 fleet: attention
+defaults:
+  always_on: true
 budget:
   monthly_usd: 50
 agents:
