@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agent_runtime.jobs_due import MAINTENANCE_EVERY_S, MAINTENANCE_SINCE_KEY
 from agent_runtime.memory.consolidation import ConsolidationJob
 from agent_runtime.memory.extraction import ExtractionJob
 from agent_runtime.memory.jobs import (
@@ -108,10 +109,10 @@ def list_runs(store: MemoryStore, job: str | None = None, limit: int = 50) -> li
 
 
 DEFAULT_SCHEDULES: dict[str, JobSchedule] = {
-    "extraction": JobSchedule(every_s=3600, after_turns=20),
-    "consolidation": JobSchedule(every_s=6 * 3600, after_turns=60),
-    "review": JobSchedule(every_s=24 * 3600, after_turns=200, time_limit_s=120),
-    "decay": JobSchedule(every_s=24 * 3600, time_limit_s=60),
+    "extraction": JobSchedule(every_s=MAINTENANCE_EVERY_S["extraction"], after_turns=20),
+    "consolidation": JobSchedule(every_s=MAINTENANCE_EVERY_S["consolidation"], after_turns=60),
+    "review": JobSchedule(every_s=MAINTENANCE_EVERY_S["review"], after_turns=200, time_limit_s=120),
+    "decay": JobSchedule(every_s=MAINTENANCE_EVERY_S["decay"], time_limit_s=60),
 }
 
 
@@ -153,9 +154,22 @@ class MaintenanceRunner:
         self.model = model
         self.jobs = {job.name: job for job in (jobs if jobs is not None else default_jobs())}
         self._now = clock or (lambda: datetime.now(UTC))
-        self._started_at = self._now()
+        self._started_at = self._since()
         self._lock = threading.Lock()
         self._threads: dict[str, threading.Thread] = {}
+
+    def _since(self) -> datetime:
+        """When a runner first saw this store: a job that never ran counts from then, across
+        restarts (`jobs_due`)."""
+        rows = self.store.query("SELECT value FROM meta WHERE key = ?", (MAINTENANCE_SINCE_KEY,))
+        if rows:
+            return parse_time(str(rows[0][0]))
+        now = self._now()
+        with self.store.transaction() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", (MAINTENANCE_SINCE_KEY, iso(now))
+            )
+        return now
 
     # Triggers
 
