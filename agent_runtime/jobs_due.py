@@ -29,6 +29,7 @@ MAINTENANCE_EVERY_S: dict[str, float] = {
     "consolidation": 6 * 3600.0,
     "review": 24 * 3600.0,
     "decay": 24 * 3600.0,
+    "rotation": 24 * 3600.0,
 }
 
 

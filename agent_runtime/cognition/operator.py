@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from agent_runtime.memory.store import MemoryStore
 
 Family = Literal["maintenance", "cognition"]
-MAINTENANCE_JOBS = ("extraction", "consolidation", "review", "decay")
+MAINTENANCE_JOBS = ("extraction", "consolidation", "review", "decay", "rotation")
 
 
 class UnknownJob(LookupError):

@@ -6,7 +6,8 @@ Jobs (each writes only its own artifact):
 - `consolidation`: keeps MEMORY.md tidy and under its cap -> workspace/MEMORY.md;
 - `review`: flags stale, unsupported or contradicted entries -> review_items in memory.db,
   which the other two read;
-- `decay`: one pass of salience decay -> facts.salience in memory.db.
+- `decay`: one pass of salience decay -> facts.salience in memory.db;
+- `rotation`: the turn log kept bounded (old days compacted, then kept as episodes) -> history/.
 
 A job (`agent_runtime.memory.jobs`) runs in two steps: `plan` reads its inputs and does the
 slow work (a model call, the embeddings) without writing anything; the returned `JobPlan.write`
@@ -46,6 +47,7 @@ from agent_runtime.memory.jobs import (
 )
 from agent_runtime.memory.records import iso, parse_time
 from agent_runtime.memory.review import ReviewJob
+from agent_runtime.memory.rotation import RotationJob
 from agent_runtime.memory.store import MemoryStore
 from agent_runtime.memory.turns import Position, count_exchanges, iter_turns
 
@@ -113,6 +115,7 @@ DEFAULT_SCHEDULES: dict[str, JobSchedule] = {
     "consolidation": JobSchedule(every_s=MAINTENANCE_EVERY_S["consolidation"], after_turns=60),
     "review": JobSchedule(every_s=MAINTENANCE_EVERY_S["review"], after_turns=200, time_limit_s=120),
     "decay": JobSchedule(every_s=MAINTENANCE_EVERY_S["decay"], time_limit_s=60),
+    "rotation": JobSchedule(every_s=MAINTENANCE_EVERY_S["rotation"], time_limit_s=120),
 }
 
 
@@ -123,6 +126,7 @@ def default_jobs(schedules: dict[str, JobSchedule] | None = None) -> list[Job]:
         ConsolidationJob(chosen["consolidation"]),
         ReviewJob(chosen["review"]),
         DecayJob(chosen["decay"]),
+        RotationJob(chosen["rotation"]),
     ]
 
 
