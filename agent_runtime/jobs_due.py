@@ -16,6 +16,7 @@ import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
+from typing import Any
 
 from agent_runtime.cognition.files import JOB_NAMES, CognitionFiles
 from agent_runtime.context_settings import ContextSettings, ContextStrategy
@@ -31,6 +32,18 @@ MAINTENANCE_EVERY_S: dict[str, float] = {
     "decay": 24 * 3600.0,
     "rotation": 24 * 3600.0,
 }
+
+
+def _driver() -> Any:
+    """The SQLite library the memory store uses (`memory.sqlite`): two libraries mapping the
+    same WAL file in one process break each other's locks and mappings."""
+    if hasattr(sqlite3.Connection, "enable_load_extension"):
+        return sqlite3
+    try:
+        import pysqlite3.dbapi2 as bundled
+    except ImportError:
+        return sqlite3
+    return bundled
 
 
 @dataclass(frozen=True)
@@ -98,7 +111,7 @@ def maintenance_due(data_dir: Path, every_s: dict[str, float] | None = None) -> 
         return []
     intervals = every_s or MAINTENANCE_EVERY_S
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        conn = _driver().connect(f"file:{path}?mode=ro", uri=True, timeout=5)
         try:
             since_row = conn.execute(
                 "SELECT value FROM meta WHERE key = ?", (MAINTENANCE_SINCE_KEY,)
@@ -106,7 +119,7 @@ def maintenance_due(data_dir: Path, every_s: dict[str, float] | None = None) -> 
             starts = dict(conn.execute("SELECT job, MAX(started_at) FROM job_runs GROUP BY job").fetchall())
         finally:
             conn.close()
-    except sqlite3.Error:
+    except (sqlite3.Error, _driver().Error):
         return []
     since = parse_time(str(since_row[0])) if since_row else None
     found = []
