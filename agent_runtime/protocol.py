@@ -208,6 +208,11 @@ class CheckIn(WireModel):
     memory_problem: str | None = Field(
         default=None, description="memory.db was damaged at start: what was wrong and where it was kept"
     )
+    memory_due_at: datetime | None = Field(
+        default=None,
+        description="When the agent's next memory job is due by its schedule: the orchestrator wakes a "
+        "hibernated agent for it",
+    )
     protocol: int = PROTOCOL_VERSION
 
 
@@ -523,9 +528,18 @@ class MemoryJobCheckpoint(WireModel):
     value: dict[str, Any] = Field(default_factory=dict)
 
 
+class MemoryJobDue(WireModel):
+    job: str
+    family: Literal["maintenance", "cognition"]
+    next_due: datetime = Field(description="When its schedule runs it next (UTC); past: at the next check")
+
+
 class MemoryJobs(WireModel):
     strategy: ContextStrategy
     jobs: list[str] = Field(description="The jobs `memory run` accepts")
+    due: list[MemoryJobDue] = Field(
+        default_factory=list, description="Each job's next scheduled run, soonest first"
+    )
     checkpoints: list[MemoryJobCheckpoint] = Field(default_factory=list)
     runs: list[MemoryJobRun] = Field(default_factory=list, description="Newest first")
 

@@ -35,6 +35,7 @@ TABLE_OWNERS: dict[str, frozenset[str]] = {
     "heartbeat_state": frozenset({"orchestrator.scheduler.store"}),
     # The broker's message log joins the inbox it delivers into, to show what became of each
     # delivery: the broker owns both tables, in two modules.
+    "memory_due": frozenset({"orchestrator.scheduler.memory_due"}),
     "inbox": frozenset({"orchestrator.broker.inbox", "orchestrator.broker.messages"}),
     "notifications": frozenset({"orchestrator.channels.store"}),
     "principal_tokens": frozenset({"orchestrator.control.auth"}),

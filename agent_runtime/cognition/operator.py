@@ -8,13 +8,16 @@ maintenance job otherwise.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from agent_runtime.cognition.files import JOB_NAMES, CognitionFiles, CognitionRun
 from agent_runtime.protocol import (
+    ContextSettings,
     ContextStrategy,
     MemoryJobCheckpoint,
+    MemoryJobDue,
     MemoryJobRun,
     MemoryJobs,
 )
@@ -26,7 +29,7 @@ if TYPE_CHECKING:
     from agent_runtime.memory.store import MemoryStore
 
 Family = Literal["maintenance", "cognition"]
-MAINTENANCE_JOBS = ("extraction", "consolidation", "review", "decay")
+MAINTENANCE_JOBS = ("extraction", "consolidation", "review", "decay", "rotation")
 
 
 class UnknownJob(LookupError):
@@ -76,9 +79,19 @@ def _job_run_view(
     )
 
 
-def memory_jobs(store: MemoryStore, data_dir: Path, strategy: ContextStrategy, limit: int = 50) -> MemoryJobs:
+def memory_jobs(store: MemoryStore, data_dir: Path, settings: ContextSettings, limit: int = 50) -> MemoryJobs:
+    from agent_runtime.jobs_due import jobs_due
     from agent_runtime.memory.maintenance import list_runs, load_checkpoint
 
+    strategy = settings.strategy
+    due = [
+        MemoryJobDue(
+            job=found.job,
+            family="cognition" if found.family == "cognition" else "maintenance",
+            next_due=found.next_due,
+        )
+        for found in jobs_due(data_dir, settings, datetime.now(UTC))
+    ]
     files = CognitionFiles(data_dir)
     runs = [maintenance_view(run) for run in list_runs(store, None, limit)]
     runs += [cognition_view(run) for run in files.runs(None, limit)]
@@ -93,7 +106,9 @@ def memory_jobs(store: MemoryStore, data_dir: Path, strategy: ContextStrategy, l
         for job in JOB_NAMES
         if (value := files.checkpoint(job))
     ]
-    return MemoryJobs(strategy=strategy, jobs=job_names(strategy), checkpoints=checkpoints, runs=runs[:limit])
+    return MemoryJobs(
+        strategy=strategy, jobs=job_names(strategy), due=due, checkpoints=checkpoints, runs=runs[:limit]
+    )
 
 
 def run_job(

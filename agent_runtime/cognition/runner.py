@@ -12,11 +12,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 from agent_runtime.cognition.files import JOB_NAMES, CognitionFiles, CognitionRun, RunOutcome
 from agent_runtime.cognition.jobs import JOBS, Complete, JobInput, read_after
+from agent_runtime.jobs_due import cognition_since, next_slot, parse_time
 from agent_runtime.memory.turns import Position, count_exchanges
 from agent_runtime.protocol import CognitionJobSettings, ContextSettings
 
@@ -42,7 +43,8 @@ class CognitionRunner:
         self.agent_model = agent_model
         self.model_call = model_call
         self._now = clock or (lambda: datetime.now(UTC))
-        self._started_at = self._now()
+        # A job that never ran counts from when a runner first saw this storage, across restarts.
+        self._started_at = cognition_since(self.files, self._now()) or self._now()
         self._lock = threading.Lock()
         self._run_lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -64,17 +66,12 @@ class CognitionRunner:
         return count_exchanges(self.files.history_dir, mark, limit)
 
     def _scheduled(self, job: str, now: datetime) -> bool:
-        """A time of day of the job has passed since its last run (never run: since start-up)."""
+        """A time of day of the job has come since its last run (never run: since this storage
+        was first seen)."""
         last_raw = self.files.checkpoint(job).get("ran_at")
-        last = datetime.fromisoformat(last_raw) if isinstance(last_raw, str) else self._started_at
-        for slot in self.job_settings(job).at:
-            hour, minute = (int(part) for part in slot.split(":"))
-            moment = datetime.combine(now.date(), time(hour, minute), UTC)
-            if moment > now:
-                moment -= timedelta(days=1)
-            if last < moment <= now:
-                return True
-        return False
+        last = parse_time(last_raw) if isinstance(last_raw, str) else self._started_at
+        slot = next_slot(list(self.job_settings(job).at), last)
+        return slot is not None and slot <= now
 
     def due(self) -> list[tuple[str, str]]:
         now = self._now()
@@ -102,6 +99,11 @@ class CognitionRunner:
             )
             self._thread.start()
         return [job for job, _ in due]
+
+    def busy(self) -> bool:
+        """True while a round of jobs runs in the background."""
+        thread = self._thread
+        return thread is not None and thread.is_alive()
 
     def wait(self, timeout_s: float | None = None) -> None:
         thread = self._thread

@@ -6,7 +6,8 @@ Jobs (each writes only its own artifact):
 - `consolidation`: keeps MEMORY.md tidy and under its cap -> workspace/MEMORY.md;
 - `review`: flags stale, unsupported or contradicted entries -> review_items in memory.db,
   which the other two read;
-- `decay`: one pass of salience decay -> facts.salience in memory.db.
+- `decay`: one pass of salience decay -> facts.salience in memory.db;
+- `rotation`: the turn log kept bounded (old days compacted, then kept as episodes) -> history/.
 
 A job (`agent_runtime.memory.jobs`) runs in two steps: `plan` reads its inputs and does the
 slow work (a model call, the embeddings) without writing anything; the returned `JobPlan.write`
@@ -30,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agent_runtime.jobs_due import MAINTENANCE_EVERY_S, MAINTENANCE_SINCE_KEY
 from agent_runtime.memory.consolidation import ConsolidationJob
 from agent_runtime.memory.extraction import ExtractionJob
 from agent_runtime.memory.jobs import (
@@ -45,6 +47,7 @@ from agent_runtime.memory.jobs import (
 )
 from agent_runtime.memory.records import iso, parse_time
 from agent_runtime.memory.review import ReviewJob
+from agent_runtime.memory.rotation import RotationJob
 from agent_runtime.memory.store import MemoryStore
 from agent_runtime.memory.turns import Position, count_exchanges, iter_turns
 
@@ -108,10 +111,11 @@ def list_runs(store: MemoryStore, job: str | None = None, limit: int = 50) -> li
 
 
 DEFAULT_SCHEDULES: dict[str, JobSchedule] = {
-    "extraction": JobSchedule(every_s=3600, after_turns=20),
-    "consolidation": JobSchedule(every_s=6 * 3600, after_turns=60),
-    "review": JobSchedule(every_s=24 * 3600, after_turns=200, time_limit_s=120),
-    "decay": JobSchedule(every_s=24 * 3600, time_limit_s=60),
+    "extraction": JobSchedule(every_s=MAINTENANCE_EVERY_S["extraction"], after_turns=20),
+    "consolidation": JobSchedule(every_s=MAINTENANCE_EVERY_S["consolidation"], after_turns=60),
+    "review": JobSchedule(every_s=MAINTENANCE_EVERY_S["review"], after_turns=200, time_limit_s=120),
+    "decay": JobSchedule(every_s=MAINTENANCE_EVERY_S["decay"], time_limit_s=60),
+    "rotation": JobSchedule(every_s=MAINTENANCE_EVERY_S["rotation"], time_limit_s=120),
 }
 
 
@@ -122,6 +126,7 @@ def default_jobs(schedules: dict[str, JobSchedule] | None = None) -> list[Job]:
         ConsolidationJob(chosen["consolidation"]),
         ReviewJob(chosen["review"]),
         DecayJob(chosen["decay"]),
+        RotationJob(chosen["rotation"]),
     ]
 
 
@@ -153,9 +158,22 @@ class MaintenanceRunner:
         self.model = model
         self.jobs = {job.name: job for job in (jobs if jobs is not None else default_jobs())}
         self._now = clock or (lambda: datetime.now(UTC))
-        self._started_at = self._now()
+        self._started_at = self._since()
         self._lock = threading.Lock()
         self._threads: dict[str, threading.Thread] = {}
+
+    def _since(self) -> datetime:
+        """When a runner first saw this store: a job that never ran counts from then, across
+        restarts (`jobs_due`)."""
+        rows = self.store.query("SELECT value FROM meta WHERE key = ?", (MAINTENANCE_SINCE_KEY,))
+        if rows:
+            return parse_time(str(rows[0][0]))
+        now = self._now()
+        with self.store.transaction() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", (MAINTENANCE_SINCE_KEY, iso(now))
+            )
+        return now
 
     # Triggers
 

@@ -568,15 +568,22 @@ class MemoryStore:
     # Episodes
 
     def add_episode(
-        self, start: str | datetime, end: str | datetime, turn_ids: Sequence[str], summary: str
+        self,
+        start: str | datetime,
+        end: str | datetime,
+        turn_ids: Sequence[str],
+        summary: str,
+        *,
+        embed: bool = True,
     ) -> Episode:
-        """Store the summary of a compacted stretch of history (called after each compaction)."""
+        """Store the summary of a compacted stretch of history (called after each compaction).
+        `embed=False` (inside a transaction: no network call) leaves its vector to the backfill."""
         text = redact(summary).text.strip()
         if not text:
             raise MemoryInputError("episode summary is empty")
         start_text = iso(start) if isinstance(start, datetime) else str(start)
         end_text = iso(end) if isinstance(end, datetime) else str(end)
-        found = self.embeddings.embed([text])
+        found = self.embeddings.embed([text]) if embed else None
         with self.transaction() as conn:
             episode_id = episodes.insert(
                 conn,

@@ -14,6 +14,7 @@ import os
 import sys
 import threading
 import time
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -66,6 +67,7 @@ class AgentProcess:
         self._config_stale = threading.Event()
         self._worker: Worker | None = None
         self._last_work = time.monotonic()
+        self._next_due_check = 0.0
         self.crashed = False
 
     def request_stop(self) -> None:
@@ -182,9 +184,18 @@ class AgentProcess:
         last_maintenance = time.monotonic()
         while not self.stopping.is_set():
             if self._worker is not None and time.monotonic() - last_maintenance >= MAINTENANCE_EVERY_S:
-                # Only an agent that has worked has memory to maintain; an idle one stays small.
                 last_maintenance = time.monotonic()
                 self._worker.maintain()
+                self._note_memory_due()
+            elif self._worker is None and time.monotonic() >= self._next_due_check:
+                # An idle agent stays small: it reads when its jobs are due, and starts its
+                # worker (which runs them) only when one is.
+                self._next_due_check = time.monotonic() + MAINTENANCE_EVERY_S
+                if self._memory_jobs_due():
+                    log.info("memory jobs due by their schedule: running them")
+                    self._last_work = time.monotonic()
+                    self.worker().maintain()
+                    self._note_memory_due()
             if self._should_release():
                 self.release()
             if self._config_stale.is_set():
@@ -207,6 +218,26 @@ class AgentProcess:
             if item is None or self.stopping.is_set():
                 continue
             self._handle(item)
+
+    def _memory_jobs_due(self) -> bool:
+        """True when a memory job is due by its schedule now; notes the next due time for the
+        check-ins either way (the orchestrator wakes a hibernated agent then)."""
+        due_at = self._note_memory_due()
+        return due_at is not None and due_at <= datetime.now(UTC)
+
+    def _note_memory_due(self) -> datetime | None:
+        from agent_runtime.jobs_due import next_due_at
+
+        config = self.config
+        if config is None:
+            return None
+        try:
+            due_at = next_due_at(self.settings.data_dir, config.context, datetime.now(UTC))
+        except (OSError, ValueError) as failed:
+            log.warning("when the memory jobs are due could not be read: %s", failed)
+            return None
+        self.state.set_memory_due(due_at)
+        return due_at
 
     def _poll_wait_s(self) -> float:
         """The long-poll's length, cut short so that an idle release happens on time."""

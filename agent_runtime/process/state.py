@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from datetime import datetime
 from typing import Literal
 
 from agent_runtime.protocol import CheckIn, ContextStatus
@@ -41,6 +42,7 @@ class RuntimeState:
         self.context: ContextStatus | None = None
         self.memory_mode: MemoryMode = "unknown"
         self.memory_problem: str | None = None
+        self.memory_due_at: datetime | None = None
 
     def set_state(self, state: ProcessState, current_item: str | None = None) -> None:
         with self._lock:
@@ -55,6 +57,10 @@ class RuntimeState:
     def set_context(self, status: ContextStatus) -> None:
         with self._lock:
             self.context = status
+
+    def set_memory_due(self, at: datetime | None) -> None:
+        with self._lock:
+            self.memory_due_at = at
 
     def set_memory_mode(self, mode: MemoryMode) -> None:
         with self._lock:
@@ -77,6 +83,7 @@ class RuntimeState:
                 context=self.context,
                 memory_mode=self.memory_mode,
                 memory_problem=self.memory_problem,
+                memory_due_at=self.memory_due_at,
             )
 
 

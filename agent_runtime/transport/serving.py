@@ -234,7 +234,7 @@ class AgentService:
         settings = config.context if config is not None else ContextSettings()
         data_dir = self.settings.data_dir
         if op == AgentOp.MEMORY_JOBS:
-            return memory_jobs(store, data_dir, settings.strategy).model_dump(mode="json")
+            return memory_jobs(store, data_dir, settings).model_dump(mode="json")
         family, job = resolve(str(body.get("job", "")), settings.strategy)
         running = self._job_runners() if self._job_runners is not None else None
         maintenance, cognition = running if running is not None else (None, None)

@@ -392,9 +392,11 @@ class Worker:
             self._forgotten_in_item.extend(texts)
 
     def busy_in_background(self) -> bool:
-        """True while a memory maintenance job is still running."""
+        """True while a memory job (maintenance or the checkpoint strategy's) is still running."""
         runner = self.memory.maintenance
-        return runner is not None and any(runner.running(name) for name in runner.jobs)
+        if runner is not None and any(runner.running(name) for name in runner.jobs):
+            return True
+        return self.cognition is not None and self.cognition.busy()
 
     def maintain(self) -> None:
         """Start due memory maintenance jobs (background threads); called after items and when idle."""

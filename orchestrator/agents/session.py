@@ -7,6 +7,9 @@ claims lost on the way to it (see docs/architecture.md, at-least-once delivery).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime
+
 from agent_runtime.protocol import (
     AgentRuntimeConfig,
     CheckIn,
@@ -111,10 +114,19 @@ def serve_config(
 
 
 def record_checkin(
-    fleet: LoadedFleet, health: HealthBoard, inbox: Inbox | None, agent: str, body: CheckIn
+    fleet: LoadedFleet,
+    health: HealthBoard,
+    inbox: Inbox | None,
+    agent: str,
+    body: CheckIn,
+    memory_due: Callable[[str, datetime | None], None] | None = None,
 ) -> CheckInReply:
+    """`memory_due`: told when the agent's next memory job is due (the scheduler wakes a
+    hibernated agent then)."""
     _known(fleet, agent)
     health.record(agent, body)
+    if memory_due is not None:
+        memory_due(agent, body.memory_due_at)
     if inbox is not None and body.state == "idle" and body.current_item is None:
         inbox.requeue_stale_claims(agent, STALE_CLAIM_S)
     return CheckInReply(config_hash=runtime_hash(fleet, agent))

@@ -340,6 +340,8 @@ def jobs(fleet_file: Path, as_json: bool, agent: str) -> None:
         click.echo(json.dumps(found, indent=1))
         return
     echo(f"context strategy: {found['strategy']}; jobs: {', '.join(found['jobs'])}")
+    for due in found.get("due") or []:
+        echo(f"next due {due['family']}/{due['job']}: {due['next_due']}")
     for checkpoint in found["checkpoints"]:
         value = json.dumps(checkpoint["value"], sort_keys=True)
         echo(f"checkpoint {checkpoint['family']}/{checkpoint['job']}: {value}")

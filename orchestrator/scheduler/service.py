@@ -18,6 +18,7 @@ import logging
 import sqlite3
 import threading
 import uuid
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
@@ -32,6 +33,7 @@ from orchestrator.scheduler.admission import QueuedWake
 from orchestrator.scheduler.cadence import Cadence
 from orchestrator.scheduler.clock import Clock, SystemClock
 from orchestrator.scheduler.hibernation import Hibernation
+from orchestrator.scheduler.memory_due import MemoryDue
 from orchestrator.scheduler.models import HeartbeatStatus, RuleProblem, RuleStatus, SkipReason, TickResult
 from orchestrator.scheduler.prechecks import PrecheckResult, Prechecks, load_rules
 from orchestrator.scheduler.runs import RunStore, TickOutcome
@@ -96,6 +98,7 @@ class Scheduler:
         self.runs = RunStore(db)
         self._prechecks = Prechecks(inbox, paths, self.store, self.runs)
         self._hibernation = Hibernation(fleet, backend, events, inbox, self.store, self.clock, controls)
+        self.memory_due = MemoryDue(db)
         self._tick_lock = threading.Lock()
         self._task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Future[bool]] = set()
@@ -190,6 +193,7 @@ class Scheduler:
             upcoming.append(next_run)
         _, hibernate_at = self._hibernation.sweep(now)
         upcoming += [hibernate_at] if hibernate_at else []
+        upcoming += self._wake_for_memory_jobs(config.agents, now)
         self._next_wakeup = min(upcoming, default=None)
         return results
 
@@ -418,6 +422,25 @@ class Scheduler:
         return stored
 
     # --- hibernation -----------------------------------------------------------------------
+
+    def _wake_for_memory_jobs(self, agents: Iterable[str], now: datetime) -> list[datetime]:
+        """Wake each hibernated agent whose memory jobs are due (it runs them where it lives,
+        then sleeps again after its idle period); the due times still to come."""
+        upcoming = []
+        for agent in agents:
+            due_at = self.memory_due.due_at(agent)
+            if due_at is None or not self._hibernation.is_hibernated(agent):
+                continue
+            if due_at > now:
+                upcoming.append(due_at)
+                continue
+            try:
+                self.wake_for_work(agent, "memory jobs due")
+            except BackendError as exc:
+                log.error("waking %s for its memory jobs failed: %s", agent, exc)
+            # The agent reports its next due time when it checks in; until then, not again.
+            self.memory_due.note(agent, None)
+        return upcoming
 
     def is_hibernated(self, agent: str) -> bool:
         return self._hibernation.is_hibernated(agent)

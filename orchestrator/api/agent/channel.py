@@ -189,7 +189,12 @@ class ChannelSession:
         services = self.services
         if isinstance(frame, ChannelCheckIn):
             return 200, session.record_checkin(
-                services.fleet, services.health, services.inbox, self.agent, frame.checkin
+                services.fleet,
+                services.health,
+                services.inbox,
+                self.agent,
+                frame.checkin,
+                services.scheduler.memory_due.note,
             )
         if isinstance(frame, ChannelConfig):
             return 200, session.serve_config(

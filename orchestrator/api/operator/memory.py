@@ -42,6 +42,7 @@ from orchestrator.agent_memory.models import (
     RunJob,
 )
 from orchestrator.api.deps import OperatorDep, ServicesDep
+from orchestrator.services import Services
 
 router = APIRouter(prefix="/api/v1/agents/{agent}/memory", tags=["memory"])
 
@@ -109,16 +110,14 @@ async def forget_fact(
     too): erased, out of search, and barred from coming back. The agent rewrites every copy in
     its storage; the orchestrator's copy of its workspace loses the text from its kept versions,
     and its rows in state.db (inbox, runs, events) lose the sentences that state it."""
-    detail = await ask_memory(services.asker, agent, AgentOp.MEMORY_GET, FactDetail, id=fact_id)
-    texts = [fact.text for fact in detail.history if fact.text]
-    result = await ask_memory(
-        services.asker,
-        agent,
-        AgentOp.MEMORY_FORGET,
-        ForgetResult,
-        id=fact_id,
-        with_restatements=with_restatements or None,
-    )
+    texts, result = await _forget_one(services, agent, fact_id)
+    if with_restatements:
+        # One at a time, so the orchestrator learns each restatement's text before it goes.
+        for other in result.restatements:
+            more_texts, more = await _forget_one(services, agent, other)
+            texts += more_texts
+            result.forgotten += more.forgotten
+        result.restatements = []
     if result.forgotten and texts:
         workspace = services.workspaces.open(agent).workspace
         await asyncio.to_thread(forget_in_workspace_versions, workspace, texts)
@@ -126,6 +125,13 @@ async def forget_fact(
         if await asyncio.to_thread(forget_in_state, owners, agent, texts):
             await asyncio.to_thread(services.db.truncate_wal)
     return result
+
+
+async def _forget_one(services: Services, agent: str, fact_id: int) -> tuple[list[str], ForgetResult]:
+    """The texts of the fact and its versions, then the agent's forget of it."""
+    detail = await ask_memory(services.asker, agent, AgentOp.MEMORY_GET, FactDetail, id=fact_id)
+    texts = [fact.text for fact in detail.history if fact.text]
+    return texts, await ask_memory(services.asker, agent, AgentOp.MEMORY_FORGET, ForgetResult, id=fact_id)
 
 
 @router.get("/search")

@@ -324,7 +324,7 @@ def test_schedules_count_from_the_last_run(store: MemoryStore, data_dir: Path, c
     runner.run_now("extraction", "schedule")
     assert runner.due() == []
     clock.advance(24 * 3600)
-    assert {job for job, _ in runner.due()} == {"extraction", "consolidation", "review", "decay"}
+    assert {job for job, _ in runner.due()} == {"extraction", "consolidation", "review", "decay", "rotation"}
 
 
 def test_decay_runs_once_per_pass(store: MemoryStore, data_dir: Path, clock: ManualClock) -> None:

@@ -288,3 +288,27 @@ def test_activity_of_a_hibernating_agent_replans_the_loop(make_services: MakeSer
 
     asyncio.run(scenario())
     assert scheduler.passes == 2
+
+
+def test_due_memory_jobs_wake_a_hibernated_agent(make_services: MakeServices, clock: ManualClock) -> None:
+    services = make_services(fleet_yaml("heartbeat: {every: 15m}", "hibernate_after: 30m"))
+    scaffold_agent(services, "worker")
+    unit_id = start_unit(services, "worker")
+    backend = services.backend
+    assert isinstance(backend, FakeBackend)
+    scheduler = scheduler_of(services, clock=clock)
+    services.scheduler = scheduler
+    scheduler.memory_due.note("worker", at(180))  # as its last check-in said
+    for minutes in (0, 15, 30, 45, 60):
+        scheduler.run_due(at(minutes))
+    assert scheduler.is_hibernated("worker")
+    # Kept across an orchestrator restart.
+    scheduler = scheduler_of(services, clock=clock)
+    services.scheduler = scheduler
+    scheduler.run_due(at(179))
+    assert scheduler.is_hibernated("worker")
+    scheduler.run_due(at(180))
+    assert not scheduler.is_hibernated("worker")
+    assert backend.inspect(unit_id).state == "running"
+    woken = [e for e in services.events.recent(100) if e.type == "agent.started"]
+    assert woken[-1].data["reason"] == "wake: memory jobs due"
