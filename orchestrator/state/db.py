@@ -25,6 +25,9 @@ class Database:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA foreign_keys=ON")
+        # What is masked or pruned is overwritten, not left in free pages (some builds default
+        # to this, not all).
+        self._conn.execute("PRAGMA secure_delete=ON")
         self._schemas: set[str] = set()
 
     def ensure_schema(self, ddl: str) -> None:

@@ -133,3 +133,13 @@ def test_a_delivered_operator_message_keeps_no_credential(services: Services) ->
         assert secret not in stored.text
         assert secret not in (services.inbox.result(item.id) or WorkResult(ok=True)).text
     assert "{{secret:deploy_key}}" in stored.text and "[REDACTED" in stored.text
+
+
+def test_the_masked_text_leaves_no_copy_in_the_database_file(services: Services) -> None:
+    secret = "correct-horse-" + "Zq8" * 600  # long enough to need pages of its own
+    item = services.inbox.put("alpha", ItemKind.OPERATOR_MESSAGE, "operator", f"the password: {secret}")
+    services.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    services.inbox.complete("alpha", item.id, WorkResult(ok=True, text="noted"))
+    services.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert secret.encode() not in Path(str(services.db.path)).read_bytes()
+    assert b"correct-horse-Zq8" not in Path(str(services.db.path)).read_bytes()
