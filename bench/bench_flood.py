@@ -49,7 +49,12 @@ UNLIMITED = """
 limits:
   rates: {events: 1000000/s, tells: 1000000/s, asks: 1000000/s, pair: 1000000/s,
           pair_bytes: 1000g/s, intake: 1000000/s, pending: 10000}
-  retention: {every: 1d}
+  retention:
+    every: 1d
+    events: {age: 3650d, size: 100g}
+    messages: {age: 3650d, size: 100g}
+    inbox: {age: 3650d, size: 100g}
+    runs: {age: 3650d, size: 100g}
 """
 
 
