@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Literal, NoReturn
 
 from pydantic import BaseModel
 
@@ -157,7 +157,7 @@ class FairShare:
 
     def _refuse(
         self, agent: str, limit: str, subject: str, wait: float, quiet_s: float, message: str
-    ) -> None:
+    ) -> NoReturn:
         key = (agent, limit, subject)
         now = self._clock()
         with self._lock:
