@@ -139,6 +139,7 @@ def attach_subsystems(
     (about a second of imports), which `flotilla up` spends while the agents already start.
     """
     from orchestrator.agent_ask import AgentAsker
+    from orchestrator.alerts import AlertStore
     from orchestrator.broker.broker import Broker
     from orchestrator.broker.inbox import Inbox
     from orchestrator.config.limits import LimitsConfig
@@ -167,7 +168,9 @@ def attach_subsystems(
     retention = Retention(
         db,
         lambda: limits().retention,
-        RetentionTargets(events, broker.messages, inbox_target(inbox), scheduler.runs, gateway.ledger),
+        RetentionTargets(
+            events, broker.messages, inbox_target(inbox), scheduler.runs, gateway.ledger, AlertStore(db)
+        ),
     )
     return Services(
         fleet_view=fleet,
