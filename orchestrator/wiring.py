@@ -142,6 +142,7 @@ def attach_subsystems(
     from orchestrator.agents.ask import AgentAsker
     from orchestrator.agents.snapshot import SnapshotTaker
     from orchestrator.agents.supervisor import Supervisor
+    from orchestrator.alerts import AlertStore
     from orchestrator.broker.broker import Broker
     from orchestrator.broker.inbox import Inbox
     from orchestrator.channels import Notifier
@@ -180,7 +181,9 @@ def attach_subsystems(
     retention = Retention(
         db,
         lambda: limits().retention,
-        RetentionTargets(events, broker.messages, inbox_target(inbox), scheduler.runs, gateway.ledger),
+        RetentionTargets(
+            events, broker.messages, inbox_target(inbox), scheduler.runs, gateway.ledger, AlertStore(db)
+        ),
     )
     return Services(
         fleet_view=fleet,

@@ -130,6 +130,13 @@ class AlertStore:
             (status, error[:500], next_at, alert_id),
         )
 
+    def prune(self, before: datetime) -> int:
+        """Drop alerts created before `before` that were sent or given up; pending ones stay."""
+        cursor = self._db.execute(
+            "DELETE FROM alerts WHERE status != 'pending' AND created_at < ?", (_iso(before),)
+        )
+        return int(cursor.rowcount)
+
     def recent(self, limit: int = 50) -> list[AlertRecord]:
         rows = self._db.query("SELECT * FROM alerts ORDER BY id DESC LIMIT ?", (limit,))
         return [_record(row) for row in rows]

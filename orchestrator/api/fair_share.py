@@ -1,5 +1,6 @@
 """Each agent's rates (fleet.yaml `limits.rates`), checked on every route and frame that carries
-an event, a tell or an ask, whichever way it arrives; over them a 429 with Retry-After."""
+an event, a run record, a tell or an ask, whichever way it arrives; over them a 429 with
+Retry-After."""
 
 from __future__ import annotations
 
@@ -11,6 +12,10 @@ from orchestrator.services import Services
 
 def admit_event(services: Services, agent: str) -> None:
     services.fair_share.admit_event(agent)
+
+
+def admit_run(services: Services, agent: str) -> None:
+    services.fair_share.admit_run(agent)
 
 
 def admit_message(services: Services, sender: str, request: AskRequest | TellRequest) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from agent_runtime.protocol import AskRequest, ErrorBody, TellRequest, WorkResult
+from agent_runtime.protocol import AskRequest, ErrorBody, RunRecord, TellRequest, WorkResult
 from orchestrator.api.errors import ApiError
 from orchestrator.config.limits import LimitsConfig
 from orchestrator.services import Services
@@ -69,6 +69,11 @@ def result_size(result: WorkResult) -> int:
 
 def check_result(services: Services, result: WorkResult) -> None:
     _check(services, "the work result", "payload", result_size(result))
+
+
+def check_run(services: Services, record: RunRecord) -> None:
+    """A run record is stored whole: capped like a work result."""
+    _check(services, "the run record", "payload", len(record.model_dump_json().encode()))
 
 
 def check_event(services: Services, data: dict[str, Any]) -> None:

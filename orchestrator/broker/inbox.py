@@ -306,10 +306,13 @@ class Inbox:
 
     def drop(self, agent: str, item_id: str) -> bool:
         """Give a dead letter up for good (it stays in the log as `dropped`). False when there is none."""
-        cursor = self._db.execute(
-            "UPDATE inbox SET state = 'dropped' WHERE id = ? AND agent = ? AND state = 'dead'",
-            (item_id, agent),
-        )
+        with self._db.transaction() as conn:
+            cursor = conn.execute(
+                "UPDATE inbox SET state = 'dropped' WHERE id = ? AND agent = ? AND state = 'dead'",
+                (item_id, agent),
+            )
+            if cursor.rowcount:
+                self._mask_delivered(conn, item_id)
         return cursor.rowcount > 0
 
     def requeue_claimed(self, agent: str) -> int:
@@ -363,7 +366,8 @@ class Inbox:
         return True
 
     def _mask_delivered(self, conn: Any, item_id: str) -> None:
-        """An operator's message keeps no credential once it has been delivered and answered."""
+        """An operator's message keeps no credential once it is finished (answered, failed or
+        given up)."""
         row = conn.execute(
             "SELECT text, result FROM inbox WHERE id = ? AND kind = ?",
             (item_id, ItemKind.OPERATOR_MESSAGE.value),

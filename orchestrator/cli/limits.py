@@ -18,7 +18,7 @@ from orchestrator.fair_share.view import FairShareView
 def _rates_line(view: FairShareView) -> str:
     rates = view.rates
     return (
-        f"rates: events {rates.events} · tells {rates.tells} · asks {rates.asks} · pair {rates.pair}"
+        f"rates: events {rates.events} · runs {rates.runs} · tells {rates.tells} · asks {rates.asks} · pair {rates.pair}"
         f" ({rates.pair_bytes}) · intake {rates.intake} · pending {rates.pending}"
     )
 

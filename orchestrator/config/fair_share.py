@@ -67,6 +67,7 @@ class RatesConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     events: str = Field(default="120/m", description="Events one agent may report")
+    runs: str = Field(default="120/m", description="Run records one agent may post")
     tells: str = Field(
         default="60/m", description="Tells one agent may send, to anyone, refused ones included"
     )
@@ -82,7 +83,7 @@ class RatesConfig(BaseModel):
         default=20, ge=1, le=10_000, description="Unfinished items one agent may have in one peer's inbox"
     )
 
-    @field_validator("events", "tells", "asks", "pair", "intake")
+    @field_validator("events", "runs", "tells", "asks", "pair", "intake")
     @classmethod
     def _count_rate(cls, value: str) -> str:
         parse_rate(value)
@@ -95,7 +96,7 @@ class RatesConfig(BaseModel):
         return value
 
     def rate(self, name: str) -> Rate:
-        """One of events, tells, asks, pair, pair_bytes, intake."""
+        """One of events, runs, tells, asks, pair, pair_bytes, intake."""
         value: str = getattr(self, name)
         return parse_rate(value, sizes=name == "pair_bytes")
 

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Literal, NoReturn
 
 from pydantic import BaseModel
 
@@ -99,6 +99,10 @@ class FairShare:
         """Charge one event to the agent, or raise RateLimited."""
         self._admit(agent, [("events", agent, 1.0)])
 
+    def admit_run(self, agent: str) -> None:
+        """Charge one run record to the agent, or raise RateLimited."""
+        self._admit(agent, [("runs", agent, 1.0)])
+
     def admit_message(self, sender: str, kind: MessageKind, recipient: str | None, size: int) -> None:
         """Charge a tell or an ask; `recipient` is None when the sender may not talk to it."""
         charges: list[tuple[str, str, float]] = [(f"{kind}s", sender, 1.0)]
@@ -153,7 +157,7 @@ class FairShare:
 
     def _refuse(
         self, agent: str, limit: str, subject: str, wait: float, quiet_s: float, message: str
-    ) -> None:
+    ) -> NoReturn:
         key = (agent, limit, subject)
         now = self._clock()
         with self._lock:
@@ -212,6 +216,8 @@ def _rate_text(rates: RatesConfig, limit: str) -> str:
 def _what(limit: str, subject: str) -> str:
     if limit == "events":
         return f"{subject}'s event reports"
+    if limit == "runs":
+        return f"{subject}'s run records"
     if limit in ("tells", "asks"):
         return f"{subject}'s {limit}"
     if limit == "intake":

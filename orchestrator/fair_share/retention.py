@@ -1,7 +1,7 @@
 """Retention of what the orchestrator stores for agents (fleet.yaml `limits.retention`), applied
 while it runs: events, the broker's message log, finished inbox items and run records by age and
 by size per agent; the model usage ledger's per-call rows once no budget window reads them (their
-daily totals stay).
+daily totals stay); alerts sent or given up, as long as events.
 
 Each table's owner prunes its own rows (`prune`); this module only decides when and with which
 rule. Freed pages are reused by SQLite, so state.db stops growing once every agent is at its
@@ -36,6 +36,10 @@ class DetailPrunable(Protocol):
     def prune_detail(self, before: datetime, /) -> int: ...
 
 
+class AgePrunable(Protocol):
+    def prune(self, before: datetime, /) -> int: ...
+
+
 class RetentionReport(BaseModel):
     """What one pass dropped, by kind of record."""
 
@@ -45,10 +49,11 @@ class RetentionReport(BaseModel):
     inbox: int = 0
     runs: int = 0
     usage_detail: int = 0
+    alerts: int = 0
 
     @property
     def total(self) -> int:
-        return self.events + self.messages + self.inbox + self.runs + self.usage_detail
+        return self.events + self.messages + self.inbox + self.runs + self.usage_detail + self.alerts
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,7 @@ class RetentionTargets:
     inbox: Prunable
     runs: Prunable
     ledger: DetailPrunable
+    alerts: AgePrunable
 
 
 class _InboxPruner:
@@ -104,6 +110,8 @@ class Retention:
             inbox=targets.inbox.prune(now - timedelta(seconds=rules.inbox.age_s), rules.inbox.size_bytes),
             runs=targets.runs.prune(now - timedelta(seconds=rules.runs.age_s), rules.runs.size_bytes),
             usage_detail=targets.ledger.prune_detail(now - timedelta(seconds=rules.usage_detail_s)),
+            # Alerts come from events: they are kept as long as events are.
+            alerts=targets.alerts.prune(now - timedelta(seconds=rules.events.age_s)),
         )
         if report.total:
             # Hand the pages back to the main file, so a flood's write-ahead log does not stay.

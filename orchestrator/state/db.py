@@ -25,7 +25,8 @@ class Database:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA foreign_keys=ON")
-        # A row rewritten to drop a forgotten text leaves no copy of it in a free page.
+        # What is masked, pruned or forgotten is overwritten, not left in free pages (some builds
+        # default to this, not all).
         self._conn.execute("PRAGMA secure_delete=ON")
         self._schemas: set[str] = set()
 

@@ -22,8 +22,8 @@ from agent_runtime.protocol import (
 from orchestrator.agents import session
 from orchestrator.api.deps import AgentDep, ServicesDep
 from orchestrator.api.errors import ApiError
-from orchestrator.api.fair_share import admit_event
-from orchestrator.api.limits import check_event, check_result
+from orchestrator.api.fair_share import admit_event, admit_run
+from orchestrator.api.limits import check_event, check_result, check_run
 from orchestrator.events import EventType
 from orchestrator.services import Services
 
@@ -124,5 +124,7 @@ def post_run(record: RunRecord, agent: AgentDep, services: ServicesDep) -> Respo
         raise ApiError(
             403, "forbidden", f"agent {agent.name!r} cannot post a run record for agent {record.agent!r}"
         )
+    check_run(services, record)
+    admit_run(services, agent.name)
     services.scheduler.record_turn(record)
     return Response(status_code=204)

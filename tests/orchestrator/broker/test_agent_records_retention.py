@@ -12,6 +12,7 @@ import pytest
 from broker_helpers import FLEET_YAML, build_services, write_fleet
 
 from agent_runtime.protocol import ItemKind, RunOutcome, RunRecord, TellRequest, WorkResult
+from orchestrator.alerts import AlertStore
 from orchestrator.gateway.ledger import Charge
 from orchestrator.services import Services
 
@@ -133,3 +134,33 @@ def test_a_delivered_operator_message_keeps_no_credential(services: Services) ->
         assert secret not in stored.text
         assert secret not in (services.inbox.result(item.id) or WorkResult(ok=True)).text
     assert "{{secret:deploy_key}}" in stored.text and "[REDACTED" in stored.text
+
+
+def test_the_masked_text_leaves_no_copy_in_the_database_file(services: Services) -> None:
+    secret = "correct-horse-" + "Zq8" * 600  # long enough to need pages of its own
+    item = services.inbox.put("alpha", ItemKind.OPERATOR_MESSAGE, "operator", f"the password: {secret}")
+    services.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    services.inbox.complete("alpha", item.id, WorkResult(ok=True, text="noted"))
+    services.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert secret.encode() not in Path(str(services.db.path)).read_bytes()
+    assert b"correct-horse-Zq8" not in Path(str(services.db.path)).read_bytes()
+
+
+def test_alerts_sent_or_given_up_are_kept_as_long_as_events(services: Services) -> None:
+    store = AlertStore(services.db)
+    old = datetime.now(UTC) - timedelta(days=3)
+    for key in ("sent", "pending"):
+        store.record(
+            key=key,
+            webhook="w",
+            title=key,
+            agent="alpha",
+            summary="",
+            payload={},
+            now=old,
+            repeat_after=timedelta(minutes=5),
+        )
+    sent = next(alert for alert in store.recent() if alert.key == "sent")
+    store.mark_sent(sent.id, old)
+    assert services.retention.apply().alerts == 1  # events are kept 1d here
+    assert [alert.key for alert in store.recent()] == ["pending"]

@@ -31,6 +31,7 @@ RATES = """\
 limits:
   rates:
     events: 5/m
+    runs: 3/m
     tells: 8/m
     asks: 8/m
     pair: 4/m
@@ -201,3 +202,24 @@ def test_flotilla_limits_shows_who_was_refused_and_what_each_agent_keeps(served:
     assert "alpha" in shown.output and "bound 15.0 MiB" in shown.output
     as_json = CliRunner().invoke(cli, ["limits", "-f", str(fleet_file), "--json"])
     assert '"refused": 1' in as_json.output
+
+
+def test_a_run_record_flood_gets_429_and_an_oversized_record_413(served: Served) -> None:
+    def record(n: int, detail: str = "") -> dict[str, object]:
+        now = "2026-12-01T10:00:00+00:00"
+        return {
+            "id": f"run-{n}",
+            "agent": "alpha",
+            "trigger": "operator",
+            "started_at": now,
+            "finished_at": now,
+            "outcome": "ok",
+            "detail": detail,
+        }
+
+    with served.agent("alpha") as alpha:
+        too_big = alpha.post("/agent/v1/runs", json=record(99, "d" * 1_100_000))
+        answers = [alpha.post("/agent/v1/runs", json=record(n)).status_code for n in range(5)]
+    assert too_big.status_code == 413 and "limits.payload" in too_big.json()["message"]
+    assert answers == [204] * 3 + [429] * 2
+    assert served.services.scheduler.runs.count("alpha") == 3
