@@ -163,6 +163,11 @@ class InboxItem(WireModel):
     attempt: int = 1
     deadline: datetime | None = None
     snapshot: RuntimeSnapshot | None = Field(default=None, description="Set when handed to the agent")
+    config_hash: str | None = Field(
+        default=None,
+        description="Set when handed to the agent: the hash of its config in force; an agent whose "
+        "config differs reloads it before working on the item",
+    )
 
 
 class WorkResult(WireModel):

@@ -149,6 +149,14 @@ class Gateway:
             allowed = list(dict.fromkeys([*allowed, embedding_model]))
         return allowed
 
+    def _allowed_before(self, agent: str, model: str) -> bool:
+        """A turn that started before an apply may finish with the models the agent's previous
+        config allowed (see `FleetView.previous`)."""
+        previous = self._fleet.previous()
+        if previous is None or agent not in previous.config.agents:
+            return False
+        return model in previous.config.allowed_models(agent)
+
     def models(self, agent: str) -> ModelList:
         """The models `agent` may call (chat, and the fleet's embedding model), for GET /v1/models."""
         return ModelList(data=[self._card(name) for name in self._allowed(agent, embedding=True)])
@@ -177,7 +185,7 @@ class Gateway:
                 f"agent '{agent}' is {hold} by the operator: no model calls until it is resumed",
             )
         allowed = self._allowed(agent, embedding=embedding)
-        if model not in allowed:
+        if model not in allowed and not self._allowed_before(agent, model):
             raise GatewayError(
                 403,
                 "model_not_allowed",

@@ -12,7 +12,9 @@ from orchestrator.secrets import SecretNotAllowed, SecretStore, SecretUnavailabl
 
 
 def test_env_secret_is_substituted_only_when_granted(tmp_path: Path) -> None:
-    store = SecretStore({"demo_token": SecretSource(env="DEMO_TOKEN")}, tmp_path, {"DEMO_TOKEN": "s3cr3t-value"})
+    store = SecretStore(
+        {"demo_token": SecretSource(env="DEMO_TOKEN")}, tmp_path, {"DEMO_TOKEN": "s3cr3t-value"}
+    )
     assert store.substitute("Bearer {{secret:demo_token}}", {"demo_token"}) == "Bearer s3cr3t-value"
     with pytest.raises(SecretNotAllowed, match="'demo_token' is not granted"):
         store.substitute("Bearer {{secret:demo_token}}", set())
