@@ -38,6 +38,9 @@ def _exchange(client: ApiClient, agent: str, text: str, timeout_s: float, echo: 
         payload = json.loads(data)
         if event == "queued":
             item_id = payload.get("item_id")
+        elif event == "waiting":
+            # Said on stderr at once, whatever the output: why the reply is not coming yet.
+            click.echo(payload.get("message", "waiting for the agent"), err=True)
         elif event == "delta" and echo:
             click.echo(payload["delta"], nl=False)
             sys.stdout.flush()

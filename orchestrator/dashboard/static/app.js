@@ -60,12 +60,17 @@
     return h("span", { class: `badge badge-${kind || tone(value)}` }, value === undefined || value === null ? "?" : value);
   }
 
+  // A unit runs while the operator holds its agent: the hold is what the operator needs to see.
+  function shownState(row) {
+    return row.held || (row.hibernated ? "hibernated" : row.state);
+  }
+
   function tone(value) {
     const v = String(value || "").toLowerCase();
     if (["running", "healthy", "ok", "idle", "done", "live", "agent"].includes(v)) return "ok";
     if (["starting", "busy", "queued", "claimed", "created", "operator"].includes(v)) return "info";
     if (["unhealthy", "error", "dead", "failed", "crashed", "limit", "refused"].includes(v)) return "bad";
-    if (["warning", "restarting", "backoff", "external", "down", "exited"].includes(v)) return "warn";
+    if (["warning", "restarting", "backoff", "external", "down", "exited", "paused", "stopped"].includes(v)) return "warn";
     return "muted";
   }
 
@@ -241,7 +246,7 @@
   const FLEET_COLUMNS = [
     { title: "Agent", cell: (r) => h("a", { href: `#/agent/${enc(r.name)}`, class: "agent-link" }, r.name) },
     { title: "Role", opt: true, cell: (r) => h("span", { class: "muted" }, r.role || "") },
-    { title: "State", cell: (r) => (r.state === undefined ? h("span", { class: "unavailable" }, "unavailable") : badge(r.hibernated ? "hibernated" : r.state)) },
+    { title: "State", cell: (r) => (r.state === undefined ? h("span", { class: "unavailable" }, "unavailable") : badge(shownState(r))) },
     { title: "Health", cell: (r) => (r.health === undefined ? "–" : badge(r.health)) },
     { title: "Restarts", num: true, opt: true, cell: (r) => r.restarts ?? "–" },
     { title: "Uptime", num: true, opt: true, cell: (r) => duration(r.uptime_s) },
@@ -404,7 +409,7 @@
     return h(
       "div",
       { class: "stats" },
-      item("State", badge(row.hibernated ? "hibernated" : row.state)),
+      item("State", badge(shownState(row))),
       item("Health", badge(row.health)),
       item("Restarts", String(row.restarts ?? "–")),
       item("Uptime", duration(row.uptime_s)),
