@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
@@ -29,10 +29,22 @@ class PlannedAction(BaseModel):
     fields: list[str] = Field(default_factory=list, description="The settings that change")
 
 
+class PlannedSeed(BaseModel):
+    agent: str
+    file: str
+    status: Literal["write", "conflict"] = Field(
+        description="write: fleet.yaml's text is (was) written; conflict: the file changed since it was "
+        "seeded and is kept as it is, which no apply changes (not a pending change)"
+    )
+
+
 class PlanOut(BaseModel):
     actions: list[str] = Field(description="One line per action, as `flotilla apply` prints them")
-    changed: bool = Field(description="True when anything is (or was) to be done")
+    changed: bool = Field(
+        description="True when anything is (or was) to be done; a seed conflict alone is not a change"
+    )
     plan: list[PlannedAction] = Field(default_factory=list)
+    seeds: list[PlannedSeed] = Field(default_factory=list, description="fleet.yaml's seeds that differ")
     file: str = Field(default="", description="The fleet file that was read")
     image: str = Field(default="", description="The image agents created or recreated from now on run")
 
@@ -69,10 +81,14 @@ def plan_out(
     seeded = [s for s in seeds or [] if s.status != "same"]
     return PlanOut(
         actions=[str(a) for a in actions if a.pending] + [str(s) for s in seeded],
-        changed=any(a.pending for a in actions) or bool(seeded),
+        changed=any(a.pending for a in actions) or any(s.status == "write" for s in seeded),
         plan=[
             PlannedAction(kind=a.kind, agent=a.agent, reason=a.reason, fields=[c.field for c in a.changes])
             for a in actions
+        ],
+        seeds=[
+            PlannedSeed(agent=s.agent, file=s.file, status="write" if s.status == "write" else "conflict")
+            for s in seeded
         ],
         file=str(file),
         image=image,
