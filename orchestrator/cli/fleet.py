@@ -384,26 +384,59 @@ def logs(fleet_file: Path, follow: bool, tail: int, runtime: Runtime | None, age
     "-v",
     "--volumes",
     is_flag=True,
-    help="Also delete the agents' storage (volumes, disks) and the operator's copies (.flotilla/agents/).",
+    help="Also delete the fleet's state: the agents' storage (volumes, disks), state.db (inbox, "
+    "ledger and budgets, events, approvals) and everything else under .flotilla/ but backups/ "
+    "and previous-layout/.",
 )
 @click.option("--runtime", type=click.Choice(RUNTIMES), default=None)
 def down(fleet_file: Path, volumes: bool, runtime: Runtime | None) -> None:
-    """Stop the orchestrator and remove every unit (and network) of this fleet; state stays unless -v."""
+    """Stop the orchestrator and remove every unit (and network) of this fleet; state stays unless -v.
+
+    The runtime the fleet ran on is forgotten: the next `up` runs on --runtime, fleet.yaml's
+    `runtime:`, else docker.
+    """
     fleet = load_or_exit(fleet_file)
     paths = StatePaths.for_fleet_file(fleet.path)
     _stop_orchestrator(paths)
-    backend = _backend_or_exit(_runtime_of(paths, runtime, fleet), paths)
+    ran_on = _runtime_of(paths, runtime, fleet)
+    backend = _backend_or_exit(ran_on, paths)
     try:
         remove_fleet(backend, fleet.name, lambda unit: click.echo(f"removed {unit.name}"))
         for line in backend.release_storage(fleet.name, paths.root, delete=volumes):
             click.echo(line)
     except BackendError as exc:
         raise CliError(str(exc)) from None
+    paths.runtime_file.unlink(missing_ok=True)
     if volumes:
-        for folder in (paths.agents, paths.tokens, paths.disks):
-            shutil.rmtree(folder, ignore_errors=True)
-        click.echo(f"deleted {paths.agents}")
+        _delete_state(paths)
+    if ran_on != (fleet.config.runtime or "docker"):
+        click.echo(
+            f"the next `flotilla up` runs on {fleet.config.runtime or 'docker'} unless --runtime {ran_on}"
+        )
     click.echo(f"fleet {fleet.name!r} is down")
+
+
+# Kept by `down -v`: copies an operator restores from, and a previous layout's folders (never
+# entered by the orchestrator), are not the fleet's state.
+KEPT_BY_DOWN_V = ("backups", "previous-layout")
+
+
+def _delete_state(paths: StatePaths) -> None:
+    if read_endpoint(paths) is not None:
+        raise CliError(f"the orchestrator did not stop; state under {paths.root} is kept")
+    if not paths.root.is_dir():
+        return
+    for entry in paths.root.iterdir():
+        if entry.name in KEPT_BY_DOWN_V:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+    kept = [name for name in KEPT_BY_DOWN_V if (paths.root / name).exists()]
+    click.echo(
+        f"deleted the fleet's state under {paths.root}" + (f" (kept {', '.join(kept)}/)" if kept else "")
+    )
 
 
 def _stop_orchestrator(paths: StatePaths) -> None:
