@@ -142,7 +142,12 @@ class Gateway:
     def _allowed(self, agent: str, *, embedding: bool = False) -> list[str]:
         config = self._config
         if agent not in config.agents:
-            raise GatewayError(403, "unknown_agent", f"agent '{agent}' is not in fleet '{config.fleet}'")
+            # As once its token is revoked with its unit: one answer for a removed agent, whenever.
+            raise GatewayError(
+                401,
+                "unauthorized",
+                f"the token is of agent '{agent}', no longer part of fleet '{config.fleet}'",
+            )
         allowed = config.allowed_models(agent)
         embedding_model = config.embedding_model()
         if embedding and embedding_model:
@@ -186,6 +191,7 @@ class Gateway:
             )
         allowed = self._allowed(agent, embedding=embedding)
         if model not in allowed and not self._allowed_before(agent, model):
+            self._resolve(model)  # a model that does not exist is a 404, as OpenAI answers it
             raise GatewayError(
                 403,
                 "model_not_allowed",
@@ -202,9 +208,10 @@ class Gateway:
         config = self._config.llm.providers.get(name)
         if config is None or not upstream_model:
             raise GatewayError(
-                400,
-                "unknown_model",
-                f"model '{model}' names no provider declared in fleet.yaml",
+                404,
+                "model_not_found",
+                f"model '{model}' does not exist: fleet.yaml declares no provider for it "
+                "(models are named PROVIDER:MODEL, or test)",
                 param="model",
             )
         provider = self._upstreams.get(name)
