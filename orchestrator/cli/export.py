@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from orchestrator.cli.common import fleet_file_option, load_or_exit
+from orchestrator.cli.options import echo_json, json_option
 from orchestrator.export.kubernetes import DEFAULT_ORCHESTRATOR_IMAGE, ExportOptions, render, write
 from orchestrator.image_name import DEFAULT_IMAGE
 
@@ -35,6 +36,7 @@ def export() -> None:
     help="Image of the orchestrator.",
 )
 @click.option("--storage-class", default=None, help="StorageClass of the volumes (default: the cluster's).")
+@json_option
 def kubernetes(
     fleet_file: Path,
     out_dir: Path,
@@ -42,6 +44,7 @@ def kubernetes(
     agent_image: str,
     orchestrator_image: str,
     storage_class: str | None,
+    as_json: bool,
 ) -> None:
     """Write Kubernetes manifests for the fleet into a folder.
 
@@ -60,6 +63,9 @@ def kubernetes(
         namespace=namespace,
     )
     paths = write(render(fleet, options), out_dir)
+    if as_json:
+        echo_json({"files": [str(path) for path in paths], "apply": f"kubectl apply -k {out_dir}"})
+        return
     for path in paths:
         click.echo(f"wrote {path}")
     click.echo(f"apply with: kubectl apply -k {out_dir}")
