@@ -21,6 +21,7 @@ from orchestrator.cli.client import ApiClient
 from orchestrator.cli.errors import CliError
 from orchestrator.cli.launch_options import LaunchOptions, ensure_agent_image, fleet_image
 from orchestrator.config.fleet import LoadedFleet
+from orchestrator.listeners import PortTaken, check_port_free
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 
@@ -32,13 +33,16 @@ ENDPOINT_CHECK_S = 0.05
 
 def launch_detached(fleet: LoadedFleet, options: LaunchOptions, paths: StatePaths) -> None:
     console = Console()
+    try:
+        check_port_free(options.port)
+    except PortTaken as taken:
+        raise CliError(str(taken)) from None
     paths.ensure()
     if options.runtime in IMAGE_RUNTIMES:
         ensure_agent_image(options.image, console)
         options = replace(options, image=fleet_image(options.image, fleet.config, console))
     pid = _fork_server(fleet, options, paths)
     paths.pid_file.write_text(f"{pid}\n")
-    console.print(f"orchestrator started (pid {pid}, log {paths.log_file})")
     _wait_until_ready(paths, pid, console)
 
 
@@ -90,6 +94,7 @@ def _wait_until_ready(paths: StatePaths, pid: int, console: Console) -> None:
     and when all could take a message, counted from the start of this command."""
     deadline = time.monotonic() + READY_TIMEOUT_S
     checked_in_s: float | None = None
+    serving = False  # said once it listens, never before
     with console.status("waiting for the agents to check in...") as spinner:
         while time.monotonic() < deadline:
             if _exited(pid):
@@ -99,6 +104,9 @@ def _wait_until_ready(paths: StatePaths, pid: int, console: Console) -> None:
             if endpoint is None:
                 time.sleep(ENDPOINT_CHECK_S)
                 continue
+            if not serving:
+                serving = True
+                console.print(f"orchestrator started (pid {pid}, log {paths.log_file})")
             with closing(ApiClient(endpoint)) as client:
                 # Answers as soon as every agent takes messages, else after READY_WAIT_S.
                 readiness = client.get("/api/v1/fleet/ready", wait=READY_WAIT_S)
@@ -116,8 +124,8 @@ def _wait_until_ready(paths: StatePaths, pid: int, console: Console) -> None:
                     console.print(f"[bold red]warning: {warning}[/bold red]", highlight=False)
                 ready_s = _since_start()
                 console.print(
-                    f"{total} agents checked in after {checked_in_s or ready_s:.1f}s, "
-                    f"all take messages after {ready_s:.1f}s"
+                    f"{total} agent{'' if total == 1 else 's'} checked in after {checked_in_s or ready_s:.1f}s, "
+                    f"{'it takes' if total == 1 else 'all take'} messages after {ready_s:.1f}s"
                 )
                 console.print(f"API and dashboard: {endpoint.url}/?token={endpoint.token}", highlight=False)
                 return

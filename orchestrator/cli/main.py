@@ -16,7 +16,7 @@ if "httpx" not in sys.modules:
 import click
 
 from agent_runtime import collector_paused
-from orchestrator.cli.errors import CliError, NotRunning
+from orchestrator.cli.errors import BadInput, CliError, NotRunning
 
 # Command name -> (module, attribute). Modules load only when their command runs, so that a
 # quick command (ps, send) does not pay for importing the whole orchestrator.
@@ -63,6 +63,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+EXIT_BAD_INPUT = 2
 EXIT_NOT_RUNNING = 3
 
 
@@ -114,6 +115,9 @@ def main() -> None:
     except NotRunning as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_NOT_RUNNING)
+    except BadInput as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
     except CliError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)

@@ -9,9 +9,9 @@ not know or a sampling value out of range is a 400 naming the field.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 
 class Passthrough(BaseModel):
@@ -269,6 +269,15 @@ class ModelList(BaseModel):
 # ------------------------------------------------------------------- gateway's own reports
 
 
+def round_figure(value: float) -> float:
+    """A sum of prices, rid of the float noise of adding them up (0.004467, not
+    0.0044670000000000005); nine decimals keep a billionth of a dollar or of a token."""
+    return round(value, 9)
+
+
+Figure = Annotated[float, AfterValidator(round_figure)]
+"""An amount (dollars, or tokens for a token budget) as reported to an operator."""
+
 BudgetScope = Literal["agent", "fleet"]
 BudgetKind = Literal["daily_usd", "monthly_usd", "daily_tokens", "monthly_tokens"]
 
@@ -278,8 +287,8 @@ class BudgetWindow(BaseModel):
 
     scope: BudgetScope
     kind: BudgetKind
-    limit: float
-    spent: float
+    limit: Figure
+    spent: Figure
     window_start: datetime
     resets_at: datetime
 
@@ -306,8 +315,8 @@ class BudgetStatus(BaseModel):
 
 
 class SpendFigures(BaseModel):
-    today_usd: float = 0.0
-    month_usd: float = 0.0
+    today_usd: Figure = 0.0
+    month_usd: Figure = 0.0
     today_tokens: int = 0
     month_tokens: int = 0
     calls_today: int = 0
@@ -333,7 +342,7 @@ class UsageBucket(BaseModel):
     calls: int
     tokens_in: int
     tokens_out: int
-    cost_usd: float
+    cost_usd: Figure
 
 
 class UsageSeries(BaseModel):

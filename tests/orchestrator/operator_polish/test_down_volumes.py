@@ -20,6 +20,7 @@ agents:
 def up(folder: Path) -> None:
     started = run_flotilla(folder, "up", "-d", "--runtime", "process", "--port", str(free_port()))
     assert started.returncode == 0, started.stdout + started.stderr
+    assert "1 agent checked in after" in started.stdout and "it takes messages after" in started.stdout
 
 
 def spent_today(folder: Path) -> float:
