@@ -61,3 +61,30 @@ def test_money_is_reported_without_float_noise() -> None:
     assert (figures.today_usd, figures.month_usd) == (0.004467, 0.3)
     report = CostsReport.model_validate({"at": "2030-01-01T00:00:00Z", "agents": [], "fleet": figures})
     assert '"today_usd":0.004467' in report.model_dump_json()
+
+
+def test_heartbeat_rules_may_be_a_block_of_dash_lines_as_heartbeat_md_writes_them(tmp_path: Path) -> None:
+    from orchestrator.config.fleet import ConfigError
+    from orchestrator.config.loader import load_fleet
+
+    block = (
+        "version: 1\nfleet: beats\nagents:\n  keeper:\n    heartbeat:\n      every: 15m\n      rules: |\n"
+        "        - daily 09:00: tidy MEMORY.md\n\n        - every 2h: check the inbox\n"
+    )
+    (tmp_path / "fleet.yaml").write_text(block)
+    rules = load_fleet(tmp_path / "fleet.yaml").config.agents["keeper"].heartbeat
+    assert rules is not None and rules.rules == ["daily 09:00: tidy MEMORY.md", "every 2h: check the inbox"]
+    (tmp_path / "fleet.yaml").write_text(block.replace("- every 2h", "every 2h"))
+    try:
+        load_fleet(tmp_path / "fleet.yaml")
+    except ConfigError as refused:
+        assert "write each rule as `- RULE`" in str(refused.problems)
+    else:
+        raise AssertionError("a line without '- ' was accepted")
+    (tmp_path / "fleet.yaml").write_text(block.replace("daily 09:00", "daily 25:00"))
+    try:
+        load_fleet(tmp_path / "fleet.yaml")
+    except ConfigError as refused:
+        assert "daily 25:00" in str(refused.problems)
+    else:
+        raise AssertionError("a bad rule in a block was accepted")
