@@ -135,19 +135,52 @@
     }
   }
 
-  async function api(path, options) {
-    let response;
+  async function request(path, options, accept) {
     try {
-      response = await fetch(path, {
+      return await fetch(path, {
         credentials: "same-origin",
         // The custom header tells the orchestrator this call comes from the dashboard's own page
         // (a cross-site form cannot send it): calls that change something need it.
-        headers: { accept: "application/json", "content-type": "application/json", "x-flotilla-dashboard": "1" },
+        headers: { accept, "content-type": "application/json", "x-flotilla-dashboard": "1" },
         ...options,
       });
     } catch (err) {
       throw new ApiFailure(0, `cannot reach the orchestrator: ${err.message}`);
     }
+  }
+
+  async function api(path, options) {
+    const response = await request(path, options, "application/json");
+    return answer(response);
+  }
+
+  // A POST answered with server-sent events: onEvent(name, data) for each, as it arrives.
+  async function streamed(path, payload, onEvent) {
+    const response = await request(path, { method: "POST", body: JSON.stringify(payload) }, "text/event-stream");
+    if (!response.ok) return answer(response);
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return null;
+      buffer += decoder.decode(value, { stream: true });
+      let cut;
+      while ((cut = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, cut);
+        buffer = buffer.slice(cut + 2);
+        let name = "message";
+        let data = "";
+        for (const line of block.split("\n")) {
+          if (line.startsWith("event:")) name = line.slice(6).trim();
+          else if (line.startsWith("data:")) data += line.slice(5).trim();
+        }
+        if (data) onEvent(name, JSON.parse(data));
+      }
+    }
+  }
+
+  async function answer(response) {
     const text = await response.text();
     let body = null;
     try {
@@ -731,7 +764,7 @@
   // ------------------------------------------------------------------ start
 
   async function start() {
-    const helpers = { h, card, table, badge, unavailable, attempt, api, when, short, money, duration, enc };
+    const helpers = { h, card, table, badge, unavailable, attempt, api, streamed, when, short, money, duration, enc };
     views = window.FlotillaOperator(helpers);
     approvals = window.FlotillaApprovals(helpers);
     const info = await attempt("/dashboard/info.json");
