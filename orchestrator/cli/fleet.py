@@ -7,6 +7,8 @@ import os
 import shutil
 import signal
 import time
+from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -335,9 +337,14 @@ def _dry_run(
 @click.command()
 @fleet_file_option
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
-def ps(fleet_file: Path, as_json: bool) -> None:
+@click.option("-q", "--quiet", is_flag=True, help="Only the agents' names, one per line.")
+def ps(fleet_file: Path, as_json: bool, quiet: bool) -> None:
     """Show each agent's state, health, restarts, uptime and memory."""
     status = client_for(fleet_file).get("/api/v1/fleet")
+    if quiet:
+        for agent in status["agents"]:
+            click.echo(agent["name"])
+        return
     if as_json:
         click.echo(json.dumps(status, indent=2))
         return
@@ -361,10 +368,23 @@ def ps(fleet_file: Path, as_json: bool) -> None:
 @click.option(
     "-n", "--limit", "--tail", "tail", type=int, default=200, show_default=True, help="The last N lines."
 )
+@click.option(
+    "--since",
+    default=None,
+    metavar="WHEN",
+    help="Only lines from WHEN on: a duration back from now (10m, 2h, 1d) or a moment (2026-12-03 09:30).",
+)
 @click.option("--runtime", type=click.Choice(RUNTIMES), default=None)
 @click.argument("agent")
-def logs(fleet_file: Path, follow: bool, tail: int, runtime: Runtime | None, agent: str) -> None:
-    """Print an agent's log."""
+def logs(
+    fleet_file: Path, follow: bool, tail: int, since: str | None, runtime: Runtime | None, agent: str
+) -> None:
+    """Print an agent's log (--since: from a moment on, by the stamps of its lines, in its clock)."""
+    from datetime import datetime
+
+    from orchestrator.cli.log_since import lines_since, since_moment
+
+    moment = since_moment(since, datetime.now()) if since else None
     fleet = load_or_exit(fleet_file)
     paths = StatePaths.for_fleet_file(fleet.path)
     backend = _backend_or_exit(_runtime_of(paths, runtime, fleet), paths)
@@ -372,10 +392,26 @@ def logs(fleet_file: Path, follow: bool, tail: int, runtime: Runtime | None, age
     if not units:
         raise CliError(f"agent {agent!r} has no unit in fleet {fleet.name!r}")
     try:
-        for line in backend.logs(units[0].id, follow=follow, tail=tail):
+        # --since reads the whole log, then keeps the lines from the moment on (the last N of them).
+        lines = backend.logs(units[0].id, follow=follow, tail=WHOLE_LOG if moment else tail)
+        if moment is not None:
+            lines = _last(lines_since(lines, moment), tail, follow)
+        for line in lines:
             click.echo(line.rstrip("\n"))
     except KeyboardInterrupt:
         return
+
+
+# As many lines as a log holds (`tail=0` means none to Docker).
+WHOLE_LOG = 10_000_000
+
+
+def _last(lines: Iterator[str], count: int, follow: bool) -> Iterator[str]:
+    """The last `count` lines of what is there now, then (following) every new one as it comes."""
+    if follow or not count:
+        yield from lines
+        return
+    yield from deque(lines, maxlen=count)
 
 
 @click.command()

@@ -34,7 +34,9 @@ def test_the_reply_shows_as_it_streams(services: Services) -> None:
         page.locator(".message-text").fill("How are the tides?")
         page.locator(".send-form button", has_text="Send").click()
         page.locator(".action-status .id-link").wait_for(timeout=WAIT_MS)  # queued, linked to its trace
-        wait_for(lambda: any(i.text == "How are the tides?" for i in services.inbox.list("alpha")), "the item")
+        wait_for(
+            lambda: any(i.text == "How are the tides?" for i in services.inbox.list("alpha")), "the item"
+        )
         (item,) = [i for i in services.inbox.list("alpha") if i.text == "How are the tides?"]
         services.inbox.add_progress(item.id, "The tides ")
         page.locator(".reply", has_text="The tides").wait_for(timeout=WAIT_MS)  # before the answer is done
