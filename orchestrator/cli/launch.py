@@ -98,7 +98,15 @@ def prepare(
 
 
 def _print_access(console: Console, listeners: Listeners, token: str) -> None:
-    console.print(f"API and dashboard: {listeners.operator_url}/?token={token}", highlight=False)
+    if console.is_terminal:
+        console.print(f"API and dashboard: {listeners.operator_url}/?token={token}", highlight=False)
+    else:
+        # Not a terminal: a service's journal or a CI log, kept and read by others; no token there.
+        console.print(
+            f"API and dashboard: {listeners.operator_url}/ (`flotilla dashboard` prints the address "
+            "with the operator token)",
+            highlight=False,
+        )
     console.print(f"agents dial {listeners.agent_url}", highlight=False)
 
 
