@@ -18,10 +18,12 @@ from orchestrator.config.units import parse_duration
 from orchestrator.events import Event, EventType
 
 DEAD_LETTER_EVENT = "message.dead_lettered"
-_EVENT_OF_CONDITION = {
-    "budget_warning": EventType.BUDGET_WARNING.value,
-    "budget_exhausted": EventType.BUDGET_EXHAUSTED.value,
-    "dead_letter": DEAD_LETTER_EVENT,
+# A warning rule means "at 80 % or more": spend that jumps past 100 % at once (or a first call
+# refused) publishes only `budget.exhausted`, which is past 80 % too.
+_EVENTS_OF_CONDITION = {
+    "budget_warning": (EventType.BUDGET_WARNING.value, EventType.BUDGET_EXHAUSTED.value),
+    "budget_exhausted": (EventType.BUDGET_EXHAUSTED.value,),
+    "dead_letter": (DEAD_LETTER_EVENT,),
 }
 
 
@@ -35,10 +37,12 @@ class Firing:
     summary: str
     at: datetime
     detail: dict[str, Any] = field(default_factory=dict)
+    resolved: bool = False
+    """The condition a firing of this key raised is over (an unhealthy agent checks in again)."""
 
     @property
     def key(self) -> str:
-        return f"{self.rule_index}:{self.title}:{self.agent or '*'}"
+        return f"{self.rule_index}:{self.title}:{self.agent or '*'}" + (":resolved" if self.resolved else "")
 
 
 def _applies(rule: AlertRule, agent: str | None) -> bool:
@@ -63,6 +67,8 @@ class AlertEvaluator:
         self._rules = list(enumerate(config.rules))
         self._restarts: dict[tuple[int, str], deque[datetime]] = defaultdict(deque)
         self._unhealthy_since: dict[str, datetime] = {}
+        self._unhealthy_fired: dict[str, set[int]] = defaultdict(set)
+        """Agents an unhealthy rule fired for, by rule: told `resolved` once they check in."""
 
     def on_event(self, event: Event) -> list[Firing]:
         if event.type == EventType.AGENT_UNHEALTHY and event.agent:
@@ -85,7 +91,7 @@ class AlertEvaluator:
     def _matches(rule: AlertRule, event: Event) -> bool:
         if rule.when == "event":
             return event.type == rule.event
-        return _EVENT_OF_CONDITION.get(rule.when) == event.type
+        return event.type in _EVENTS_OF_CONDITION.get(rule.when, ())
 
     def _crash_loop(self, index: int, rule: AlertRule, event: Event) -> Firing | None:
         if event.type != EventType.AGENT_RESTARTED or not event.agent:
@@ -106,6 +112,7 @@ class AlertEvaluator:
         for agent, since in list(self._unhealthy_since.items()):
             if checking_in(agent):
                 del self._unhealthy_since[agent]
+                fired += self._recovered(agent, since, now)
                 continue
             for index, rule in self._rules:
                 if rule.when != "unhealthy" or not _applies(rule, agent):
@@ -114,4 +121,15 @@ class AlertEvaluator:
                     minutes = (now - since).total_seconds() / 60
                     summary = f"{agent} has not checked in for {minutes:.0f} min"
                     fired.append(Firing(index, rule.title, agent, summary, now, {"since": since.isoformat()}))
+                    self._unhealthy_fired[agent].add(index)
         return fired
+
+    def _recovered(self, agent: str, since: datetime, now: datetime) -> list[Firing]:
+        minutes = (now - since).total_seconds() / 60
+        summary = f"{agent} checks in again (after {minutes:.0f} min)"
+        return [
+            Firing(
+                index, self._rules[index][1].title, agent, summary, now, {"since": since.isoformat()}, True
+            )
+            for index in sorted(self._unhealthy_fired.pop(agent, set()))
+        ]
