@@ -71,3 +71,23 @@ def test_the_replaced_fleet_serves_turns_under_way_for_a_bounded_time(tmp_path: 
     assert view.previous() is before
     now[0] += HANDOVER_S + 1
     assert view.previous() is None
+
+
+def test_adding_alerts_is_reported_as_a_change_in_text_and_json(running: tuple[Path, str]) -> None:
+    folder, url = running
+    alerts = (
+        "alerts:\n  webhooks:\n    ops: {url: 'http://127.0.0.1:9/hook'}\n"
+        "  rules:\n    - when: event\n      event: no.such.event\n"
+    )
+    (folder / "fleet.yaml").write_text(FLEET.format(model="test", url=url) + alerts)
+    dry = run_flotilla(folder, "apply", "--dry-run")
+    assert dry.returncode == 1, dry.stdout + dry.stderr
+    assert "* update   (fleet)              alerts (in force at once)" in dry.stdout
+    applied = run_flotilla(folder, "apply", "--json")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    import json
+
+    plan = json.loads(applied.stdout)
+    assert plan["changed"] is True and plan["fleet_changes"] == ["alerts"]
+    again = run_flotilla(folder, "apply", "--dry-run")
+    assert again.returncode == 0 and "nothing to change" in again.stdout
