@@ -39,8 +39,8 @@ def launch_detached(fleet: LoadedFleet, options: LaunchOptions, paths: StatePath
         raise CliError(str(taken)) from None
     paths.ensure()
     if options.runtime in IMAGE_RUNTIMES:
-        ensure_agent_image(options.image, console)
-        options = replace(options, image=fleet_image(options.image, fleet.config, console))
+        ensure_agent_image(options.image, console, options.verbose)
+        options = replace(options, image=fleet_image(options.image, fleet.config, console, options.verbose))
     pid = _fork_server(fleet, options, paths)
     paths.pid_file.write_text(f"{pid}\n")
     _wait_until_ready(paths, pid, console)

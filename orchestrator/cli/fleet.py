@@ -16,6 +16,7 @@ import click
 
 from orchestrator.backends.base import Backend, BackendError, BackendUnavailable
 from orchestrator.backends.select import RUNTIMES, Runtime, open_backend, remembered_runtime
+from orchestrator.cli.apply_image import ImagePlan, image_for, planned_image
 from orchestrator.cli.common import (
     DEFAULT_PORT,
     check_capacity_or_exit,
@@ -150,6 +151,9 @@ def _runtime_of(paths: StatePaths, runtime: Runtime | None, fleet: LoadedFleet |
 )
 @click.option("--image", default=DEFAULT_IMAGE, show_default=True, help="The agent image (docker).")
 @click.option("--log-json", is_flag=True, help="Write the orchestrator's log as JSON lines.")
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Show an image build's output as it runs (else only on failure)."
+)
 @click.pass_context
 def up(
     ctx: click.Context,
@@ -159,6 +163,7 @@ def up(
     port: int,
     image: str,
     log_json: bool,
+    verbose: bool,
 ) -> None:
     """Start the orchestrator and reconcile the fleet: create, recreate or remove only what changed.
 
@@ -174,7 +179,9 @@ def up(
         _refuse_other_launch(endpoint, paths, port if explicit_port else None, runtime)
         running = load_or_exit(fleet_file)
         click.echo(f"the orchestrator is already running at {endpoint.url}; applying {fleet_file} to it")
-        new_image = _image_for(fleet_file, running, False) if remembered_runtime(paths) == "docker" else None
+        new_image = (
+            image_for(fleet_file, running, False, verbose) if remembered_runtime(paths) == "docker" else None
+        )
         _apply_remote(fleet_file, dry_run=False, image=new_image)
         return
     fleet = load_or_exit(fleet_file)
@@ -182,7 +189,7 @@ def up(
     click.echo(f"runtime: {chosen} ({_why_runtime(paths, runtime, fleet)})")
     backend = _backend_or_exit(chosen, paths)
     check_capacity_or_exit(fleet, backend.capacity())
-    options = LaunchOptions(chosen, port, image, log_json)
+    options = LaunchOptions(chosen, port, image, log_json, verbose=verbose)
     if detach:
         launch_detached(fleet, options, paths)
     else:
@@ -215,8 +222,10 @@ def _apply_remote(
     force_seeds: tuple[tuple[str, str], ...] = (),
     as_json: bool = False,
     image: str | None = None,
+    image_plan: ImagePlan | None = None,
 ) -> bool:
-    """Ask the running orchestrator to plan or apply `fleet_file`; True when changes are (were) due."""
+    """Ask the running orchestrator to plan or apply `fleet_file`; True when changes are (were) due.
+    `image_plan`: what a dry run found about the agents' image (a new one, maybe to build)."""
     client = client_for(fleet_file, timeout_s=300.0)
     result = client.post(
         "/api/v1/apply",
@@ -225,35 +234,18 @@ def _apply_remote(
         force_seed=[f"{agent}/{file}" for agent, file in force_seeds] or None,
         image=image,
     )
+    changed = bool(result["changed"]) or image_plan is not None
     if as_json:
-        echo_json({"dry_run": dry_run, **result})
-        return bool(result["changed"])
+        planned = {"image_change": image_plan.as_json()} if image_plan is not None else {}
+        echo_json({"dry_run": dry_run, **result, "changed": changed, **planned})
+        return changed
     for line in result["actions"]:
         click.echo(line)
-    if not result["changed"]:
+    if image_plan is not None:
+        click.echo(str(image_plan))
+    if not changed:
         click.echo("nothing to change")
-    return bool(result["changed"])
-
-
-def _image_for(fleet_file: Path, fleet: LoadedFleet, as_json: bool) -> str | None:
-    """The image for the agents this apply creates or recreates, when the fleet's MCP packages
-    changed: the agent image's extension with the packages fleet.yaml now names, built here (offline,
-    with progress lines) as `up` builds it. None: the image in force stays."""
-    from rich.console import Console
-
-    from orchestrator.cli.launch_options import fleet_image
-    from orchestrator.image_name import base_image
-
-    running = client_for(fleet_file).post("/api/v1/apply", dry_run=True, file=str(fleet_file.resolve()))
-    current = str(running.get("image") or "")
-    if not current:
-        return None
-    wanted = fleet_image(base_image(current), fleet.config, Console(stderr=as_json))
-    if wanted == current:
-        return None
-    if not as_json:
-        click.echo(f"image: agents created or recreated from now on run {wanted} (was {current})")
-    return wanted
+    return changed
 
 
 EXIT_CHANGES_PENDING = 1
@@ -278,12 +270,16 @@ EXIT_CANNOT_PLAN = 3
     help="Take fleet.yaml's text for FILE (e.g. SOUL.md) of AGENT even though it changed since it was seeded.",
 )
 @json_option
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Show an image build's output as it runs (else only on failure)."
+)
 def apply(
     fleet_file: Path,
     dry_run: bool,
     runtime: Runtime | None,
     force_seeds: tuple[tuple[str, str], ...],
     as_json: bool,
+    verbose: bool,
 ) -> None:
     """Reconcile the running fleet with the fleet file given (--dry-run only prints the plan).
 
@@ -295,7 +291,9 @@ def apply(
         fleet = load_or_exit(fleet_file, as_json=as_json)
         if read_endpoint(paths) is None:
             raise CliError("no orchestrator is running: `flotilla up` starts it and applies fleet.yaml")
-        image = _image_for(fleet_file, fleet, as_json) if remembered_runtime(paths) == "docker" else None
+        image = (
+            image_for(fleet_file, fleet, as_json, verbose) if remembered_runtime(paths) == "docker" else None
+        )
         _apply_remote(fleet_file, dry_run=False, force_seeds=force_seeds, as_json=as_json, image=image)
         return
     try:
@@ -315,8 +313,11 @@ def _dry_run(
     as_json: bool = False,
 ) -> bool:
     if read_endpoint(paths) is not None:
-        load_or_exit(fleet_file, as_json=as_json)
-        return _apply_remote(fleet_file, dry_run=True, force_seeds=force_seeds, as_json=as_json)
+        fleet = load_or_exit(fleet_file, as_json=as_json)
+        image = planned_image(fleet_file, fleet) if remembered_runtime(paths) == "docker" else None
+        return _apply_remote(
+            fleet_file, dry_run=True, force_seeds=force_seeds, as_json=as_json, image_plan=image
+        )
     fleet = load_or_exit(fleet_file, as_json=as_json)
     backend = _backend_or_exit(_runtime_of(paths, runtime, fleet), paths)
     check_capacity_or_exit(fleet, backend.capacity())

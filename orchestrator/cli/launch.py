@@ -61,8 +61,8 @@ def prepare(
     paths.ensure()
     remove_leftover_temp_files(paths)
     if options.runtime in IMAGE_RUNTIMES and options.check_image:
-        ensure_agent_image(options.image, console)
-        options = replace(options, image=fleet_image(options.image, fleet.config, console))
+        ensure_agent_image(options.image, console, options.verbose)
+        options = replace(options, image=fleet_image(options.image, fleet.config, console, options.verbose))
     _refuse_foreign_units(fleet, backend, paths)
     try:
         core, manager = reconciling_services(fleet, backend, paths, image=options.image)
