@@ -191,7 +191,7 @@ class Gateway:
             )
         allowed = self._allowed(agent, embedding=embedding)
         if model not in allowed and not self._allowed_before(agent, model):
-            self._resolve(model)  # a model that does not exist is a 404, as OpenAI answers it
+            self._check_exists(model)  # a model that does not exist is a 404, as OpenAI answers it
             raise GatewayError(
                 403,
                 "model_not_allowed",
@@ -201,12 +201,9 @@ class Gateway:
             )
         return self._resolve(model)
 
-    def _resolve(self, model: str) -> Route:
-        if model == TEST_MODEL:
-            return Route(model, self._test, TEST_MODEL)
+    def _check_exists(self, model: str) -> None:
         name, _, upstream_model = model.partition(":")
-        config = self._config.llm.providers.get(name)
-        if config is None or not upstream_model:
+        if model != TEST_MODEL and (name not in self._config.llm.providers or not upstream_model):
             raise GatewayError(
                 404,
                 "model_not_found",
@@ -214,6 +211,13 @@ class Gateway:
                 "(models are named PROVIDER:MODEL, or test)",
                 param="model",
             )
+
+    def _resolve(self, model: str) -> Route:
+        if model == TEST_MODEL:
+            return Route(model, self._test, TEST_MODEL)
+        self._check_exists(model)
+        name, _, upstream_model = model.partition(":")
+        config = self._config.llm.providers[name]
         provider = self._upstreams.get(name)
         if provider is None or provider.config != config:
             if provider is not None:
