@@ -205,10 +205,11 @@ MCP_FLEET = (
 )
 
 
-def test_images_are_pulled_again_unless_pinned(objects: list[Manifest], fleet: LoadedFleet) -> None:
-    for _, pod in _pod_specs(objects):
+def test_images_are_pulled_again_unless_pinned(fleet: LoadedFleet) -> None:
+    moving = ExportOptions(agent_image="flotilla/agent:latest", orchestrator_image="flotilla/orchestrator")
+    for _, pod in _pod_specs(render(fleet, moving).objects()):
         for container in pod["containers"]:
-            assert container["image"].endswith(":latest") and container["imagePullPolicy"] == "Always"
+            assert container["imagePullPolicy"] == "Always"
     pinned = render(fleet, ExportOptions(agent_image="registry.example/flotilla/agent:0.4.1")).objects()
     agents = [pod for name, pod in _pod_specs(pinned) if name.startswith("agent-")]
     assert {pod["containers"][0]["imagePullPolicy"] for pod in agents} == {"IfNotPresent"}
@@ -243,7 +244,7 @@ def test_an_agent_with_mcp_packages_runs_the_extension_image(tmp_path: Path, ver
     extended = "registry.example/flotilla/agent:0.4.1-ext-abc"
     objects = render(fleet, ExportOptions(extension_image=extended)).objects()
     images = {name: pod["containers"][0]["image"] for name, pod in _pod_specs(objects)}
-    assert images["agent-clerk"] == extended and images["agent-pilot"].endswith("/agent:latest")
+    assert images["agent-clerk"] == extended and images["agent-pilot"] == ExportOptions().agent_image
     for obj in objects:
         kubernetes_validate.validate(obj, version, strict=True)
     refused = CliRunner().invoke(
