@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from agent_runtime.protocol import BudgetLeft, InboxItem, RuntimeSnapshot
+from agent_runtime.protocol import CONFIG_HASH_PROTOCOL, BudgetLeft, InboxItem, RuntimeSnapshot
 from orchestrator.broker.inbox import Inbox
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.settings import runtime_hash
@@ -61,5 +61,7 @@ class SnapshotTaker:
 
     def stamp(self, agent: str, item: InboxItem) -> InboxItem:
         fleet = self._fleet()
-        config_hash = runtime_hash(fleet, agent) if agent in fleet.config.agents else None
+        sighting = self._health.last(agent)
+        reads_hash = sighting is not None and sighting.checkin.protocol >= CONFIG_HASH_PROTOCOL
+        config_hash = runtime_hash(fleet, agent) if reads_hash and agent in fleet.config.agents else None
         return item.model_copy(update={"snapshot": self.take(agent), "config_hash": config_hash})
