@@ -69,6 +69,10 @@ class AlertEvaluator:
         self._unhealthy_since: dict[str, datetime] = {}
         self._unhealthy_fired: dict[str, set[int]] = defaultdict(set)
         """Agents an unhealthy rule fired for, by rule: told `resolved` once they check in."""
+        self._looping: set[tuple[int, str]] = set()
+        """(rule, agent) a crash-loop rule fired for: told `resolved` after `within` without the
+        restarts that would fire it (checked from the tick after the one that fired it)."""
+        self._started_looping: set[tuple[int, str]] = set()
 
     def on_event(self, event: Event) -> list[Firing]:
         if event.type == EventType.AGENT_UNHEALTHY and event.agent:
@@ -103,12 +107,14 @@ class AlertEvaluator:
             times.popleft()
         if len(times) < rule.restarts:
             return None
+        self._started_looping.add((index, event.agent))
         summary = f"{event.agent} restarted {len(times)} times within {rule.within}"
         return Firing(index, rule.title, event.agent, summary, event.at, {"restarts": len(times)})
 
     def on_tick(self, now: datetime, checking_in: Callable[[str], bool]) -> list[Firing]:
-        """Unhealthy agents that have not recovered `for` after their first unhealthy event."""
-        fired = []
+        """Unhealthy agents that have not recovered `for` after their first unhealthy event; crash
+        loops and unhealthy agents that are over."""
+        fired = self._loops_over(now)
         for agent, since in list(self._unhealthy_since.items()):
             if checking_in(agent):
                 del self._unhealthy_since[agent]
@@ -123,6 +129,22 @@ class AlertEvaluator:
                     fired.append(Firing(index, rule.title, agent, summary, now, {"since": since.isoformat()}))
                     self._unhealthy_fired[agent].add(index)
         return fired
+
+    def _loops_over(self, now: datetime) -> list[Firing]:
+        over = []
+        for index, agent in sorted(self._looping):
+            rule = self._rules[index][1]
+            times = self._restarts[(index, agent)]
+            window = timedelta(seconds=parse_duration(rule.within))
+            while times and now - times[0] > window:
+                times.popleft()
+            if len(times) < rule.restarts:
+                self._looping.discard((index, agent))
+                summary = f"{agent} restarted {len(times)} times within the last {rule.within}"
+                over.append(Firing(index, rule.title, agent, summary, now, {"restarts": len(times)}, True))
+        self._looping |= self._started_looping
+        self._started_looping = set()
+        return over
 
     def _recovered(self, agent: str, since: datetime, now: datetime) -> list[Firing]:
         minutes = (now - since).total_seconds() / 60

@@ -317,3 +317,26 @@ def test_a_changed_config_is_followed(tmp_path: Path, receiver: Receiver) -> Non
 def test_bad_alert_config_is_refused_with_the_reason(alerts: dict[str, Any], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         FleetConfig.model_validate({"fleet": "harbour", "agents": {"pilot": {}}, "alerts": alerts})
+
+
+def test_a_crash_loop_is_resolved_once_the_window_passes_without_enough_restarts(
+    tmp_path: Path, receiver: Receiver
+) -> None:
+    clock = Clock()
+    rule = {"when": "crash_loop", "restarts": 3, "within": "10m"}
+    rig = Rig(tmp_path, _config(receiver.url, rule), clock)
+    for _ in range(3):
+        rig.publish(EventType.AGENT_RESTARTED, "pilot", at=clock.now, reason="exited")
+        clock.advance(60)
+    rig.dispatcher.step()
+    ((_, firing),) = receiver.received
+    assert firing["status"] == "firing" and firing["summary"] == "pilot restarted 3 times within 10m"
+    clock.advance(5 * 60)
+    rig.dispatcher.step()
+    assert len(receiver.received) == 1  # the restarts are still inside the window
+    clock.advance(6 * 60)
+    rig.dispatcher.step()
+    _, resolved = receiver.received[1]
+    assert resolved["status"] == "resolved" and resolved["agent"] == "pilot"
+    rig.dispatcher.step()
+    assert len(receiver.received) == 2
