@@ -164,10 +164,14 @@ async def _deltas_and_notices(
         await parts.put(None)
 
     task = asyncio.create_task(pump())
+    next_look = 0.0
     try:
         while True:
-            for notice in watch.news():
-                yield f"event: waiting\ndata: {notice.model_dump_json()}\n\n"
+            if time.monotonic() >= next_look:
+                # Off the event loop: the approvals table is read (and expired) in SQLite.
+                for notice in await asyncio.to_thread(watch.news):
+                    yield f"event: waiting\ndata: {notice.model_dump_json()}\n\n"
+                next_look = time.monotonic() + WATCH_EVERY_S
             try:
                 delta = await asyncio.wait_for(parts.get(), WATCH_EVERY_S)
             except TimeoutError:
