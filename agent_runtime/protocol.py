@@ -47,7 +47,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from agent_runtime.context_settings import CognitionJobs as CognitionJobs
 from agent_runtime.context_settings import CognitionJobSettings as CognitionJobSettings
@@ -108,7 +108,10 @@ from agent_runtime.workspace.wire import OperationSpec as OperationSpec
 from agent_runtime.workspace.wire import WorkspaceWrite as WorkspaceWrite
 from agent_runtime.workspace.wire import WorkspaceWriteResult as WorkspaceWriteResult
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
+# The first protocol whose agents read `InboxItem.config_hash`: an agent that checks in with an
+# older one (a container from before an upgrade) is handed items without it.
+CONFIG_HASH_PROTOCOL = 2
 AGENT_API_PREFIX = "/agent/v1"
 # Sent with each model call an agent makes for a run: the gateway's ledger keeps it, and the
 # run record then carries the settled tokens, cost and answering model of that run's calls.
@@ -172,6 +175,19 @@ class InboxItem(WireModel):
     attempt: int = 1
     deadline: datetime | None = None
     snapshot: RuntimeSnapshot | None = Field(default=None, description="Set when handed to the agent")
+    config_hash: str | None = Field(
+        default=None,
+        description="Set when handed to the agent: the hash of its config in force; an agent whose "
+        "config differs reloads it before working on the item",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_unset_hash(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Left out when not set: an agent of an older protocol refuses a field it does not know.
+        data: dict[str, Any] = handler(self)
+        if data.get("config_hash") is None:
+            data.pop("config_hash", None)
+        return data
 
 
 class WorkResult(WireModel):

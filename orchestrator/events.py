@@ -127,9 +127,16 @@ class EventBus:
         with self._lock:
             self._subscribers.discard(queue)
 
-    def recent(self, limit: int = 100, agent: str | None = None, after: int = 0) -> list[Event]:
+    def recent(
+        self, limit: int = 100, agent: str | None = None, after: int = 0, types: list[str] | None = None
+    ) -> list[Event]:
+        """`types`: each a type or a family prefix (`budget` for budget.*)."""
         sql = "SELECT * FROM events WHERE seq > ?" + (" AND agent = ?" if agent else "")
         params: list[Any] = [after] + ([agent] if agent else [])
+        if types:
+            sql += " AND (" + " OR ".join("type = ? OR substr(type, 1, ?) = ?" for _ in types) + ")"
+            for kind in types:
+                params += [kind, len(kind) + 1, kind + "."]
         rows = self._db.query(sql + " ORDER BY seq DESC LIMIT ?", [*params, limit])
         return [
             Event(seq=r["seq"], type=r["type"], agent=r["agent"], at=r["at"], data=json.loads(r["data"]))

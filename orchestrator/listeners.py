@@ -57,6 +57,13 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def check_port_free(port: int) -> None:
+    """Raise PortTaken when the operator's loopback address cannot listen on `port` now (before
+    a start that would fail there only after it said it started)."""
+    if port:
+        _bind("127.0.0.1", port).close()
+
+
 def bind_listeners(agent_host: str, port: int) -> Listeners:
     """Loopback for the operator; the fleet network's gateway for agents (same port)."""
     loopback = _bind("127.0.0.1", port)

@@ -283,6 +283,12 @@ class AgentProcess:
         log.info("configuration reloaded (%s)", config.config_hash)
 
     def _handle(self, item: InboxItem) -> None:
+        if (
+            item.config_hash is not None
+            and self.config is not None
+            and item.config_hash != self.config.config_hash
+        ):
+            self._reload_config()
         self.state.set_state("busy", item.id)
         try:
             self.worker().process(item)

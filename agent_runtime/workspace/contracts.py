@@ -101,9 +101,7 @@ def _parse_interface(text: str) -> Interface:
     unknown = sorted(str(k) for k in data if k not in TOP_LEVEL_KEYS)
     if unknown:
         raise ContractError(f"front matter: unknown key(s) {', '.join(unknown)} (allowed: operations)")
-    raw_ops = data.get("operations") or []
-    if not isinstance(raw_ops, list):
-        raise ContractError("front matter: 'operations' must be a list")
+    raw_ops = _operation_list(data.get("operations") or [])
     operations: list[OperationSpec] = []
     seen: set[str] = set()
     for index, raw in enumerate(raw_ops):
@@ -113,6 +111,26 @@ def _parse_interface(text: str) -> Interface:
         seen.add(op.name)
         operations.append(op)
     return Interface(operations=operations, body=body)
+
+
+def _operation_list(raw: Any) -> list[Any]:
+    """`operations` as a list of mappings with a `name`, or as a mapping keyed by name (each value
+    then the operation without its name)."""
+    if isinstance(raw, list):
+        return raw
+    if not isinstance(raw, dict):
+        raise ContractError("front matter: 'operations' must be a list, or a mapping keyed by operation name")
+    listed = []
+    for name, given in raw.items():
+        spec = {} if given is None else given
+        if not isinstance(spec, dict):
+            raise ContractError(f"operation '{name}': must be a mapping with description, input, output")
+        if "name" in spec and spec["name"] != name:
+            raise ContractError(
+                f"operation '{name}': its 'name' says {spec['name']!r}; keyed by name, leave it out"
+            )
+        listed.append({**spec, "name": name})
+    return listed
 
 
 def validate_interface_text(text: str) -> None:

@@ -1,17 +1,22 @@
 """The runtime snapshot handed to an agent with each inbox item: its peers' states, what is left
 of its budgets, how many other items wait, and the time. The agent shows it in the item's own
 message (the volatile end of its prompt), so it is fresh at every item and never breaks the
-prompt prefix a provider caches."""
+prompt prefix a provider caches.
+
+Each item also carries the hash of the agent's config in force when it is handed out: an agent
+whose config differs reloads it before the item, so a message sent right after an apply runs on
+the applied config (its model among them), never on the one the gateway no longer allows."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
 
-from agent_runtime.protocol import BudgetLeft, InboxItem, RuntimeSnapshot
+from agent_runtime.protocol import CONFIG_HASH_PROTOCOL, BudgetLeft, InboxItem, RuntimeSnapshot
 from orchestrator.agents.health import HealthBoard
 from orchestrator.broker.inbox import Inbox
 from orchestrator.config.fleet import LoadedFleet
+from orchestrator.config.settings import runtime_hash
 from orchestrator.gateway.budget import Budgets
 
 
@@ -55,4 +60,8 @@ class SnapshotTaker:
         )
 
     def stamp(self, agent: str, item: InboxItem) -> InboxItem:
-        return item.model_copy(update={"snapshot": self.take(agent)})
+        fleet = self._fleet()
+        sighting = self._health.last(agent)
+        reads_hash = sighting is not None and sighting.checkin.protocol >= CONFIG_HASH_PROTOCOL
+        config_hash = runtime_hash(fleet, agent) if reads_hash and agent in fleet.config.agents else None
+        return item.model_copy(update={"snapshot": self.take(agent), "config_hash": config_hash})

@@ -18,10 +18,12 @@ class DeliveryFailed(Exception):
 def payload_for(webhook: WebhookConfig, fleet: str, firing: Firing) -> dict[str, Any]:
     if webhook.format == "slack":
         where = f" ({firing.agent})" if firing.agent else ""
-        return {"text": f":rotating_light: [{fleet}] {firing.title}{where}: {firing.summary}"}
+        mark = ":white_check_mark: resolved:" if firing.resolved else ":rotating_light:"
+        return {"text": f"{mark} [{fleet}] {firing.title}{where}: {firing.summary}"}
     return {
         "fleet": fleet,
         "alert": firing.title,
+        "status": "resolved" if firing.resolved else "firing",
         "agent": firing.agent,
         "summary": firing.summary,
         "at": firing.at.isoformat(),

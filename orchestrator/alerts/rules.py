@@ -19,11 +19,13 @@ from orchestrator.events import Event, EventType
 
 DEAD_LETTER_EVENT = "message.dead_lettered"
 NOTIFICATION_FAILED_EVENT = "notification.failed"
-_EVENT_OF_CONDITION = {
-    "notification_failed": NOTIFICATION_FAILED_EVENT,
-    "budget_warning": EventType.BUDGET_WARNING.value,
-    "budget_exhausted": EventType.BUDGET_EXHAUSTED.value,
-    "dead_letter": DEAD_LETTER_EVENT,
+# A warning rule means "at 80 % or more": spend that jumps past 100 % at once (or a first call
+# refused) publishes only `budget.exhausted`, which is past 80 % too.
+_EVENTS_OF_CONDITION = {
+    "notification_failed": (NOTIFICATION_FAILED_EVENT,),
+    "budget_warning": (EventType.BUDGET_WARNING.value, EventType.BUDGET_EXHAUSTED.value),
+    "budget_exhausted": (EventType.BUDGET_EXHAUSTED.value,),
+    "dead_letter": (DEAD_LETTER_EVENT,),
 }
 
 
@@ -37,10 +39,12 @@ class Firing:
     summary: str
     at: datetime
     detail: dict[str, Any] = field(default_factory=dict)
+    resolved: bool = False
+    """The condition a firing of this key raised is over (an unhealthy agent checks in again)."""
 
     @property
     def key(self) -> str:
-        return f"{self.rule_index}:{self.title}:{self.agent or '*'}"
+        return f"{self.rule_index}:{self.title}:{self.agent or '*'}" + (":resolved" if self.resolved else "")
 
 
 def _applies(rule: AlertRule, agent: str | None) -> bool:
@@ -70,6 +74,12 @@ class AlertEvaluator:
         self._rules = list(enumerate(config.rules))
         self._restarts: dict[tuple[int, str], deque[datetime]] = defaultdict(deque)
         self._unhealthy_since: dict[str, datetime] = {}
+        self._unhealthy_fired: dict[str, set[int]] = defaultdict(set)
+        """Agents an unhealthy rule fired for, by rule: told `resolved` once they check in."""
+        self._looping: set[tuple[int, str]] = set()
+        """(rule, agent) a crash-loop rule fired for: told `resolved` after `within` without the
+        restarts that would fire it (checked from the tick after the one that fired it)."""
+        self._started_looping: set[tuple[int, str]] = set()
 
     def on_event(self, event: Event) -> list[Firing]:
         if event.type == EventType.AGENT_UNHEALTHY and event.agent:
@@ -92,7 +102,7 @@ class AlertEvaluator:
     def _matches(rule: AlertRule, event: Event) -> bool:
         if rule.when == "event":
             return event.type == rule.event
-        return _EVENT_OF_CONDITION.get(rule.when) == event.type
+        return event.type in _EVENTS_OF_CONDITION.get(rule.when, ())
 
     def _crash_loop(self, index: int, rule: AlertRule, event: Event) -> Firing | None:
         if event.type != EventType.AGENT_RESTARTED or not event.agent:
@@ -104,15 +114,18 @@ class AlertEvaluator:
             times.popleft()
         if len(times) < rule.restarts:
             return None
+        self._started_looping.add((index, event.agent))
         summary = f"{event.agent} restarted {len(times)} times within {rule.within}"
         return Firing(index, rule.title, event.agent, summary, event.at, {"restarts": len(times)})
 
     def on_tick(self, now: datetime, checking_in: Callable[[str], bool]) -> list[Firing]:
-        """Unhealthy agents that have not recovered `for` after their first unhealthy event."""
-        fired = []
+        """Unhealthy agents that have not recovered `for` after their first unhealthy event; crash
+        loops and unhealthy agents that are over."""
+        fired = self._loops_over(now)
         for agent, since in list(self._unhealthy_since.items()):
             if checking_in(agent):
                 del self._unhealthy_since[agent]
+                fired += self._recovered(agent, since, now)
                 continue
             for index, rule in self._rules:
                 if rule.when != "unhealthy" or not _applies(rule, agent):
@@ -121,4 +134,31 @@ class AlertEvaluator:
                     minutes = (now - since).total_seconds() / 60
                     summary = f"{agent} has not checked in for {minutes:.0f} min"
                     fired.append(Firing(index, rule.title, agent, summary, now, {"since": since.isoformat()}))
+                    self._unhealthy_fired[agent].add(index)
         return fired
+
+    def _loops_over(self, now: datetime) -> list[Firing]:
+        over = []
+        for index, agent in sorted(self._looping):
+            rule = self._rules[index][1]
+            times = self._restarts[(index, agent)]
+            window = timedelta(seconds=parse_duration(rule.within))
+            while times and now - times[0] > window:
+                times.popleft()
+            if len(times) < rule.restarts:
+                self._looping.discard((index, agent))
+                summary = f"{agent} restarted {len(times)} times within the last {rule.within}"
+                over.append(Firing(index, rule.title, agent, summary, now, {"restarts": len(times)}, True))
+        self._looping |= self._started_looping
+        self._started_looping = set()
+        return over
+
+    def _recovered(self, agent: str, since: datetime, now: datetime) -> list[Firing]:
+        minutes = (now - since).total_seconds() / 60
+        summary = f"{agent} checks in again (after {minutes:.0f} min)"
+        return [
+            Firing(
+                index, self._rules[index][1].title, agent, summary, now, {"since": since.isoformat()}, True
+            )
+            for index in sorted(self._unhealthy_fired.pop(agent, set()))
+        ]

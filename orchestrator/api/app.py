@@ -83,7 +83,9 @@ def create_app(services: Services) -> FastAPI:
         services.inbox.bind_loop(loop)
         yield
 
-    app = FastAPI(title="Flotilla orchestrator", lifespan=lifespan)
+    # /openapi.json is served without a token (route and body shapes, no fleet data); the
+    # interactive pages are not, as they load their scripts from a CDN.
+    app = FastAPI(title="Flotilla orchestrator", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.services = services
     install_error_handlers(app)
     install_storage_error_handlers(app, lambda: services.paths.db)

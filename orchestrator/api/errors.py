@@ -105,6 +105,16 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        unreadable = [e for e in exc.errors() if e.get("type") == "json_invalid"]
+        if unreadable:
+            # Its location is a byte offset, not a field: no param to name.
+            reason = unreadable[0].get("ctx", {}).get("error", "")
+            details = [
+                f"the body is not valid JSON: {reason} (at character {_location(unreadable[0]['loc'])})"
+            ]
+            if is_gateway_path(request.url.path):
+                return openai_error_response(400, "invalid_request", details[0], details=details)
+            return _respond(422, ErrorBody(error="invalid_request", message=details[0], details=details))
         problems = [(_location(e["loc"]), e["msg"]) for e in exc.errors()]
         details = [f"{where}: {what}" for where, what in problems]
         if is_gateway_path(request.url.path):

@@ -144,7 +144,8 @@ def _acl_issues(fleet: LoadedFleet, operations: dict[str, set[str]]) -> list[Con
                         )
                     )
     for name, ops in operations.items():
-        if ops and not callers[name]:
+        # In a fleet of one there is no agent that could talk to it: the operator is its caller.
+        if ops and not callers[name] and len(operations) > 1:
             issues.append(
                 ContractIssue(
                     level="warning",

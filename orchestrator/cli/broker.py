@@ -94,15 +94,14 @@ def _print_report(report: ContractsReport) -> None:
 @fleet_file_option
 @click.option("-a", "--all", "show_all", is_flag=True, help="Include finished items.")
 @click.option("-n", "--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@click.option("--json", "as_json", is_flag=True, help="Print the items as a JSON array.")
 @click.argument("agent")
 def inbox(fleet_file: Path, show_all: bool, limit: int, as_json: bool, agent: str) -> None:
     """List AGENT's inbox: what waits for it (with --all, what it already handled)."""
     with closing(client_for(fleet_file)) as client:
         items = client.get(f"/api/v1/agents/{quote(agent, safe='')}/inbox", all=show_all, limit=limit)
     if as_json:
-        for item in items:
-            click.echo(json.dumps(item))
+        click.echo(json.dumps(items, indent=2))
         return
     if not items:
         echo(f"{agent}'s inbox is empty" + ("" if show_all else " (--all shows finished items)"))

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_runtime import iter_sse
-from orchestrator.cli.errors import CliError, NotRunning
+from orchestrator.cli.errors import BadInput, CliError, NotRunning
 from orchestrator.state.endpoint import Endpoint, read_endpoint
 from orchestrator.state.paths import StatePaths
 
@@ -42,6 +42,11 @@ class ApiClient:
     @classmethod
     def from_fleet_file(cls, fleet_file: str | Path, timeout_s: float = 30.0) -> ApiClient:
         endpoint = read_endpoint(StatePaths.for_fleet_file(Path(fleet_file)))
+        if endpoint is None and not Path(fleet_file).is_file():
+            raise BadInput(
+                f"{fleet_file} does not exist: run flotilla in a fleet's folder, name the file with -f, "
+                "or start a fleet with `flotilla init`"
+            )
         if endpoint is None:
             raise NotRunning(
                 f"no orchestrator is running for {fleet_file}: start it with `flotilla up` (or `up -d`)"

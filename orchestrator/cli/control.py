@@ -12,6 +12,7 @@ import click
 from orchestrator.backends.base import BackendError
 from orchestrator.cli.common import client_for, fleet_file_option, load_or_exit
 from orchestrator.cli.errors import NotRunning
+from orchestrator.cli.options import echo_json, json_option
 from orchestrator.fleet.reconcile import fleet_labels
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
@@ -105,9 +106,14 @@ def rotate(fleet_file: Path) -> None:
 
 @click.command()
 @fleet_file_option
-def dashboard(fleet_file: Path) -> None:
+@json_option
+def dashboard(fleet_file: Path, as_json: bool) -> None:
     """Print the dashboard's address (with the operator token) of the running orchestrator."""
     endpoint = read_endpoint(StatePaths.for_fleet_file(fleet_file))
     if endpoint is None:
         raise NotRunning(f"no orchestrator is running for {fleet_file}: start it with `flotilla up -d`")
-    click.echo(f"{endpoint.url}/?token={endpoint.token}")
+    address = f"{endpoint.url}/?token={endpoint.token}"
+    if as_json:
+        echo_json({"url": address, "api": endpoint.url, "pid": endpoint.pid})
+        return
+    click.echo(address)

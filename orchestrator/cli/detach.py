@@ -21,6 +21,7 @@ from orchestrator.cli.client import ApiClient
 from orchestrator.cli.errors import CliError
 from orchestrator.cli.launch_options import LaunchOptions, ensure_agent_image, fleet_image
 from orchestrator.config.fleet import LoadedFleet
+from orchestrator.listeners import PortTaken, check_port_free
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 
@@ -33,13 +34,16 @@ ENDPOINT_CHECK_S = 0.05
 
 def launch_detached(fleet: LoadedFleet, options: LaunchOptions, paths: StatePaths) -> None:
     console = Console()
+    try:
+        check_port_free(options.port)
+    except PortTaken as taken:
+        raise CliError(str(taken)) from None
     paths.ensure()
     if options.runtime in IMAGE_RUNTIMES:
-        ensure_agent_image(options.image, console)
-        options = replace(options, image=fleet_image(options.image, fleet.config, console))
+        ensure_agent_image(options.image, console, options.verbose)
+        options = replace(options, image=fleet_image(options.image, fleet.config, console, options.verbose))
     pid = _fork_server(fleet, options, paths)
     paths.pid_file.write_text(f"{pid}\n")
-    console.print(f"orchestrator started (pid {pid}, log {paths.log_file})")
     _wait_until_ready(paths, pid, console)
 
 
@@ -92,6 +96,7 @@ def _wait_until_ready(paths: StatePaths, pid: int, console: Console) -> None:
     started = time.monotonic()
     deadline = started + READY_TIMEOUT_S
     checked_in_s: float | None = None
+    serving = False  # said once it listens, never before
     with console.status("waiting for the agents to check in...") as spinner:
         while time.monotonic() < deadline:
             if _exited(pid):
@@ -101,6 +106,9 @@ def _wait_until_ready(paths: StatePaths, pid: int, console: Console) -> None:
             if endpoint is None:
                 time.sleep(ENDPOINT_CHECK_S)
                 continue
+            if not serving:
+                serving = True
+                console.print(f"orchestrator started (pid {pid}, log {paths.log_file})")
             with closing(ApiClient(endpoint)) as client:
                 # Answers as soon as every agent takes messages, else after READY_WAIT_S.
                 readiness = client.get("/api/v1/fleet/ready", wait=READY_WAIT_S)
@@ -121,8 +129,8 @@ def _wait_until_ready(paths: StatePaths, pid: int, console: Console) -> None:
                     console.print(f"[bold red]warning: {warning}[/bold red]", highlight=False)
                 ready_s = _since_start()
                 console.print(
-                    f"{total} agents checked in after {checked_in_s or ready_s:.1f}s, "
-                    f"all take messages after {ready_s:.1f}s"
+                    f"{total} agent{'' if total == 1 else 's'} checked in after {checked_in_s or ready_s:.1f}s, "
+                    f"{'it takes' if total == 1 else 'all take'} messages after {ready_s:.1f}s"
                     + (
                         f"; {readiness['asleep']} asleep until they have work"
                         if readiness.get("asleep")

@@ -9,3 +9,7 @@ class CliError(Exception):
 
 class NotRunning(CliError):
     """No orchestrator runs for this fleet, or it does not answer (exit code 3)."""
+
+
+class BadInput(CliError):
+    """The command's input is wrong, e.g. the fleet file it names does not exist (exit code 2)."""

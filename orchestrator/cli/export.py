@@ -7,8 +7,22 @@ from pathlib import Path
 import click
 
 from orchestrator.cli.common import fleet_file_option, load_or_exit
-from orchestrator.export.kubernetes import DEFAULT_ORCHESTRATOR_IMAGE, ExportOptions, render, write
+from orchestrator.cli.errors import CliError
+from orchestrator.cli.options import echo_json, json_option
+from orchestrator.export.kubernetes import (
+    DEFAULT_ORCHESTRATOR_IMAGE,
+    ExportOptions,
+    ExportRefused,
+    render,
+    write,
+)
 from orchestrator.images.names import DEFAULT_IMAGE
+
+NOT_YET_RUNNABLE = (
+    "warning: the orchestrator's StatefulSet runs `flotilla up --runtime kubernetes` from an "
+    "orchestrator image; neither is part of this release, so the fleet does not start on a cluster "
+    "yet (docs/kubernetes.md says what was validated and what was not)"
+)
 
 
 @click.group("export")
@@ -35,6 +49,12 @@ def export() -> None:
     help="Image of the orchestrator.",
 )
 @click.option("--storage-class", default=None, help="StorageClass of the volumes (default: the cluster's).")
+@click.option(
+    "--extension-image",
+    default=None,
+    help="The agent image extended with the fleet's MCP packages, for agents whose servers name a package.",
+)
+@json_option
 def kubernetes(
     fleet_file: Path,
     out_dir: Path,
@@ -42,6 +62,8 @@ def kubernetes(
     agent_image: str,
     orchestrator_image: str,
     storage_class: str | None,
+    extension_image: str | None,
+    as_json: bool,
 ) -> None:
     """Write Kubernetes manifests for the fleet into a folder.
 
@@ -58,8 +80,23 @@ def kubernetes(
         orchestrator_image=orchestrator_image,
         storage_class=storage_class,
         namespace=namespace,
+        extension_image=extension_image,
     )
-    paths = write(render(fleet, options), out_dir)
+    try:
+        manifests = render(fleet, options)
+    except ExportRefused as refused:
+        raise CliError(str(refused)) from None
+    paths = write(manifests, out_dir)
+    if as_json:
+        echo_json(
+            {
+                "files": [str(path) for path in paths],
+                "apply": f"kubectl apply -k {out_dir}",
+                "warnings": [NOT_YET_RUNNABLE.removeprefix("warning: ")],
+            }
+        )
+        return
     for path in paths:
         click.echo(f"wrote {path}")
     click.echo(f"apply with: kubectl apply -k {out_dir}")
+    click.echo(NOT_YET_RUNNABLE, err=True)

@@ -7,6 +7,8 @@ import os
 import shutil
 import signal
 import time
+from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -14,6 +16,7 @@ import click
 
 from orchestrator.backends.base import Backend, BackendError, BackendUnavailable
 from orchestrator.backends.select import RUNTIMES, Runtime, open_backend, remembered_runtime
+from orchestrator.cli.apply_image import ImagePlan, image_for, planned_image
 from orchestrator.cli.common import (
     DEFAULT_PORT,
     check_capacity_or_exit,
@@ -149,6 +152,9 @@ def _runtime_of(paths: StatePaths, runtime: Runtime | None, fleet: LoadedFleet |
 )
 @click.option("--image", default=DEFAULT_IMAGE, show_default=True, help="The agent image (docker).")
 @click.option("--log-json", is_flag=True, help="Write the orchestrator's log as JSON lines.")
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Show an image build's output as it runs (else only on failure)."
+)
 @click.pass_context
 def up(
     ctx: click.Context,
@@ -158,6 +164,7 @@ def up(
     port: int,
     image: str,
     log_json: bool,
+    verbose: bool,
 ) -> None:
     """Start the orchestrator and reconcile the fleet: create, recreate or remove only what changed.
 
@@ -173,7 +180,9 @@ def up(
         _refuse_other_launch(endpoint, paths, port if explicit_port else None, runtime)
         running = load_or_exit(fleet_file)
         click.echo(f"the orchestrator is already running at {endpoint.url}; applying {fleet_file} to it")
-        new_image = _image_for(fleet_file, running, False) if remembered_runtime(paths) == "docker" else None
+        new_image = (
+            image_for(fleet_file, running, False, verbose) if remembered_runtime(paths) == "docker" else None
+        )
         _apply_remote(fleet_file, dry_run=False, image=new_image)
         return
     fleet = load_or_exit(fleet_file)
@@ -181,7 +190,7 @@ def up(
     click.echo(f"runtime: {chosen} ({_why_runtime(paths, runtime, fleet)})")
     backend = _backend_or_exit(chosen, paths)
     check_capacity_or_exit(fleet, backend.capacity())
-    options = LaunchOptions(chosen, port, image, log_json)
+    options = LaunchOptions(chosen, port, image, log_json, verbose=verbose)
     if detach:
         launch_detached(fleet, options, paths)
     else:
@@ -214,8 +223,10 @@ def _apply_remote(
     force_seeds: tuple[tuple[str, str], ...] = (),
     as_json: bool = False,
     image: str | None = None,
+    image_plan: ImagePlan | None = None,
 ) -> bool:
-    """Ask the running orchestrator to plan or apply `fleet_file`; True when changes are (were) due."""
+    """Ask the running orchestrator to plan or apply `fleet_file`; True when changes are (were) due.
+    `image_plan`: what a dry run found about the agents' image (a new one, maybe to build)."""
     client = client_for(fleet_file, timeout_s=300.0)
     result = client.post(
         "/api/v1/apply",
@@ -224,35 +235,18 @@ def _apply_remote(
         force_seed=[f"{agent}/{file}" for agent, file in force_seeds] or None,
         image=image,
     )
+    changed = bool(result["changed"]) or image_plan is not None
     if as_json:
-        echo_json({"dry_run": dry_run, **result})
-        return bool(result["changed"])
+        planned = {"image_change": image_plan.as_json()} if image_plan is not None else {}
+        echo_json({"dry_run": dry_run, **result, "changed": changed, **planned})
+        return changed
     for line in result["actions"]:
         click.echo(line)
-    if not result["changed"]:
+    if image_plan is not None:
+        click.echo(str(image_plan))
+    if not changed:
         click.echo("nothing to change")
-    return bool(result["changed"])
-
-
-def _image_for(fleet_file: Path, fleet: LoadedFleet, as_json: bool) -> str | None:
-    """The image for the agents this apply creates or recreates, when the fleet's MCP packages
-    changed: the agent image's extension with the packages fleet.yaml now names, built here (offline,
-    with progress lines) as `up` builds it. None: the image in force stays."""
-    from rich.console import Console
-
-    from orchestrator.cli.launch_options import fleet_image
-    from orchestrator.images.names import base_image
-
-    running = client_for(fleet_file).post("/api/v1/apply", dry_run=True, file=str(fleet_file.resolve()))
-    current = str(running.get("image") or "")
-    if not current:
-        return None
-    wanted = fleet_image(base_image(current), fleet.config, Console(stderr=as_json))
-    if wanted == current:
-        return None
-    if not as_json:
-        click.echo(f"image: agents created or recreated from now on run {wanted} (was {current})")
-    return wanted
+    return changed
 
 
 EXIT_CHANGES_PENDING = 1
@@ -277,12 +271,16 @@ EXIT_CANNOT_PLAN = 3
     help="Take fleet.yaml's text for FILE (e.g. SOUL.md) of AGENT even though it changed since it was seeded.",
 )
 @json_option
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Show an image build's output as it runs (else only on failure)."
+)
 def apply(
     fleet_file: Path,
     dry_run: bool,
     runtime: Runtime | None,
     force_seeds: tuple[tuple[str, str], ...],
     as_json: bool,
+    verbose: bool,
 ) -> None:
     """Reconcile the running fleet with the fleet file given (--dry-run only prints the plan).
 
@@ -294,7 +292,9 @@ def apply(
         fleet = load_or_exit(fleet_file, as_json=as_json)
         if read_endpoint(paths) is None:
             raise CliError("no orchestrator is running: `flotilla up` starts it and applies fleet.yaml")
-        image = _image_for(fleet_file, fleet, as_json) if remembered_runtime(paths) == "docker" else None
+        image = (
+            image_for(fleet_file, fleet, as_json, verbose) if remembered_runtime(paths) == "docker" else None
+        )
         _apply_remote(fleet_file, dry_run=False, force_seeds=force_seeds, as_json=as_json, image=image)
         return
     try:
@@ -314,8 +314,11 @@ def _dry_run(
     as_json: bool = False,
 ) -> bool:
     if read_endpoint(paths) is not None:
-        load_or_exit(fleet_file, as_json=as_json)
-        return _apply_remote(fleet_file, dry_run=True, force_seeds=force_seeds, as_json=as_json)
+        fleet = load_or_exit(fleet_file, as_json=as_json)
+        image = planned_image(fleet_file, fleet) if remembered_runtime(paths) == "docker" else None
+        return _apply_remote(
+            fleet_file, dry_run=True, force_seeds=force_seeds, as_json=as_json, image_plan=image
+        )
     fleet = load_or_exit(fleet_file, as_json=as_json)
     backend = _backend_or_exit(_runtime_of(paths, runtime, fleet), paths)
     check_capacity_or_exit(fleet, backend.capacity())
@@ -343,9 +346,14 @@ def _dry_run(
     help=f"List every agent; by default a fleet of more than {FOLD_ASLEEP_ABOVE} folds its sleeping "
     "agents that have nothing to do into one line.",
 )
-def ps(fleet_file: Path, as_json: bool, show_all: bool) -> None:
+@click.option("-q", "--quiet", is_flag=True, help="Only the agents' names, one per line.")
+def ps(fleet_file: Path, as_json: bool, show_all: bool, quiet: bool) -> None:
     """Show each agent's state, health, restarts, uptime and memory."""
     status = client_for(fleet_file).get("/api/v1/fleet")
+    if quiet:
+        for agent in status["agents"]:
+            click.echo(agent["name"])
+        return
     if as_json:
         click.echo(json.dumps(status, indent=2))
         return
@@ -375,13 +383,26 @@ def ps(fleet_file: Path, as_json: bool, show_all: bool) -> None:
 @click.option(
     "-n", "--limit", "--tail", "tail", type=int, default=200, show_default=True, help="The last N lines."
 )
+@click.option(
+    "--since",
+    default=None,
+    metavar="WHEN",
+    help="Only lines from WHEN on: a duration back from now (10m, 2h, 1d) or a moment (2026-12-03 09:30).",
+)
 @click.option("--runtime", type=click.Choice(RUNTIMES), default=None)
 @click.argument("agent")
-def logs(fleet_file: Path, follow: bool, tail: int, runtime: Runtime | None, agent: str) -> None:
-    """Print an agent's log.
+def logs(
+    fleet_file: Path, follow: bool, tail: int, since: str | None, runtime: Runtime | None, agent: str
+) -> None:
+    """Print an agent's log (--since: from a moment on, by the stamps of its lines, in its clock).
 
     The log is printed raw, as `docker logs` does: what the agent wrote, control characters
     included. Pipe it through `less` or `cat -v` when the agent may be hostile."""
+    from datetime import datetime
+
+    from orchestrator.cli.log_since import lines_since, since_moment
+
+    moment = since_moment(since, datetime.now()) if since else None
     fleet = load_or_exit(fleet_file)
     paths = StatePaths.for_fleet_file(fleet.path)
     backend = _backend_or_exit(_runtime_of(paths, runtime, fleet), paths)
@@ -389,10 +410,26 @@ def logs(fleet_file: Path, follow: bool, tail: int, runtime: Runtime | None, age
     if not units:
         raise CliError(f"agent {agent!r} has no unit in fleet {fleet.name!r}")
     try:
-        for line in backend.logs(units[0].id, follow=follow, tail=tail):
+        # --since reads the whole log, then keeps the lines from the moment on (the last N of them).
+        lines = backend.logs(units[0].id, follow=follow, tail=WHOLE_LOG if moment else tail)
+        if moment is not None:
+            lines = _last(lines_since(lines, moment), tail, follow)
+        for line in lines:
             click.echo(line.rstrip("\n"))
     except KeyboardInterrupt:
         return
+
+
+# As many lines as a log holds (`tail=0` means none to Docker).
+WHOLE_LOG = 10_000_000
+
+
+def _last(lines: Iterator[str], count: int, follow: bool) -> Iterator[str]:
+    """The last `count` lines of what is there now, then (following) every new one as it comes."""
+    if follow or not count:
+        yield from lines
+        return
+    yield from deque(lines, maxlen=count)
 
 
 @click.command()
@@ -401,29 +438,61 @@ def logs(fleet_file: Path, follow: bool, tail: int, runtime: Runtime | None, age
     "-v",
     "--volumes",
     is_flag=True,
-    help="Also delete the agents' storage (volumes, disks) and the operator's copies (.flotilla/agents/).",
+    help="Also delete the fleet's state: the agents' storage (volumes, disks), state.db (inbox, "
+    "ledger and budgets, events, approvals) and everything else under .flotilla/ but backups/ "
+    "and previous-layout/.",
 )
 @click.option("--runtime", type=click.Choice(RUNTIMES), default=None)
 def down(fleet_file: Path, volumes: bool, runtime: Runtime | None) -> None:
-    """Stop the orchestrator and remove every unit (and network) of this fleet; state stays unless -v."""
+    """Stop the orchestrator and remove every unit (and network) of this fleet; state stays unless -v.
+
+    The runtime the fleet ran on is forgotten: the next `up` runs on --runtime, fleet.yaml's
+    `runtime:`, else docker.
+    """
     fleet = load_or_exit(fleet_file)
     paths = StatePaths.for_fleet_file(fleet.path)
     _stop_orchestrator(paths)
-    backend = _backend_or_exit(_runtime_of(paths, runtime, fleet), paths)
+    ran_on = _runtime_of(paths, runtime, fleet)
+    backend = _backend_or_exit(ran_on, paths)
     try:
         remove_fleet(backend, fleet.name, lambda unit: click.echo(f"removed {unit.name}"))
         for line in backend.release_storage(fleet.name, paths.root, delete=volumes):
             click.echo(line)
     except BackendError as exc:
         raise CliError(str(exc)) from None
+    paths.runtime_file.unlink(missing_ok=True)
     if volumes:
-        for folder in (paths.agents, paths.tokens, paths.disks):
-            shutil.rmtree(folder, ignore_errors=True)
-        click.echo(f"deleted {paths.agents}")
+        _delete_state(paths)
+    if ran_on != (fleet.config.runtime or "docker"):
+        click.echo(
+            f"the next `flotilla up` runs on {fleet.config.runtime or 'docker'} unless --runtime {ran_on}"
+        )
     click.echo(f"fleet {fleet.name!r} is down")
 
 
 STOP_WAIT_S = 15.0
+
+# Kept by `down -v`: copies an operator restores from, and a previous layout's folders (never
+# entered by the orchestrator), are not the fleet's state.
+KEPT_BY_DOWN_V = ("backups", "previous-layout")
+
+
+def _delete_state(paths: StatePaths) -> None:
+    if read_endpoint(paths) is not None:
+        raise CliError(f"the orchestrator did not stop; state under {paths.root} is kept")
+    if not paths.root.is_dir():
+        return
+    for entry in paths.root.iterdir():
+        if entry.name in KEPT_BY_DOWN_V:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+    kept = [name for name in KEPT_BY_DOWN_V if (paths.root / name).exists()]
+    click.echo(
+        f"deleted the fleet's state under {paths.root}" + (f" (kept {', '.join(kept)}/)" if kept else "")
+    )
 
 
 def _stop_orchestrator(paths: StatePaths) -> None:

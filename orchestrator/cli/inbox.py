@@ -46,21 +46,24 @@ def _dead_letters_path(agent: str) -> str:
 @fleet_file_option
 @click.option("-a", "--all", "show_all", is_flag=True, help="Include finished items.")
 @click.option("-n", "--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="One JSON array: the items, then the dead letters (state dead)."
+)
 @click.argument("agent")
 def list_command(
     ctx: click.Context, fleet_file: Path, show_all: bool, limit: int, as_json: bool, agent: str
 ) -> None:
     """List AGENT's inbox, then its dead letters."""
-    ctx.invoke(
-        list_inbox, fleet_file=fleet_file, show_all=show_all, limit=limit, as_json=as_json, agent=agent
-    )
+    if as_json:
+        with closing(client_for(fleet_file)) as client:
+            path = f"/api/v1/agents/{quote(agent, safe='')}/inbox"
+            items = client.get(path, all=show_all, limit=limit)
+            dead = client.get(_dead_letters_path(agent))
+        click.echo(json.dumps([*items, *(letter | {"state": "dead"} for letter in dead)], indent=2))
+        return
+    ctx.invoke(list_inbox, fleet_file=fleet_file, show_all=show_all, limit=limit, as_json=False, agent=agent)
     with closing(client_for(fleet_file)) as client:
         dead = client.get(_dead_letters_path(agent))
-    if as_json:
-        for letter in dead:
-            click.echo(json.dumps(letter | {"state": "dead"}))
-        return
     if dead:
         echo(f"\n{len(dead)} dead-lettered (`flotilla inbox retry|drop {agent} ID`):")
         for letter in dead:

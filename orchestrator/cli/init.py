@@ -96,4 +96,5 @@ def init(directory: Path, name: str | None, force: bool) -> None:
     except ConfigError as exc:
         raise click.UsageError(f"the starter fleet does not validate: {exc}") from None
     click.echo(f"wrote {fleet_file}, {interface} and {schema_file}")
-    click.echo(f"next: cd {directory} && flotilla validate && flotilla up")
+    here = directory.resolve() == Path.cwd().resolve()
+    click.echo(f"next: {'' if here else f'cd {directory} && '}flotilla validate && flotilla up")

@@ -61,8 +61,8 @@ def prepare(
     paths.ensure()
     remove_leftover_temp_files(paths)
     if options.runtime in IMAGE_RUNTIMES and options.check_image:
-        ensure_agent_image(options.image, console)
-        options = replace(options, image=fleet_image(options.image, fleet.config, console))
+        ensure_agent_image(options.image, console, options.verbose)
+        options = replace(options, image=fleet_image(options.image, fleet.config, console, options.verbose))
     _refuse_foreign_units(fleet, backend, paths)
     try:
         core, manager = reconciling_services(fleet, backend, paths, image=options.image)
@@ -98,7 +98,15 @@ def prepare(
 
 
 def _print_access(console: Console, listeners: Listeners, token: str) -> None:
-    console.print(f"API and dashboard: {listeners.operator_url}/?token={token}", highlight=False)
+    if console.is_terminal:
+        console.print(f"API and dashboard: {listeners.operator_url}/?token={token}", highlight=False)
+    else:
+        # Not a terminal: a service's journal or a CI log, kept and read by others; no token there.
+        console.print(
+            f"API and dashboard: {listeners.operator_url}/ (`flotilla dashboard` prints the address "
+            "with the operator token)",
+            highlight=False,
+        )
     console.print(f"agents dial {listeners.agent_url}", highlight=False)
 
 

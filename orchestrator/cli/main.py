@@ -16,7 +16,7 @@ if "httpx" not in sys.modules:
 import click
 
 from agent_runtime import collector_paused
-from orchestrator.cli.errors import CliError, NotRunning
+from orchestrator.cli.errors import BadInput, CliError, NotRunning
 from orchestrator.cli.terminal import echo
 
 # Command name -> (module, attribute). Modules load only when their command runs, so that a
@@ -66,6 +66,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+EXIT_BAD_INPUT = 2
 EXIT_NOT_RUNNING = 3
 
 
@@ -117,6 +118,9 @@ def main() -> None:
     except NotRunning as exc:
         echo(f"error: {exc}", err=True)
         sys.exit(EXIT_NOT_RUNNING)
+    except BadInput as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
     except CliError as exc:
         echo(f"error: {exc}", err=True)
         sys.exit(1)

@@ -39,6 +39,9 @@ def _exchange(client: ApiClient, agent: str, text: str, timeout_s: float, show: 
         payload = json.loads(data)
         if event == "queued":
             item_id = payload.get("item_id")
+        elif event == "waiting":
+            # Said on stderr at once, whatever the output: why the reply is not coming yet.
+            echo(payload.get("message", "waiting for the agent"), err=True)
         elif event == "delta" and show:
             echo(payload["delta"], nl=False)
             sys.stdout.flush()

@@ -59,19 +59,40 @@ def _echo_event(event: dict[str, Any], as_json: bool) -> None:
     show_default=True,
     help="Recent events shown first.",
 )
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
-def events(fleet_file: Path, follow: bool, agent: str | None, limit: int, as_json: bool) -> None:
+@click.option(
+    "-t",
+    "--type",
+    "types",
+    multiple=True,
+    help="Only events of this type (repeatable); a prefix names a family: `budget` is budget.*.",
+)
+@click.option("--json", "as_json", is_flag=True, help="A JSON array; with -F, one JSON object per line.")
+def events(
+    fleet_file: Path, follow: bool, agent: str | None, limit: int, types: tuple[str, ...], as_json: bool
+) -> None:
     """Show recent events (agent started, heartbeat, message, budget, workspace...); -F follows live."""
     with closing(client_for(fleet_file)) as client:
-        _show_events(client, follow, agent, limit, as_json)
+        _show_events(client, follow, agent, limit, list(types), as_json)
 
 
-def _show_events(client: ApiClient, follow: bool, agent: str | None, limit: int, as_json: bool) -> None:
+def of_types(event: dict[str, Any], types: list[str]) -> bool:
+    kind = str(event.get("type", ""))
+    return not types or any(kind == t or kind.startswith(t + ".") for t in types)
+
+
+def _show_events(
+    client: ApiClient, follow: bool, agent: str | None, limit: int, types: list[str], as_json: bool
+) -> None:
     last = 0
-    if limit:
-        for event in client.get("/api/v1/events/recent", agent=agent, limit=limit):
-            _echo_event(event, as_json)
-            last = max(last, int(event["seq"]))
+    recent = (
+        client.get("/api/v1/events/recent", agent=agent, limit=limit, type=types or None) if limit else []
+    )
+    if as_json and not follow:
+        click.echo(json.dumps(recent, indent=2))
+        return
+    for event in recent:
+        _echo_event(event, as_json)
+        last = max(last, int(event["seq"]))
     if not follow:
         return
     if not limit:
@@ -79,7 +100,9 @@ def _show_events(client: ApiClient, follow: bool, agent: str | None, limit: int,
         last = int(latest[-1]["seq"]) if latest else 0
     try:
         for _, data in client.stream("GET", "/api/v1/events", timeout_s=None, agent=agent, after=last):
-            _echo_event(json.loads(data), as_json)
+            event = json.loads(data)
+            if of_types(event, types):
+                _echo_event(event, as_json)
     except KeyboardInterrupt:
         return
 

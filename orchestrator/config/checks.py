@@ -153,9 +153,14 @@ def _rule_lists(raw: dict[str, Any]) -> list[tuple[FieldPath, Any, Any]]:
 
 
 def _check_rules(raw: dict[str, Any], problems: Problems) -> None:
+    from orchestrator.config.models import rule_lines
     from orchestrator.scheduler.rules import parse_rule_lines
 
-    for where, rules, tz in _rule_lists(raw):
+    for where, written, tz in _rule_lists(raw):
+        try:
+            rules = rule_lines(written)
+        except ValueError:
+            continue  # the schema check reports it
         if not isinstance(rules, list) or not all(isinstance(rule, str) for rule in rules):
             continue  # the schema check reports it
         zone = tz if isinstance(tz, str) and _known_zone(tz) else "UTC"

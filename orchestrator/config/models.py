@@ -8,7 +8,15 @@ from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Self
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from agent_runtime import ContextSettings
 from orchestrator.config.alerts import AlertsConfig
@@ -130,6 +138,22 @@ class LLMConfig(Strict):
     )
 
 
+def rule_lines(value: object) -> object:
+    """Heartbeat rules written as HEARTBEAT.md writes them (a block of `- RULE` lines) become a list;
+    any other value is left to the list's own validation."""
+    if not isinstance(value, str):
+        return value
+    rules = []
+    for number, line in enumerate(value.splitlines(), start=1):
+        text = line.strip()
+        if not text:
+            continue
+        if not text.startswith("- "):
+            raise ValueError(f"line {number} ({text!r}) of the rules block: write each rule as `- RULE`")
+        rules.append(text.removeprefix("- ").strip())
+    return rules
+
+
 class HeartbeatConfig(Strict):
     """When the agent wakes on its own: a fixed interval or a cron schedule, plus rules."""
 
@@ -144,9 +168,23 @@ class HeartbeatConfig(Strict):
     tz: str = Field(
         default="UTC", description="IANA time zone of cron and of the rules' times", examples=["Europe/Paris"]
     )
-    rules: list[str] = Field(
+    rules: Annotated[
+        list[str],
+        BeforeValidator(rule_lines),
+        WithJsonSchema(
+            {
+                "anyOf": [
+                    {"type": "array", "items": {"type": "string"}},
+                    {
+                        "type": "string",
+                        "description": "One `- RULE` line per rule, as HEARTBEAT.md writes them",
+                    },
+                ]
+            }
+        ),
+    ] = Field(
         default_factory=list,
-        description="Rules with their own cadence, added to HEARTBEAT.md",
+        description="Rules with their own cadence, added to HEARTBEAT.md: a list, or a block of `- ` lines",
         examples=[["daily 09:00: tidy MEMORY.md and drop what is no longer true"]],
     )
     jitter: Duration | None = Field(

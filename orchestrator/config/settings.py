@@ -165,7 +165,20 @@ def changes(before: LoadedFleet, after: LoadedFleet, agent: str) -> list[FieldCh
     return found
 
 
+# Sections of fleet.yaml that reach agents through their own settings (`agent_settings`), or that
+# an apply does not change (the name, the format's version, the runtime `up` chose).
+_NOT_FLEET_WIDE = frozenset({"version", "fleet", "runtime", "defaults", "llm", "agents", "budget"})
+
+
 def fleet_changes(before: LoadedFleet, after: LoadedFleet) -> list[str]:
-    """Fleet-wide settings that changed and belong to no single agent (the fleet's own budget)."""
+    """Fleet-wide settings that changed and belong to no single agent: the fleet's own budget, by
+    key, and whole sections such as `alerts`, `limits` or `secrets`. All are read where they are
+    used, so they are in force as soon as the fleet is."""
     old, new = before.config.budget.model_dump(mode="json"), after.config.budget.model_dump(mode="json")
-    return [f"budget.{key}" for key in sorted(old) if old[key] != new.get(key)]
+    found = [f"budget.{key}" for key in sorted(old) if old[key] != new.get(key)]
+    for section in sorted(set(type(after.config).model_fields) - _NOT_FLEET_WIDE):
+        if before.config.model_dump(mode="json", include={section}) != after.config.model_dump(
+            mode="json", include={section}
+        ):
+            found.append(section)
+    return found

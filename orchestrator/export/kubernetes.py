@@ -36,6 +36,17 @@ LABEL_AGENT = "flotilla.dev/agent"
 _MIB = 1024 * 1024
 
 
+PROVIDER_KEYS_SECRET = "flotilla-provider-keys"
+# Addresses the orchestrator's egress never reaches: link-local (cloud metadata services at
+# 169.254.169.254, node-local agents) and the other clouds' metadata addresses.
+METADATA_BLOCKS_V4 = ["169.254.0.0/16", "100.100.100.200/32"]
+METADATA_BLOCKS_V6 = ["fe80::/10", "fd00:ec2::254/128"]
+
+
+class ExportRefused(ValueError):
+    """The fleet cannot be exported as asked; the message says what to give."""
+
+
 @dataclass(frozen=True)
 class ExportOptions:
     agent_image: str = DEFAULT_IMAGE
@@ -43,6 +54,32 @@ class ExportOptions:
     storage_class: str | None = None
     orchestrator_storage: str = "1Gi"
     namespace: str | None = None
+    extension_image: str | None = None
+    """The agent image extended with the fleet's MCP packages (`flotilla image status` names it),
+    pushed where the cluster pulls from: run by the agents whose servers need those packages."""
+
+
+def pull_policy(image: str) -> str:
+    """`Always` for a moving tag (`latest`, or none), so that a node never runs a stale copy;
+    `IfNotPresent` for a pinned tag or a digest."""
+    name = image.rsplit("/", 1)[-1]
+    if "@" in name:
+        return "IfNotPresent"
+    _, _, tag = name.partition(":")
+    return "Always" if tag in ("", "latest") else "IfNotPresent"
+
+
+def agent_image_of(fleet: LoadedFleet, agent: str, options: ExportOptions) -> str:
+    """The image `agent` runs: the extension when one of its MCP servers names a package."""
+    if not any(server.package for server in fleet.config.agents[agent].tools.mcp):
+        return options.agent_image
+    if options.extension_image is None:
+        raise ExportRefused(
+            f"agent {agent!r} runs MCP servers from packages, which the agent image {options.agent_image} "
+            "does not hold: give --extension-image, the agent image extended with the fleet's packages "
+            "(`flotilla up` builds it; `flotilla image status` names it), pushed where the cluster pulls"
+        )
+    return options.extension_image
 
 
 @dataclass(frozen=True)
@@ -176,7 +213,7 @@ def _orchestrator_container(options: ExportOptions) -> dict[str, Any]:
     return {
         "name": "orchestrator",
         "image": options.orchestrator_image,
-        "imagePullPolicy": "IfNotPresent",
+        "imagePullPolicy": pull_policy(options.orchestrator_image),
         "args": [
             "up",
             "--runtime",
@@ -192,6 +229,9 @@ def _orchestrator_container(options: ExportOptions) -> dict[str, Any]:
         "env": [
             {"name": "FLOTILLA_AGENT_TOKENS_DIR", "value": "/etc/flotilla/agent-tokens"},
         ],
+        # The model providers' keys (fleet.yaml `api_key_env`), from a Secret the operator makes:
+        # kubectl create secret generic flotilla-provider-keys --from-literal=OPENAI_API_KEY=...
+        "envFrom": [{"secretRef": {"name": PROVIDER_KEYS_SECRET, "optional": True}}],
         "securityContext": _container_security(),
         "resources": {
             "requests": {"memory": "256Mi", "cpu": "250m"},
@@ -256,8 +296,8 @@ def _agent_container(
     url = f"http://{ORCHESTRATOR_NAME}.{namespace}.svc:{AGENT_PORT}"
     return {
         "name": "agent",
-        "image": options.agent_image,
-        "imagePullPolicy": "IfNotPresent",
+        "image": agent_image_of(fleet, agent, options),
+        "imagePullPolicy": pull_policy(agent_image_of(fleet, agent, options)),
         "env": [
             {"name": "FLOTILLA_URL", "value": url},
             {"name": "FLOTILLA_AGENT", "value": agent},
@@ -315,14 +355,17 @@ def _network_policies(fleet: LoadedFleet, namespace: str) -> list[Manifest]:
     orchestrator = {"matchLabels": {LABEL_FLEET: fleet.name, LABEL_COMPONENT: "orchestrator"}}
     labels = _labels(fleet, "network-policy")
     agent_port = [{"protocol": "TCP", "port": AGENT_PORT}]
+    # Whatever serves DNS in kube-system (CoreDNS, kube-dns, NodeLocal DNSCache's pods, whatever
+    # their labels), on port 53 only.
     dns = {
-        "to": [
-            {
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
-                "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
-            }
-        ],
+        "to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}],
         "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+    }
+    providers = {
+        "to": [
+            {"ipBlock": {"cidr": "0.0.0.0/0", "except": METADATA_BLOCKS_V4}},
+            {"ipBlock": {"cidr": "::/0", "except": METADATA_BLOCKS_V6}},
+        ]
     }
 
     def policy(name: str, spec: dict[str, Any]) -> Manifest:
@@ -353,9 +396,10 @@ def _network_policies(fleet: LoadedFleet, namespace: str) -> list[Manifest]:
             },
         ),
         policy(
-            # The gateway calls model providers on the operator's behalf; agents never do.
+            # The gateway calls model providers on the operator's behalf (agents never do), but
+            # not the cloud's metadata service, which hands out the node's credentials.
             "orchestrator-reaches-providers",
-            {"podSelector": orchestrator, "policyTypes": ["Egress"], "egress": [{}]},
+            {"podSelector": orchestrator, "policyTypes": ["Egress"], "egress": [providers, dns]},
         ),
     ]
 

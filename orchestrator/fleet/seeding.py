@@ -8,7 +8,8 @@ the operator's copy). When fleet.yaml's text changes:
   versioned write path (author `fleet.yaml`) and sent to the agent;
 - the agent or the operator changed the file since: nothing is overwritten; the conflict is
   reported (`apply` and `apply --dry-run` name it) until `apply --force-seed AGENT FILE` takes
-  fleet.yaml's text, or fleet.yaml is changed to match.
+  fleet.yaml's text, or fleet.yaml is changed to match. A conflict is a standing state, not a
+  pending change: no apply would change it, so `apply --dry-run` does not exit 1 for it alone.
 
 A file never recorded (a fleet folder older than this record) counts as seeded when its text
 equals fleet.yaml's, and as a conflict otherwise.
@@ -43,8 +44,9 @@ class SeedChange:
         if self.status == "write":
             return f"seed     {self.agent}: {self.file} from fleet.yaml"
         return (
-            f"conflict {self.agent}: {self.file} changed since fleet.yaml seeded it; kept as it is "
-            f"(`flotilla apply --force-seed {self.agent} {self.file}` takes fleet.yaml's text)"
+            f"conflict {self.agent}: {self.file} changed since fleet.yaml seeded it; kept as it is, "
+            f"which no apply changes (`flotilla apply --force-seed {self.agent} {self.file}` takes "
+            "fleet.yaml's text; a fleet.yaml matching the file ends the conflict)"
         )
 
 

@@ -209,7 +209,7 @@ class Budgets:
             agent=agent if window.scope == "agent" else None,
             scope=window.scope,
             kind=window.kind,
-            spent=window.spent,
+            spent=round(window.spent, 9),
             limit=window.limit,
             fraction=round(window.fraction, 4),
             resets_at=window.resets_at.isoformat(),

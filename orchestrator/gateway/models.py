@@ -1,15 +1,17 @@
 """Request and response bodies of the OpenAI-compatible gateway, plus the gateway's own reports.
 
-The OpenAI format is open-ended (providers add fields), so passthrough bodies accept and keep
-unknown fields; only what the gateway reads or builds is declared.
+Answers (and the messages inside a request) are open-ended, as providers add fields: passthrough
+bodies accept and keep unknown fields, and only what the gateway reads or builds is declared. A
+request's own top-level fields are not: as OpenAI does, a field it does not know, a role it does
+not know or a sampling value out of range is a 400 naming the field.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 
 class Passthrough(BaseModel):
@@ -36,8 +38,11 @@ class ToolCall(Passthrough):
     function: FunctionCall
 
 
+Role = Literal["system", "developer", "user", "assistant", "tool", "function"]
+
+
 class ChatMessage(Passthrough):
-    role: str
+    role: Role
     content: str | list[dict[str, Any]] | None = None
     name: str | None = None
     tool_calls: list[ToolCall] | None = None
@@ -64,6 +69,10 @@ class StreamOptions(Passthrough):
 
 
 class ChatCompletionRequest(Passthrough):
+    """OpenAI's chat completion parameters, each declared: any other field is refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
     model: str
     messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
@@ -73,6 +82,31 @@ class ChatCompletionRequest(Passthrough):
     max_tokens: int | None = Field(default=None, ge=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
     n: int | None = Field(default=None, ge=1, le=128)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
+    presence_penalty: float | None = Field(default=None, ge=-2, le=2)
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    stop: str | list[str] | None = None
+    seed: int | None = None
+    user: str | None = None
+    logprobs: bool | None = None
+    logit_bias: dict[str, float] | None = None
+    response_format: dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    functions: list[dict[str, Any]] | None = None
+    function_call: str | dict[str, Any] | None = None
+    metadata: dict[str, str] | None = None
+    store: bool | None = None
+    service_tier: str | None = None
+    reasoning_effort: str | None = None
+    verbosity: str | None = None
+    modalities: list[str] | None = None
+    audio: dict[str, Any] | None = None
+    prediction: dict[str, Any] | None = None
+    web_search_options: dict[str, Any] | None = None
+    prompt_cache_key: str | None = None
+    safety_identifier: str | None = None
 
     @property
     def tool_names(self) -> list[str]:
@@ -94,10 +128,26 @@ class ChatCompletionRequest(Passthrough):
 
 
 class EmbeddingRequest(Passthrough):
+    """OpenAI's embedding parameters, each declared: any other field is refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
     model: str
     input: str | list[str] | list[int] | list[list[int]]
     dimensions: int | None = Field(default=None, ge=1, le=8192)
     encoding_format: Literal["float", "base64"] | None = None
+    user: str | None = None
+
+    @field_validator("input")
+    @classmethod
+    def _something_to_embed(
+        cls, value: str | list[str] | list[int] | list[list[int]]
+    ) -> str | list[str] | list[int] | list[list[int]]:
+        if value in ("", []):
+            raise ValueError("must not be empty")
+        if isinstance(value, list) and any(item in ("", []) for item in value):
+            raise ValueError("must not hold an empty string or an empty list of tokens")
+        return value
 
     @property
     def texts(self) -> list[str]:
@@ -219,6 +269,15 @@ class ModelList(BaseModel):
 # ------------------------------------------------------------------- gateway's own reports
 
 
+def round_figure(value: float) -> float:
+    """A sum of prices, rid of the float noise of adding them up (0.004467, not
+    0.0044670000000000005); nine decimals keep a billionth of a dollar or of a token."""
+    return round(value, 9)
+
+
+Figure = Annotated[float, AfterValidator(round_figure)]
+"""An amount (dollars, or tokens for a token budget) as reported to an operator."""
+
 BudgetScope = Literal["agent", "fleet"]
 BudgetKind = Literal["daily_usd", "monthly_usd", "daily_tokens", "monthly_tokens"]
 
@@ -228,8 +287,8 @@ class BudgetWindow(BaseModel):
 
     scope: BudgetScope
     kind: BudgetKind
-    limit: float
-    spent: float
+    limit: Figure
+    spent: Figure
     window_start: datetime
     resets_at: datetime
 
@@ -256,8 +315,8 @@ class BudgetStatus(BaseModel):
 
 
 class SpendFigures(BaseModel):
-    today_usd: float = 0.0
-    month_usd: float = 0.0
+    today_usd: Figure = 0.0
+    month_usd: Figure = 0.0
     today_tokens: int = 0
     month_tokens: int = 0
     calls_today: int = 0
@@ -283,7 +342,7 @@ class UsageBucket(BaseModel):
     calls: int
     tokens_in: int
     tokens_out: int
-    cost_usd: float
+    cost_usd: Figure
 
 
 class UsageSeries(BaseModel):

@@ -142,12 +142,25 @@ class Gateway:
     def _allowed(self, agent: str, *, embedding: bool = False) -> list[str]:
         config = self._config
         if agent not in config.agents:
-            raise GatewayError(403, "unknown_agent", f"agent '{agent}' is not in fleet '{config.fleet}'")
+            # As once its token is revoked with its unit: one answer for a removed agent, whenever.
+            raise GatewayError(
+                401,
+                "unauthorized",
+                f"the token is of agent '{agent}', no longer part of fleet '{config.fleet}'",
+            )
         allowed = config.allowed_models(agent)
         embedding_model = config.embedding_model()
         if embedding and embedding_model:
             allowed = list(dict.fromkeys([*allowed, embedding_model]))
         return allowed
+
+    def _allowed_before(self, agent: str, model: str) -> bool:
+        """A turn that started before an apply may finish with the models the agent's previous
+        config allowed (see `FleetView.previous`)."""
+        previous = self._fleet.previous()
+        if previous is None or agent not in previous.config.agents:
+            return False
+        return model in previous.config.allowed_models(agent)
 
     def models(self, agent: str) -> ModelList:
         """The models `agent` may call (chat, and the fleet's embedding model), for GET /v1/models."""
@@ -177,7 +190,8 @@ class Gateway:
                 f"agent '{agent}' is {hold} by the operator: no model calls until it is resumed",
             )
         allowed = self._allowed(agent, embedding=embedding)
-        if model not in allowed:
+        if model not in allowed and not self._allowed_before(agent, model):
+            self._check_exists(model)  # a model that does not exist is a 404, as OpenAI answers it
             raise GatewayError(
                 403,
                 "model_not_allowed",
@@ -187,18 +201,23 @@ class Gateway:
             )
         return self._resolve(model)
 
+    def _check_exists(self, model: str) -> None:
+        name, _, upstream_model = model.partition(":")
+        if model != TEST_MODEL and (name not in self._config.llm.providers or not upstream_model):
+            raise GatewayError(
+                404,
+                "model_not_found",
+                f"model '{model}' does not exist: fleet.yaml declares no provider for it "
+                "(models are named PROVIDER:MODEL, or test)",
+                param="model",
+            )
+
     def _resolve(self, model: str) -> Route:
         if model == TEST_MODEL:
             return Route(model, self._test, TEST_MODEL)
+        self._check_exists(model)
         name, _, upstream_model = model.partition(":")
-        config = self._config.llm.providers.get(name)
-        if config is None or not upstream_model:
-            raise GatewayError(
-                400,
-                "unknown_model",
-                f"model '{model}' names no provider declared in fleet.yaml",
-                param="model",
-            )
+        config = self._config.llm.providers[name]
         provider = self._upstreams.get(name)
         if provider is None or provider.config != config:
             if provider is not None:

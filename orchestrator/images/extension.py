@@ -82,6 +82,22 @@ def extension_tag(base_tag: str, base_id: str, packages: list[str]) -> str:
     return f"{base_tag}-ext-{digest}"
 
 
+def planned_extension(
+    base_tag: str, config: FleetConfig, client: docker.DockerClient | None = None
+) -> tuple[str, bool]:
+    """The image `ensure_extension` would give the fleet's agents, and whether it would build it
+    (nothing is built here: what `apply --dry-run` says)."""
+    packages = extension_packages(config)
+    if not packages:
+        return base_tag, False
+    docker_client = client or docker.from_env()
+    base = _find_image(docker_client, base_tag)
+    if base is None:
+        return base_tag, True
+    tag = extension_tag(base_tag, base.id, packages)
+    return tag, _find_image(docker_client, tag) is None
+
+
 def ensure_extension(
     base_tag: str,
     config: FleetConfig,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_runtime.protocol import InboxItem, ItemKind
+from agent_runtime.protocol import PROTOCOL_VERSION, InboxItem, ItemKind
 from orchestrator.testing.server import serve_app
 from tests.agent_runtime.conftest import REPO_ROOT, TOKEN, make_config, write_token
 from tests.agent_runtime.fakes import FakeOrchestrator, Reply, last_text
@@ -64,7 +64,7 @@ def test_agent_process_answers_an_operator_message_and_stops_cleanly(
         wait_for(lambda: any(c.state == "idle" for c in fake.checkins), "an idle check-in")
         assert fake.config_calls >= 3
         checkin = fake.checkins[-1]
-        assert checkin.pid == process.pid and checkin.rss_bytes and checkin.protocol == 1
+        assert checkin.pid == process.pid and checkin.rss_bytes and checkin.protocol == PROTOCOL_VERSION
         fake.put(
             InboxItem(
                 id="item-1",

@@ -79,7 +79,9 @@ def test_text_without_front_matter_is_kept_whole_as_body() -> None:
         ("---\noperations:\n  - name: a\n", "never closed"),
         ("---\n- a\n- b\n---\n", "must be a mapping"),
         ("---\nversion: 2\noperations: []\n---\n", "unknown key(s) version"),
-        ("---\noperations: {name: a}\n---\n", "'operations' must be a list"),
+        ("---\noperations: a\n---\n", "'operations' must be a list, or a mapping keyed by operation name"),
+        ("---\noperations: {name: a}\n---\n", "operation 'name': must be a mapping"),
+        ("---\noperations:\n  a: {name: b}\n---\n", "operation 'a': its 'name' says 'b'"),
         ("---\noperations:\n  - just-a-string\n---\n", "operation #1: must be a mapping"),
         ("---\noperations:\n  - description: nameless\n---\n", "operation #1: missing 'name'"),
         ("---\noperations:\n  - name: do-it\n---\n", "operation 'do-it': name must be an identifier"),
@@ -133,3 +135,16 @@ def test_validate_payload_checks_nested_paths() -> None:
         "properties": {"items": {"type": "array", "items": {"type": "integer"}}},
     }
     assert validate_payload(schema, {"items": [1, "two", 3]}) == ["items/1: 'two' is not of type 'integer'"]
+
+
+def test_operations_may_be_a_mapping_keyed_by_name() -> None:
+    listed = parse_interface(
+        "---\noperations:\n  - name: summarise\n    description: Sum up.\n"
+        "    input: {type: object, required: [text], properties: {text: {type: string}}}\n---\nBody\n"
+    )
+    keyed = parse_interface(
+        "---\noperations:\n  summarise:\n    description: Sum up.\n"
+        "    input: {type: object, required: [text], properties: {text: {type: string}}}\n  ping:\n---\nBody\n"
+    )
+    assert keyed.operations[0] == listed.operations[0]
+    assert [op.name for op in keyed.operations] == ["summarise", "ping"]

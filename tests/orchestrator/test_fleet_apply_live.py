@@ -40,7 +40,8 @@ def units(folder: Path) -> dict[str, UnitInfo]:
 def events(folder: Path) -> list[dict[str, Any]]:
     result = run_flotilla(folder, "events", "--json", "--limit", "200")
     assert result.returncode == 0, result.stderr
-    return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    events: list[dict[str, Any]] = json.loads(result.stdout)
+    return events
 
 
 @pytest.fixture(scope="module")

@@ -208,9 +208,11 @@ def test_resources_beyond_the_engine_are_refused(tmp_path: Path) -> None:
 def test_validate_warns_without_refusing(tmp_path: Path) -> None:
     path = write(
         tmp_path,
-        BASE + "    interface: |\n      ---\n      operations:\n        - name: summarize\n      ---\n",
+        BASE
+        + "    interface: |\n      ---\n      operations:\n        - name: summarize\n      ---\n"
+        + "  beta:\n    role: second\n",
     )
     code, output = validate(path)
     assert code == 0, output
     assert "warning:" in output and "no agent talks_to alpha" in output
-    assert "is valid (1 agent)" in output
+    assert "is valid (2 agents)" in output

@@ -92,7 +92,8 @@ def send(folder: Path, agent: str, text: str) -> str:
 
 def events(folder: Path, agent: str) -> list[dict[str, Any]]:
     out = run_flotilla(folder, "events", "--agent", agent, "--json", "-n", "500").stdout
-    return [json.loads(line) for line in out.splitlines() if line.strip()]
+    found: list[dict[str, Any]] = json.loads(out)
+    return found
 
 
 def calls_of(folder: Path, agent: str, tool: str) -> list[dict[str, Any]]:

@@ -176,7 +176,7 @@ def test_allow_limits_the_tools_offered_and_a_broken_server_is_left_out(fleet_di
     assert "time__get_current_time" in reply and "git__git_status" in reply
     assert "broken__" not in reply
     events = run_flotilla(fleet_dir, "events", "--agent", "clock", "--json", "-n", "200").stdout
-    started = [json.loads(line) for line in events.splitlines() if '"mcp.started"' in line]
+    started = [event for event in json.loads(events) if event["type"] == "mcp.started"]
     assert started and "no-such-mcp-server" in json.dumps(started[-1]["data"]["problems"])
 
 

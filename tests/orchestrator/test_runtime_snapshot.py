@@ -64,3 +64,21 @@ def test_an_item_carries_peers_budgets_and_inbox_depth(services: Services) -> No
     # Nothing of it is stored with the item.
     stored = services.inbox.get(item.id)
     assert stored is not None and stored.snapshot is None
+
+
+def test_an_item_carries_the_config_hash_to_agents_that_read_it(services: Services) -> None:
+    from orchestrator.config.settings import runtime_hash
+
+    services.inbox.put("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "hello")
+    services.inbox.put("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "again")
+    with serve_app(create_app(services)) as base_url, _client(services, base_url, "alpha") as alpha:
+        old = CheckIn(state="idle", pid=7, uptime_s=1.0, protocol=1)  # a container from before an upgrade
+        assert alpha.post("/agent/v1/checkin", json=old.model_dump(mode="json")).status_code == 200
+        raw = alpha.get("/agent/v1/inbox/next", params={"wait": 1}).json()
+        assert "config_hash" not in raw  # an older agent would refuse a field it does not know
+        first = InboxItem.model_validate(raw)
+        current = CheckIn(state="idle", pid=7, uptime_s=2.0)
+        assert alpha.post("/agent/v1/checkin", json=current.model_dump(mode="json")).status_code == 200
+        second = InboxItem.model_validate(alpha.get("/agent/v1/inbox/next", params={"wait": 1}).json())
+    assert "config_hash" not in first.model_dump(exclude_none=True)
+    assert second.config_hash == runtime_hash(services.fleet, "alpha")

@@ -106,6 +106,13 @@ def test_a_file_changed_since_it_was_seeded_is_not_overwritten(fleet: Path) -> N
     assert "The operator rewrote this." in soul(fleet)
     events = run_flotilla(fleet, "events", "--json", "-n", "50").stdout
     assert "workspace.seed_conflict" in events
+    # Applied: the conflict stands, but nothing is pending, in the text and the JSON plan alike.
+    again = run_flotilla(fleet, "apply", "--dry-run")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "conflict scribe: SOUL.md" in again.stdout and "which no apply changes" in again.stdout
+    plan = json.loads(run_flotilla(fleet, "apply", "--dry-run", "--json").stdout)
+    assert plan["changed"] is False
+    assert plan["seeds"] == [{"agent": "scribe", "file": "SOUL.md", "status": "conflict"}]
     forced = run_flotilla(fleet, "apply", "--force-seed", "scribe", "SOUL.md")
     assert forced.returncode == 0, forced.stderr
     assert "You are bold." in soul(fleet)

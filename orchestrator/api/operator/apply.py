@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
@@ -14,6 +14,7 @@ from orchestrator.api.errors import ApiError
 from orchestrator.backends.base import BackendError
 from orchestrator.config.fleet import ConfigError, LoadedFleet
 from orchestrator.config.loader import load_fleet
+from orchestrator.config.settings import fleet_changes
 from orchestrator.fleet.reconcile import PlanAction
 from orchestrator.fleet.seeding import SEEDED_FILES, SeedChange
 from orchestrator.images.names import base_image, same_agent_image
@@ -29,10 +30,26 @@ class PlannedAction(BaseModel):
     fields: list[str] = Field(default_factory=list, description="The settings that change")
 
 
+class PlannedSeed(BaseModel):
+    agent: str
+    file: str
+    status: Literal["write", "conflict"] = Field(
+        description="write: fleet.yaml's text is (was) written; conflict: the file changed since it was "
+        "seeded and is kept as it is, which no apply changes (not a pending change)"
+    )
+
+
 class PlanOut(BaseModel):
     actions: list[str] = Field(description="One line per action, as `flotilla apply` prints them")
-    changed: bool = Field(description="True when anything is (or was) to be done")
+    changed: bool = Field(
+        description="True when anything is (or was) to be done; a seed conflict alone is not a change"
+    )
     plan: list[PlannedAction] = Field(default_factory=list)
+    seeds: list[PlannedSeed] = Field(default_factory=list, description="fleet.yaml's seeds that differ")
+    fleet_changes: list[str] = Field(
+        default_factory=list,
+        description="Fleet-wide settings that change (budget keys, alerts, limits, secrets...): in force at once",
+    )
     file: str = Field(default="", description="The fleet file that was read")
     image: str = Field(default="", description="The image agents created or recreated from now on run")
 
@@ -64,18 +81,32 @@ def read_candidate(services: Services, file: str | None) -> LoadedFleet:
 
 
 def plan_out(
-    actions: list[PlanAction], file: Path, seeds: list[SeedChange] | None = None, image: str = ""
+    actions: list[PlanAction],
+    file: Path,
+    seeds: list[SeedChange] | None = None,
+    image: str = "",
+    fleet_wide: list[str] | None = None,
 ) -> PlanOut:
     seeded = [s for s in seeds or [] if s.status != "same"]
+    fleet_lines = (
+        [f"* update   {'(fleet)':<20} {', '.join(fleet_wide)} (in force at once)"] if fleet_wide else []
+    )
     return PlanOut(
-        actions=[str(a) for a in actions if a.pending] + [str(s) for s in seeded],
-        changed=any(a.pending for a in actions) or bool(seeded),
+        actions=[str(a) for a in actions if a.pending] + fleet_lines + [str(s) for s in seeded],
+        changed=any(a.pending for a in actions)
+        or bool(fleet_wide)
+        or any(s.status == "write" for s in seeded),
         plan=[
             PlannedAction(kind=a.kind, agent=a.agent, reason=a.reason, fields=[c.field for c in a.changes])
             for a in actions
         ],
+        seeds=[
+            PlannedSeed(agent=s.agent, file=s.file, status="write" if s.status == "write" else "conflict")
+            for s in seeded
+        ],
         file=str(file),
         image=image,
+        fleet_changes=list(fleet_wide or []),
     )
 
 
@@ -112,9 +143,10 @@ async def apply_fleet(
     except BackendError as exc:
         raise ApiError(503, "backend_unavailable", f"cannot list the fleet's units: {exc}") from None
     forced = _forced_seeds(candidate, force_seed or [])
+    fleet_wide = fleet_changes(services.fleet, candidate)
     if dry_run:
         seeds = await asyncio.to_thread(services.manager.plan_seeds, candidate, forced)
-        return plan_out(actions, candidate.path, seeds, services.manager.image)
+        return plan_out(actions, candidate.path, seeds, services.manager.image, fleet_wide)
     if image is not None:
         # Agents whose MCP packages changed are recreated by this plan and take the new image; the
         # others keep theirs, which holds every package their own servers need.
@@ -123,7 +155,7 @@ async def apply_fleet(
     failed = [f"{r.action.agent}: {r.error}" for r in results if not r.ok]
     if failed:
         raise ApiError(502, "apply_failed", "some changes failed", failed)
-    return plan_out(actions, candidate.path, services.manager.seeded, services.manager.image)
+    return plan_out(actions, candidate.path, services.manager.seeded, services.manager.image, fleet_wide)
 
 
 def _forced_seeds(fleet: LoadedFleet, pairs: list[str]) -> frozenset[tuple[str, str]]:

@@ -99,9 +99,13 @@ def recent_events(
     agent: str | None = None,
     after: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    type: Annotated[
+        list[str] | None, Query(description="Only these types; a prefix names a family (`budget`: budget.*)")
+    ] = None,
 ) -> list[Event]:
-    """The newest `limit` events (oldest first), optionally for one agent and past a sequence number."""
-    return services.events.recent(limit=limit, agent=agent, after=after)
+    """The newest `limit` events (oldest first), optionally for one agent, of some types, and past
+    a sequence number."""
+    return services.events.recent(limit=limit, agent=agent, after=after, types=type or [])
 
 
 @router.get("", response_class=StreamingResponse)

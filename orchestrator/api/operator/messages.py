@@ -3,10 +3,11 @@ follow the inbox item it became."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
@@ -16,11 +17,15 @@ from agent_runtime.protocol import ItemKind, WorkResult
 from orchestrator.api.deps import OperatorDep, ServicesDep
 from orchestrator.api.errors import ApiError
 from orchestrator.api.limits import check_message
+from orchestrator.approvals.store import ApprovalStore
+from orchestrator.control.holds import Hold
 from orchestrator.services import Services
 
 router = APIRouter(prefix="/api/v1", tags=["operator"])
 
 MAX_ITEM_WAIT_S = 60.0
+# How often a streamed reply looks for what holds it up (a hold, an approval waiting).
+WATCH_EVERY_S = 0.5
 
 
 class MessageIn(BaseModel):
@@ -36,6 +41,50 @@ class ItemStatus(BaseModel):
     item_id: str
     state: str
     result: WorkResult | None
+
+
+class WaitNotice(BaseModel):
+    """Why a reply is not coming yet, sent as a `waiting` event of the reply stream."""
+
+    reason: Literal["paused", "stopped", "approval"]
+    message: str
+    approval_id: str | None = None
+
+
+class _WaitWatch:
+    """What holds up the reply to one item, each cause told once."""
+
+    def __init__(self, services: Services, agent: str, item_id: str) -> None:
+        self._controls, self._agent, self._item_id = services.controls, agent, item_id
+        self._approvals = ApprovalStore(services.db, services.events)
+        self._hold: Hold | None = None
+        self._approvals_told: set[str] = set()
+
+    def news(self) -> list[WaitNotice]:
+        notices = []
+        hold = self._controls.hold_of(self._agent)
+        if hold is not None and hold != self._hold:
+            how = "resume" if hold == "paused" else "start"
+            notices.append(
+                WaitNotice(
+                    reason=hold,
+                    message=f"agent {self._agent!r} is {hold}: the message waits in its inbox until "
+                    f"`flotilla {how} {self._agent}`",
+                )
+            )
+        self._hold = hold
+        for approval in self._approvals.list("pending"):
+            if approval.item_id == self._item_id and approval.id not in self._approvals_told:
+                self._approvals_told.add(approval.id)
+                notices.append(
+                    WaitNotice(
+                        reason="approval",
+                        approval_id=approval.id,
+                        message=f"waiting for approval {approval.id} of {approval.tool}: "
+                        f"`flotilla approve {approval.id}` or `flotilla deny {approval.id}`",
+                    )
+                )
+        return notices
 
 
 def _require_agent(services: Services, agent: str) -> None:
@@ -58,14 +107,17 @@ async def send_message(
     item = services.inbox.put(agent, ItemKind.OPERATOR_MESSAGE, "operator", body.text, priority=10)
     if not stream:
         return MessageAccepted(item_id=item.id)
-    return StreamingResponse(_reply_events(services, item.id, body.timeout_s), media_type="text/event-stream")
+    return StreamingResponse(
+        _reply_events(services, agent, item.id, body.timeout_s), media_type="text/event-stream"
+    )
 
 
-async def _reply_events(services: Services, item_id: str, timeout_s: float) -> AsyncIterator[str]:
+async def _reply_events(services: Services, agent: str, item_id: str, timeout_s: float) -> AsyncIterator[str]:
     yield f"event: queued\ndata: {json.dumps({'item_id': item_id})}\n\n"
     deadline = time.monotonic() + timeout_s
-    async for delta in services.inbox.stream(item_id, timeout_s):
-        yield f"event: delta\ndata: {json.dumps({'delta': delta})}\n\n"
+    watch = _WaitWatch(services, agent, item_id)
+    async for event in _deltas_and_notices(services, watch, item_id, timeout_s):
+        yield event
     remaining = max(0.1, deadline - time.monotonic())
     result = await services.inbox.wait_result(item_id, remaining)
     if result is None:
@@ -98,3 +150,34 @@ async def item_status(
         if result is not None:
             state = services.inbox.state(item_id) or state
     return ItemStatus(item_id=item_id, state=state, result=result)
+
+
+async def _deltas_and_notices(
+    services: Services, watch: _WaitWatch, item_id: str, timeout_s: float
+) -> AsyncIterator[str]:
+    """The reply's parts as the agent streams them, and between them what holds the reply up."""
+    parts: asyncio.Queue[str | None] = asyncio.Queue()
+
+    async def pump() -> None:
+        async for delta in services.inbox.stream(item_id, timeout_s):
+            await parts.put(delta)
+        await parts.put(None)
+
+    task = asyncio.create_task(pump())
+    next_look = 0.0
+    try:
+        while True:
+            if time.monotonic() >= next_look:
+                # Off the event loop: the approvals table is read (and expired) in SQLite.
+                for notice in await asyncio.to_thread(watch.news):
+                    yield f"event: waiting\ndata: {notice.model_dump_json()}\n\n"
+                next_look = time.monotonic() + WATCH_EVERY_S
+            try:
+                delta = await asyncio.wait_for(parts.get(), WATCH_EVERY_S)
+            except TimeoutError:
+                continue
+            if delta is None:
+                return
+            yield f"event: delta\ndata: {json.dumps({'delta': delta})}\n\n"
+    finally:
+        task.cancel()

@@ -60,12 +60,17 @@
     return h("span", { class: `badge badge-${kind || tone(value)}` }, value === undefined || value === null ? "?" : value);
   }
 
+  // A unit runs while the operator holds its agent: the hold is what the operator needs to see.
+  function shownState(row) {
+    return row.held || (row.hibernated ? "hibernated" : row.state);
+  }
+
   function tone(value) {
     const v = String(value || "").toLowerCase();
     if (["running", "healthy", "ok", "idle", "done", "live", "agent"].includes(v)) return "ok";
     if (["starting", "busy", "queued", "claimed", "created", "operator"].includes(v)) return "info";
     if (["unhealthy", "error", "dead", "failed", "crashed", "limit", "refused"].includes(v)) return "bad";
-    if (["warning", "restarting", "backoff", "external", "down", "exited"].includes(v)) return "warn";
+    if (["warning", "restarting", "backoff", "external", "down", "exited", "paused", "stopped"].includes(v)) return "warn";
     return "muted";
   }
 
@@ -130,19 +135,52 @@
     }
   }
 
-  async function api(path, options) {
-    let response;
+  async function request(path, options, accept) {
     try {
-      response = await fetch(path, {
+      return await fetch(path, {
         credentials: "same-origin",
         // The custom header tells the orchestrator this call comes from the dashboard's own page
         // (a cross-site form cannot send it): calls that change something need it.
-        headers: { accept: "application/json", "content-type": "application/json", "x-flotilla-dashboard": "1" },
+        headers: { accept, "content-type": "application/json", "x-flotilla-dashboard": "1" },
         ...options,
       });
     } catch (err) {
       throw new ApiFailure(0, `cannot reach the orchestrator: ${err.message}`);
     }
+  }
+
+  async function api(path, options) {
+    const response = await request(path, options, "application/json");
+    return answer(response);
+  }
+
+  // A POST answered with server-sent events: onEvent(name, data) for each, as it arrives.
+  async function streamed(path, payload, onEvent) {
+    const response = await request(path, { method: "POST", body: JSON.stringify(payload) }, "text/event-stream");
+    if (!response.ok) return answer(response);
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return null;
+      buffer += decoder.decode(value, { stream: true });
+      let cut;
+      while ((cut = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, cut);
+        buffer = buffer.slice(cut + 2);
+        let name = "message";
+        let data = "";
+        for (const line of block.split("\n")) {
+          if (line.startsWith("event:")) name = line.slice(6).trim();
+          else if (line.startsWith("data:")) data += line.slice(5).trim();
+        }
+        if (data) onEvent(name, JSON.parse(data));
+      }
+    }
+  }
+
+  async function answer(response) {
     const text = await response.text();
     let body = null;
     try {
@@ -241,7 +279,7 @@
 
   // A sleeping agent with work beyond max_awake waits its turn: its place in the queue shows.
   function stateBadge(r) {
-    const state = r.hibernated ? "hibernated" : r.state;
+    const state = shownState(r);
     return r.wake_position ? h("span", {}, badge(state), ` waits to wake (#${r.wake_position})`) : badge(state);
   }
 
@@ -411,7 +449,7 @@
     return h(
       "div",
       { class: "stats" },
-      item("State", badge(row.hibernated ? "hibernated" : row.state)),
+      item("State", badge(shownState(row))),
       item("Health", badge(row.health)),
       item("Restarts", String(row.restarts ?? "–")),
       item("Uptime", duration(row.uptime_s)),
@@ -733,7 +771,7 @@
   // ------------------------------------------------------------------ start
 
   async function start() {
-    const helpers = { h, card, table, badge, unavailable, attempt, api, when, short, money, duration, enc };
+    const helpers = { h, card, table, badge, unavailable, attempt, api, streamed, when, short, money, duration, enc };
     views = window.FlotillaOperator(helpers);
     approvals = window.FlotillaApprovals(helpers);
     const info = await attempt("/dashboard/info.json");

@@ -67,12 +67,17 @@
     return { times, agents, cost };
   }
 
+  // A tick shows its value exactly ($0.025, not $0.03): ticks are quarters of a round top.
+  function tickMoney(value) {
+    return value === 0 ? "$0" : "$" + String(Number(value.toPrecision(3)));
+  }
+
   function drawAxes(root, top, plotW, plotH) {
     for (let i = 0; i <= 4; i += 1) {
       const y = MARGIN.top + plotH - (plotH * i) / 4;
       root.appendChild(svg("line", { x1: MARGIN.left, x2: MARGIN.left + plotW, y1: y, y2: y, class: "grid" }));
       root.appendChild(
-        svg("text", { x: MARGIN.left - 6, y: y + 4, "text-anchor": "end", class: "tick" }, money((top * i) / 4))
+        svg("text", { x: MARGIN.left - 6, y: y + 4, "text-anchor": "end", class: "tick" }, tickMoney((top * i) / 4))
       );
     }
   }

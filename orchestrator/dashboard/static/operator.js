@@ -3,7 +3,7 @@
 "use strict";
 
 window.FlotillaOperator = function (ui) {
-  const { h, card, table, badge, unavailable, attempt, api, when, short, money, duration, enc } = ui;
+  const { h, card, table, badge, unavailable, attempt, api, streamed, when, short, money, duration, enc } = ui;
 
   const ID_KEYS = new Set(["message_id", "item_id", "id", "request_id", "root_id", "reply_to", "run_id", "turn_id", "unit"]);
   const TRACEABLE = new Set(["message_id", "item_id", "request_id", "root_id", "reply_to"]);
@@ -71,6 +71,26 @@ window.FlotillaOperator = function (ui) {
       );
     const base = `/api/v1/agents/${enc(agent)}`;
     const text = h("textarea", { class: "message-text", rows: 2, placeholder: `Message to ${agent}`, "aria-label": "Message" });
+    const reply = h("pre", { class: "reply", hidden: true, "aria-live": "polite" });
+    // The reply as the agent writes it; what holds it up (a hold, an approval) in the status line.
+    const onEvent = (name, data) => {
+      if (name === "queued") {
+        status.className = "action-status ok-text";
+        status.replaceChildren("Queued as ", traceLink(data.item_id));
+      } else if (name === "waiting") {
+        say(data.message, false);
+      } else if (name === "delta") {
+        reply.hidden = false;
+        reply.textContent += data.delta;
+      } else if (name === "done") {
+        if (!reply.textContent && data.text) reply.textContent = data.text;
+        reply.hidden = !reply.textContent;
+        if (data.ok === false) say(`The agent failed: ${data.error || "no reason given"}`, false);
+        else say("Answered", true);
+      } else if (name === "error") {
+        say(data.message || "no reply", false);
+      }
+    };
     const send = h(
       "form",
       {
@@ -78,11 +98,12 @@ window.FlotillaOperator = function (ui) {
         onsubmit: async (e) => {
           e.preventDefault();
           if (!text.value.trim()) return;
+          const message = text.value;
+          text.value = "";
+          reply.textContent = "";
+          reply.hidden = true;
           try {
-            const result = await api(`${base}/messages`, { method: "POST", body: JSON.stringify({ text: text.value }) });
-            text.value = "";
-            status.className = "action-status ok-text";
-            status.replaceChildren("Queued as ", traceLink(result.item_id));
+            await streamed(`${base}/messages?stream=true`, { text: message }, onEvent);
           } catch (error) {
             say(`Send refused: ${error.message}`, false);
           }
@@ -96,6 +117,7 @@ window.FlotillaOperator = function (ui) {
       "div",
       { class: "actions" },
       send,
+      reply,
       h(
         "div",
         { class: "action-row" },

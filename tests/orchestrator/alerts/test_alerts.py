@@ -243,14 +243,30 @@ def test_unhealthy_fires_only_when_the_agent_stays_silent_for_the_duration(
     ((_, body),) = receiver.received
     assert body["agent"] == "pilot"
     assert body["summary"] == "pilot has not checked in for 5 min"
-    # Recovers, goes silent again: a new episode needs another five minutes (and dedupe holds).
+    assert body["status"] == "firing"
+    # Recovers: told once, as resolved. Goes silent again: a new episode needs another five minutes.
     rig.healthy.add("pilot")
     rig.dispatcher.step()
+    rig.dispatcher.step()
+    assert len(receiver.received) == 2
+    _, resolved = receiver.received[1]
+    assert resolved["status"] == "resolved" and resolved["agent"] == "pilot"
+    assert resolved["summary"] == "pilot checks in again (after 5 min)"
     rig.healthy.clear()
     rig.publish(EventType.AGENT_UNHEALTHY, "pilot", at=clock.now, reason="no check-in")
     clock.advance(60)
     rig.dispatcher.step()
-    assert len(receiver.received) == 1
+    assert len(receiver.received) == 2
+
+
+def test_a_warning_rule_alone_fires_when_spend_jumps_past_the_whole_budget(
+    tmp_path: Path, receiver: Receiver
+) -> None:
+    rig = Rig(tmp_path, _config(receiver.url, {"when": "budget_warning"}), Clock())
+    rig.publish(EventType.BUDGET_EXHAUSTED, "pilot", scope="agent", kind="daily_usd", fraction=1.4)
+    rig.dispatcher.step()
+    ((_, body),) = receiver.received
+    assert body["alert"] == "budget_warning" and "140% of its daily_usd budget" in body["summary"]
 
 
 def test_a_restarted_dispatcher_neither_repeats_nor_misses(tmp_path: Path, receiver: Receiver) -> None:
@@ -301,3 +317,26 @@ def test_a_changed_config_is_followed(tmp_path: Path, receiver: Receiver) -> Non
 def test_bad_alert_config_is_refused_with_the_reason(alerts: dict[str, Any], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         FleetConfig.model_validate({"fleet": "harbour", "agents": {"pilot": {}}, "alerts": alerts})
+
+
+def test_a_crash_loop_is_resolved_once_the_window_passes_without_enough_restarts(
+    tmp_path: Path, receiver: Receiver
+) -> None:
+    clock = Clock()
+    rule = {"when": "crash_loop", "restarts": 3, "within": "10m"}
+    rig = Rig(tmp_path, _config(receiver.url, rule), clock)
+    for _ in range(3):
+        rig.publish(EventType.AGENT_RESTARTED, "pilot", at=clock.now, reason="exited")
+        clock.advance(60)
+    rig.dispatcher.step()
+    ((_, firing),) = receiver.received
+    assert firing["status"] == "firing" and firing["summary"] == "pilot restarted 3 times within 10m"
+    clock.advance(5 * 60)
+    rig.dispatcher.step()
+    assert len(receiver.received) == 1  # the restarts are still inside the window
+    clock.advance(6 * 60)
+    rig.dispatcher.step()
+    _, resolved = receiver.received[1]
+    assert resolved["status"] == "resolved" and resolved["agent"] == "pilot"
+    rig.dispatcher.step()
+    assert len(receiver.received) == 2

@@ -55,7 +55,8 @@ def ledger_rows(folder: Path) -> int:
 def waiting_in(folder: Path, agent: str) -> list[dict[str, Any]]:
     """The items still waiting in the agent's inbox."""
     out = flotilla(folder, "inbox", "list", agent, "--json")
-    return [json.loads(line) for line in out.splitlines() if line.strip()]
+    items: list[dict[str, Any]] = json.loads(out)
+    return items
 
 
 @pytest.fixture(scope="module")

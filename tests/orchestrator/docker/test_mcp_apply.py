@@ -1,6 +1,7 @@
-"""`flotilla apply` adding an MCP server package to a running docker fleet: the CLI builds the fleet's
-extension of the agent image (offline, with progress lines) and the orchestrator recreates the
-agent whose servers changed with it, its state kept; the agent then calls the server's tool."""
+"""`flotilla apply` adding an MCP server package to a running docker fleet: the dry run names the
+image build, the CLI builds the fleet's extension of the agent image (offline; its output shown
+only with -v or on failure) and the orchestrator recreates the agent whose servers changed with
+it, its state kept; the agent then calls the server's tool. Later applies say nothing of images."""
 
 from __future__ import annotations
 
@@ -69,10 +70,15 @@ def test_apply_adds_an_mcp_package_to_a_running_docker_fleet(
     assert "cannot call time__get_current_time" in send(fleet_dir, "call time__get_current_time {}")
 
     (fleet_dir / "fleet.yaml").write_text((fleet_dir / "after.yaml").read_text())
+    planned = run_flotilla(fleet_dir, "apply", "--dry-run")
+    assert planned.returncode == 1, planned.stdout + planned.stderr
+    assert f"~ image    agents created or recreated would run {agent_image.tag}-ext-" in planned.stdout
+    assert "built by this apply" in planned.stdout
     applied = run_flotilla(fleet_dir, "apply", timeout=900)
     assert applied.returncode == 0, applied.stdout + applied.stderr
     said = applied.stdout + applied.stderr
-    assert "image build:" in said and "mcp-server-time" in said  # progress lines
+    assert "image build:" not in said and len(said.splitlines()) < 10, said  # no pip or docker output
+    assert f"built {agent_image.tag}-ext-" in said and "mcp-server-time" in said
     assert f"run {agent_image.tag}-ext-" in said
     assert "~ recreate clock" in said and "tools.mcp" in said
 
@@ -88,3 +94,4 @@ def test_apply_adds_an_mcp_package_to_a_running_docker_fleet(
     )
     again = run_flotilla(fleet_dir, "apply")
     assert again.returncode == 0 and "nothing to change" in again.stdout, again.stdout + again.stderr
+    assert "image" not in again.stdout + again.stderr  # not "... is up to date" on every apply

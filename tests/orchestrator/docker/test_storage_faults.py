@@ -87,9 +87,7 @@ def test_a_damaged_memory_db_is_set_aside_reported_and_replaced_by_a_fresh_store
     problem = fleet_status(fleet)["writer"]["memory_problem"]
     assert "kept as damaged/memory-" in problem
     assert "fresh store" in flotilla(fleet, "ps")
-    events = [
-        json.loads(line) for line in flotilla(fleet, "events", "--json", "--agent", "writer").splitlines()
-    ]
+    events = json.loads(flotilla(fleet, "events", "--json", "--agent", "writer"))
     (damaged,) = [e for e in events if e["type"] == "memory.damaged"]
     kept = damaged["data"]["kept_aside"]
     listing = in_agent(fleet, "writer", "ls", "-a", "/data/damaged", "/data/workspace")
@@ -111,7 +109,5 @@ def test_a_damaged_memory_db_is_set_aside_reported_and_replaced_by_a_fresh_store
     )
     assert "fresh store" not in flotilla(fleet, "memory", "status", "writer")
     assert "lighthouse" in flotilla(fleet, "memory", "search", "writer", "lighthouse", "--json")
-    events = [
-        json.loads(line) for line in flotilla(fleet, "events", "--json", "--agent", "writer").splitlines()
-    ]
+    events = json.loads(flotilla(fleet, "events", "--json", "--agent", "writer"))
     assert len([e for e in events if e["type"] == "memory.damaged"]) == 1

@@ -191,3 +191,64 @@ def test_cli_writes_the_manifests_and_refuses_an_invalid_fleet(tmp_path: Path) -
     )
     assert result.exit_code == 2
     assert not (tmp_path / "k8s2").exists()
+
+
+MCP_FLEET = (
+    FLEET
+    + """\
+    tools:
+      mcp:
+        - name: time
+          package: mcp-server-time
+          command: [python3, -m, mcp_server_time]
+"""
+)
+
+
+def test_images_are_pulled_again_unless_pinned(fleet: LoadedFleet) -> None:
+    moving = ExportOptions(agent_image="flotilla/agent:latest", orchestrator_image="flotilla/orchestrator")
+    for _, pod in _pod_specs(render(fleet, moving).objects()):
+        for container in pod["containers"]:
+            assert container["imagePullPolicy"] == "Always"
+    pinned = render(fleet, ExportOptions(agent_image="registry.example/flotilla/agent:0.4.1")).objects()
+    agents = [pod for name, pod in _pod_specs(pinned) if name.startswith("agent-")]
+    assert {pod["containers"][0]["imagePullPolicy"] for pod in agents} == {"IfNotPresent"}
+
+
+def test_the_orchestrator_reaches_providers_but_not_the_metadata_service(objects: list[Manifest]) -> None:
+    policies = {p["metadata"]["name"]: p["spec"] for p in _of_kind(objects, "NetworkPolicy")}
+    providers, dns = policies["orchestrator-reaches-providers"]["egress"]
+    blocks = {rule["ipBlock"]["cidr"]: rule["ipBlock"]["except"] for rule in providers["to"]}
+    assert "169.254.0.0/16" in blocks["0.0.0.0/0"] and "fd00:ec2::254/128" in blocks["::/0"]
+    assert {p["port"] for p in dns["ports"]} == {53}
+    # DNS: whatever serves it in kube-system, not only pods labelled k8s-app=kube-dns.
+    agents_dns = policies["agents-reach-only-the-orchestrator"]["egress"][1]
+    assert agents_dns["to"] == [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}
+    ]
+
+
+def test_provider_keys_reach_the_orchestrator_from_a_secret(objects: list[Manifest]) -> None:
+    (orchestrator,) = [pod for name, pod in _pod_specs(objects) if name == "flotilla-orchestrator"]
+    assert orchestrator["containers"][0]["envFrom"] == [
+        {"secretRef": {"name": "flotilla-provider-keys", "optional": True}}
+    ]
+
+
+@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
+def test_an_agent_with_mcp_packages_runs_the_extension_image(tmp_path: Path, version: str) -> None:
+    (tmp_path / "fleet.yaml").write_text(MCP_FLEET)
+    fleet = load_fleet(tmp_path / "fleet.yaml")
+    with pytest.raises(ValueError, match="give --extension-image"):
+        render(fleet, ExportOptions())
+    extended = "registry.example/flotilla/agent:0.4.1-ext-abc"
+    objects = render(fleet, ExportOptions(extension_image=extended)).objects()
+    images = {name: pod["containers"][0]["image"] for name, pod in _pod_specs(objects)}
+    assert images["agent-clerk"] == extended and images["agent-pilot"] == ExportOptions().agent_image
+    for obj in objects:
+        kubernetes_validate.validate(obj, version, strict=True)
+    refused = CliRunner().invoke(
+        cli, ["export", "kubernetes", "-f", str(tmp_path / "fleet.yaml"), "-o", str(tmp_path / "k8s")]
+    )
+    assert refused.exit_code == 1 and "--extension-image" in str(refused.exception)
+    assert not (tmp_path / "k8s").exists()

@@ -92,6 +92,25 @@ def test_pending_calls_are_approved_and_denied_from_the_dashboard(services: Serv
     assert session.page_errors == []
 
 
+def test_approve_and_deny_are_on_screen_at_phone_width(services: Services) -> None:
+    store = ApprovalStore(services.db, services.events)
+    item = ask(store, "alpha", "a-rather-long-folder-name/with-a-long-file-name-inside-it.md")
+    with dashboard(services) as session:
+        page = session.page
+        page.set_viewport_size({"width": 390, "height": 844})
+        row = page.locator(f'#approvals tr[data-approval="{item.id}"]')
+        row.wait_for(timeout=WAIT_MS)
+        for verb in ("approve", "deny"):
+            box = row.locator(f'button[data-decide="{verb}"]').bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, (verb, box)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        page.screenshot(path=str(ARTIFACTS / "dashboard-approvals-390.png"), full_page=True)
+        row.locator('button[data-decide="approve"]').click()
+        row.wait_for(state="detached", timeout=WAIT_MS)
+        assert store.get(item.id).state == "approved"
+    assert session.page_errors == []
+
+
 def test_a_decision_without_the_dashboard_header_is_refused(services: Services) -> None:
     item = ask(ApprovalStore(services.db, services.events), "alpha", "forged.md")
     with dashboard(services) as session:

@@ -170,6 +170,17 @@ def test_dashboard_lists_the_fleet_and_updates_live(fleet_services: Services) ->
     assert session.page_errors == []
 
 
+def test_a_paused_agent_shows_as_paused_not_running(fleet_services: Services) -> None:
+    fleet_services.controls.set("beta", "paused")
+    with dashboard(fleet_services) as session:
+        rows = session.page.locator("#fleet-table tbody tr")
+        rows.first.wait_for(timeout=WAIT_MS)
+        assert "running" in rows.nth(0).inner_text()
+        beta = rows.nth(1).inner_text()
+        assert "paused" in beta and "running" not in beta
+    assert session.page_errors == []
+
+
 class Missing:
     """A part that does not answer: every use of it is refused as unavailable (503)."""
 
