@@ -11,7 +11,7 @@ import pytest
 from orchestrator.cli.log_since import lines_since, since_moment
 from orchestrator.testing.cli import free_port, run_flotilla
 
-FLEET = "version: 1\nfleet: quiet\nagents:\n  alpha:\n    role: one\n  beta:\n    role: two\n"
+FLEET = "version: 1\nfleet: quiet\ndefaults:\n  always_on: true\nagents:\n  alpha:\n    role: one\n  beta:\n    role: two\n"
 
 
 @pytest.fixture(scope="module")

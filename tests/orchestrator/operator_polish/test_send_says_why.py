@@ -16,6 +16,8 @@ from orchestrator.testing.cli import free_port, run_flotilla
 FLEET = """\
 version: 1
 fleet: why
+defaults:
+  always_on: true
 agents:
   writer:
     role: writes

@@ -14,7 +14,7 @@ from orchestrator.cli.main import cli
 from orchestrator.gateway.models import CostsReport, SpendFigures
 from orchestrator.testing.cli import run_flotilla
 
-FLEET = "version: 1\nfleet: small\nagents:\n  solo:\n    role: alone\n"
+FLEET = "version: 1\nfleet: small\ndefaults:\n  always_on: true\nagents:\n  solo:\n    role: alone\n"
 
 
 def test_ps_in_a_folder_without_fleet_yaml_says_the_file_is_missing(tmp_path: Path) -> None:
@@ -68,7 +68,7 @@ def test_heartbeat_rules_may_be_a_block_of_dash_lines_as_heartbeat_md_writes_the
     from orchestrator.config.loader import load_fleet
 
     block = (
-        "version: 1\nfleet: beats\nagents:\n  keeper:\n    heartbeat:\n      every: 15m\n      rules: |\n"
+        "version: 1\nfleet: beats\ndefaults:\n  always_on: true\nagents:\n  keeper:\n    heartbeat:\n      every: 15m\n      rules: |\n"
         "        - daily 09:00: tidy MEMORY.md\n\n        - every 2h: check the inbox\n"
     )
     (tmp_path / "fleet.yaml").write_text(block)
