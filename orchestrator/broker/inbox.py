@@ -353,14 +353,14 @@ class Inbox:
         """Acknowledge an item. Returns False when it is unknown or not this agent's."""
         state = "done" if result.ok else "failed"
         with self._db.transaction() as conn:
-            cursor = conn.execute(
+            updated = conn.execute(
                 "UPDATE inbox SET state = ?, finished_at = ?, result = ? WHERE id = ? AND agent = ?"
-                " AND state IN ('claimed', 'queued')",
+                " AND state IN ('claimed', 'queued') RETURNING kind",
                 (state, utcnow().isoformat(), result.model_dump_json(), item_id, agent),
-            )
-            if cursor.rowcount:
+            ).fetchone()
+            if updated is not None and updated["kind"] == ItemKind.OPERATOR_MESSAGE.value:
                 self._mask_delivered(conn, item_id)
-        if cursor.rowcount == 0:
+        if updated is None:
             return self.owner(item_id) == agent
         self._resolve(item_id, result)
         return True
