@@ -131,6 +131,11 @@ class ExternalBackend(Backend):
     def memory_usage(self, unit_id: str) -> int | None:
         return None
 
+    def check_move(self, unit_name: str, node: str) -> None:
+        raise BackendError(
+            "the cluster places the agents' pods: move one with its StatefulSet's nodeSelector or affinity"
+        )
+
     def _get(self, unit_id: str) -> ExpectedAgent:
         entry = self._read().agents.get(unit_id)
         if entry is None:
