@@ -118,7 +118,7 @@ class ExternalBackend(Backend):
     def logs(self, unit_id: str, follow: bool = False, tail: int = 200) -> Iterator[str]:
         entry = self._get(unit_id)
         raise BackendError(
-            f"the cluster keeps agent {entry.agent!r}'s log: kubectl logs statefulset/agent-{entry.agent}"
+            f"the cluster keeps the log of agent {entry.agent!r}: kubectl logs statefulset/agent-{entry.agent}"
         )
 
     def list(self, labels: dict[str, str]) -> builtins.list[UnitInfo]:

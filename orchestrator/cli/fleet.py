@@ -414,6 +414,8 @@ def logs(
             click.echo(line.rstrip("\n"))
     except KeyboardInterrupt:
         return
+    except BackendError as exc:
+        raise CliError(str(exc)) from None
 
 
 # As many lines as a log holds (`tail=0` means none to Docker).

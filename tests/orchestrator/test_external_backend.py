@@ -119,3 +119,16 @@ def test_up_asks_for_the_agent_address_with_the_external_runtime_only(tmp_path: 
         cli, ["up", "--runtime", "process", "--agent-listen", "192.0.2.1", "-f", str(tmp_path / "fleet.yaml")]
     )
     assert stray.exit_code == 1 and "--agent-listen is for --runtime external only" in str(stray.exception)
+
+
+def test_logs_says_where_the_log_is_without_a_traceback(tmp_path: Path) -> None:
+    fleet = _fleet(tmp_path)
+    paths = StatePaths.for_fleet_file(fleet.path)
+    _, manager = reconciling_services(fleet, ExternalBackend(paths.root / "external", "192.0.2.1"), paths)
+    manager.apply()
+    result = CliRunner().invoke(cli, ["logs", "pilot", "--runtime", "external", "-f", str(fleet.path)])
+    assert result.exit_code == 1
+    assert (
+        str(result.exception)
+        == "the cluster keeps the log of agent 'pilot': kubectl logs statefulset/agent-pilot"
+    )
