@@ -47,6 +47,7 @@ agents:
 
 
 ORCHESTRATOR = orchestrator_address("http://192.0.2.10:8420")
+MOVING = "flotilla/agent:latest"
 
 
 def _minted(path: Path) -> dict[str, str]:
@@ -67,7 +68,8 @@ def fleet(tmp_path: Path) -> LoadedFleet:
 
 
 def _options(**fields: Any) -> ExportOptions:
-    return ExportOptions(orchestrator=ORCHESTRATOR, **fields)
+    """With the image by its moving tag whatever FLOTILLA_IMAGE says (the default follows it)."""
+    return ExportOptions(orchestrator=ORCHESTRATOR, **({"agent_image": MOVING} | fields))
 
 
 @pytest.fixture
@@ -289,7 +291,9 @@ def test_images_are_pulled_again_unless_pinned(objects: list[Manifest], fleet: L
 def test_the_export_warns_of_a_moving_tag(tmp_path: Path) -> None:
     (tmp_path / "fleet.yaml").write_text(FLEET)
     _minted(tmp_path / "fleet.yaml")
-    moving = _export(tmp_path, "--orchestrator-url", "http://192.0.2.10:8420", "--json")
+    moving = _export(
+        tmp_path, "--orchestrator-url", "http://192.0.2.10:8420", "--agent-image", MOVING, "--json"
+    )
     assert moving.exit_code == 0, moving.output
     assert "moving tag" in moving.output
     pinned = _export(
