@@ -218,6 +218,17 @@ def test_an_exported_agent_pod_checks_in_with_a_host_orchestrator_and_answers(
             "the pod's agent to check in",
             deadline_s=90,
         )
+        # The liveness probe, run as the kubelet would (in the container, as its user), passes.
+        probe = statefulset["spec"]["template"]["spec"]["containers"][0]["livenessProbe"]["exec"]["command"]
+        code, output = pod.exec_run(probe)
+        assert code == 0, output
+        # The agents' policy lets them reach the very address and port this agent dialed.
+        policies = {
+            doc["metadata"]["name"]: doc["spec"] for doc in _documents(out / "10-network-policies.yaml")
+        }
+        to_orchestrator = policies["agents-reach-only-the-orchestrator"]["egress"][0]
+        assert to_orchestrator["to"] == [{"ipBlock": {"cidr": f"{cluster.gateway}/32"}}]
+        assert to_orchestrator["ports"] == [{"protocol": "TCP", "port": port}]
         sent = run_flotilla(folder, "send", "pilot", "hello from the operator")
         assert sent.returncode == 0, sent.stdout + sent.stderr + pod.logs().decode()[-2000:]
         assert "[test model]" in sent.stdout and "hello from the operator" in sent.stdout
