@@ -113,14 +113,18 @@ class Cluster:
             return Mount(mount["mountPath"], volume.name, type="volume", read_only=read_only)
         volume = volumes[mount["name"]]
         if "secret" in volume:
-            # The kubelet writes each key of the Secret as a file: root's, fsGroup's, defaultMode.
+            # The kubelet writes each key of the Secret as a file (root's, fsGroup's, defaultMode)
+            # in a timestamped folder, and links KEY -> ..data/KEY -> that folder's file.
             folder = scratch / volume["secret"]["secretName"]
-            folder.mkdir(mode=0o755)
+            stamped = folder / "..2026_01_01_00_00_00.000000001"
+            stamped.mkdir(mode=0o755, parents=True)
+            (folder / "..data").symlink_to(stamped.name)
             for key, value in secrets[volume["secret"]["secretName"]].items():
-                path = folder / key
+                path = stamped / key
                 path.write_text(value)
                 os.chown(path, 0, fs_group)
                 path.chmod(volume["secret"]["defaultMode"])
+                (folder / key).symlink_to(f"..data/{key}")
             return Mount(mount["mountPath"], str(folder), type="bind", read_only=read_only)
         if volume.get("emptyDir", {}).get("medium") == "Memory":
             size = volume["emptyDir"]["sizeLimit"].replace("Mi", "m")
