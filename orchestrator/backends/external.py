@@ -10,7 +10,6 @@ starting, logs and exec belong to the engine: each says so and names the command
 from __future__ import annotations
 
 import builtins
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -70,7 +69,7 @@ class ExternalBackend(Backend):
     def _write(self, expected: ExpectedAgents) -> None:
         self._file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         partial = self._file.with_suffix(".tmp")
-        partial.write_text(json.dumps(expected.model_dump(), indent=2), encoding="utf-8")
+        partial.write_text(expected.model_dump_json(indent=2), encoding="utf-8")
         partial.replace(self._file)
 
     def prepare_fleet(self, fleet: str) -> str:
@@ -130,6 +129,14 @@ class ExternalBackend(Backend):
 
     def memory_usage(self, unit_id: str) -> int | None:
         return None
+
+    def release_storage(self, fleet: str, state_root: Path, delete: bool) -> builtins.list[str]:
+        """The agents' pods and volumes are the cluster's: this orchestrator only stopped
+        expecting them, and says so."""
+        return [
+            "the agents' pods and their volumes are the cluster's and still there: "
+            "`kubectl delete -k DIR` (the export's folder) removes them"
+        ]
 
     def check_move(self, unit_name: str, node: str) -> None:
         raise BackendError(

@@ -132,3 +132,14 @@ def test_logs_says_where_the_log_is_without_a_traceback(tmp_path: Path) -> None:
         str(result.exception)
         == "the cluster keeps the log of agent 'pilot': kubectl logs statefulset/agent-pilot"
     )
+
+
+def test_down_says_the_pods_are_the_clusters(tmp_path: Path) -> None:
+    fleet = _fleet(tmp_path)
+    paths = StatePaths.for_fleet_file(fleet.path)
+    _, manager = reconciling_services(fleet, ExternalBackend(paths.root / "external", "192.0.2.1"), paths)
+    manager.apply()
+    result = CliRunner().invoke(cli, ["down", "--runtime", "external", "-f", str(fleet.path)])
+    assert result.exit_code == 0, result.output
+    assert "`kubectl delete -k DIR`" in result.output
+    assert ExternalBackend(paths.root / "external").list({}) == []
