@@ -62,14 +62,19 @@ def orchestrator_address(url: str) -> OrchestratorAddress:
         )
     try:
         ip = ip_address(parts.hostname)
-        port = parts.port
     except ValueError:
         raise ExportRefused(
             f"--orchestrator-url {url!r}: name the orchestrator by IP address, not by name; the agents' "
             "NetworkPolicy lets them reach that one address"
         ) from None
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
     if port is None:
-        raise ExportRefused(f"--orchestrator-url {url!r}: give the port (`flotilla ps` shows it)")
+        raise ExportRefused(
+            f"--orchestrator-url {url!r}: give the port the orchestrator listens on (`up --port`, 1-65535)"
+        )
     if parts.path not in ("", "/") or parts.query:
         raise ExportRefused(f"--orchestrator-url {url!r}: give only http://ADDRESS:PORT, no path")
     return OrchestratorAddress(f"{parts.scheme}://{parts.netloc}", ip, port)
@@ -211,9 +216,8 @@ def _token_secret(fleet: LoadedFleet, namespace: str, agent: str, token: str) ->
     }
 
 
-def _agent_container(
-    fleet: LoadedFleet, namespace: str, agent: str, options: ExportOptions
-) -> dict[str, Any]:
+def _agent_container(fleet: LoadedFleet, agent: str, options: ExportOptions) -> dict[str, Any]:
+    """The environment the docker runtime gives an agent, with the orchestrator's URL as given."""
     resources = fleet.config.resources_of(agent)
     url = options.orchestrator.url
     return {
@@ -254,7 +258,7 @@ def _agent(fleet: LoadedFleet, namespace: str, agent: str, options: ExportOption
         # The cluster's resolver (reached under the NetworkPolicy's DNS rule), never the node's.
         "dnsPolicy": "ClusterFirst",
         "securityContext": _pod_security(),
-        "containers": [_agent_container(fleet, namespace, agent, options)],
+        "containers": [_agent_container(fleet, agent, options)],
         "volumes": [
             {"name": "token", "secret": {"secretName": f"{name}-token", "defaultMode": 0o440}},
             _tmp_volume(),

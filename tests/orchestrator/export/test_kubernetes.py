@@ -193,7 +193,7 @@ def test_an_ipv6_orchestrator_gets_a_single_address_block() -> None:
         ("http://192.0.2.10", "give the port"),
         ("192.0.2.10:8420", "http://ADDRESS:PORT"),
         ("http://192.0.2.10:8420/api", "no path"),
-        ("http://192.0.2.10:99999", "by IP address"),
+        ("http://192.0.2.10:99999", "give the port"),
     ],
 )
 def test_an_orchestrator_url_the_policy_cannot_name_is_refused(url: str, says: str) -> None:
