@@ -143,3 +143,31 @@ def test_down_says_the_pods_are_the_clusters(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "`kubectl delete -k DIR`" in result.output
     assert ExternalBackend(paths.root / "external").list({}) == []
+
+
+def test_up_detached_returns_once_it_listens_without_waiting_for_the_pods(tmp_path: Path) -> None:
+    from orchestrator.testing.cli import fleet_status, free_port, run_flotilla
+
+    (tmp_path / "fleet.yaml").write_text(FLEET)
+    try:
+        started = run_flotilla(
+            tmp_path,
+            "up",
+            "-d",
+            "--runtime",
+            "external",
+            "--agent-listen",
+            "127.0.0.1",
+            "--port",
+            str(free_port()),
+        )
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert "agents check in when the cluster runs their pods" in started.stdout
+        status = fleet_status(tmp_path)
+        assert sorted(status) == ["clerk", "pilot"]
+        assert all(agent["health"] != "healthy" for agent in status.values())
+        paths = StatePaths.for_fleet_file(tmp_path / "fleet.yaml")
+        assert paths.token_file("pilot").is_file()
+    finally:
+        down = run_flotilla(tmp_path, "down")
+    assert down.returncode == 0, down.stderr
