@@ -1,1 +1,1 @@
-"""Runtime backends: docker, process."""
+"""Runtime backends: docker, swarm, process, and external (agents run by another engine)."""

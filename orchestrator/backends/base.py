@@ -258,6 +258,10 @@ class Backend(abc.ABC):
         loop devices) and, with `delete`, remove the storage itself. What was done, one line each."""
         return []
 
+    keeps_tokens: bool = False
+    """An agent keeps its token when its unit is made again: the engine that runs it holds a copy
+    the orchestrator cannot rewrite (a Kubernetes Secret)."""
+
     carries_storage: bool = True
     """The backend fills an agent's new storage with `carry_from` itself. One that cannot (its
     storage may be on another machine) leaves restored files to be handed over the channel."""

@@ -7,14 +7,19 @@ from typing import Literal
 from orchestrator.backends.base import Backend, BackendUnavailable
 from orchestrator.state.paths import StatePaths
 
-Runtime = Literal["docker", "process", "swarm"]
-RUNTIMES: tuple[Runtime, ...] = ("docker", "process", "swarm")
+Runtime = Literal["docker", "process", "swarm", "external"]
+RUNTIMES: tuple[Runtime, ...] = ("docker", "process", "swarm", "external")
 IMAGE_RUNTIMES: tuple[Runtime, ...] = ("docker", "swarm")
 """Runtimes that run the agent image (and need it built)."""
 
 
-def open_backend(runtime: Runtime, paths: StatePaths) -> Backend:
-    """Raises BackendUnavailable with one line and a hint when the runtime cannot run here."""
+def open_backend(runtime: Runtime, paths: StatePaths, agent_listen: str | None = None) -> Backend:
+    """Raises BackendUnavailable with one line and a hint when the runtime cannot run here.
+    `agent_listen`: the address agents dial for runtimes whose agents run elsewhere (external)."""
+    if runtime == "external":
+        from orchestrator.backends.external import ExternalBackend
+
+        return ExternalBackend(paths.root / "external", agent_listen)
     if runtime == "process":
         from orchestrator.backends.process import ProcessBackend
 

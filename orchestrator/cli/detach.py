@@ -44,7 +44,10 @@ def launch_detached(fleet: LoadedFleet, options: LaunchOptions, paths: StatePath
         options = replace(options, image=fleet_image(options.image, fleet.config, console, options.verbose))
     pid = _fork_server(fleet, options, paths)
     paths.pid_file.write_text(f"{pid}\n")
-    _wait_until_ready(paths, pid, console)
+    if options.runtime == "external":
+        _wait_until_serving(paths, pid, console)
+    else:
+        _wait_until_ready(paths, pid, console)
 
 
 def _fork_server(fleet: LoadedFleet, options: LaunchOptions, paths: StatePaths) -> int:
@@ -77,7 +80,7 @@ def _serve_child(fleet: LoadedFleet, options: LaunchOptions, paths: StatePaths) 
 
     try:
         # A backend of its own: the parent's client holds connections the parent may still use.
-        backend = open_backend(options.runtime, paths)
+        backend = open_backend(options.runtime, paths, options.agent_listen)
         serve_detached_child(fleet, backend, replace(options, check_image=False))
     except CliError as failed:
         print(f"error: {failed}", file=sys.stderr, flush=True)
@@ -88,6 +91,26 @@ def _serve_child(fleet: LoadedFleet, options: LaunchOptions, paths: StatePaths) 
         traceback.print_exc()
         return 1
     return 0
+
+
+def _wait_until_serving(paths: StatePaths, pid: int, console: Console) -> None:
+    """Until the orchestrator listens: its agents run on another engine, which starts them when
+    the operator applies their manifests, so nothing here waits for them."""
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if _exited(pid):
+            tail = paths.log_file.read_text(errors="replace").splitlines()[-5:]
+            raise CliError("the orchestrator exited during start-up:\n  " + "\n  ".join(tail))
+        endpoint = read_endpoint(paths)
+        if endpoint is not None:
+            console.print(f"orchestrator started (pid {pid}, log {paths.log_file})")
+            console.print(
+                "agents check in when the cluster runs their pods (`flotilla ps` shows them)", highlight=False
+            )
+            console.print(f"API and dashboard: {endpoint.url}/?token={endpoint.token}", highlight=False)
+            return
+        time.sleep(ENDPOINT_CHECK_S)
+    raise CliError(f"the orchestrator did not start within {READY_TIMEOUT_S:.0f}s; see {paths.log_file}")
 
 
 def _wait_until_ready(paths: StatePaths, pid: int, console: Console) -> None:

@@ -10,19 +10,15 @@ from orchestrator.cli.common import fleet_file_option, load_or_exit
 from orchestrator.cli.errors import CliError
 from orchestrator.cli.options import echo_json, json_option
 from orchestrator.export.kubernetes import (
-    DEFAULT_ORCHESTRATOR_IMAGE,
     ExportOptions,
     ExportRefused,
+    image_warnings,
+    orchestrator_address,
+    read_tokens,
     render,
     write,
 )
 from orchestrator.images.names import DEFAULT_IMAGE
-
-NOT_YET_RUNNABLE = (
-    "warning: the orchestrator's StatefulSet runs `flotilla up --runtime kubernetes` from an "
-    "orchestrator image; neither is part of this release, so the fleet does not start on a cluster "
-    "yet (docs/kubernetes.md says what was validated and what was not)"
-)
 
 
 @click.group("export")
@@ -40,14 +36,14 @@ def export() -> None:
     required=True,
     help="Folder to write the manifests into (created if missing).",
 )
+@click.option(
+    "--orchestrator-url",
+    required=True,
+    metavar="http://ADDRESS:PORT",
+    help="Where the agents' pods dial the orchestrator (`up --runtime external --agent-listen`), by IP address.",
+)
 @click.option("--namespace", default=None, help="Namespace to use (default: flotilla-FLEET).")
 @click.option("--agent-image", default=DEFAULT_IMAGE, show_default=True, help="Image of the agents.")
-@click.option(
-    "--orchestrator-image",
-    default=DEFAULT_ORCHESTRATOR_IMAGE,
-    show_default=True,
-    help="Image of the orchestrator.",
-)
 @click.option("--storage-class", default=None, help="StorageClass of the volumes (default: the cluster's).")
 @click.option(
     "--extension-image",
@@ -58,32 +54,35 @@ def export() -> None:
 def kubernetes(
     fleet_file: Path,
     out_dir: Path,
+    orchestrator_url: str,
     namespace: str | None,
     agent_image: str,
-    orchestrator_image: str,
     storage_class: str | None,
     extension_image: str | None,
     as_json: bool,
 ) -> None:
-    """Write Kubernetes manifests for the fleet into a folder.
+    """Write Kubernetes manifests for the fleet's agents into a folder.
 
     \b
-    One namespace; the orchestrator as a StatefulSet with a volume and a Service; per agent a
-    StatefulSet of one with its own volume (size: resources.disk) and a Secret for its token;
-    NetworkPolicies that let agents reach only the orchestrator. Apply with:
+    The orchestrator runs on a host (`flotilla up --runtime external --agent-listen ADDRESS`);
+    the cluster runs the agents, which dial it at --orchestrator-url. Written: one namespace; per
+    agent a StatefulSet of one with its own volume (size: resources.disk) and a Secret with the
+    token the orchestrator minted for it; NetworkPolicies that let agents reach only the
+    orchestrator's address and port, and DNS. Apply with:
         kubectl apply -k OUTPUT
     05-secrets.yaml holds the agents' tokens (mode 0600): keep it out of version control.
     """
     fleet = load_or_exit(fleet_file)
-    options = ExportOptions(
-        agent_image=agent_image,
-        orchestrator_image=orchestrator_image,
-        storage_class=storage_class,
-        namespace=namespace,
-        extension_image=extension_image,
-    )
     try:
-        manifests = render(fleet, options)
+        options = ExportOptions(
+            orchestrator=orchestrator_address(orchestrator_url),
+            agent_image=agent_image,
+            storage_class=storage_class,
+            namespace=namespace,
+            extension_image=extension_image,
+        )
+        manifests = render(fleet, options, read_tokens(fleet))
+        warnings = image_warnings(fleet, options)
     except ExportRefused as refused:
         raise CliError(str(refused)) from None
     paths = write(manifests, out_dir)
@@ -92,11 +91,12 @@ def kubernetes(
             {
                 "files": [str(path) for path in paths],
                 "apply": f"kubectl apply -k {out_dir}",
-                "warnings": [NOT_YET_RUNNABLE.removeprefix("warning: ")],
+                "warnings": warnings,
             }
         )
         return
     for path in paths:
         click.echo(f"wrote {path}")
     click.echo(f"apply with: kubectl apply -k {out_dir}")
-    click.echo(NOT_YET_RUNNABLE, err=True)
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)

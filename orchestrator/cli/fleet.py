@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 import click
 
 from orchestrator.backends.base import Backend, BackendError, BackendUnavailable
+from orchestrator.backends.external import NEEDS_ADDRESS
 from orchestrator.backends.select import RUNTIMES, Runtime, open_backend, remembered_runtime
 from orchestrator.cli.apply_image import ImagePlan, image_for, planned_image
 from orchestrator.cli.common import (
@@ -109,9 +110,9 @@ def schema(output: Path | None) -> None:
     click.echo(f"# yaml-language-server: $schema={output}")
 
 
-def _backend_or_exit(runtime: Runtime, paths: StatePaths) -> Backend:
+def _backend_or_exit(runtime: Runtime, paths: StatePaths, agent_listen: str | None = None) -> Backend:
     try:
-        return open_backend(runtime, paths)
+        return open_backend(runtime, paths, agent_listen)
     except BackendUnavailable as exc:
         raise CliError(str(exc)) from None
 
@@ -144,8 +145,15 @@ def _runtime_of(paths: StatePaths, runtime: Runtime | None, fleet: LoadedFleet |
     "--runtime",
     type=click.Choice(RUNTIMES),
     default=None,
-    help="Where agents run: docker (the default), swarm (Docker Swarm services) or local processes "
+    help="Where agents run: docker (the default), swarm (Docker Swarm services), local processes, or "
+    "external (a Kubernetes cluster runs them from `flotilla export kubernetes`; they dial in) "
     "(default: fleet.yaml's runtime, else the last one used).",
+)
+@click.option(
+    "--agent-listen",
+    default=None,
+    metavar="ADDRESS",
+    help="With --runtime external: the host's address the agents' pods dial (also listens there).",
 )
 @click.option(
     "--port", type=int, default=DEFAULT_PORT, show_default=True, help="The orchestrator's API port."
@@ -161,6 +169,7 @@ def up(
     fleet_file: Path,
     detach: bool,
     runtime: Runtime | None,
+    agent_listen: str | None,
     port: int,
     image: str,
     log_json: bool,
@@ -188,9 +197,13 @@ def up(
     fleet = load_or_exit(fleet_file)
     chosen = _runtime_of(paths, runtime, fleet)
     click.echo(f"runtime: {chosen} ({_why_runtime(paths, runtime, fleet)})")
-    backend = _backend_or_exit(chosen, paths)
+    if (chosen == "external") != (agent_listen is not None):
+        raise CliError(
+            NEEDS_ADDRESS if chosen == "external" else "--agent-listen is for --runtime external only"
+        )
+    backend = _backend_or_exit(chosen, paths, agent_listen)
     check_capacity_or_exit(fleet, backend.capacity())
-    options = LaunchOptions(chosen, port, image, log_json, verbose=verbose)
+    options = LaunchOptions(chosen, port, image, log_json, verbose=verbose, agent_listen=agent_listen)
     if detach:
         launch_detached(fleet, options, paths)
     else:
@@ -418,6 +431,8 @@ def logs(
             click.echo(line.rstrip("\n"))
     except KeyboardInterrupt:
         return
+    except BackendError as exc:
+        raise CliError(str(exc)) from None
 
 
 # As many lines as a log holds (`tail=0` means none to Docker).

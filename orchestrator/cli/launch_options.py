@@ -21,6 +21,8 @@ class LaunchOptions:
     log_json: bool = False
     check_image: bool = True
     verbose: bool = False
+    agent_listen: str | None = None
+    """The address agents dial, for the external runtime (its agents run on another engine)."""
 
 
 # The lines of a build's output shown when it fails (without --verbose).

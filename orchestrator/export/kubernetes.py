@@ -1,46 +1,38 @@
-"""Kubernetes manifests for a fleet: the same hardening and boundaries as the docker runtime.
+"""Kubernetes manifests for a fleet's agents: the same hardening and boundaries as the docker runtime.
 
-One namespace per fleet holds the orchestrator (a StatefulSet of one, with a volume for its
-state and a Service on its agent port) and, per agent, a StatefulSet of one with its own
-volume, a Secret for its token and the container security settings the docker runtime uses.
-NetworkPolicies deny everything in the namespace, then let agents reach only the orchestrator
-(and cluster DNS to find it); nothing reaches an agent.
+The orchestrator stays where `flotilla up --runtime external` runs it, on a host outside the
+cluster; the cluster runs the agents, which dial it. One namespace per fleet holds, per agent, a
+StatefulSet of one with its own volume, a Secret with the token the orchestrator minted for it
+and the container security settings the docker runtime uses. NetworkPolicies deny everything in
+the namespace, then let agents reach only the orchestrator's address and port (and cluster DNS);
+nothing reaches an agent.
 """
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass
+from ipaddress import IPv4Address, IPv6Address, ip_address
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.models import ResourcesConfig
 from orchestrator.images.names import DEFAULT_IMAGE
+from orchestrator.state.paths import StatePaths
 
 Manifest = dict[str, Any]
 
 AGENT_UID = 10001
-AGENT_PORT = 8420
 DATA_PATH = "/data"
 TOKEN_DIR = "/run/flotilla"
 TOKEN_KEY = "token"
-ORCHESTRATOR_NAME = "flotilla-orchestrator"
-ORCHESTRATOR_STATE = "/var/lib/flotilla"
-DEFAULT_ORCHESTRATOR_IMAGE = "flotilla/orchestrator:latest"
 LABEL_FLEET = "flotilla.dev/fleet"
 LABEL_COMPONENT = "flotilla.dev/component"
 LABEL_AGENT = "flotilla.dev/agent"
 _MIB = 1024 * 1024
-
-
-PROVIDER_KEYS_SECRET = "flotilla-provider-keys"
-# Addresses the orchestrator's egress never reaches: link-local (cloud metadata services at
-# 169.254.169.254, node-local agents) and the other clouds' metadata addresses.
-METADATA_BLOCKS_V4 = ["169.254.0.0/16", "100.100.100.200/32"]
-METADATA_BLOCKS_V6 = ["fe80::/10", "fd00:ec2::254/128"]
 
 
 class ExportRefused(ValueError):
@@ -48,11 +40,51 @@ class ExportRefused(ValueError):
 
 
 @dataclass(frozen=True)
+class OrchestratorAddress:
+    """Where the agents' pods dial the orchestrator: an IP address, so that a NetworkPolicy can
+    let them reach that address alone."""
+
+    url: str
+    ip: IPv4Address | IPv6Address
+    port: int
+
+    @property
+    def cidr(self) -> str:
+        return f"{self.ip}/{self.ip.max_prefixlen}"
+
+
+def orchestrator_address(url: str) -> OrchestratorAddress:
+    """Parse --orchestrator-url; ExportRefused naming what is wrong."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ExportRefused(
+            f"--orchestrator-url {url!r}: give http://ADDRESS:PORT (the host's agent address)"
+        )
+    try:
+        ip = ip_address(parts.hostname)
+    except ValueError:
+        raise ExportRefused(
+            f"--orchestrator-url {url!r}: name the orchestrator by IP address, not by name; the agents' "
+            "NetworkPolicy lets them reach that one address"
+        ) from None
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is None:
+        raise ExportRefused(
+            f"--orchestrator-url {url!r}: give the port the orchestrator listens on (`up --port`, 1-65535)"
+        )
+    if parts.path not in ("", "/") or parts.query:
+        raise ExportRefused(f"--orchestrator-url {url!r}: give only http://ADDRESS:PORT, no path")
+    return OrchestratorAddress(f"{parts.scheme}://{parts.netloc}", ip, port)
+
+
+@dataclass(frozen=True)
 class ExportOptions:
+    orchestrator: OrchestratorAddress
     agent_image: str = DEFAULT_IMAGE
-    orchestrator_image: str = DEFAULT_ORCHESTRATOR_IMAGE
     storage_class: str | None = None
-    orchestrator_storage: str = "1Gi"
     namespace: str | None = None
     extension_image: str | None = None
     """The agent image extended with the fleet's MCP packages (`flotilla image status` names it),
@@ -184,116 +216,10 @@ def _token_secret(fleet: LoadedFleet, namespace: str, agent: str, token: str) ->
     }
 
 
-def _orchestrator_tokens(fleet: LoadedFleet, namespace: str, tokens: dict[str, str]) -> Manifest:
-    """Every agent's token, for the orchestrator to accept them (one file per agent)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": _meta(f"{ORCHESTRATOR_NAME}-agent-tokens", namespace, _labels(fleet, "orchestrator")),
-        "type": "Opaque",
-        "stringData": dict(sorted(tokens.items())),
-    }
-
-
-def _fleet_config_map(fleet: LoadedFleet, namespace: str) -> Manifest:
-    data = {"fleet.yaml": fleet.path.read_text(encoding="utf-8")}
-    for agent, text in sorted(fleet.interfaces.items()):
-        data[f"interface-{agent}.md"] = text
-    if fleet.project_md is not None:
-        data["PROJECT.md"] = fleet.project_md
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": _meta(f"{ORCHESTRATOR_NAME}-fleet", namespace, _labels(fleet, "orchestrator")),
-        "data": data,
-    }
-
-
-def _orchestrator_container(options: ExportOptions) -> dict[str, Any]:
-    return {
-        "name": "orchestrator",
-        "image": options.orchestrator_image,
-        "imagePullPolicy": pull_policy(options.orchestrator_image),
-        "args": [
-            "up",
-            "--runtime",
-            "kubernetes",
-            "--file",
-            "/etc/flotilla/fleet/fleet.yaml",
-            "--state-dir",
-            ORCHESTRATOR_STATE,
-            "--listen",
-            f"0.0.0.0:{AGENT_PORT}",
-        ],
-        "ports": [{"name": "agents", "containerPort": AGENT_PORT, "protocol": "TCP"}],
-        "env": [
-            {"name": "FLOTILLA_AGENT_TOKENS_DIR", "value": "/etc/flotilla/agent-tokens"},
-        ],
-        # The model providers' keys (fleet.yaml `api_key_env`), from a Secret the operator makes:
-        # kubectl create secret generic flotilla-provider-keys --from-literal=OPENAI_API_KEY=...
-        "envFrom": [{"secretRef": {"name": PROVIDER_KEYS_SECRET, "optional": True}}],
-        "securityContext": _container_security(),
-        "resources": {
-            "requests": {"memory": "256Mi", "cpu": "250m"},
-            "limits": {"memory": "1Gi", "cpu": "1"},
-        },
-        "readinessProbe": {"tcpSocket": {"port": AGENT_PORT}, "periodSeconds": 5},
-        "volumeMounts": [
-            {"name": "state", "mountPath": ORCHESTRATOR_STATE},
-            {"name": "fleet", "mountPath": "/etc/flotilla/fleet", "readOnly": True},
-            {"name": "agent-tokens", "mountPath": "/etc/flotilla/agent-tokens", "readOnly": True},
-            {"name": "tmp", "mountPath": "/tmp"},
-        ],
-    }
-
-
-def _orchestrator(fleet: LoadedFleet, namespace: str, options: ExportOptions) -> list[Manifest]:
-    labels = _labels(fleet, "orchestrator")
-    selector = {LABEL_FLEET: fleet.name, LABEL_COMPONENT: "orchestrator"}
-    pod_spec = {
-        "automountServiceAccountToken": False,
-        "enableServiceLinks": False,
-        "securityContext": _pod_security(),
-        "containers": [_orchestrator_container(options)],
-        "volumes": [
-            {"name": "fleet", "configMap": {"name": f"{ORCHESTRATOR_NAME}-fleet"}},
-            {
-                "name": "agent-tokens",
-                "secret": {"secretName": f"{ORCHESTRATOR_NAME}-agent-tokens", "defaultMode": 0o440},
-            },
-            _tmp_volume(),
-        ],
-    }
-    stateful_set = {
-        "apiVersion": "apps/v1",
-        "kind": "StatefulSet",
-        "metadata": _meta(ORCHESTRATOR_NAME, namespace, labels),
-        "spec": {
-            "replicas": 1,
-            "serviceName": ORCHESTRATOR_NAME,
-            "selector": {"matchLabels": selector},
-            "template": {"metadata": {"labels": labels}, "spec": pod_spec},
-            "volumeClaimTemplates": [_claim("state", options.orchestrator_storage, options.storage_class)],
-        },
-    }
-    service = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": _meta(ORCHESTRATOR_NAME, namespace, labels),
-        "spec": {
-            "type": "ClusterIP",
-            "selector": selector,
-            "ports": [{"name": "agents", "port": AGENT_PORT, "targetPort": "agents", "protocol": "TCP"}],
-        },
-    }
-    return [_fleet_config_map(fleet, namespace), stateful_set, service]
-
-
-def _agent_container(
-    fleet: LoadedFleet, namespace: str, agent: str, options: ExportOptions
-) -> dict[str, Any]:
+def _agent_container(fleet: LoadedFleet, agent: str, options: ExportOptions) -> dict[str, Any]:
+    """The environment the docker runtime gives an agent, with the orchestrator's URL as given."""
     resources = fleet.config.resources_of(agent)
-    url = f"http://{ORCHESTRATOR_NAME}.{namespace}.svc:{AGENT_PORT}"
+    url = options.orchestrator.url
     return {
         "name": "agent",
         "image": agent_image_of(fleet, agent, options),
@@ -329,8 +255,10 @@ def _agent(fleet: LoadedFleet, namespace: str, agent: str, options: ExportOption
     pod_spec = {
         "automountServiceAccountToken": False,
         "enableServiceLinks": False,
+        # The cluster's resolver (reached under the NetworkPolicy's DNS rule), never the node's.
+        "dnsPolicy": "ClusterFirst",
         "securityContext": _pod_security(),
-        "containers": [_agent_container(fleet, namespace, agent, options)],
+        "containers": [_agent_container(fleet, agent, options)],
         "volumes": [
             {"name": "token", "secret": {"secretName": f"{name}-token", "defaultMode": 0o440}},
             _tmp_volume(),
@@ -350,22 +278,20 @@ def _agent(fleet: LoadedFleet, namespace: str, agent: str, options: ExportOption
     }
 
 
-def _network_policies(fleet: LoadedFleet, namespace: str) -> list[Manifest]:
+def _network_policies(
+    fleet: LoadedFleet, namespace: str, orchestrator: OrchestratorAddress
+) -> list[Manifest]:
     agents = {"matchLabels": {LABEL_FLEET: fleet.name, LABEL_COMPONENT: "agent"}}
-    orchestrator = {"matchLabels": {LABEL_FLEET: fleet.name, LABEL_COMPONENT: "orchestrator"}}
     labels = _labels(fleet, "network-policy")
-    agent_port = [{"protocol": "TCP", "port": AGENT_PORT}]
     # Whatever serves DNS in kube-system (CoreDNS, kube-dns, NodeLocal DNSCache's pods, whatever
     # their labels), on port 53 only.
     dns = {
         "to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}],
         "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
     }
-    providers = {
-        "to": [
-            {"ipBlock": {"cidr": "0.0.0.0/0", "except": METADATA_BLOCKS_V4}},
-            {"ipBlock": {"cidr": "::/0", "except": METADATA_BLOCKS_V6}},
-        ]
+    to_orchestrator = {
+        "to": [{"ipBlock": {"cidr": orchestrator.cidr}}],
+        "ports": [{"protocol": "TCP", "port": orchestrator.port}],
     }
 
     def policy(name: str, spec: dict[str, Any]) -> Manifest:
@@ -384,44 +310,57 @@ def _network_policies(fleet: LoadedFleet, namespace: str) -> list[Manifest]:
                 "podSelector": agents,
                 "policyTypes": ["Ingress", "Egress"],
                 "ingress": [],
-                "egress": [{"to": [{"podSelector": orchestrator}], "ports": agent_port}, dns],
+                "egress": [to_orchestrator, dns],
             },
-        ),
-        policy(
-            "orchestrator-accepts-agents",
-            {
-                "podSelector": orchestrator,
-                "policyTypes": ["Ingress"],
-                "ingress": [{"from": [{"podSelector": agents}], "ports": agent_port}],
-            },
-        ),
-        policy(
-            # The gateway calls model providers on the operator's behalf (agents never do), but
-            # not the cloud's metadata service, which hands out the node's credentials.
-            "orchestrator-reaches-providers",
-            {"podSelector": orchestrator, "policyTypes": ["Egress"], "egress": [providers, dns]},
         ),
     ]
 
 
-def render(fleet: LoadedFleet, options: ExportOptions, tokens: dict[str, str] | None = None) -> ManifestSet:
-    """Every object of the fleet, grouped by the file it goes in."""
+def render(fleet: LoadedFleet, options: ExportOptions, tokens: dict[str, str]) -> ManifestSet:
+    """Every object of the fleet, grouped by the file it goes in. `tokens`: each agent's token
+    as the orchestrator holds it (`read_tokens`)."""
     namespace = namespace_of(fleet, options)
     agents = list(fleet.config.agents)
-    tokens = tokens or {agent: secrets.token_urlsafe(32) for agent in agents}
     files: dict[str, list[Manifest]] = {
         "00-namespace.yaml": [_namespace(fleet, namespace)],
-        "10-network-policies.yaml": _network_policies(fleet, namespace),
-        "20-orchestrator.yaml": _orchestrator(fleet, namespace, options),
+        "10-network-policies.yaml": _network_policies(fleet, namespace, options.orchestrator),
     }
     for agent in agents:
         files[f"30-{agent_object_name(agent)}.yaml"] = [_agent(fleet, namespace, agent, options)]
     secrets_file = "05-secrets.yaml"
-    files[secrets_file] = [
-        _orchestrator_tokens(fleet, namespace, tokens),
-        *(_token_secret(fleet, namespace, agent, tokens[agent]) for agent in agents),
-    ]
+    files[secrets_file] = [_token_secret(fleet, namespace, agent, tokens[agent]) for agent in agents]
     return ManifestSet(files=dict(sorted(files.items())), secret_files=frozenset({secrets_file}))
+
+
+def read_tokens(fleet: LoadedFleet) -> dict[str, str]:
+    """Each agent's token as the fleet's orchestrator minted it (`flotilla up --runtime external`
+    mints them and keeps them while the agents run elsewhere). Never printed."""
+    paths = StatePaths.for_fleet_file(fleet.path)
+    tokens: dict[str, str] = {}
+    missing = []
+    for agent in fleet.config.agents:
+        try:
+            tokens[agent] = paths.token_file(agent).read_text(encoding="ascii").strip()
+        except FileNotFoundError:
+            missing.append(agent)
+    if missing:
+        raise ExportRefused(
+            f"no token yet for {', '.join(missing)}: start the orchestrator first, "
+            "`flotilla up --runtime external --agent-listen ADDRESS` (it mints the agents' tokens), "
+            "then export"
+        )
+    return tokens
+
+
+def image_warnings(fleet: LoadedFleet, options: ExportOptions) -> list[str]:
+    """An image by a moving tag runs whatever the tag names when a node pulls it."""
+    images = sorted({agent_image_of(fleet, agent, options) for agent in fleet.config.agents})
+    return [
+        f"image {image} has a moving tag: every restart pulls it again and may run other code; "
+        "push it with a version tag or give it by digest"
+        for image in images
+        if pull_policy(image) == "Always"
+    ]
 
 
 class _PlainDumper(yaml.SafeDumper):

@@ -100,7 +100,9 @@ class FleetManager:
         its unit. Nothing is written where the agent can write."""
         paths = self._paths
         prepare_operator_copy(self.fleet, agent, paths)
-        token_file = write_token(paths, agent, self._tokens.mint(agent))
+        token_file = paths.token_file(agent)
+        if not (self._backend.keeps_tokens and self._tokens.has(agent) and token_file.exists()):
+            token_file = write_token(paths, agent, self._tokens.mint(agent))
         resources = self.fleet.config.resources_of(agent)
         return AgentSpec(
             fleet=self.fleet.name,

@@ -1,5 +1,6 @@
 """`flotilla export kubernetes`: every manifest valid against the official schemas of several
-Kubernetes versions (offline), with the security fields the docker runtime enforces."""
+Kubernetes versions (offline), with the security fields the docker runtime enforces, the tokens
+the orchestrator minted, and egress only to the orchestrator's address."""
 
 from __future__ import annotations
 
@@ -16,14 +17,18 @@ from orchestrator.cli.main import cli
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.loader import load_fleet
 from orchestrator.export.kubernetes import (
-    AGENT_PORT,
     LABEL_AGENT,
     LABEL_COMPONENT,
     ExportOptions,
+    ExportRefused,
     Manifest,
+    orchestrator_address,
+    read_tokens,
     render,
     write,
 )
+from orchestrator.fleet.scaffold import write_token
+from orchestrator.state.paths import StatePaths
 
 KUBERNETES_VERSIONS = ["1.35.0", "1.36.0", "1.37.0"]
 
@@ -41,16 +46,35 @@ agents:
 """
 
 
+ORCHESTRATOR = orchestrator_address("http://192.0.2.10:8420")
+MOVING = "flotilla/agent:latest"
+
+
+def _minted(path: Path) -> dict[str, str]:
+    """Tokens as `up --runtime external` leaves them in the fleet's state folder."""
+    paths = StatePaths.for_fleet_file(path)
+    tokens = {"pilot": "pilot-" + "p" * 40, "clerk": "clerk-" + "c" * 40}
+    for agent, token in tokens.items():
+        write_token(paths, agent, token)
+    return tokens
+
+
 @pytest.fixture
 def fleet(tmp_path: Path) -> LoadedFleet:
     path = tmp_path / "fleet.yaml"
     path.write_text(FLEET)
+    _minted(path)
     return load_fleet(path)
+
+
+def _options(**fields: Any) -> ExportOptions:
+    """With the image by its moving tag whatever FLOTILLA_IMAGE says (the default follows it)."""
+    return ExportOptions(orchestrator=ORCHESTRATOR, **({"agent_image": MOVING} | fields))
 
 
 @pytest.fixture
 def objects(fleet: LoadedFleet) -> list[Manifest]:
-    return render(fleet, ExportOptions(storage_class="fast")).objects()
+    return render(fleet, _options(storage_class="fast"), read_tokens(fleet)).objects()
 
 
 def _of_kind(objects: list[Manifest], kind: str) -> list[Manifest]:
@@ -67,7 +91,7 @@ def test_every_manifest_is_valid_against_the_official_schema(objects: list[Manif
     for obj in objects:
         kubernetes_validate.validate(obj, version, strict=True)
         kinds.add(obj["kind"])
-    assert kinds == {"Namespace", "Secret", "NetworkPolicy", "ConfigMap", "StatefulSet", "Service"}
+    assert kinds == {"Namespace", "Secret", "NetworkPolicy", "StatefulSet"}
 
 
 def test_the_validator_does_refuse_a_broken_manifest(objects: list[Manifest]) -> None:
@@ -80,7 +104,7 @@ def test_the_validator_does_refuse_a_broken_manifest(objects: list[Manifest]) ->
 
 def test_every_pod_is_hardened_like_the_docker_runtime(objects: list[Manifest]) -> None:
     pods = _pod_specs(objects)
-    assert len(pods) == 3  # orchestrator + two agents
+    assert sorted(name for name, _ in pods) == ["agent-clerk", "agent-pilot"]  # no orchestrator
     for name, pod in pods:
         assert pod["automountServiceAccountToken"] is False, name
         assert pod["securityContext"]["runAsNonRoot"] is True, name
@@ -92,7 +116,7 @@ def test_every_pod_is_hardened_like_the_docker_runtime(objects: list[Manifest]) 
             assert security["readOnlyRootFilesystem"] is True, name
             assert security["capabilities"] == {"drop": ["ALL"]}, name
             assert security["privileged"] is False, name
-            assert "ports" not in container or name == "flotilla-orchestrator", name
+            assert "ports" not in container, name
             assert container["resources"]["limits"]["memory"], name
 
 
@@ -114,16 +138,16 @@ def test_agent_resources_and_volume_size_come_from_fleet_yaml(objects: list[Mani
         assert obj["spec"]["replicas"] == 1
 
 
-def test_each_agent_gets_its_own_token_secret_and_no_secret_in_its_environment(
-    objects: list[Manifest],
+def test_each_agent_gets_the_token_the_orchestrator_minted_and_no_secret_in_its_environment(
+    objects: list[Manifest], fleet: LoadedFleet
 ) -> None:
     secrets = {s["metadata"]["name"]: s for s in _of_kind(objects, "Secret")}
+    assert sorted(secrets) == ["agent-clerk-token", "agent-pilot-token"]
     pilot_token = secrets["agent-pilot-token"]["stringData"]["token"]
     clerk_token = secrets["agent-clerk-token"]["stringData"]["token"]
-    assert pilot_token != clerk_token
-    assert len(pilot_token) >= 32
-    accepted = secrets["flotilla-orchestrator-agent-tokens"]["stringData"]
-    assert accepted == {"clerk": clerk_token, "pilot": pilot_token}
+    paths = StatePaths.for_fleet_file(fleet.path)
+    assert pilot_token == paths.token_file("pilot").read_text()
+    assert clerk_token == paths.token_file("clerk").read_text()
     for name, pod in _pod_specs(objects):
         rendered = yaml.safe_dump(pod["containers"])
         assert pilot_token not in rendered and clerk_token not in rendered, name
@@ -134,25 +158,47 @@ def test_each_agent_gets_its_own_token_secret_and_no_secret_in_its_environment(
 
 def test_network_policies_let_agents_reach_only_the_orchestrator(objects: list[Manifest]) -> None:
     policies = {p["metadata"]["name"]: p["spec"] for p in _of_kind(objects, "NetworkPolicy")}
+    assert sorted(policies) == ["agents-reach-only-the-orchestrator", "default-deny"]
     deny = policies["default-deny"]
     assert deny == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
     agents = policies["agents-reach-only-the-orchestrator"]
     assert agents["podSelector"]["matchLabels"][LABEL_COMPONENT] == "agent"
     assert agents["ingress"] == []  # nothing reaches an agent
     to_orchestrator, dns = agents["egress"]
-    assert to_orchestrator["to"] == [
-        {"podSelector": {"matchLabels": {"flotilla.dev/fleet": "harbour", LABEL_COMPONENT: "orchestrator"}}}
-    ]
-    assert to_orchestrator["ports"] == [{"protocol": "TCP", "port": AGENT_PORT}]
+    assert to_orchestrator["to"] == [{"ipBlock": {"cidr": "192.0.2.10/32"}}]  # no except: one address
+    assert to_orchestrator["ports"] == [{"protocol": "TCP", "port": 8420}]
+    # DNS: whatever serves it in kube-system, not only pods labelled k8s-app=kube-dns; port 53 only.
     assert {p["port"] for p in dns["ports"]} == {53}
-    assert dns["to"][0]["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": "kube-system"}
-    inbound = policies["orchestrator-accepts-agents"]
-    assert inbound["ingress"][0]["ports"] == [{"protocol": "TCP", "port": AGENT_PORT}]
-    # Every agent is selected by the agents' policy.
+    assert dns["to"] == [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}
+    ]
+    # Every agent is selected by the agents' policy, and dials the address the policy allows.
     for obj in _of_kind(objects, "StatefulSet"):
         labels = obj["spec"]["template"]["metadata"]["labels"]
-        if labels[LABEL_COMPONENT] == "agent":
-            assert all(labels[k] == v for k, v in agents["podSelector"]["matchLabels"].items())
+        assert all(labels[k] == v for k, v in agents["podSelector"]["matchLabels"].items())
+        pod = obj["spec"]["template"]["spec"]
+        env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
+        assert env["FLOTILLA_URL"] == "http://192.0.2.10:8420"
+        assert pod["dnsPolicy"] == "ClusterFirst"
+
+
+def test_an_ipv6_orchestrator_gets_a_single_address_block() -> None:
+    assert orchestrator_address("http://[2001:db8::5]:9000").cidr == "2001:db8::5/128"
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("http://orchestrator.example:8420", "by IP address"),
+        ("http://192.0.2.10", "give the port"),
+        ("192.0.2.10:8420", "http://ADDRESS:PORT"),
+        ("http://192.0.2.10:8420/api", "no path"),
+        ("http://192.0.2.10:99999", "give the port"),
+    ],
+)
+def test_an_orchestrator_url_the_policy_cannot_name_is_refused(url: str, says: str) -> None:
+    with pytest.raises(ExportRefused, match=says):
+        orchestrator_address(url)
 
 
 def test_the_namespace_enforces_the_restricted_pod_security_standard(objects: list[Manifest]) -> None:
@@ -164,7 +210,7 @@ def test_the_namespace_enforces_the_restricted_pod_security_standard(objects: li
 
 def test_write_keeps_secrets_private_and_lists_every_file(fleet: LoadedFleet, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    manifests = render(fleet, ExportOptions())
+    manifests = render(fleet, _options(), read_tokens(fleet))
     write(manifests, out)
     kustomization = yaml.safe_load((out / "kustomization.yaml").read_text())
     assert kustomization["resources"] == list(manifests.files)
@@ -176,21 +222,43 @@ def test_write_keeps_secrets_private_and_lists_every_file(fleet: LoadedFleet, tm
     assert stat.S_IMODE((out / "00-namespace.yaml").stat().st_mode) & 0o077 != 0o000
 
 
+def _export(folder: Path, *extra: str, file: str = "fleet.yaml", out: str = "k8s") -> Any:
+    args = ["export", "kubernetes", "-f", str(folder / file), "-o", str(folder / out), *extra]
+    return CliRunner().invoke(cli, args)
+
+
 def test_cli_writes_the_manifests_and_refuses_an_invalid_fleet(tmp_path: Path) -> None:
     (tmp_path / "fleet.yaml").write_text(FLEET)
-    runner = CliRunner()
-    result = runner.invoke(
-        cli, ["export", "kubernetes", "-f", str(tmp_path / "fleet.yaml"), "-o", str(tmp_path / "k8s")]
-    )
+    tokens = _minted(tmp_path / "fleet.yaml")
+    result = _export(tmp_path, "--orchestrator-url", "http://192.0.2.10:8420")
     assert result.exit_code == 0, result.output
     assert "kubectl apply -k" in result.output
+    assert all(token not in result.output for token in tokens.values())
     assert (tmp_path / "k8s" / "30-agent-pilot.yaml").is_file()
+    assert not (tmp_path / "k8s" / "20-orchestrator.yaml").exists()
     (tmp_path / "bad.yaml").write_text("fleet: Not_A_Label\nagents: {a: {}}\n")
-    result = runner.invoke(
-        cli, ["export", "kubernetes", "-f", str(tmp_path / "bad.yaml"), "-o", str(tmp_path / "k8s2")]
-    )
+    result = _export(tmp_path, "--orchestrator-url", "http://192.0.2.10:8420", file="bad.yaml", out="k8s2")
     assert result.exit_code == 2
     assert not (tmp_path / "k8s2").exists()
+
+
+def test_cli_refuses_before_the_orchestrator_minted_the_tokens(tmp_path: Path) -> None:
+    (tmp_path / "fleet.yaml").write_text(FLEET)
+    result = _export(tmp_path, "--orchestrator-url", "http://192.0.2.10:8420")
+    assert result.exit_code == 1
+    assert "no token yet for pilot, clerk" in str(result.exception)
+    assert "flotilla up --runtime external --agent-listen" in str(result.exception)
+    assert not (tmp_path / "k8s").exists()
+
+
+def test_cli_needs_the_orchestrator_url_and_names_a_bad_one(tmp_path: Path) -> None:
+    (tmp_path / "fleet.yaml").write_text(FLEET)
+    _minted(tmp_path / "fleet.yaml")
+    missing = _export(tmp_path)
+    assert missing.exit_code == 2 and "--orchestrator-url" in missing.output
+    named = _export(tmp_path, "--orchestrator-url", "http://flotilla.internal:8420")
+    assert named.exit_code == 1 and "by IP address" in str(named.exception)
+    assert not (tmp_path / "k8s").exists()
 
 
 MCP_FLEET = (
@@ -209,46 +277,49 @@ def test_images_are_pulled_again_unless_pinned(fleet: LoadedFleet) -> None:
     moving = ExportOptions(agent_image="flotilla/agent:latest", orchestrator_image="flotilla/orchestrator")
     for _, pod in _pod_specs(render(fleet, moving).objects()):
         for container in pod["containers"]:
-            assert container["imagePullPolicy"] == "Always"
-    pinned = render(fleet, ExportOptions(agent_image="registry.example/flotilla/agent:0.4.1")).objects()
-    agents = [pod for name, pod in _pod_specs(pinned) if name.startswith("agent-")]
-    assert {pod["containers"][0]["imagePullPolicy"] for pod in agents} == {"IfNotPresent"}
+            assert container["image"].endswith(":latest") and container["imagePullPolicy"] == "Always"
+    pinned = render(fleet, _options(agent_image="registry.example/flotilla/agent:0.4.1"), read_tokens(fleet))
+    assert {pod["containers"][0]["imagePullPolicy"] for _, pod in _pod_specs(pinned.objects())} == {
+        "IfNotPresent"
+    }
+    digest = "registry.example/flotilla/agent@sha256:" + "a" * 64
+    by_digest = render(fleet, _options(agent_image=digest), read_tokens(fleet))
+    assert {pod["containers"][0]["imagePullPolicy"] for _, pod in _pod_specs(by_digest.objects())} == {
+        "IfNotPresent"
+    }
 
 
-def test_the_orchestrator_reaches_providers_but_not_the_metadata_service(objects: list[Manifest]) -> None:
-    policies = {p["metadata"]["name"]: p["spec"] for p in _of_kind(objects, "NetworkPolicy")}
-    providers, dns = policies["orchestrator-reaches-providers"]["egress"]
-    blocks = {rule["ipBlock"]["cidr"]: rule["ipBlock"]["except"] for rule in providers["to"]}
-    assert "169.254.0.0/16" in blocks["0.0.0.0/0"] and "fd00:ec2::254/128" in blocks["::/0"]
-    assert {p["port"] for p in dns["ports"]} == {53}
-    # DNS: whatever serves it in kube-system, not only pods labelled k8s-app=kube-dns.
-    agents_dns = policies["agents-reach-only-the-orchestrator"]["egress"][1]
-    assert agents_dns["to"] == [
-        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}
-    ]
-
-
-def test_provider_keys_reach_the_orchestrator_from_a_secret(objects: list[Manifest]) -> None:
-    (orchestrator,) = [pod for name, pod in _pod_specs(objects) if name == "flotilla-orchestrator"]
-    assert orchestrator["containers"][0]["envFrom"] == [
-        {"secretRef": {"name": "flotilla-provider-keys", "optional": True}}
-    ]
+def test_the_export_warns_of_a_moving_tag(tmp_path: Path) -> None:
+    (tmp_path / "fleet.yaml").write_text(FLEET)
+    _minted(tmp_path / "fleet.yaml")
+    moving = _export(
+        tmp_path, "--orchestrator-url", "http://192.0.2.10:8420", "--agent-image", MOVING, "--json"
+    )
+    assert moving.exit_code == 0, moving.output
+    assert "moving tag" in moving.output
+    pinned = _export(
+        tmp_path,
+        "--orchestrator-url",
+        "http://192.0.2.10:8420",
+        "--agent-image",
+        "registry.example/flotilla/agent:0.4.1",
+    )
+    assert pinned.exit_code == 0 and "warning" not in pinned.output
 
 
 @pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
 def test_an_agent_with_mcp_packages_runs_the_extension_image(tmp_path: Path, version: str) -> None:
     (tmp_path / "fleet.yaml").write_text(MCP_FLEET)
+    tokens = _minted(tmp_path / "fleet.yaml")
     fleet = load_fleet(tmp_path / "fleet.yaml")
     with pytest.raises(ValueError, match="give --extension-image"):
-        render(fleet, ExportOptions())
+        render(fleet, _options(), tokens)
     extended = "registry.example/flotilla/agent:0.4.1-ext-abc"
-    objects = render(fleet, ExportOptions(extension_image=extended)).objects()
+    objects = render(fleet, _options(extension_image=extended), tokens).objects()
     images = {name: pod["containers"][0]["image"] for name, pod in _pod_specs(objects)}
     assert images["agent-clerk"] == extended and images["agent-pilot"] == ExportOptions().agent_image
     for obj in objects:
         kubernetes_validate.validate(obj, version, strict=True)
-    refused = CliRunner().invoke(
-        cli, ["export", "kubernetes", "-f", str(tmp_path / "fleet.yaml"), "-o", str(tmp_path / "k8s")]
-    )
+    refused = _export(tmp_path, "--orchestrator-url", "http://192.0.2.10:8420")
     assert refused.exit_code == 1 and "--extension-image" in str(refused.exception)
     assert not (tmp_path / "k8s").exists()
