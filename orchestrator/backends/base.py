@@ -258,6 +258,11 @@ class Backend(abc.ABC):
         loop devices) and, with `delete`, remove the storage itself. What was done, one line each."""
         return []
 
+    runs_on_demand: bool = True
+    """The orchestrator starts and stops the units itself, so an idle agent can sleep and be woken
+    for work. False for an engine that keeps every agent running on its own (a Kubernetes
+    cluster): every agent is then always on."""
+
     keeps_tokens: bool = False
     """An agent keeps its token when its unit is made again: the engine that runs it holds a copy
     the orchestrator cannot rewrite (a Kubernetes Secret)."""

@@ -53,6 +53,7 @@ class ExternalBackend(Backend):
     self_healing = True
     """The engine restarts a pod that stops (its restart policy and liveness probe)."""
     keeps_tokens = True
+    runs_on_demand = False
 
     def __init__(self, root: Path, agent_listen: str | None = None) -> None:
         self._file = root / "expected.json"

@@ -154,7 +154,9 @@ class FleetManager:
         previous = self.fleet if candidate is not None else None
         endpoint = self.agent_url or None
         config = target.config
-        always_on = frozenset(agent for agent in config.agents if config.always_on_of(agent))
+        always_on = frozenset(
+            agent for agent in config.agents if config.always_on_of(agent) or not self._backend.runs_on_demand
+        )
         held = (self.hibernated() - always_on) | self._controls.stopped()
         # Those with work are woken by the scheduler's first pass, through the cap on awake agents.
         sleepers = frozenset(config.agents) - always_on

@@ -79,7 +79,7 @@ class Hibernation:
         yielding = len(self.queue) > 0
         hibernated, upcoming = [], []
         for agent in config.agents:
-            after_s = config.hibernate_after_of(agent)
+            after_s = config.hibernate_after_of(agent) if self._backend.runs_on_demand else None
             if after_s is None:
                 continue
             last_activity, asleep = known.get(agent) or (self._store.state(agent, now).last_activity, False)

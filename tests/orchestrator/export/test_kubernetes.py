@@ -273,9 +273,8 @@ MCP_FLEET = (
 )
 
 
-def test_images_are_pulled_again_unless_pinned(fleet: LoadedFleet) -> None:
-    moving = ExportOptions(agent_image="flotilla/agent:latest", orchestrator_image="flotilla/orchestrator")
-    for _, pod in _pod_specs(render(fleet, moving).objects()):
+def test_images_are_pulled_again_unless_pinned(objects: list[Manifest], fleet: LoadedFleet) -> None:
+    for _, pod in _pod_specs(objects):
         for container in pod["containers"]:
             assert container["image"].endswith(":latest") and container["imagePullPolicy"] == "Always"
     pinned = render(fleet, _options(agent_image="registry.example/flotilla/agent:0.4.1"), read_tokens(fleet))
@@ -317,7 +316,7 @@ def test_an_agent_with_mcp_packages_runs_the_extension_image(tmp_path: Path, ver
     extended = "registry.example/flotilla/agent:0.4.1-ext-abc"
     objects = render(fleet, _options(extension_image=extended), tokens).objects()
     images = {name: pod["containers"][0]["image"] for name, pod in _pod_specs(objects)}
-    assert images["agent-clerk"] == extended and images["agent-pilot"] == ExportOptions().agent_image
+    assert images["agent-clerk"] == extended and images["agent-pilot"].endswith("/agent:latest")
     for obj in objects:
         kubernetes_validate.validate(obj, version, strict=True)
     refused = _export(tmp_path, "--orchestrator-url", "http://192.0.2.10:8420")
