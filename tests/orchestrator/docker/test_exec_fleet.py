@@ -108,7 +108,7 @@ def test_exec_answers_print_6_times_7(fleet_dir: Path, fleet_name: str, docker_c
     runs = json.loads(run_flotilla(fleet_dir, "runs", "researcher", "--kind", "turn", "--json").stdout)
     (run,) = [run for run in runs if run["item_id"] == data["item_id"]]
     (call,) = run["tool_calls"]
-    assert call["name"] == "exec" and call["ok"] is True and call["source"] == "orchestrator_mcp"
+    assert call["name"] == "exec" and call["ok"] is True and call["source"] == "host"
     shown = run_flotilla(fleet_dir, "history", "researcher", "-n", "1").stdout
     assert "→ exec(" in shown and "← exec: exit code 0" in shown
     sandboxes = {"label": f"{LABEL_SANDBOX_OF}={fleet_name}/researcher"}
