@@ -56,7 +56,12 @@ def turn_header(turn: TranscriptTurn) -> str:
     ) + run_summary(turn.run)
 
 
-SOURCE_LABELS = {"host": "host tool", "orchestrator_mcp": "MCP via orchestrator", "mcp": "MCP", "peer": "peer"}
+SOURCE_LABELS = {
+    "host": "host tool",
+    "orchestrator_mcp": "MCP via orchestrator",
+    "mcp": "MCP",
+    "peer": "peer",
+}
 
 
 def _where(name: str, sources: dict[str, str]) -> str:
