@@ -182,7 +182,9 @@ def test_bad_arguments_are_named(fleet_dir: Path) -> None:
 def test_exec_needing_approval_runs_only_once_approved(fleet_dir: Path) -> None:
     refused = agent_call(fleet_dir, "careful", {"command": "echo sneaky"})
     assert refused.status_code == 403 and "exec needs an operator's approval" in refused.json()["message"]
-    assert events(fleet_dir, "careful", "exec.refused")
+    # Approval is checked on the tool route before the exec tool sees the call.
+    (noticed,) = events(fleet_dir, "careful", "approval.refused")
+    assert noticed["data"]["tool"] == "exec"
     waiting = subprocess.Popen(
         [
             sys.executable,
