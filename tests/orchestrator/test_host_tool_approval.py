@@ -1,6 +1,7 @@
 """`tools.rules` holds for every host tool (notify, exec, http_request): a call sent straight to the
 orchestrator's tool route, as code in the agent's container can, is refused with 403 until an
-approved item of that agent names that very call, and then runs."""
+approved item of that agent names that very call, and then runs. A rule on a host tool the
+agent is not given is a warning of `flotilla validate`."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from typing import Any
 
 import httpx
 import pytest
+from click.testing import CliRunner
 
 from agent_runtime.protocol import ApprovalRequest, approval_key
 from orchestrator.api.app import create_app
 from orchestrator.approvals import ApprovalStore
+from orchestrator.cli.main import cli
 from orchestrator.config.loader import load_fleet
 from orchestrator.services import Services
 from orchestrator.testing.cli import wait_for
@@ -126,3 +129,27 @@ def test_an_approved_notify_is_sent_and_only_that_call_is_approved(
     assert receiver.on("/notify")[0].json()["text"] == "build failed"
     other = call("notify", {"channel": "ops-hook", "text": "something else"}, "item-2")
     assert other.status_code == 403
+
+
+def test_validate_warns_of_a_rule_on_a_host_tool_the_agent_lacks(tmp_path: Path) -> None:
+    fleet_file = tmp_path / "fleet.yaml"
+    fleet_file.write_text(
+        textwrap.dedent(
+            """\
+            version: 1
+            fleet: lacking
+            agents:
+              beta:
+                role: quiet
+                tools:
+                  rules: {notify: {approval: required}, exec: {approval: required}}
+            """
+        )
+    )
+    result = CliRunner().invoke(cli, ["validate", "-f", str(fleet_file)])
+    assert result.exit_code == 0, result.output
+    assert (
+        "agents.beta.tools.rules.notify: the rule on notify has no effect: agent beta has no notify "
+        "tool (declare agents.beta.channels to give it one)"
+    ) in result.output
+    assert "agents.beta.tools.rules.exec: the rule on exec has no effect" in result.output
