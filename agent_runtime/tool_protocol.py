@@ -135,10 +135,11 @@ class ToolCallRecord(WireModel):
 
     name: str
     ok: bool
-    source: Literal["builtin", "mcp", "peer", "orchestrator_mcp"] = Field(
+    source: Literal["builtin", "mcp", "peer", "orchestrator_mcp", "host"] = Field(
         default="builtin",
         description="mcp: a stdio server run by the agent; orchestrator_mcp: an HTTP server the "
-        "orchestrator called for the agent",
+        "orchestrator called for the agent; host: a tool the orchestrator ran itself (http_request, "
+        "exec, notify); records written before host tools had their own source say orchestrator_mcp",
     )
     approval: Literal["approved", "denied", "expired"] | None = None
     approval_id: str | None = None

@@ -20,7 +20,7 @@ from agent_runtime.protocol import (
     OrchestratorToolResult,
     OrchestratorTools,
 )
-from agent_runtime.tools.registry import Tool, ToolError
+from agent_runtime.tools.registry import Tool, ToolError, ToolSource
 from agent_runtime.transport.errors import OrchestratorError
 from agent_runtime.transport.http import AgentHttp
 from agent_runtime.transport.httpclient import Response
@@ -53,7 +53,8 @@ class OrchestratorMcp:
         schema.setdefault("properties", {})
         label = f"MCP {tool.server}" if tool.kind == "mcp" else "runs on the orchestrator"
         description = f"[{label}] {tool.description or tool.name}"[:1024]
-        return Tool(tool.name, description, schema, self._caller(tool.name), source="orchestrator_mcp")
+        source: ToolSource = "host" if tool.kind == "host" else "orchestrator_mcp"
+        return Tool(tool.name, description, schema, self._caller(tool.name), source=source)
 
     def _caller(self, name: str) -> Callable[[dict[str, Any]], str]:
         def call(arguments: dict[str, Any]) -> str:

@@ -21,9 +21,11 @@ if TYPE_CHECKING:
 
 Handler = Callable[[dict[str, Any]], str]
 FailureHook = Callable[[str, Any, str], object]
-ToolSource = Literal["builtin", "mcp", "peer", "orchestrator_mcp"]
-# Tools whose parameter schema was written outside this runtime.
-FOREIGN_SCHEMA_SOURCES: frozenset[ToolSource] = frozenset({"mcp", "orchestrator_mcp"})
+# host: a tool the orchestrator itself runs for the agent (http_request, exec, notify).
+ToolSource = Literal["builtin", "mcp", "peer", "orchestrator_mcp", "host"]
+# Tools whose parameter schema was written outside this runtime (the orchestrator's host tools
+# are sent over the wire too, so they are checked like a server's).
+FOREIGN_SCHEMA_SOURCES: frozenset[ToolSource] = frozenset({"mcp", "orchestrator_mcp", "host"})
 ApprovalOutcome = Literal["approved", "denied", "expired"]
 DEFAULT_MAX_OUTPUT_CHARS = 16_000
 

@@ -45,6 +45,11 @@ class TurnRun(BaseModel):
     cost_usd: float = 0.0
     outcome: str
     detail: str = ""
+    tool_sources: dict[str, str] = Field(
+        default_factory=dict,
+        description="Where each tool the run called (other than the agent's built-ins) ran: "
+        "host (the orchestrator's own tool), orchestrator_mcp, mcp or peer",
+    )
 
 
 class TranscriptTurn(BaseModel):
@@ -87,6 +92,7 @@ def turn_run(run: RunView) -> TurnRun:
         cost_usd=run.cost_usd,
         outcome=run.outcome,
         detail=run.detail,
+        tool_sources={call.name: call.source for call in run.tool_calls if call.source != "builtin"},
     )
 
 

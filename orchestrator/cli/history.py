@@ -56,7 +56,23 @@ def turn_header(turn: TranscriptTurn) -> str:
     ) + run_summary(turn.run)
 
 
-def message_lines(message: TranscriptMessage) -> list[str]:
+SOURCE_LABELS = {
+    "host": "host tool",
+    "orchestrator_mcp": "MCP via orchestrator",
+    "mcp": "MCP",
+    "peer": "peer",
+}
+
+
+def _where(name: str, sources: dict[str, str]) -> str:
+    """` [host tool]` after a call of a tool that did not run inside the agent, else nothing."""
+    source = sources.get(name)
+    return f" [{printable(SOURCE_LABELS.get(source, source))}]" if source else ""
+
+
+def message_lines(message: TranscriptMessage, sources: dict[str, str] | None = None) -> list[str]:
+    """The message's lines; `sources` (the run's tool_sources) marks where each call ran."""
+    sources = sources or {}
     role = click.style(f"{message.role:<9}", fg=ROLE_STYLE.get(message.role))
     cut = " [cut by the agent]" if message.truncated else ""
     lines = []
@@ -68,7 +84,8 @@ def message_lines(message: TranscriptMessage) -> list[str]:
         lines.append(f"  {_clock(message.at)} {role} {_short(message.content)}{cut}")
     for call in message.tool_calls:
         args = _short(call.arguments) + (" [cut by the agent]" if call.truncated else "")
-        lines.append(f"  {_clock(message.at)} {role} → {printable(call.name)}({args})")
+        where = _where(call.name, sources)
+        lines.append(f"  {_clock(message.at)} {role} → {printable(call.name)}({args}){where}")
     return lines
 
 
@@ -96,7 +113,8 @@ def request_summary(mark: ContextMark) -> str:
 
 def render_turn(turn: TranscriptTurn) -> list[str]:
     """The turn's header, then its messages and context marks in time order."""
-    timed: list[tuple[str, list[str]]] = [(m.at, message_lines(m)) for m in turn.messages]
+    sources = turn.run.tool_sources if turn.run is not None else {}
+    timed: list[tuple[str, list[str]]] = [(m.at, message_lines(m, sources)) for m in turn.messages]
     timed += [(mark.at.isoformat().replace("+00:00", "Z"), [mark_line(mark)]) for mark in turn.marks]
     timed.sort(key=lambda pair: pair[0])
     return [turn_header(turn), *(line for _, lines in timed for line in lines)]

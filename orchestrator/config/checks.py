@@ -69,6 +69,7 @@ def check_fleet(
     _check_mcp_credentials(fleet, problems)
     check_secrets(fleet, problems)
     _check_exec_runtime(fleet, problems)
+    _check_host_tool_rules(fleet, problems)
     if capacity is not None:
         check_resources(fleet, problems, capacity, set_aside)
 
@@ -195,6 +196,30 @@ def _check_exec_runtime(fleet: LoadedFleet, problems: Problems) -> None:
                 "the process runtime cannot sandbox code: every exec call will be refused "
                 "(run the docker runtime, or set allow_unsandboxed: true to run commands on the host)",
             )
+
+
+HOST_TOOL_FIELDS = {
+    "http_request": "tools.http",
+    "exec": "tools.exec",
+    "notify": "channels",
+}
+
+
+def _check_host_tool_rules(fleet: LoadedFleet, problems: Problems) -> None:
+    """A rule on a host tool the agent is not given does nothing: most likely a forgotten policy."""
+    for agent_name, agent in fleet.config.agents.items():
+        given = {
+            "http_request": agent.tools.http is not None,
+            "exec": agent.tools.exec is not None,
+            "notify": bool(agent.channels),
+        }
+        for tool, field in HOST_TOOL_FIELDS.items():
+            if tool in agent.tools.rules and not given[tool]:
+                problems.warn(
+                    ("agents", agent_name, "tools", "rules", tool),
+                    f"the rule on {tool} has no effect: agent {agent_name} has no {tool} tool "
+                    f"(declare agents.{agent_name}.{field} to give it one)",
+                )
 
 
 def _known_zone(name: str) -> bool:

@@ -188,8 +188,9 @@ class ToolsConfig(_Strict):
     )
     rules: dict[str, ToolRule] = Field(
         default_factory=dict,
-        description="Per tool: a built-in name (write_file), an MCP tool (SERVER__TOOL) or a peer "
-        "operation (PEER.OPERATION), e.g. {write_file: {approval: required}}",
+        description="Per tool: a built-in name (write_file), a host tool (http_request, exec, notify), "
+        "an MCP tool (SERVER__TOOL) or a peer operation (PEER.OPERATION), e.g. "
+        "{write_file: {approval: required}, notify: {approval: required}}",
     )
     approval_timeout: str = Field(
         default="10m", description="A call waiting for approval longer than this is denied (30s, 15m, 2h)"

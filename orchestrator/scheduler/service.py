@@ -36,6 +36,7 @@ from orchestrator.scheduler.hibernation import Hibernation
 from orchestrator.scheduler.memory_due import MemoryDue
 from orchestrator.scheduler.models import HeartbeatStatus, RuleProblem, RuleStatus, SkipReason, TickResult
 from orchestrator.scheduler.prechecks import PrecheckResult, Prechecks, load_rules
+from orchestrator.scheduler.rule_approval import unapproved_rule
 from orchestrator.scheduler.runs import RunStore, TickOutcome
 from orchestrator.scheduler.store import SchedulerStore
 from orchestrator.state.db import Database
@@ -310,11 +311,13 @@ class Scheduler:
         for rule in checks.notify_rules:
             assert rule.notify is not None
             channel, text = rule.notify
-            refused = (
-                "no notifier in this orchestrator"
-                if self._notifier is None
-                else self._notifier.queue_rule(agent, channel, text)
-            )
+            refused = unapproved_rule(self._fleet.current().config, agent, channel, text)
+            if refused is None:
+                refused = (
+                    "no notifier in this orchestrator"
+                    if self._notifier is None
+                    else self._notifier.queue_rule(agent, channel, text)
+                )
             if refused is not None:
                 log.warning("heartbeat rule %r of %s not sent: %s", rule.when, agent, refused)
             notes.append(f"notify {channel}: {'refused: ' + refused if refused else 'queued'}")

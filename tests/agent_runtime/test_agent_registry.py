@@ -42,7 +42,7 @@ def test_duplicate_and_invalid_schema_are_refused() -> None:
     registry = ToolRegistry([Tool("a", "A", SCHEMA, echo)])
     with pytest.raises(ValueError, match="twice"):
         registry.add(Tool("a", "A", SCHEMA, echo))
-    for source in ("mcp", "orchestrator_mcp"):
+    for source in ("mcp", "orchestrator_mcp", "host"):
         with pytest.raises(ValueError, match="invalid parameter schema"):
             registry.add(Tool("c", "C", {"type": "no-such-type"}, echo, source=source))
     assert registry.names() == ["a"]

@@ -17,7 +17,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from agent_runtime.protocol import RunOutcome, RunRecord
+from agent_runtime.protocol import RunOutcome, RunRecord, ToolCallRecord
 from agent_runtime.workspace.history import HistoryLog, Turn
 from orchestrator.api.app import create_app
 from orchestrator.cli.main import cli
@@ -124,6 +124,49 @@ def test_history_command_prints_each_turn(services: Services, url: str) -> None:
     as_json = CliRunner().invoke(cli, ["history", *fleet, "alpha", "--json"])
     assert as_json.exit_code == 0, as_json.output
     assert json.loads(as_json.output)["turns"][0]["run"]["model"] == "test"
+
+
+def test_history_names_a_host_tool_call_as_such(services: Services, url: str) -> None:
+    """A call of a tool the orchestrator ran (exec) is marked as a host tool; a built-in is not."""
+    log = HistoryLog(services.paths.agent_storage("alpha"))
+    start = datetime.now(UTC)
+    exec_call = {"id": "call_1", "type": "function", "function": {"name": "exec", "arguments": "{}"}}
+    log.append(Turn(role="user", content="run it", item_id="item-host"))
+    log.append(Turn(role="assistant", content="", tool_calls=(exec_call, CALL), item_id="item-host"))
+    log.append(Turn(role="assistant", content="done", item_id="item-host"))
+    calls = [ToolCallRecord(name="exec", ok=True, source="host"), ToolCallRecord(name="memory_save", ok=True)]
+    RunStore(services.db).add_turn(
+        RunRecord(
+            id="run-host",
+            agent="alpha",
+            trigger="operator",
+            item_id="item-host",
+            started_at=start,
+            finished_at=start,
+            outcome=RunOutcome.OK,
+            tool_calls=calls,
+        )
+    )
+    result = CliRunner().invoke(cli, ["history", "-f", str(services.fleet.path), "alpha", "-n", "1"])
+    assert result.exit_code == 0, result.output
+    assert "→ exec({}) [host tool]" in result.output
+    assert '→ memory_save({"text": "tides"})\n' in result.output
+    as_json = CliRunner().invoke(cli, ["history", "-f", str(services.fleet.path), "alpha", "--json"])
+    assert json.loads(as_json.output)["turns"][-1]["run"]["tool_sources"] == {"exec": "host"}
+
+
+def test_a_run_record_written_before_host_tools_had_their_source_still_reads() -> None:
+    old = {
+        "id": "run-old",
+        "agent": "alpha",
+        "trigger": "operator",
+        "started_at": "2026-11-01T10:00:00Z",
+        "finished_at": "2026-11-01T10:00:01Z",
+        "outcome": "ok",
+        "tool_calls": [{"name": "exec", "ok": True, "source": "orchestrator_mcp"}],
+    }
+    (call,) = RunRecord.model_validate(old).tool_calls
+    assert call.source == "orchestrator_mcp"
 
 
 def test_history_follow_prints_new_messages_and_the_finished_run(services: Services, url: str) -> None:

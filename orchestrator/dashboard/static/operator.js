@@ -153,7 +153,10 @@ window.FlotillaOperator = function (ui) {
     );
   }
 
-  function messageBlock(message) {
+  // Where a call ran, when not inside the agent (the run's tool_sources): e.g. a host tool.
+  const SOURCE_LABELS = { host: "host tool", orchestrator_mcp: "MCP via orchestrator", mcp: "MCP", peer: "peer" };
+
+  function messageBlock(message, sources) {
     const role = message.role;
     const body = [];
     if (message.content) body.push(h("pre", { class: "msg-text" }, message.content + (message.truncated ? " …" : "")));
@@ -163,6 +166,7 @@ window.FlotillaOperator = function (ui) {
           "div",
           { class: "tool-call" },
           h("span", { class: "tool-name" }, `⚙ ${call.name}`),
+          sources && sources[call.name] ? badge(SOURCE_LABELS[sources[call.name]] || sources[call.name], "info") : "",
           h("pre", { class: "tool-args" }, call.arguments + (call.truncated ? " …" : ""))
         )
       );
@@ -204,7 +208,7 @@ window.FlotillaOperator = function (ui) {
         turns
           .slice()
           .reverse()
-          .map((turn) => h("li", { class: "turn" }, turnHead(turn), (turn.marks || []).map(markBlock), (turn.messages || []).map(messageBlock)))
+          .map((turn) => h("li", { class: "turn" }, turnHead(turn), (turn.marks || []).map(markBlock), (turn.messages || []).map((message) => messageBlock(message, turn.run ? turn.run.tool_sources : null))))
       )
     );
   }

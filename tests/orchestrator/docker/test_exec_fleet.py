@@ -108,7 +108,7 @@ def test_exec_answers_print_6_times_7(fleet_dir: Path, fleet_name: str, docker_c
     runs = json.loads(run_flotilla(fleet_dir, "runs", "researcher", "--kind", "turn", "--json").stdout)
     (run,) = [run for run in runs if run["item_id"] == data["item_id"]]
     (call,) = run["tool_calls"]
-    assert call["name"] == "exec" and call["ok"] is True and call["source"] == "orchestrator_mcp"
+    assert call["name"] == "exec" and call["ok"] is True and call["source"] == "host"
     shown = run_flotilla(fleet_dir, "history", "researcher", "-n", "1").stdout
     assert "→ exec(" in shown and "← exec: exit code 0" in shown
     sandboxes = {"label": f"{LABEL_SANDBOX_OF}={fleet_name}/researcher"}
@@ -182,7 +182,9 @@ def test_bad_arguments_are_named(fleet_dir: Path) -> None:
 def test_exec_needing_approval_runs_only_once_approved(fleet_dir: Path) -> None:
     refused = agent_call(fleet_dir, "careful", {"command": "echo sneaky"})
     assert refused.status_code == 403 and "exec needs an operator's approval" in refused.json()["message"]
-    assert events(fleet_dir, "careful", "exec.refused")
+    # Approval is checked on the tool route before the exec tool sees the call.
+    (noticed,) = events(fleet_dir, "careful", "approval.refused")
+    assert noticed["data"]["tool"] == "exec"
     waiting = subprocess.Popen(
         [
             sys.executable,

@@ -162,12 +162,3 @@ def test_approval_patterns_expand_over_the_allowed_methods(tmp_path: Path) -> No
     )
     settings = tool_settings(load_fleet(path), "researcher")
     assert settings.approval_required == ["http_request.DELETE", "http_request.POST"]
-
-
-def test_the_feed_digest_example_is_valid(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FEED_TOKEN", "example-feed-token")
-    example = Path(__file__).resolve().parents[3] / "examples" / "feed-digest" / "fleet.yaml"
-    fleet = load_fleet(example)
-    policy = fleet.config.agents["digest"].tools.http
-    assert policy is not None and policy.secrets == ["feed_token"]
-    assert tool_settings(fleet, "digest").host_tools == ["http_request"]
