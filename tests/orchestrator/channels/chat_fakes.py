@@ -181,6 +181,17 @@ class FakeTelegram:
         }
 
 
+def slack_headers(signing_secret: str, body: bytes, at: float | None = None) -> dict[str, str]:
+    """The headers Slack signs an Events API request with (v0, HMAC-SHA256 over time and body)."""
+    stamp = str(int(time.time() if at is None else at))
+    digest = hmac.new(signing_secret.encode(), f"v0:{stamp}:".encode() + body, hashlib.sha256)
+    return {
+        "content-type": "application/json",
+        "x-slack-request-timestamp": stamp,
+        "x-slack-signature": f"v0={digest.hexdigest()}",
+    }
+
+
 @dataclass
 class FakeSlack:
     """Slack's Web API for one bot token (`sent` keeps chat.postMessage calls), and a sender of
@@ -207,13 +218,7 @@ class FakeSlack:
         self._server.stop()
 
     def signed(self, body: bytes, at: float | None = None) -> dict[str, str]:
-        stamp = str(int(time.time() if at is None else at))
-        digest = hmac.new(self.signing_secret.encode(), f"v0:{stamp}:".encode() + body, hashlib.sha256)
-        return {
-            "content-type": "application/json",
-            "x-slack-request-timestamp": stamp,
-            "x-slack-signature": f"v0={digest.hexdigest()}",
-        }
+        return slack_headers(self.signing_secret, body, at)
 
     def message_event(
         self, user: str, text: str, channel: str = "C1", ts: str = "1700000000.000100"
