@@ -6,7 +6,9 @@ it answers.
 Slack cuts a message's `text` past 40,000 characters; replies are sent in pieces of at most
 39,000, cut at line breaks where possible. Slack retries an event it did not see answered within
 three seconds, so the request is answered at once and the conversation goes on in a task; the
-event ids of the last hour are remembered so that a retry is not answered twice.
+event ids of the last hour, and the messages they carried (an app subscribed to both `message`
+and `app_mention` gets two events for one message), are remembered so that each message is
+answered once.
 """
 
 from __future__ import annotations
@@ -94,21 +96,21 @@ class SlackEvents:
             raise SlackRefused(400, "bad_request", "the body is not a JSON object")
         if payload.get("type") == "url_verification":
             return SlackAnswer({"challenge": str(payload.get("challenge", ""))})
-        if payload.get("type") == "event_callback" and self._first_time(str(payload.get("event_id", ""))):
-            self._start(name, settings, token, payload.get("event"))
+        event = payload.get("event")
+        if payload.get("type") == "event_callback" and self._first_time(_event_keys(payload, event)):
+            self._start(name, settings, token, event)
         return SlackAnswer()
 
-    def _first_time(self, event_id: str) -> bool:
+    def _first_time(self, keys: list[str]) -> bool:
         now = self._clock()
         while self._seen and (
             len(self._seen) > SEEN_EVENTS or next(iter(self._seen.values())) < now - SEEN_FOR_S
         ):
             self._seen.popitem(last=False)
-        if not event_id:
-            return True
-        if event_id in self._seen:
+        if any(key in self._seen for key in keys):
             return False
-        self._seen[event_id] = now
+        for key in keys:
+            self._seen[key] = now
         return True
 
     def _start(self, name: str, settings: SlackChatChannel, token: str, event: object) -> None:
@@ -142,6 +144,14 @@ class SlackEvents:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         task.add_done_callback(log_failure)
+
+
+def _event_keys(payload: dict[str, Any], event: object) -> list[str]:
+    """What identifies an event: its id, and the message it carries (channel and time stamp)."""
+    keys = [f"event:{payload['event_id']}"] if payload.get("event_id") else []
+    if isinstance(event, dict) and event.get("channel") and event.get("ts"):
+        keys.append(f"message:{event['channel']}:{event['ts']}")
+    return keys
 
 
 class _Clock(Clock):

@@ -131,6 +131,9 @@ def test_a_paired_person_is_answered_in_the_thread_once(
             body = slack.message_event("U1", "what is up?", channel="C9", ts="1700.5")
             _send(events, slack, body)
             _send(events, slack, body)  # Slack's retry of the same event
+            mention = json.loads(body)
+            mention["event_id"], mention["event"]["type"] = "EvMention", "app_mention"
+            _send(events, slack, json.dumps(mention).encode())  # the same message, as a mention
             (reply,) = await asyncio.to_thread(slack.replies_in, "C9")
             assert reply.text == "heard person:team:U1: what is up?"
             assert reply.params["thread_ts"] == "1700.5"
