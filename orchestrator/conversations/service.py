@@ -55,5 +55,7 @@ class ChatService:
             except SecretError as missing:
                 log.warning("channel %s is not read: %s", name, missing)
                 continue
-            poller = TelegramPoller(name, settings, token, self._conversations.handle)
+            poller = TelegramPoller(
+                name, settings, token, self._conversations.handle, self._fleet.secrets().redact
+            )
             self._pollers[name] = (settings, asyncio.create_task(poller.run(), name=f"telegram-{name}"))

@@ -123,6 +123,7 @@ class SlackEvents:
             token=token, base_url=settings.api_base or DEFAULT_API_BASE, timeout=SEND_TIMEOUT_S
         )
         where, thread = str(event.get("channel", "")), str(event.get("thread_ts") or event.get("ts") or "")
+        redact = self._fleet.secrets().redact
 
         async def reply(text: str) -> None:
             try:
@@ -131,7 +132,7 @@ class SlackEvents:
                         client.chat_postMessage, channel=where, text=piece, thread_ts=thread or None
                     )
             except (SlackApiError, SlackClientError, OSError) as failed:
-                log.warning("channel %s: a reply was not sent: %s", name, failed)
+                log.warning("channel %s: a reply was not sent: %s", name, redact(str(failed)))
 
         message = ChatMessage(
             channel=name,

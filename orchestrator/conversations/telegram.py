@@ -46,8 +46,18 @@ class TelegramPoller:
     """Reads one bot's updates until cancelled; each text message goes to `handle` in a task of
     its own, so a slow agent never holds up the others."""
 
-    def __init__(self, name: str, settings: TelegramChatChannel, token: str, handle: Handle) -> None:
+    def __init__(
+        self,
+        name: str,
+        settings: TelegramChatChannel,
+        token: str,
+        handle: Handle,
+        redact: Callable[[str], str] = str,
+    ) -> None:
+        """`redact`: what an error becomes before it is logged (the fleet's secrets replaced by
+        their handles: the token is part of every Bot API URL)."""
         self._name = name
+        self._redact = redact
         self._settings = settings
         self._bot = bot_for(settings, token)
         self._handle = handle
@@ -69,7 +79,7 @@ class TelegramPoller:
                         read_timeout=self._settings.poll_timeout_s + 10,
                     )
                 except TelegramError as failed:
-                    log.warning("channel %s: getUpdates failed: %s", self._name, failed)
+                    log.warning("channel %s: getUpdates failed: %s", self._name, self._redact(str(failed)))
                     await asyncio.sleep(RETRY_S)
                     continue
                 for update in updates:
@@ -85,13 +95,13 @@ class TelegramPoller:
         if message.text is None or message.from_user is None or message.from_user.is_bot:
             return
         user = message.from_user
-        bot = self._bot
+        bot, redact = self._bot, self._redact
 
         async def reply(text: str) -> None:
             try:
                 await send_reply(bot, message, text)
             except TelegramError as failed:
-                log.warning("channel %s: a reply was not sent: %s", self._name, failed)
+                log.warning("channel %s: a reply was not sent: %s", self._name, redact(str(failed)))
 
         chat = ChatMessage(
             channel=self._name,

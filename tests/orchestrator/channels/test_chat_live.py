@@ -182,3 +182,11 @@ def test_slack_events_reach_the_agent_and_the_reply_lands_in_the_thread(
     (reply,) = slack.replies_in("C7", 1, timeout_s=90)
     assert "message from person:office:U7] hello from slack" in reply.text, reply.text
     assert reply.params["thread_ts"] == "1700.42"
+
+
+def test_no_token_or_signing_secret_reaches_the_log_or_the_database(fleet_dir: Path) -> None:
+    kept = [fleet_dir / ".flotilla" / "orchestrator.log", fleet_dir / ".flotilla" / "state.db"]
+    for path in kept:
+        data = path.read_bytes()
+        for value in (TELEGRAM_TOKEN, SLACK_TOKEN, SLACK_SIGNING):
+            assert value.encode() not in data, f"a secret's value is in {path.name}"
