@@ -26,6 +26,11 @@ from orchestrator.fleet.view import FleetView
 log = logging.getLogger(__name__)
 
 RATE_WINDOW_S = 60.0
+# Messages a sender who is not paired may send in a minute (pairing attempts included); past it
+# they are dropped without an answer, so guessing codes is slow and a flood costs no replies.
+UNPAIRED_PER_MINUTE = 5
+# Senders whose recent messages are counted, at most; the idle ones are forgotten past it.
+TRACKED_SENDERS = 10_000
 # Priority of a person's message: as an operator's, ahead of heartbeats and peers.
 PRIORITY = 10
 RECEIVED_EVENT = "chat.received"
@@ -108,9 +113,10 @@ class Conversations:
         text = clean(message.text)
         person = self.people.get(message.channel, message.user_id)
         if person is None:
-            await self._unpaired(message, text)
+            if self._admit(message.channel, message.user_id, UNPAIRED_PER_MINUTE):
+                await self._unpaired(message, text)
             return
-        if not self._admit(person, settings):
+        if not self._admit(person.channel, person.user_id, settings.max_per_minute):
             await message.reply(
                 f"Too many messages: at most {settings.max_per_minute} a minute. Try again shortly."
             )
@@ -153,13 +159,19 @@ class Conversations:
         current = self._current(person, settings) if settings else ""
         await message.reply(f"Paired. You are talking to {current}; switch with /agent NAME or write @NAME.")
 
-    def _admit(self, person: Person, settings: ChatChannelBase) -> bool:
+    def _admit(self, channel: str, user_id: str, per_minute: int) -> bool:
         now = self._clock()
         with self._lock:
-            recent = self._recent.setdefault((person.channel, person.user_id), deque())
+            if len(self._recent) > TRACKED_SENDERS:
+                self._recent = {
+                    key: times
+                    for key, times in self._recent.items()
+                    if times and times[-1] > now - RATE_WINDOW_S
+                }
+            recent = self._recent.setdefault((channel, user_id), deque())
             while recent and recent[0] <= now - RATE_WINDOW_S:
                 recent.popleft()
-            if len(recent) >= settings.max_per_minute:
+            if len(recent) >= per_minute:
                 return False
             recent.append(now)
             return True

@@ -5,6 +5,7 @@ facts only; the admission rule decides who writes the shared scope."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,8 @@ from agent_runtime.memory.models import FactSource
 from agent_runtime.memory.salience import salient_block
 from agent_runtime.memory.store import MemoryStore
 from agent_runtime.memory.tools import MemoryTools
+from agent_runtime.protocol import InboxItem, ItemKind, item_source
+from agent_runtime.work.memory_bridge import MemoryBridge
 
 ANA = "person:team:111"
 BRUNO = "person:team:222"
@@ -89,3 +92,43 @@ def test_the_admission_rule_lets_a_sender_write_the_shared_scope(tools: MemoryTo
     hooked = tools.call("memory_save", {"text": "Pull request 12 was merged into main"})
     fact = tools.store.get(int(hooked["id"]))
     assert fact is not None and fact.scope == "hook:github"
+
+
+@pytest.mark.parametrize(
+    ("principal", "source"),
+    [
+        ("operator", "operator"),
+        ("person:team:111", "person"),
+        ("hook:github", "hook"),
+        ("agent:writer", "peer"),
+        ("scheduler", "heartbeat"),
+    ],
+)
+def test_each_principal_is_a_kind_of_sender(principal: str, source: str) -> None:
+    assert item_source(principal) == source
+
+
+def test_the_runtime_points_the_tools_at_each_items_sender(tools: MemoryTools) -> None:
+    bridge = MemoryBridge(memory_tools=tools, people=tools.people, shared_writers=("operator", "heartbeat"))
+    now = datetime.now(UTC)
+    bridge.heard(
+        InboxItem(
+            id="1",
+            kind=ItemKind.OPERATOR_MESSAGE,
+            created_at=now,
+            sender=ANA,
+            principal=ANA,
+            text="my pin is 77",
+        )
+    )
+    assert (tools.write_scope, tools.read_scopes, tools.people.messages()) == (
+        ANA,
+        ("", ANA),
+        ["my pin is 77"],
+    )
+    bridge.heard(InboxItem(id="2", kind=ItemKind.HEARTBEAT, created_at=now, sender="scheduler"))
+    assert (tools.write_scope, tools.read_scopes, tools.people.messages()) == ("", ("",), [])
+    bridge.heard(
+        InboxItem(id="3", kind=ItemKind.OPERATOR_MESSAGE, created_at=now, sender="operator", text="hi")
+    )
+    assert (tools.write_scope, tools.people.messages()) == ("", ["hi"])

@@ -122,6 +122,13 @@ def test_a_stranger_is_refused_and_nothing_reaches_an_agent(
             assert "not valid" in second.text
             assert chat.inbox.counts("alpha").unfinished == 0
             assert chat.conversations.people.people() == []
+            # Guessing codes: five messages a minute (the two above included) are answered, the
+            # rest dropped unanswered.
+            for guess in range(6):
+                telegram.say(STRANGER, "Mallory", f"/pair GUESS{guess:03d}")
+            answered = await asyncio.to_thread(telegram.replies_to, STRANGER, 5)
+            await asyncio.sleep(1.0)
+            assert len([s for s in telegram.sent if s.chat_id == str(STRANGER)]) == len(answered) == 5
 
     asyncio.run(scenario())
 
