@@ -167,7 +167,10 @@ class ChatChannelBase(_Strict):
         default=20, ge=1, le=600, description="Messages each person may send in any minute"
     )
     reply_timeout_s: float = Field(
-        default=600.0, gt=0, le=3600, description="Seconds to wait for an agent's reply"
+        default=600.0,
+        gt=0,
+        le=3600,
+        description="Seconds to wait for an agent's reply before telling the person it is late",
     )
 
     def handles(self) -> list[str]:

@@ -26,6 +26,9 @@ from orchestrator.fleet.view import FleetView
 log = logging.getLogger(__name__)
 
 RATE_WINDOW_S = 60.0
+# After `reply_timeout_s` the person is told the agent is late; its answer is still sent when it
+# comes within this many seconds more (the wait does not survive a restart of the orchestrator).
+LATE_REPLY_S = 3600.0
 # Messages a sender who is not paired may send in a minute (pairing attempts included); past it
 # they are dropped without an answer, so guessing codes is slow and a flood costs no replies.
 UNPAIRED_PER_MINUTE = 5
@@ -211,13 +214,18 @@ class Conversations:
         self._events.publish(
             RECEIVED_EVENT, agent=agent, channel=message.channel, principal=principal, item_id=item.id
         )
+        named = f"{agent}: " if len(settings.agents) > 1 else ""
         result = await self._inbox.wait_result(item.id, settings.reply_timeout_s)
         if result is None:
-            answer = f"{agent} has not answered within {math.ceil(settings.reply_timeout_s)}s; it may still."
+            await message.reply(
+                f"{named}{agent} has not answered within {math.ceil(settings.reply_timeout_s)}s; "
+                "its answer will follow here."
+            )
+            result = await self._inbox.wait_result(item.id, max(LATE_REPLY_S, settings.reply_timeout_s))
+        if result is None:
+            answer = f"{agent} has still not answered; no answer will be sent here (item {item.id})."
         elif not result.ok:
             answer = f"{agent} could not answer: {result.error or 'no reason given'}"
         else:
             answer = result.text or "(no text in the answer)"
-        if len(settings.agents) > 1:
-            answer = f"{agent}: {answer}"
-        await message.reply(answer)
+        await message.reply(named + answer)

@@ -44,6 +44,7 @@ channels:
     agents: [alpha, beta]
     poll_timeout_s: 1
     max_per_minute: 30
+    reply_timeout_s: 1
 agents:
   alpha: {{model: test}}
   beta: {{model: test}}
@@ -82,6 +83,8 @@ async def _answer(inbox: Inbox, agent: str, chat: Chat) -> None:
         if item is None:
             continue
         text = chat.long_answer or f"{agent} heard {item.principal}: {item.text}"
+        if "slowly" in item.text:
+            await asyncio.sleep(2.0)
         inbox.complete(agent, item.id, WorkResult(text=text))
 
 
@@ -157,6 +160,13 @@ def test_a_paired_person_talks_to_the_current_agent_and_switches(
             telegram.say(ANA, "Ana", "and now?")
             (reply,) = await asyncio.to_thread(telegram.replies_to, ANA)
             assert reply.text.startswith("beta: beta heard")
+            telegram.sent.clear()
+
+            # Later than reply_timeout_s: the person is told, and the answer follows when it comes.
+            telegram.say(ANA, "Ana", "answer slowly")
+            late, answered = await asyncio.to_thread(telegram.replies_to, ANA, 2)
+            assert late.text == "beta: beta has not answered within 1s; its answer will follow here."
+            assert answered.text == f"beta: beta heard person:team:{ANA}: answer slowly"
             telegram.sent.clear()
 
             # gamma is in the fleet but not on this channel: a person cannot reach it.
