@@ -42,6 +42,14 @@ async def send_reply(bot: Bot, message: Message, text: str) -> None:
         )
 
 
+def _without_mention(text: str, username: str) -> str:
+    """The text without a leading @mention of the bot itself (how a group addresses it)."""
+    mention = f"@{username}"
+    if username and text[: len(mention)].lower() == mention.lower():
+        return text[len(mention) :].lstrip(" :,")
+    return text
+
+
 class TelegramPoller:
     """Reads one bot's updates until cancelled; each text message goes to `handle` in a task of
     its own, so a slow agent never holds up the others."""
@@ -107,7 +115,7 @@ class TelegramPoller:
             channel=self._name,
             user_id=str(user.id),
             name=user.full_name,
-            text=message.text,
+            text=_without_mention(message.text, bot.username),
             reply=reply,
         )
         task = asyncio.create_task(self._handle(chat), name=f"chat-{self._name}-{message.message_id}")

@@ -148,7 +148,7 @@ def test_a_paired_person_talks_to_the_current_agent_and_switches(
             assert reply.params["reply_parameters"]["message_id"] == asked
             telegram.sent.clear()
 
-            telegram.say(ANA, "Ana", "@beta what do you think?")
+            telegram.say(ANA, "Ana", "@fleet_bot @beta what do you think?")  # as in a group
             (reply,) = await asyncio.to_thread(telegram.replies_to, ANA)
             assert reply.text == f"beta: beta heard person:team:{ANA}: what do you think?"
             telegram.sent.clear()
