@@ -3,6 +3,11 @@ signed with the app's signing secret (checked with slack_sdk's `SignatureVerifie
 goes out with slack_sdk's `WebClient` (in a worker thread: it blocks) in the thread of the message
 it answers.
 
+Slack writes `&`, `<` and `>` in a message's text as `&amp;`, `&lt;` and `&gt;`, and reads them so
+in what an app sends: `<!channel>` in an answer would notify a whole channel, `<https://...|here>`
+would hide a link's address. Texts are unescaped on the way in and escaped on the way out, so an
+agent's answer is shown as written and never notifies or links by markup.
+
 Slack cuts a message's `text` past 40,000 characters; replies are sent in pieces of at most
 39,000, cut at line breaks where possible. Slack retries an event it did not see answered within
 three seconds, so the request is answered at once and the conversation goes on in a task; the
@@ -127,9 +132,13 @@ class SlackEvents:
 
         async def reply(text: str) -> None:
             try:
-                for piece in chunks(text, MESSAGE_LIMIT):
+                for piece in chunks(text, MESSAGE_LIMIT, lambda part: len(escape(part))):
                     await asyncio.to_thread(
-                        client.chat_postMessage, channel=where, text=piece, thread_ts=thread or None
+                        client.chat_postMessage,
+                        channel=where,
+                        text=escape(piece),
+                        thread_ts=thread or None,
+                        mrkdwn=False,
                     )
             except (SlackApiError, SlackClientError, OSError) as failed:
                 log.warning("channel %s: a reply was not sent: %s", name, redact(str(failed)))
@@ -138,13 +147,22 @@ class SlackEvents:
             channel=name,
             user_id=str(event["user"]),
             name=str(event.get("user", "")),
-            text=LEADING_MENTION.sub("", str(event["text"])),
+            text=unescape(LEADING_MENTION.sub("", str(event["text"]))),
             reply=reply,
         )
         task = asyncio.get_running_loop().create_task(self._handle(message), name=f"slack-{name}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         task.add_done_callback(log_failure)
+
+
+def escape(text: str) -> str:
+    """Text as Slack shows it literally: no mention, link or channel notification by markup."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def unescape(text: str) -> str:
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
 def _event_keys(payload: dict[str, Any], event: object) -> list[str]:

@@ -139,6 +139,15 @@ def test_a_paired_person_is_answered_in_the_thread_once(
             assert reply.params["thread_ts"] == "1700.5"
             await asyncio.sleep(0.5)
             assert len(slack.sent) == 1
+            slack.sent.clear()
+
+            # Markup in an answer is shown as written: no channel-wide notification, no hidden link.
+            markup = slack.message_event("U1", "say &lt;!channel&gt; &amp; more", channel="C9", ts="1700.6")
+            _send(events, slack, markup)
+            (escaped,) = await asyncio.to_thread(slack.replies_in, "C9")
+            assert escaped.text == "heard person:team:U1: say &lt;!channel&gt; &amp; more"
+            assert escaped.params["mrkdwn"] is False
+            assert inbox.counts("alpha").unfinished == 0
         finally:
             agent.cancel()
 
