@@ -39,7 +39,7 @@ channels:
     type: telegram_chat
     token: "{{{{secret:bot_token}}}}"
     api_base: "{telegram}"
-    agents: [coordinator]
+    agents: [coordinator, noticeboard]
     poll_timeout_s: 1
   office:
     type: slack_chat
@@ -50,6 +50,9 @@ channels:
 agents:
   coordinator:
     model: test
+  noticeboard:
+    model: test
+    memory_shared_writers: [operator, person]   # what people tell it is for everyone
 """
 
 
@@ -157,6 +160,14 @@ def test_two_people_each_recall_only_their_own_and_the_shared_facts(
         fleet_dir, "memory", "list", "coordinator", "--scope", "shared", "--json", env=operator_env()
     )
     assert all("4512" not in f["text"] for f in json.loads(shared.stdout)["facts"])
+
+    # An agent whose admission rule lets people write its shared memory: Bruno finds Ana's notice.
+    posted = ask(
+        telegram, ANA, "Ana", '@noticeboard call memory_save {"text": "The kitchen is closed on Friday"}'
+    )
+    assert posted.startswith("noticeboard: "), posted
+    found = ask(telegram, BRUNO, "Bruno", '@noticeboard call memory_search {"query": "kitchen closed"}')
+    assert "kitchen is closed on Friday" in found, found
 
     people = run_flotilla(fleet_dir, "channels", "people", "--json", env=operator_env())
     principals = {p["principal"] for p in json.loads(people.stdout)}
