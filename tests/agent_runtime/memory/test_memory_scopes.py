@@ -18,6 +18,7 @@ from agent_runtime.memory.store import MemoryStore
 from agent_runtime.memory.tools import MemoryTools
 from agent_runtime.protocol import InboxItem, ItemKind, item_source
 from agent_runtime.work.memory_bridge import MemoryBridge
+from agent_runtime.work.worker import trigger_of
 
 ANA = "person:team:111"
 BRUNO = "person:team:222"
@@ -132,3 +133,10 @@ def test_the_runtime_points_the_tools_at_each_items_sender(tools: MemoryTools) -
         InboxItem(id="3", kind=ItemKind.OPERATOR_MESSAGE, created_at=now, sender="operator", text="hi")
     )
     assert (tools.write_scope, tools.people.messages()) == ("", ["hi"])
+
+
+def test_a_persons_message_starts_a_run_of_its_own_trigger() -> None:
+    now = datetime.now(UTC)
+    person = InboxItem(id="1", kind=ItemKind.OPERATOR_MESSAGE, created_at=now, sender=ANA, principal=ANA)
+    operator = InboxItem(id="2", kind=ItemKind.OPERATOR_MESSAGE, created_at=now, sender="operator")
+    assert (trigger_of(person), trigger_of(operator)) == ("person", "operator")
