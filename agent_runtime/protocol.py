@@ -163,7 +163,7 @@ class InboxItem(WireModel):
     principal: str = Field(
         default="",
         description="Who the item came from, as a principal: 'operator', 'scheduler', 'agent:NAME', "
-        "'hook:NAME' (empty from an orchestrator that did not say)",
+        "'hook:NAME', 'person:CHANNEL:USER' (empty from an orchestrator that did not say)",
     )
     text: str = ""
     operation: str | None = None
@@ -280,6 +280,24 @@ class ToolSettings(WireModel):
     approval_timeout_s: float = 600.0
 
 
+ItemSource = Literal["operator", "person", "hook", "peer", "heartbeat"]
+DEFAULT_SHARED_WRITERS: tuple[ItemSource, ...] = ("operator", "peer", "heartbeat")
+
+
+def item_source(principal: str) -> ItemSource:
+    """The kind of sender a principal names: 'operator', 'person:CHANNEL:USER', 'hook:NAME',
+    'agent:NAME' (a peer) or 'scheduler' (a heartbeat)."""
+    if principal.startswith("person:"):
+        return "person"
+    if principal.startswith("hook:"):
+        return "hook"
+    if principal.startswith("agent:"):
+        return "peer"
+    if principal == "scheduler":
+        return "heartbeat"
+    return "operator"
+
+
 class AgentRuntimeConfig(WireModel):
     """Everything an agent needs to run, served by the orchestrator at start-up.
 
@@ -305,6 +323,11 @@ class AgentRuntimeConfig(WireModel):
     workspace_quota_bytes: int = 8 * 1024 * 1024
     tools: ToolSettings = Field(default_factory=ToolSettings)
     context: ContextSettings = Field(default_factory=ContextSettings)
+    memory_shared_writers: list[ItemSource] = Field(
+        default_factory=lambda: list(DEFAULT_SHARED_WRITERS),
+        description="Senders whose conversations may save facts to the agent's shared memory; a "
+        "fact saved while another sender's item is worked on goes to that sender's own scope",
+    )
     config_hash: str
 
 

@@ -150,7 +150,7 @@ class ToolCallRecord(WireModel):
 class RunRecord(WireModel):
     id: str
     agent: str
-    trigger: Literal["operator", "heartbeat", "peer", "hook", "maintenance"]
+    trigger: Literal["operator", "person", "heartbeat", "peer", "hook", "maintenance"]
     item_id: str | None = None
     model: str | None = None
     started_at: datetime

@@ -23,6 +23,7 @@ from orchestrator.api.operator.events import close_streams
 from orchestrator.backup.channel_restore import ChannelRestores
 from orchestrator.backup.fleet_backups import channel_asker, scheduled_backups, stopped_snapshots
 from orchestrator.broker.repair import keep_messages_in_step
+from orchestrator.conversations.service import ChatService
 from orchestrator.fleet.reconcile import ApplyResult
 from orchestrator.listeners import Listeners
 from orchestrator.services import Services
@@ -88,6 +89,7 @@ class OrchestratorServer:
             asyncio.create_task(services.scheduler.run(), name="scheduler"),
             asyncio.create_task(alerts.run(), name="alerts"),
             asyncio.create_task(services.notifier.run(), name="notifications"),
+            asyncio.create_task(ChatService(services.fleet_view, services.conversations).run(), name="chat"),
             asyncio.create_task(
                 scheduled_backups(
                     services.fleet_view,

@@ -21,6 +21,8 @@ from orchestrator.channels import Notifier
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.control.auth import TokenStore
 from orchestrator.control.holds import Controls
+from orchestrator.conversations.router import Conversations
+from orchestrator.conversations.slack import SlackEvents
 from orchestrator.events import EventBus
 from orchestrator.fair_share import FairShare, Retention
 from orchestrator.fleet.manager import FleetManager
@@ -61,6 +63,10 @@ class Services:
     """Notifications to the channels of fleet.yaml (the `notify` tool, heartbeat rules)."""
     hooks: HookReceiver
     """Signed requests from outside that become inbox items (POST /hooks/NAME)."""
+    conversations: Conversations
+    """People talking to agents through chat channels (pairing, routing, replies)."""
+    slack: SlackEvents
+    """Slack's Events API requests (POST /channels/slack/NAME/events)."""
     fair_share: FairShare
     """Each agent's rates and quotas on events, tells and asks."""
     retention: Retention

@@ -147,6 +147,9 @@ def attach_subsystems(
     from orchestrator.broker.inbox import Inbox
     from orchestrator.channels import Notifier
     from orchestrator.config.limits import LimitsConfig
+    from orchestrator.conversations import PeopleStore
+    from orchestrator.conversations.router import Conversations
+    from orchestrator.conversations.slack import SlackEvents
     from orchestrator.fair_share import FairShare, Retention
     from orchestrator.fair_share.masking import delivered_text_mask
     from orchestrator.fair_share.retention import RetentionTargets, inbox_target
@@ -174,6 +177,7 @@ def attach_subsystems(
         notifier=notifier,
     )
     broker = Broker(db, inbox, fleet, events, core.paths)
+    conversations = Conversations(fleet, inbox, events, PeopleStore(db))
 
     def limits() -> LimitsConfig:
         return fleet.current().config.limits  # read at each use: an apply changes it
@@ -209,6 +213,8 @@ def attach_subsystems(
         actions=OperatorActions(fleet, manager, core.backend, core.controls, core.health, inbox, events),
         notifier=notifier,
         hooks=HookReceiver(fleet, inbox, events, HookStore(db)),
+        conversations=conversations,
+        slack=SlackEvents(fleet, conversations.handle),
         operator_token=core.operator_token,
         agent_url=manager.agent_url,
         fair_share=FairShare(lambda: limits().rates, events, inbox.pending_from),

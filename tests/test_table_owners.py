@@ -21,6 +21,8 @@ TABLE_OWNERS: dict[str, frozenset[str]] = {
     "approval_uses": frozenset({"orchestrator.approvals.store"}),
     "alert_cursor": frozenset({"orchestrator.alerts.store"}),
     "broker_messages": frozenset({"orchestrator.broker.messages"}),
+    "chat_pairing_codes": frozenset({"orchestrator.conversations.people"}),
+    "chat_people": frozenset({"orchestrator.conversations.people"}),
     "events": frozenset({"orchestrator.events"}),
     "gateway_budget_alerts": frozenset({"orchestrator.gateway.budget"}),
     "gateway_settled_answers": frozenset({"orchestrator.gateway.settled_answers"}),

@@ -59,6 +59,9 @@ def _upgrade(conn: Connection) -> None:
     columns = {str(row[1]) for row in conn.execute("PRAGMA table_info(barriers)").fetchall()}
     if "words" not in columns:
         conn.execute("ALTER TABLE barriers ADD COLUMN words TEXT")
+    # Facts of one person's conversations (a scope) are kept apart from the shared ones.
+    if "scope" not in {str(row[1]) for row in conn.execute("PRAGMA table_info(facts)").fetchall()}:
+        conn.execute("ALTER TABLE facts ADD COLUMN scope TEXT NOT NULL DEFAULT ''")
     if _meta(conn, "schema_version") not in (None, SCHEMA_VERSION):
         _set_meta(conn, "schema_version", SCHEMA_VERSION)
 

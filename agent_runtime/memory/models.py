@@ -66,6 +66,7 @@ class Fact(BaseModel):
     supersedes: int | None = None
     superseded_by: int | None = None
     has_vector: bool = False
+    scope: str = Field(default="", description="'' (the agent's shared memory) or a person's principal")
 
 
 class SaveOutcome(StrEnum):

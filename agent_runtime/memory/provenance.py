@@ -106,18 +106,22 @@ class PersonWords:
     """The recent messages people sent the agent (thread-safe; in memory only)."""
 
     def __init__(self, keep: int = KEEP_MESSAGES) -> None:
-        self._messages: deque[str] = deque(maxlen=keep)
+        self._messages: deque[tuple[str, str]] = deque(maxlen=keep)
         self._lock = threading.Lock()
+        self.speaker = ""
+        """Who the item being worked on came from: only their own words count as a person's."""
 
-    def heard(self, text: str) -> None:
+    def heard(self, text: str, who: str = "") -> None:
         """A person's message, as the orchestrator carried it (no header, no tool output)."""
         if text.strip():
             with self._lock:
-                self._messages.append(text[:MAX_MESSAGE_CHARS])
+                self._messages.append((who, text[:MAX_MESSAGE_CHARS]))
 
     def messages(self) -> list[str]:
+        """The recent messages of the current speaker (what Ana said never supports a fact in
+        Bruno's conversation)."""
         with self._lock:
-            return list(self._messages)
+            return [text for who, text in self._messages if who == self.speaker]
 
     def support(self, fact: str) -> str | None:
         """The most recent message of a person that states the fact, if any."""

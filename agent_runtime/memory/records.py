@@ -19,7 +19,7 @@ from agent_runtime.memory.models import (
 FACT_COLUMNS = (
     "f.id, f.text, c.name AS category, f.subject, f.source, f.status, f.created_at, f.updated_at, "
     "f.salience, f.access_count, f.turn_ids, f.supersedes, f.superseded_by, f.has_vector, f.category_id, "
-    "f.content_key"
+    "f.content_key, f.scope"
 )
 FACT_FROM = "facts f JOIN categories c ON c.id = f.category_id"
 
@@ -61,6 +61,7 @@ def fact_from_row(row: Row) -> Fact:
         supersedes=row["supersedes"],
         superseded_by=row["superseded_by"],
         has_vector=bool(row["has_vector"]),
+        scope=row["scope"],
     )
 
 

@@ -36,7 +36,8 @@ def salient_block(
     budget = budget_tokens * CHARS_PER_TOKEN - len(HEADING) - 1
     known = {content_key(line.lstrip("-*+ ").strip()) for line in known_lines if line.strip()}
     rows = store.query(
-        "SELECT id, text, source, content_key FROM facts WHERE status = 'active' AND salience >= ? "
+        "SELECT id, text, source, content_key FROM facts WHERE status = 'active' AND scope = '' "
+        "AND salience >= ? "
         "ORDER BY salience DESC, access_count DESC, id DESC LIMIT ?",
         (min_salience, CANDIDATES),
     )

@@ -8,7 +8,8 @@ per active fact in `fact_codes` (one signed byte per dimension, see vectors.int8
 which the matrix in memory that the search over every fact scans is filled (see quantized.py);
 and their words in the FTS5 table `fact_fts`. Only active facts are in `fact_index`,
 `fact_codes` and `fact_fts`: superseded and forgotten facts are out of ordinary search by
-construction.
+construction. A fact's `scope` is whose it is: '' for the agent's shared memory, or a person's
+principal (`person:CHANNEL:USER`) for what only that person's conversations may recall.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ CREATE TABLE IF NOT EXISTS facts (
     turn_ids TEXT NOT NULL DEFAULT '[]',
     supersedes INTEGER REFERENCES facts(id),
     superseded_by INTEGER REFERENCES facts(id),
-    has_vector INTEGER NOT NULL DEFAULT 0
+    has_vector INTEGER NOT NULL DEFAULT 0,
+    scope TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS facts_by_key ON facts(content_key) WHERE status = 'active';
 CREATE INDEX IF NOT EXISTS facts_by_subject ON facts(subject) WHERE status = 'active' AND subject IS NOT NULL;

@@ -85,6 +85,7 @@ def rank(
     config: MemoryConfig,
     category_id: int | None,
     min_similarity: float,
+    scopes: frozenset[str] | None = None,
 ) -> list[FactHit]:
     ids = set(candidates.similarity) | set(candidates.keyword)
     if not ids:
@@ -98,6 +99,8 @@ def rank(
     hits: list[FactHit] = []
     for row in rows:
         if category_id is not None and row["category_id"] != category_id:
+            continue
+        if scopes is not None and row["scope"] not in scopes:
             continue
         fact_id = int(row["id"])
         similarity = max(0.0, candidates.similarity.get(fact_id, 0.0))

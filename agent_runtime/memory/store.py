@@ -185,6 +185,7 @@ class MemoryStore:
         vector: Vector | None = None,
         supersedes: int | None = None,
         embed: bool = True,
+        scope: str = "",
     ) -> truth.Candidate:
         """Validate a fact, redact any credential in it and compute its embedding (outside any
         transaction)."""
@@ -215,6 +216,7 @@ class MemoryStore:
             vector=blob,
             supersedes=supersedes,
             redacted=redacted,
+            scope=scope,
         )
 
     def save(
@@ -228,9 +230,12 @@ class MemoryStore:
         salience: float | None = None,
         vector: Vector | None = None,
         supersedes: int | None = None,
+        scope: str = "",
     ) -> SaveResult:
         """Save one fact. `vector` skips the embedder (a precomputed embedding); `supersedes`
-        names the fact this one corrects. See `truth` for what can happen."""
+        names the fact this one corrects; `scope` is whose it is ('' shared, or a person's
+        principal). A fact only meets the facts of its own scope (duplicates, subjects). See
+        `truth` for what can happen."""
         candidate = self.prepare(
             text,
             category=category,
@@ -240,6 +245,7 @@ class MemoryStore:
             salience=salience,
             vector=vector,
             supersedes=supersedes,
+            scope=scope,
         )
         return self.save_prepared(candidate)
 
@@ -316,8 +322,12 @@ class MemoryStore:
         source: FactSource | None = None,
         limit: int = 100,
         offset: int = 0,
+        scope: str | None = None,
     ) -> list[Fact]:
         clauses, params = [], []
+        if scope is not None:
+            clauses.append("f.scope = ?")
+            params.append(scope)
         if status is not None:
             clauses.append("f.status = ?")
             params.append(status.value)
@@ -357,8 +367,10 @@ class MemoryStore:
         record_access: bool = True,
         min_similarity: float | None = None,
         vector: Vector | None = None,
+        scopes: Sequence[str] | None = None,
     ) -> list[FactHit]:
-        """Active facts ranked by the hybrid score (see `search`). Facts matching no query word
+        """Active facts ranked by the hybrid score (see `search`), of the given `scopes` only
+        (None: every scope, for the operator's tools). Facts matching no query word
         and less similar than `min_similarity` (default: the config's) are left out. The query
         embedding is cached, so a repeated query costs no embedding call; `vector` gives the
         query's embedding directly (computed elsewhere) and skips the embedder."""
@@ -380,7 +392,16 @@ class MemoryStore:
                 category_id = int(row[0])
             candidates = gather(self.index, query, query_vector, k, self.config, category_id)
             floor = self.config.min_similarity if min_similarity is None else min_similarity
-            hits = rank(self.index, candidates, query_vector is not None, k, self.config, category_id, floor)
+            hits = rank(
+                self.index,
+                candidates,
+                query_vector is not None,
+                k,
+                self.config,
+                category_id,
+                floor,
+                frozenset(scopes) if scopes is not None else None,
+            )
         if record_access and hits:
             self.record_access([hit.fact.id for hit in hits])
         return hits

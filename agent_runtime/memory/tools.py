@@ -14,6 +14,11 @@ What the model calls (`call`, `handlers`) is not trusted with provenance: the so
 saves is stamped by `provenance.PersonWords` (a person's word only when a person's message
 states it), and it forgets a person's fact only when a person asked for it. The Python methods
 (`memory_save`, `memory_forget`) are the runtime's own, trusted entry points.
+
+Scopes: while the runtime works on an item from a sender that may not write the agent's shared
+memory (`converse_with`), what is saved goes to that sender's scope (its principal), and a
+search finds the shared facts plus that scope's, never another's. MEMORY.md and the salient
+facts hold shared facts only: they are in every conversation's prompt.
 """
 
 from __future__ import annotations
@@ -171,6 +176,17 @@ class MemoryTools:
         self.workspace_index = workspace_index
         self.fact_log = fact_log if fact_log is not None else store.fact_log
         self.people = people if people is not None else PersonWords()
+        self.write_scope = ""
+        self.read_scopes: tuple[str, ...] | None = None
+        """None: every scope (the runtime's own callers, before any item)."""
+
+    def converse_with(self, principal: str, shares: bool) -> None:
+        """Work on an item from `principal` next: into the shared scope when that sender `shares`
+        (the agent's admission rule), else into its own; recall: shared plus its own."""
+        own = "" if shares else principal
+        self.write_scope = own
+        self.read_scopes = ("", own) if own else ("",)
+        self.people.speaker = principal if principal.startswith("person:") else ""
 
     @staticmethod
     def tool_specs() -> list[dict[str, Any]]:
@@ -213,10 +229,15 @@ class MemoryTools:
         subject: str | None = None,
     ) -> dict[str, Any]:
         result = self.store.save(
-            text, category=category, source=source, turn_ids=turn_ids or [], subject=subject
+            text,
+            category=category,
+            source=source,
+            turn_ids=turn_ids or [],
+            subject=subject,
+            scope=self.write_scope,
         )
         saved = result.outcome in (SaveOutcome.SAVED, SaveOutcome.SUPERSEDED)
-        if saved and result.fact_id is not None and self.fact_log is not None:
+        if saved and result.fact_id is not None and self.fact_log is not None and not self.write_scope:
             fact = self.store.get(result.fact_id)
             if fact is not None:
                 self.fact_log.append(fact)
@@ -243,7 +264,7 @@ class MemoryTools:
     def memory_search(self, query: str, k: int = 8) -> dict[str, Any]:
         if not query.strip():
             raise ToolInputError("query: give at least one word to search for")
-        facts = self.store.search(query, k)
+        facts = self.store.search(query, k, scopes=self.read_scopes)
         found_episodes = self.store.search_episodes(query, k)
         files = self._file_hits(query, k)
         ranked: list[tuple[float, int, dict[str, Any]]] = []
@@ -273,7 +294,7 @@ class MemoryTools:
             raise ToolInputError("give the fact's id, or a query describing it")
         if fact_id is None:
             assert query is not None
-            hits = self.store.search(query, 3, record_access=False)
+            hits = self.store.search(query, 3, record_access=False, scopes=self.read_scopes)
             best = hits[0] if hits else None
             if best is None or not self._clear_match(query, best, hits):
                 return {
@@ -285,6 +306,8 @@ class MemoryTools:
                 }
             fact_id = best.fact.id
         refusal = self._person_fact_refusal(fact_id) if asked_by_model else None
+        if refusal is None and asked_by_model:
+            refusal = self._other_scope_refusal(fact_id)
         if refusal is not None:
             return refusal
 
@@ -306,6 +329,13 @@ class MemoryTools:
         }
 
     # Helpers
+
+    def _other_scope_refusal(self, fact_id: int) -> dict[str, Any] | None:
+        """The model may forget only what this conversation can see."""
+        fact = self.store.get(fact_id)
+        if fact is None or self.read_scopes is None or fact.scope in self.read_scopes:
+            return None
+        return {"status": "refused", "ids": [], "message": f"no fact:{fact_id} in this conversation's memory"}
 
     def _person_fact_refusal(self, fact_id: int) -> dict[str, Any] | None:
         """The answer refusing the model's forget of a person's fact no person asked to forget."""

@@ -53,6 +53,7 @@ class Candidate:
     vector: bytes | None = None
     supersedes: int | None = None
     redacted: tuple[str, ...] = ()
+    scope: str = ""
 
 
 def active_fact(conn: Connection, fact_id: int) -> Row | None:
@@ -68,8 +69,8 @@ def duplicate_of(
     """The active fact the candidate repeats, if any."""
     row: Row | None = conn.execute(
         f"SELECT {FACT_COLUMNS} FROM {FACT_FROM} WHERE f.content_key = ? AND f.status = 'active' "
-        "ORDER BY f.id LIMIT 1",
-        (candidate.key,),
+        "AND f.scope = ? ORDER BY f.id LIMIT 1",
+        (candidate.key, candidate.scope),
     ).fetchone()
     if row is not None:
         return row
@@ -77,7 +78,11 @@ def duplicate_of(
         if similarity < config.duplicate_similarity:
             break
         near = active_fact(conn, fact_id)
-        if near is not None and is_refinement(candidate.text, near["text"]):
+        if (
+            near is not None
+            and near["scope"] == candidate.scope
+            and is_refinement(candidate.text, near["text"])
+        ):
             return near
     return None
 
@@ -91,8 +96,8 @@ def same_subject(
     if candidate.subject:
         row: Row | None = conn.execute(
             f"SELECT {FACT_COLUMNS} FROM {FACT_FROM} WHERE f.subject = ? AND f.status = 'active' "
-            "ORDER BY f.id DESC LIMIT 1",
-            (candidate.subject,),
+            "AND f.scope = ? ORDER BY f.id DESC LIMIT 1",
+            (candidate.subject, candidate.scope),
         ).fetchone()
         if row is not None:
             return row
@@ -100,7 +105,7 @@ def same_subject(
         if similarity < config.subject_similarity:
             break
         near = active_fact(conn, fact_id)
-        if near is None:
+        if near is None or near["scope"] != candidate.scope:
             continue
         if candidate.subject and near["subject"] and near["subject"] != candidate.subject:
             continue

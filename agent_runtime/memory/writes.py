@@ -20,7 +20,7 @@ def insert_fact(
     salience = candidate.salience if candidate.salience is not None else INITIAL_SALIENCE[candidate.source]
     cursor = index.conn.execute(
         "INSERT INTO facts(text, content_key, category_id, subject, source, status, created_at, updated_at, "
-        "salience, turn_ids, supersedes) VALUES (?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?)",
+        "salience, turn_ids, supersedes, scope) VALUES (?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?, ?)",
         (
             candidate.text,
             candidate.key,
@@ -32,6 +32,7 @@ def insert_fact(
             max(0.0, min(1.0, salience)),
             dump_ids(candidate.turn_ids),
             supersedes,
+            candidate.scope,
         ),
     )
     fact_id = int(cursor.lastrowid or 0)

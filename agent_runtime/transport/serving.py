@@ -317,6 +317,7 @@ def _memory_op(store: MemoryStore, op: AgentOp, body: dict[str, Any]) -> Any:
             source=FactSource(source) if source else None,
             limit=int(body.get("limit", 100)),
             offset=int(body.get("offset", 0)),
+            scope=body.get("scope"),
         )
         return {"facts": _dump(list(facts))}
     if op == AgentOp.MEMORY_ADD:

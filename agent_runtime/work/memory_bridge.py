@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 from agent_runtime.process.settings import Settings
 from agent_runtime.process.state import MemoryMode
 from agent_runtime.process.storage_check import fresh_store_of
-from agent_runtime.protocol import AgentRuntimeConfig, InboxItem, ItemKind
+from agent_runtime.protocol import (
+    DEFAULT_SHARED_WRITERS,
+    AgentRuntimeConfig,
+    InboxItem,
+    ItemKind,
+    item_source,
+)
 from agent_runtime.safety.redaction import redact
 from agent_runtime.tools.registry import Handler, Tool, ToolError
 from agent_runtime.work.facts import FactStoreError
@@ -68,6 +74,9 @@ class MemoryBridge:
     memory_store: Any = None
     maintenance: Any = None
     people: PersonWords | None = None
+    memory_tools: Any = None
+    shared_writers: tuple[str, ...] = DEFAULT_SHARED_WRITERS
+    """Senders whose items may save to the shared scope (fleet.yaml memory_shared_writers)."""
     failures: tuple[type[BaseException], ...] = (OSError,)
     salient: str = ""
     """The salient-facts block for the prompt, as of the last refresh that changed it."""
@@ -110,8 +119,12 @@ class MemoryBridge:
         """Note what a person said (an operator message): the model's `memory_save` may claim a
         person's word as its source only for what such a message states. Peers, heartbeats and
         tool outputs are not people."""
+        principal = item.principal or item.sender
+        if self.memory_tools is not None:
+            self.memory_tools.converse_with(principal, item_source(principal) in self.shared_writers)
         if self.people is not None and item.kind == ItemKind.OPERATOR_MESSAGE:
-            self.people.heard(redact(item.text).text)
+            who = principal if item_source(principal) == "person" else ""
+            self.people.heard(redact(item.text).text, who)
 
     def tick(self) -> list[str]:
         """Start the memory maintenance jobs that are due, in the background; their names."""
@@ -186,6 +199,8 @@ class MemoryBridge:
             memory_store=store,
             maintenance=runner,
             people=people,
+            memory_tools=memory_tools,
+            shared_writers=tuple(config.memory_shared_writers),
             failures=(sqlite.Error, OSError, ValueError),
         )
 

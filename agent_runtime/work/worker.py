@@ -27,6 +27,7 @@ from agent_runtime.protocol import (
     RunOutcome,
     RunRecord,
     WorkResult,
+    item_source,
 )
 from agent_runtime.tools.approval import ApprovalClient, ApprovalGate
 from agent_runtime.tools.build import build_tools
@@ -59,7 +60,7 @@ PROGRESS_MAX_DELAY_S = 0.2
 # restarting): every answer the gateway gives after retrying the provider itself says
 # `x-should-retry: false`, which the chat client obeys, so retries never multiply.
 MODEL_RETRIES = 2
-Trigger = Literal["operator", "heartbeat", "peer", "hook", "maintenance"]
+Trigger = Literal["operator", "person", "heartbeat", "peer", "hook", "maintenance"]
 TRIGGERS: dict[ItemKind, Trigger] = {
     ItemKind.OPERATOR_MESSAGE: "operator",
     ItemKind.HEARTBEAT: "heartbeat",
@@ -67,6 +68,13 @@ TRIGGERS: dict[ItemKind, Trigger] = {
     ItemKind.PEER_TELL: "peer",
     ItemKind.HOOK: "hook",
 }
+
+
+def trigger_of(item: InboxItem) -> Trigger:
+    """What started a run: a paired person's message is told apart from the operator's."""
+    if item_source(item.principal) == "person":
+        return "person"
+    return TRIGGERS[item.kind]
 
 
 class ProgressStream:
@@ -336,7 +344,7 @@ class Worker:
             )
             self.processed.record(item.id, expired)
             self._acknowledge(item, expired)
-            append_daily(self.workspace_root, TRIGGERS[item.kind], "skipped: expired before work started")
+            append_daily(self.workspace_root, trigger_of(item), "skipped: expired before work started")
             return
         self._refresh_token()
         self._current_item = item.id
@@ -370,7 +378,7 @@ class Worker:
         changed = _changed(before, _snapshot(self.workspace_root))
         self._record_run(run_id, item, model, started, result, changed)
         outcome = work.error or result.detail or work.text
-        append_daily(self.workspace_root, TRIGGERS[item.kind], f"{result.outcome.value}: {outcome}")
+        append_daily(self.workspace_root, trigger_of(item), f"{result.outcome.value}: {outcome}")
         self.state.add_turns(1)
         self.state.set_context(self.context.status())
         if forgotten:
@@ -449,7 +457,7 @@ class Worker:
         run = RunRecord(
             id=run_id,
             agent=self.config.agent,
-            trigger=TRIGGERS[item.kind],
+            trigger=trigger_of(item),
             item_id=item.id,
             model=model,
             started_at=started,

@@ -63,6 +63,7 @@ def runtime_config(fleet: LoadedFleet, agent: str) -> AgentRuntimeConfig:
         max_frame_bytes=config.limits.bytes_of("channel_frame"),
         tools=tool_settings(fleet, agent),
         context=config.context_of(agent),
+        memory_shared_writers=list(config.agents[agent].memory_shared_writers),
         config_hash=runtime_hash(fleet, agent),
     )
 

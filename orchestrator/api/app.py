@@ -21,6 +21,7 @@ from orchestrator.api.operator import (
     approvals,
     attention,
     backup,
+    chat,
     controls,
     costs,
     dashboard,
@@ -70,6 +71,7 @@ ROUTERS = [
     backup.router,
     attention.router,
     hooks.router,
+    chat.router,
     notifications.router,
     limits_routes.router,
 ]

@@ -31,7 +31,9 @@ from orchestrator.channels.webhook import WebhookSender
 from orchestrator.config.channels import (
     AppriseChannel,
     ChannelConfig,
+    ChatChannelBase,
     EmailChannel,
+    NotifyChannel,
     SlackChannel,
     TelegramChannel,
     WebhookChannel,
@@ -132,7 +134,7 @@ class Notifier:
         config = self._fleet.current().config
         return list(config.agents[agent].channels) if agent in config.agents else []
 
-    def check(self, agent: str, channel: str, text: str) -> ChannelConfig:
+    def check(self, agent: str, channel: str, text: str) -> NotifyChannel:
         """The channel, if the agent may send this text there now; NotificationRefused otherwise."""
         config = self._fleet.current().config
         allowed = self.allowed(agent)
@@ -150,6 +152,8 @@ class Notifier:
                 f"the text is {len(text.encode())} bytes, over limits.message ({limit} bytes)"
             )
         settings = config.channels[channel]
+        if isinstance(settings, ChatChannelBase):
+            raise NotificationRefused(f"channel {channel!r} is a chat channel, not a notification channel")
         since = self._clock() - RATE_WINDOW
         if self._store.sent_since(agent, channel, since) >= settings.max_per_hour:
             oldest = self._store.oldest_since(agent, channel, since) or self._clock()
@@ -210,7 +214,8 @@ class Notifier:
 
     async def _attempt(self, record: NotificationRecord) -> None:
         config = self._fleet.current().config
-        settings = config.channels.get(record.channel)
+        found = config.channels.get(record.channel)
+        settings = None if isinstance(found, ChatChannelBase) else found
         lease = timedelta(seconds=(settings.timeout_s if settings else 10.0) + 30.0)
         if not self._store.take(record.id, self._clock(), lease):
             return

@@ -44,6 +44,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "limits": ("orchestrator.cli.limits", "limits"),
     "alerts": ("orchestrator.cli.alerts", "alerts"),
     "notifications": ("orchestrator.cli.notifications", "notifications"),
+    "channels": ("orchestrator.cli.channels", "channels"),
     "approvals": ("orchestrator.cli.approvals", "approvals"),
     "approve": ("orchestrator.cli.approvals", "approve"),
     "deny": ("orchestrator.cli.approvals", "deny"),

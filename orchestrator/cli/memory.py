@@ -1,6 +1,6 @@
 """`flotilla memory ...`: inspect and correct an agent's long-term memory.
 
-flotilla memory list AGENT [--status active|superseded|forgotten|all] [--category C] [-n N]
+flotilla memory list AGENT [--status active|superseded|forgotten|all] [--category C] [--scope S] [-n N]
 flotilla memory search AGENT "query" [-n N]
 flotilla memory show AGENT ID
 flotilla memory add AGENT "text" [--category C] [--subject KEY]
@@ -53,8 +53,10 @@ def _fact_line(fact: dict[str, Any], score: float | None = None) -> str:
     scored = f"{score:.3f}  " if score is not None else ""
     status = "" if fact["status"] == "active" else f" [{fact['status']}]"
     text = fact["text"] or "(forgotten)"
+    scope = f", scope {fact['scope']}" if fact.get("scope") else ""
     return one_line(
-        f"{scored}#{fact['id']}{status}  {text}  ({fact['source']}, {fact['category']}, {fact['updated_at'][:10]})"
+        f"{scored}#{fact['id']}{status}  {text}  ({fact['source']}, {fact['category']}, "
+        f"{fact['updated_at'][:10]}{scope})"
     )
 
 
@@ -89,15 +91,32 @@ def memory() -> None:
     show_default=True,
 )
 @click.option("--category", default=None, help="Only this category.")
+@click.option(
+    "--scope",
+    default=None,
+    help="Only this scope: 'shared', or a person's principal (person:CHANNEL:USER). Default: every scope.",
+)
 @click.option("-n", "--limit", type=click.IntRange(1, 1000), default=100, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.argument("agent")
 def list_facts(
-    fleet_file: Path, status: str, category: str | None, limit: int, as_json: bool, agent: str
+    fleet_file: Path,
+    status: str,
+    category: str | None,
+    scope: str | None,
+    limit: int,
+    as_json: bool,
+    agent: str,
 ) -> None:
-    """List AGENT's facts, newest first."""
+    """List AGENT's facts, newest first, each with its scope when it is a person's."""
     found = _request(
-        fleet_file, "GET", f"{_base(agent)}/facts", status=status, category=category, limit=limit
+        fleet_file,
+        "GET",
+        f"{_base(agent)}/facts",
+        status=status,
+        category=category,
+        scope="" if scope == "shared" else scope,
+        limit=limit,
     )
     if as_json:
         click.echo(json.dumps(found, indent=2))

@@ -1,4 +1,5 @@
-"""fleet.yaml `channels:`: where notifications go, each a named channel of one `type`.
+"""fleet.yaml `channels:`: where notifications go, each a named channel of one `type`, and the
+chat tools people converse with the fleet through (`telegram_chat`, `slack_chat`).
 
 The `type` field tells the kinds apart (a pydantic discriminated union): adding a kind of channel
 is a model here with its own `type` literal, added to `ChannelConfig`. Any string setting may hold
@@ -27,6 +28,10 @@ def _http_url(value: str) -> str:
     if not HTTP_URL.match(value) and not value.lstrip().startswith("{{"):
         raise ValueError(f"invalid url {value!r}: must start with http:// or https://")
     return value
+
+
+def _optional_http_url(value: str | None) -> str | None:
+    return None if value is None else _http_url(value)
 
 
 class ChannelBase(_Strict):
@@ -149,11 +154,77 @@ class AppriseChannel(ChannelBase):
     )
 
 
+class ChatChannelBase(_Strict):
+    """A chat tool people converse with agents through, once paired (`flotilla channels pair`)."""
+
+    description: str = Field(default="", description="What the channel is for")
+    agents: list[str] = Field(
+        min_length=1,
+        description="The agents people may talk to here; the first is a new person's current agent",
+    )
+    pairing_ttl_s: int = Field(default=900, ge=60, le=86400, description="Seconds a pairing code stays valid")
+    max_per_minute: int = Field(
+        default=20, ge=1, le=600, description="Messages each person may send in any minute"
+    )
+    reply_timeout_s: float = Field(
+        default=600.0,
+        gt=0,
+        le=3600,
+        description="Seconds to wait for an agent's reply before telling the person it is late",
+    )
+
+    def handles(self) -> list[str]:
+        """The secret names the settings refer to, in order, each once."""
+        found: list[str] = []
+        for value in self.model_dump(mode="json").values():
+            found += _handles_in(value)
+        return list(dict.fromkeys(found))
+
+
+class TelegramChatChannel(ChatChannelBase):
+    """Conversations with a Telegram bot, read by long polling (getUpdates)."""
+
+    type: Literal["telegram_chat"] = Field(description="The kind of channel")
+    token: str = Field(description="The bot's token, as a secret handle")
+    api_base: str | None = Field(
+        default=None,
+        description="The Bot API's base URL up to the token, e.g. https://api.telegram.org/bot "
+        "(a self-hosted Bot API, or a local fake in tests)",
+    )
+    poll_timeout_s: int = Field(default=30, ge=0, le=50, description="Seconds one getUpdates waits")
+
+    _api_base = field_validator("api_base")(_optional_http_url)
+
+
+class SlackChatChannel(ChatChannelBase):
+    """Conversations with a Slack app: its Events API posts to the orchestrator
+    (POST /channels/slack/NAME/events), replies go out with the bot token."""
+
+    type: Literal["slack_chat"] = Field(description="The kind of channel")
+    token: str = Field(description="The bot token (xoxb-...), as a secret handle")
+    signing_secret: str = Field(description="The app's signing secret, as a secret handle")
+    api_base: str | None = Field(
+        default=None,
+        description="Slack's Web API base URL, e.g. https://slack.com/api/ (a local fake in tests)",
+    )
+
+    _api_base = field_validator("api_base")(_optional_http_url)
+
+
 ChannelConfig = Annotated[
-    WebhookChannel | EmailChannel | SlackChannel | TelegramChannel | AppriseChannel,
+    WebhookChannel
+    | EmailChannel
+    | SlackChannel
+    | TelegramChannel
+    | AppriseChannel
+    | TelegramChatChannel
+    | SlackChatChannel,
     Field(discriminator="type"),
 ]
+NotifyChannel = WebhookChannel | EmailChannel | SlackChannel | TelegramChannel | AppriseChannel
+ChatChannel = TelegramChatChannel | SlackChatChannel
 NOTIFY_TYPES = ("webhook", "email", "slack", "telegram", "apprise")
+CHAT_TYPES = ("telegram_chat", "slack_chat")
 
 
 def channel_name_problem(name: str) -> str | None:

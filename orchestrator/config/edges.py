@@ -4,6 +4,7 @@ other checks still run."""
 
 from __future__ import annotations
 
+from orchestrator.config.channels import ChatChannelBase
 from orchestrator.config.models import FleetConfig
 from orchestrator.config.safe_yaml import FieldPath
 
@@ -17,6 +18,14 @@ def edge_problems(config: FleetConfig) -> list[tuple[FieldPath, str]]:
                 found.append(
                     (("agents", name, "channels", index), f"unknown channel {channel!r} (channels: {known})")
                 )
+            elif isinstance(config.channels[channel], ChatChannelBase):
+                found.append(
+                    (
+                        ("agents", name, "channels", index),
+                        f"channel {channel!r} is a chat channel: people reach the agent through it "
+                        f"(channels.{channel}.agents), it is no notify target",
+                    )
+                )
     for name, settings in config.channels.items():
         for secret in settings.handles():
             if secret not in config.secrets:
@@ -26,6 +35,7 @@ def edge_problems(config: FleetConfig) -> list[tuple[FieldPath, str]]:
                         f"{{{{secret:{secret}}}}} names a secret not declared under secrets:",
                     )
                 )
+        found += _chat_problems(config, name, settings)
     found += _notify_rule_problems(config)
     for name, hook in config.hooks.items():
         if hook.agent not in config.agents:
@@ -57,3 +67,14 @@ def _notify_rule_problems(config: FleetConfig) -> list[tuple[FieldPath, str]]:
                     )
                 )
     return found
+
+
+def _chat_problems(config: FleetConfig, name: str, settings: object) -> list[tuple[FieldPath, str]]:
+    """A chat channel reaches only agents of the fleet."""
+    if not isinstance(settings, ChatChannelBase):
+        return []
+    return [
+        (("channels", name, "agents", index), f"unknown agent {reached!r}")
+        for index, reached in enumerate(settings.agents)
+        if reached not in config.agents
+    ]

@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from agent_runtime import ContextSettings
+from agent_runtime.protocol import DEFAULT_SHARED_WRITERS, ItemSource
 from orchestrator.config.alerts import AlertsConfig
 from orchestrator.config.backup import BackupSchedule
 from orchestrator.config.channels import ChannelConfig, channel_name_problem
@@ -397,6 +398,12 @@ class AgentConfig(Strict):
     channels: list[str] = Field(
         default_factory=list,
         description="Channels (fleet.yaml `channels:`) this agent may notify with its `notify` tool",
+    )
+    memory_shared_writers: list[ItemSource] = Field(
+        default_factory=lambda: list(DEFAULT_SHARED_WRITERS),
+        description="Senders whose conversations may save facts to this agent's shared memory "
+        "(operator, person, hook, peer, heartbeat); facts from the others stay in the sender's "
+        "own scope (a person's facts: theirs alone)",
     )
 
     _hibernate = field_validator("hibernate_after")(_check_duration)

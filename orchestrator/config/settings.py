@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from agent_runtime.protocol import DEFAULT_SHARED_WRITERS
 from orchestrator.config.windows import window_for
 
 if TYPE_CHECKING:
@@ -88,6 +89,9 @@ def _agent_settings(fleet: LoadedFleet, agent: str) -> Settings:
     if own.channels:
         # The `notify` tool and the channels in its schema are listed when the agent's worker starts.
         settings["channels"] = ("recreate", list(own.channels))
+    if tuple(own.memory_shared_writers) != DEFAULT_SHARED_WRITERS:
+        # The memory tools learn who may write the shared scope when the agent's worker starts.
+        settings["memory_shared_writers"] = ("recreate", list(own.memory_shared_writers))
     # The strategy is chosen when the agent's worker starts.
     settings |= _flat("context", "recreate", config.context_of(agent).model_dump(mode="json"))
     settings |= _flat("budget", "live", config.budget_of(agent).model_dump(mode="json"))

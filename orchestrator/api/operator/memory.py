@@ -2,7 +2,7 @@
 settle contradictions. Operator token only.
 
     GET    /api/v1/agents/{agent}/memory/status
-    GET    /api/v1/agents/{agent}/memory/facts?status=active&category=&source=&limit=&offset=
+    GET    /api/v1/agents/{agent}/memory/facts?status=active&category=&source=&scope=&limit=&offset=
     POST   /api/v1/agents/{agent}/memory/facts                 FactCreate -> SaveResult
     GET    /api/v1/agents/{agent}/memory/facts/{id}            -> FactDetail (with its versions)
     PUT    /api/v1/agents/{agent}/memory/facts/{id}            FactEdit -> SaveResult
@@ -66,8 +66,14 @@ async def list_facts(
     source: FactSource | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0)] = 0,
+    scope: Annotated[
+        str | None,
+        Query(
+            description="only this scope: '' the shared facts, or a person's principal (person:CHANNEL:USER)"
+        ),
+    ] = None,
 ) -> FactList:
-    """Facts, newest first."""
+    """Facts, newest first, each with its scope."""
     return await ask_memory(
         services.asker,
         agent,
@@ -78,6 +84,7 @@ async def list_facts(
         source=source.value if source else None,
         limit=limit,
         offset=offset,
+        scope=scope,
     )
 
 

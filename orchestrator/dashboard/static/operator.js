@@ -296,6 +296,7 @@ window.FlotillaOperator = function (ui) {
     const status = h("select", { name: "status", "aria-label": "Status" }, ["active", "superseded", "forgotten", "all"].map((s) => h("option", { value: s }, s)));
     const source = h("select", { name: "source", "aria-label": "Source" }, ["", "user_stated", "operator", "agent", "extracted", "inferred"].map((s) => h("option", { value: s }, s || "any source")));
     const category = h("input", { name: "category", placeholder: "category", "aria-label": "Category" });
+    const scope = h("input", { name: "scope", placeholder: "scope: shared or person:…", "aria-label": "Scope" });
     const list = h("div", { class: "fact-list" });
     const contradictions = h("div", { class: "contradictions" });
     const base = `/api/v1/agents/${enc(agent)}/memory`;
@@ -304,6 +305,8 @@ window.FlotillaOperator = function (ui) {
       let path = `${base}/facts?status=${enc(status.value)}&limit=200`;
       if (category.value.trim()) path += `&category=${enc(category.value.trim())}`;
       if (source.value) path += `&source=${enc(source.value)}`;
+      const wanted = scope.value.trim();
+      if (wanted) path += `&scope=${enc(wanted === "shared" ? "" : wanted)}`;
       const result = await attempt(path);
       if (result.error) return list.replaceChildren(unavailable("Memory", result.error));
       list.replaceChildren(factTable(result.data.facts || [], base, load));
@@ -319,6 +322,7 @@ window.FlotillaOperator = function (ui) {
       status,
       source,
       category,
+      scope,
       h("button", { type: "submit" }, "Filter")
     );
     status.addEventListener("change", load);
@@ -334,6 +338,7 @@ window.FlotillaOperator = function (ui) {
       { title: "Fact", wide: true, cell: (f) => factText(f, base, reload) },
       { title: "Category", cell: (f) => f.category },
       { title: "Source", cell: (f) => h("span", { class: "muted" }, f.source) },
+      { title: "Scope", cell: (f) => h("span", { class: "muted" }, f.scope || "shared") },
       { title: "Status", cell: (f) => badge(f.status, f.status === "active" ? "ok" : "muted") },
       { title: "Updated", nowrap: true, cell: (f) => when(f.updated_at) },
       { title: "", nowrap: true, cell: (f) => (f.status === "active" ? factButtons(f, base, reload) : "") },

@@ -70,6 +70,20 @@ def validate(tmp_path: Path, extra: str) -> str:
             "agents.coordinator.heartbeat.rules.0: the rule notifies channel 'ops', which is not in "
             "agents.coordinator.channels",
         ),
+        (
+            'channels:\n  team: {type: telegram_chat, token: "{{secret:hook_secret}}", agents: [nobody]}\n',
+            "channels.team.agents.0: unknown agent 'nobody'",
+        ),
+        (
+            'channels:\n  team: {type: telegram_chat, token: "{{secret:bot}}", agents: [coordinator]}\n',
+            "channels.team: {{secret:bot}} names a secret not declared under secrets:",
+        ),
+        ("channels:\n  team: {type: telegram_chat, token: x, agents: []}\n", "at least 1 item"),
+        ("channels:\n  team: {type: slack_chat, token: x, agents: [coordinator]}\n", "signing_secret"),
+        (
+            "    channels: [team]\nchannels:\n  team: {type: telegram_chat, token: x, agents: [coordinator]}\n",
+            "channel 'team' is a chat channel",
+        ),
     ],
 )
 def test_bad_hooks_and_channels_are_refused_with_the_reason(tmp_path: Path, extra: str, problem: str) -> None:

@@ -138,6 +138,7 @@ def seed_memory(services: Services) -> None:
     )
     store.save("The user prefers window seats", category="travel", source="agent")
     store.save("The release ships on Friday", category="work", source="inferred")
+    store.save("The user's city is Porto", category="places", source="user_stated", scope="person:team:111")
     store.close()
 
 
@@ -232,7 +233,15 @@ def check_memory(page: Page) -> None:
     page.goto(page.url.split("#")[0] + "#/agent/alpha/memory")
     rows = page.locator(".fact-list tbody tr")
     rows.first.wait_for(timeout=WAIT_MS)
-    assert rows.count() == 3
+    assert rows.count() == 4
+    # A person's scope, shown and filtered on.
+    assert "person:team:111" in page.locator(".fact-list tbody tr", has_text="Porto").inner_text()
+    page.locator('input[name="scope"]').fill("shared")
+    page.locator("button", has_text="Filter").click()
+    page.locator(".fact-list tbody tr", has_text="Porto").wait_for(state="detached", timeout=WAIT_MS)
+    page.locator(".fact-list tbody tr", has_text="Friday").wait_for(timeout=WAIT_MS)
+    assert page.locator(".fact-list tbody tr").count() == 3
+    page.locator('input[name="scope"]').fill("")
     page.locator('select[name="source"]').select_option("inferred")
     page.locator(".fact-list tbody tr", has_text="window seats").wait_for(state="detached", timeout=WAIT_MS)
     page.locator(".fact-list tbody tr", has_text="Friday").wait_for(timeout=WAIT_MS)
