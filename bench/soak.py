@@ -40,13 +40,15 @@ from typing import Any
 from agent_runtime.cognition.context import CheckpointContext
 from agent_runtime.cognition.runner import CognitionRunner
 from agent_runtime.jobs_due import jobs_due
-from agent_runtime.memory.embeddings import DeterministicEmbedder
-from agent_runtime.memory.factlog import FactLog
-from agent_runtime.memory.forgetting import scrub_forgotten
-from agent_runtime.memory.maintenance import MaintenanceRunner
-from agent_runtime.memory.models import MemoryConfig
-from agent_runtime.memory.store import MemoryStore
-from agent_runtime.memory.tools import MemoryTools
+from agent_runtime.memory import (
+    DeterministicEmbedder,
+    FactLog,
+    MaintenanceRunner,
+    MemoryConfig,
+    MemoryStore,
+    MemoryTools,
+    scrub_forgotten,
+)
 from agent_runtime.protocol import (
     AgentRuntimeConfig,
     ContextSettings,

@@ -226,7 +226,7 @@ def test_identical_calls_compare_equal_whatever_their_json_layout() -> None:
 
 def test_memory_maintenance_is_started_after_items(harness: HarnessFactory) -> None:
     h = harness(lambda body: Reply("[]"), maintenance=True)
-    for number in range(11):
+    for number in range(20):
         h.send(f"message {number}")
     started = [e for e in h.fake.events if e.type == "maintenance.run"]
     assert started and "extraction" in started[0].data["jobs"]
