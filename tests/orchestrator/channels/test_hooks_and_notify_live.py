@@ -139,9 +139,7 @@ def post_github(
 
 def events(folder: Path, kind: str) -> list[dict[str, Any]]:
     out = run_flotilla(folder, "events", "--json", "-n", "1000").stdout
-    return [
-        event for line in out.splitlines() if line.strip() and (event := json.loads(line))["type"] == kind
-    ]
+    return [event for event in json.loads(out) if event["type"] == kind]
 
 
 def send(folder: Path, agent: str, text: str) -> str:
