@@ -365,6 +365,7 @@ class DockerBackend(Backend):
                 container = self._create_container(spec, env, volume)
             except _NameTaken:
                 raise NameConflict(f"a container named {spec.unit_name} appeared meanwhile") from None
+        self._inspected.remember(container.attrs)  # docker-py inspects what it creates
         return container
 
     @staticmethod
