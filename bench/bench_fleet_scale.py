@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import random
 import resource
+import secrets
 import statistics
 import subprocess
 import sys
@@ -181,7 +182,7 @@ def read_times(run: Callable[[], object]) -> tuple[float, float]:
 
 
 def run_fleet(n: int, awake: int, wakes: int, report: Report) -> None:
-    name = f"benchscale-{n}"
+    name = f"benchscale-{n}-{secrets.token_hex(2)}"
     prefix = f"flotilla-{name}-"
     agents = agent_names(n)
     rng = random.Random(n)

@@ -21,8 +21,8 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from agent_runtime.protocol import ApprovalItem, AskRequest, TellRequest, approval_key, needs_approval
 from agent_runtime import UnknownFile, normalize_name
+from agent_runtime.protocol import ApprovalItem, AskRequest, TellRequest, approval_key, needs_approval
 from orchestrator.approvals.store import ApprovalStore
 from orchestrator.errors import Forbidden
 

@@ -16,6 +16,7 @@ import math
 import os
 import re
 import socket
+import time
 from collections.abc import Collection, Iterator
 from datetime import datetime
 from pathlib import Path
@@ -64,6 +65,7 @@ UNAVAILABLE_HINT = "use --runtime process to run agents as local processes inste
 # Each check is an exec into the container (about 30 ms of CPU there, more in the engine): every
 # 5 s that was most of an idle fleet's CPU. Supervision does not wait for it: an agent that stops
 # checking in is restarted on its own (the alive file the check reads is touched on each check-in).
+NETWORK_RELEASE_WAIT_S = 30.0
 HEALTH_INTERVAL_S = 30.0
 HEALTH_TIMEOUT_S = 3.0
 HEALTH_START_PERIOD_S = 2.0
@@ -283,12 +285,20 @@ class DockerBackend(Backend):
         network = self._find_network(name)
         if network is None or not _is_ours(network.attrs.get("Labels")):
             return
-        try:
-            network.remove()
-        except docker.errors.NotFound:
+        # The engine lets go of a removed container's endpoint a moment after the removal returns:
+        # with many removed at once, the network is briefly still "in use".
+        deadline = time.monotonic() + NETWORK_RELEASE_WAIT_S
+        while True:
+            try:
+                network.remove()
+            except docker.errors.NotFound:
+                return
+            except docker.errors.APIError as exc:
+                if "active endpoints" in str(exc.explanation or exc) and time.monotonic() < deadline:
+                    time.sleep(0.5)
+                    continue
+                raise BackendError(f"cannot remove network {name}: {exc.explanation or exc}") from exc
             return
-        except docker.errors.APIError as exc:
-            raise BackendError(f"cannot remove network {name}: {exc.explanation or exc}") from exc
 
     # --- containers ------------------------------------------------------------------------
 
@@ -357,6 +367,7 @@ class DockerBackend(Backend):
                 container = self._create_container(spec, env, volume)
             except _NameTaken:
                 raise NameConflict(f"a container named {spec.unit_name} appeared meanwhile") from None
+        self._inspected.remember(container.attrs)  # docker-py inspects what it creates
         return container
 
     @staticmethod

@@ -57,6 +57,12 @@ class InspectCache:
             resolved.append(cached)
         return resolved
 
+    def remember(self, attrs: Attrs) -> None:
+        """Keep inspect data this process already holds (a container it just made): a fleet made
+        asleep is then listed without one inspect per container."""
+        with self._lock:
+            self._attrs[attrs["Id"]] = attrs
+
     def forget(self, container_id: str) -> None:
         """Drop what is known of a container this process is about to change."""
         with self._lock:

@@ -32,7 +32,7 @@ from orchestrator.cli.terminal import markup_safe
 from orchestrator.config.capacity import Capacity
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.schema import fleet_schema
-from orchestrator.fleet.reconcile import fleet_labels, plan, remove_fleet
+from orchestrator.fleet.reconcile import fleet_labels, plan, remove_units
 from orchestrator.images.names import DEFAULT_IMAGE
 from orchestrator.state.endpoint import Endpoint, read_endpoint
 from orchestrator.state.paths import StatePaths
@@ -470,9 +470,11 @@ def down(fleet_file: Path, volumes: bool, runtime: Runtime | None) -> None:
     ran_on = _runtime_of(paths, runtime, fleet)
     backend = _backend_or_exit(ran_on, paths)
     try:
-        remove_fleet(backend, fleet.name, lambda unit: click.echo(f"removed {unit.name}"))
+        remove_units(backend, fleet.name, lambda unit: click.echo(f"removed {unit.name}"))
+        # Storage before the network: a network the engine will not let go of leaves no disk behind.
         for line in backend.release_storage(fleet.name, paths.root, delete=volumes):
             click.echo(line)
+        backend.teardown_fleet(fleet.name)
     except BackendError as exc:
         raise CliError(str(exc)) from None
     paths.runtime_file.unlink(missing_ok=True)

@@ -207,11 +207,10 @@ def _apply_one(
         backend.start(action.unit_id)
 
 
-def remove_fleet(
+def remove_units(
     backend: Backend, fleet: str, on_removed: Callable[[UnitInfo], None] = lambda _: None
 ) -> None:
-    """Remove every unit labelled with this fleet, several at a time, then the fleet's network.
-    Nothing else is touched."""
+    """Remove every unit labelled with this fleet, several at a time. Nothing else is touched."""
 
     def remove(unit: UnitInfo) -> None:
         backend.remove(unit.id)
@@ -219,4 +218,3 @@ def remove_fleet(
 
     with ThreadPoolExecutor(max_workers=PARALLEL_STARTS) as pool:
         list(pool.map(remove, backend.list(fleet_labels(fleet))))
-    backend.teardown_fleet(fleet)

@@ -69,3 +69,13 @@ def test_a_forgotten_or_vanished_container_is_handled() -> None:
 
     daemon.containers = {}  # removed between `docker ps` and `docker inspect`
     assert cache.resolve([summary("a", "exited", "Exited (0) 1 second ago")]) == []
+
+
+def test_a_container_remembered_when_made_is_not_inspected() -> None:
+    daemon = FakeDaemon()
+    cache = InspectCache(daemon.inspect)
+    cache.remember(inspected("a", "created"))
+    assert [inspect_key(attrs) for attrs in cache.resolve([summary("a", "created", "Created")])] == [
+        ("a", "created", "")
+    ]
+    assert daemon.inspections == []

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from conftest import unique
 
+from orchestrator.config.loader import load_fleet
 from orchestrator.images.build import ImageBuildResult
 from orchestrator.testing.cli import free_port, run_flotilla
 
@@ -39,6 +40,11 @@ AFTER = (
 )
 
 
+def own_clock(fleet_dir: Path) -> str:
+    """This test's agent container (other fleets on the daemon may have a clock agent too)."""
+    return f"flotilla-{load_fleet(fleet_dir / 'fleet.yaml').config.fleet}-clock"
+
+
 @pytest.fixture
 def fleet_dir(tmp_path: Path, agent_image: ImageBuildResult) -> Iterator[Path]:
     name = unique("mcpapply")
@@ -61,7 +67,7 @@ def send(folder: Path, text: str) -> str:
 def test_apply_adds_an_mcp_package_to_a_running_docker_fleet(
     fleet_dir: Path, agent_image: ImageBuildResult, docker_client: Any
 ) -> None:
-    (before,) = [c for c in docker_client.containers.list() if "clock" in c.name]
+    (before,) = [c for c in docker_client.containers.list() if c.name == own_clock(fleet_dir)]
     assert before.image.tags[0] == agent_image.tag
     wrote = send(
         fleet_dir, 'call write_file {"path": "memory/notes.md", "content": "written before the apply"}'
@@ -82,7 +88,7 @@ def test_apply_adds_an_mcp_package_to_a_running_docker_fleet(
     assert f"run {agent_image.tag}-ext-" in said
     assert "~ recreate clock" in said and "tools.mcp" in said
 
-    (after,) = [c for c in docker_client.containers.list() if "clock" in c.name]
+    (after,) = [c for c in docker_client.containers.list() if c.name == own_clock(fleet_dir)]
     assert after.id != before.id and after.image.tags[0].startswith(f"{agent_image.tag}-ext-")
     reply = send(fleet_dir, 'call time__get_current_time {"timezone": "Asia/Tokyo"}')
     assert "time__get_current_time returned:" in reply and '"timezone": "Asia/Tokyo"' in reply
