@@ -455,11 +455,15 @@ def exec_python(container: Any, code: str) -> tuple[int, str]:
 def test_image_holds_the_runtime_but_not_the_orchestrator(image_shell: Any) -> None:
     code, output = exec_python(image_shell, "import orchestrator")
     assert code != 0 and "No module named 'orchestrator'" in output
-    code, output = exec_python(image_shell, "import agent_runtime, sqlite_vec, pydantic, httpx; print('ok')")
+    code, output = exec_python(
+        image_shell, "import agent_runtime, sqlite_vec, pydantic, websockets; print('ok')"
+    )
     assert (code, output) == (0, "ok\n")
-    # The runtime speaks to the gateway with httpx; the OpenAI SDK (30 MB) is not in the image.
-    code, output = exec_python(image_shell, "import openai")
-    assert code != 0 and "No module named 'openai'" in output
+    # The runtime speaks to the gateway over the standard library: neither httpx nor the OpenAI SDK
+    # (30 MB) is in the image, nor the cl100k table (tokens are counted in the gateway).
+    for module in ("openai", "httpx", "tiktoken"):
+        code, output = exec_python(image_shell, f"import {module}")
+        assert code != 0 and f"No module named '{module}'" in output
     code, output = exec_python(image_shell, "import pysqlite3")
     assert code != 0
     code, output = exec_python(image_shell, "import runpy; runpy.run_module('pip')")
