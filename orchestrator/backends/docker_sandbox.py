@@ -14,7 +14,6 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import docker
 import docker.errors
@@ -23,6 +22,7 @@ from docker.types import LogConfig, Mount, Ulimit
 
 from orchestrator.backends.base import LABEL_PREFIX, BackendError
 from orchestrator.backends.docker_storage import AGENT_UID
+from orchestrator.backends.docker_streams import close_attach_stream
 from orchestrator.backends.sandbox import (
     INPUTS_DIR,
     WORK_DIR,
@@ -90,7 +90,7 @@ class DockerSandbox(CodeSandbox):
             self._wait(container)
         finally:
             deadline.cancel()
-            _close(output)
+            close_attach_stream(output)
         return raw, stderr, overflow, fired.is_set()
 
     def _create(self, job: SandboxJob) -> str:
@@ -188,15 +188,6 @@ def _read(output: Iterator[tuple[bytes | None, bytes | None]], cap: int) -> tupl
             if len(raw) > cap:
                 return bytes(raw[:cap]), stderr, True
     return bytes(raw), stderr, False
-
-
-def _close(output: Any) -> None:
-    """The attach stream's socket, and the HTTP response that still holds it."""
-    with contextlib.suppress(OSError):
-        output.close()
-    response = getattr(output, "_response", None)
-    if response is not None:
-        response.close()
 
 
 def _problem(report: str, stderr: bytes, overflow: bool, cap: int) -> str:

@@ -21,6 +21,7 @@ import requests.exceptions
 
 from orchestrator.backends.base import LABEL_PREFIX, BackendError, SnapshotRun, StoppedStorage
 from orchestrator.backends.docker_storage import AGENT_UID, volume_name
+from orchestrator.backends.docker_streams import close_attach_stream
 
 SCRATCH = "/tmp/flotilla-snapshot"
 # Where the image installs agent_runtime and its dependencies (images/agent/Dockerfile); the image
@@ -54,6 +55,7 @@ class DockerSnapshotRun(SnapshotRun):
         self._agent = storage.agent
         self._stderr = b""
         self._container: Any = None
+        self._output: Any = None
         try:
             self._container = client.containers.create(
                 storage.image,
@@ -115,7 +117,9 @@ class DockerSnapshotRun(SnapshotRun):
         self._remove()
 
     def _remove(self) -> None:
-        if self._container is None:
-            return
-        with contextlib.suppress(docker.errors.DockerException):
-            self._container.remove(force=True)
+        # The container first: its end ends the stream, so a reader blocked on it returns cleanly.
+        if self._container is not None:
+            with contextlib.suppress(docker.errors.DockerException):
+                self._container.remove(force=True)
+        close_attach_stream(self._output)
+        self._output = None
