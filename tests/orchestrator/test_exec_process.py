@@ -47,7 +47,7 @@ def send(folder: Path, agent: str, text: str) -> str:
 
 def events(folder: Path, agent: str, kind: str) -> list[dict[str, Any]]:
     out = run_flotilla(folder, "events", "--agent", agent, "--json", "-n", "200").stdout
-    return [e for line in out.splitlines() if line.strip() for e in [json.loads(line)] if e["type"] == kind]
+    return [event for event in json.loads(out) if event["type"] == kind]
 
 
 def test_the_process_runtime_refuses_exec_and_says_why(fleet_dir: Path) -> None:

@@ -70,13 +70,7 @@ def send(folder: Path, agent: str, text: str) -> str:
 
 def events(folder: Path, agent: str, kind: str) -> list[dict[str, Any]]:
     out = run_flotilla(folder, "events", "--agent", agent, "--json", "-n", "500").stdout
-    return [
-        event
-        for line in out.splitlines()
-        if line.strip()
-        for event in [json.loads(line)]
-        if event["type"] == kind
-    ]
+    return [event for event in json.loads(out) if event["type"] == kind]
 
 
 def exec_calls(folder: Path, agent: str) -> list[dict[str, Any]]:

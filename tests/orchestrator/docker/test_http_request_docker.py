@@ -89,9 +89,7 @@ def call(tool_arguments: dict[str, Any]) -> str:
 
 def events_of(folder: Path, agent: str, kind: str) -> list[dict[str, Any]]:
     out = run_flotilla(folder, "events", "--agent", agent, "--json", "-n", "500", env=env()).stdout
-    return [
-        event for line in out.splitlines() if line.strip() and (event := json.loads(line))["type"] == kind
-    ]
+    return [event for event in json.loads(out) if event["type"] == kind]
 
 
 def test_an_allowed_get_with_a_secret_is_answered_and_the_secret_stays_on_the_host(

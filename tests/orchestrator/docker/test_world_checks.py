@@ -227,7 +227,7 @@ def test_a_notify_needing_approval_is_refused_directly_and_runs_once_approved(
     assert direct.status_code == 403, direct.text
     assert "notify needs an operator's approval" in direct.json()["message"]
     noticed = run_flotilla(fleet_dir, "events", "--agent", "careful", "--json", "-n", "100", env=env())
-    refusals = [json.loads(line) for line in noticed.stdout.splitlines() if '"approval.refused"' in line]
+    refusals = [event for event in json.loads(noticed.stdout) if event["type"] == "approval.refused"]
     assert [event["data"]["tool"] for event in refusals] == ["notify"]
     command = [sys.executable, "-m", "orchestrator.cli.main", "send", "careful"]
     directive = 'call notify {"channel": "ops-hook", "text": "deploy at noon"}'
