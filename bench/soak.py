@@ -323,6 +323,8 @@ def simulate(days: int, root: Path, seed: int = 7) -> Report:
         clock.set(now)
         day = minute // (24 * 60) + 1
         pending |= {result.agent for result in scheduler.run_due(now) if result.item_id}
+        if minute % 60 == 0:
+            services.retention.apply()  # the orchestrator's retention task, on the virtual clock
         for agent in agents.values():
             if 8 <= now.hour < 20 and minute % 90 == rng.randrange(90):
                 code = next(codes)

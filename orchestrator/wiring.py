@@ -188,6 +188,7 @@ def attach_subsystems(
         RetentionTargets(
             events, broker.messages, inbox_target(inbox), scheduler.runs, gateway.ledger, AlertStore(db)
         ),
+        now=scheduler.clock.now,
     )
     return Services(
         fleet_view=fleet,
