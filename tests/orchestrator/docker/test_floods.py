@@ -34,6 +34,8 @@ MIB = 1024 * 1024
 FLEET = """\
 version: 1
 fleet: {name}
+defaults:
+  always_on: true
 agents:
   attacker:
     role: an agent that floods what it shares
