@@ -77,6 +77,10 @@ def test_follow_with_json_prints_one_object_per_line(folder: Path) -> None:
 def test_dashboard_and_export_speak_json(folder: Path) -> None:
     address = parsed(folder, "dashboard", "--json")
     assert isinstance(address, dict) and address["url"].startswith(address["api"] + "/?token=")
-    exported = parsed(folder, "export", "kubernetes", "-o", str(folder / "k8s"), "--json")
+    # The address is only written into the manifests (a documentation address: nothing dials it).
+    url = "http://192.0.2.10:8420"
+    exported = parsed(
+        folder, "export", "kubernetes", "-o", str(folder / "k8s"), "--orchestrator-url", url, "--json"
+    )
     assert isinstance(exported, dict) and exported["apply"] == f"kubectl apply -k {folder / 'k8s'}"
     assert all(Path(name).is_file() for name in exported["files"])
