@@ -10,6 +10,7 @@ starting, logs and exec belong to the engine: each says so and names the command
 from __future__ import annotations
 
 import builtins
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,6 +59,9 @@ class ExternalBackend(Backend):
     def __init__(self, root: Path, agent_listen: str | None = None) -> None:
         self._file = root / "expected.json"
         self._agent_listen = agent_listen
+        # An apply creates and removes units from several threads at once: each change of the
+        # record is one read, change and write under this lock, or one would undo another.
+        self._lock = threading.Lock()
 
     def _read(self) -> ExpectedAgents:
         try:
@@ -82,7 +86,6 @@ class ExternalBackend(Backend):
         return None
 
     def create(self, spec: AgentSpec) -> UnitInfo:
-        expected = self._read()
         entry = ExpectedAgent(
             name=spec.unit_name,
             agent=spec.agent,
@@ -90,8 +93,10 @@ class ExternalBackend(Backend):
             config_hash=spec.config_hash,
             labels=spec.labels,
         )
-        expected.agents[spec.unit_name] = entry
-        self._write(expected)
+        with self._lock:
+            expected = self._read()
+            expected.agents[spec.unit_name] = entry
+            self._write(expected)
         return _unit(entry)
 
     def start(self, unit_id: str) -> None:
@@ -108,9 +113,10 @@ class ExternalBackend(Backend):
 
     def remove(self, unit_id: str) -> None:
         """Forget the agent; its pod, if any still runs, is the cluster's to delete."""
-        expected = self._read()
-        if expected.agents.pop(unit_id, None) is not None:
-            self._write(expected)
+        with self._lock:
+            expected = self._read()
+            if expected.agents.pop(unit_id, None) is not None:
+                self._write(expected)
 
     def inspect(self, unit_id: str) -> UnitInfo:
         return _unit(self._get(unit_id))
