@@ -31,7 +31,7 @@ class HealthBoard:
         self._started: dict[str, float] = {}
         self._changes = 0
         self._disk_full: set[str] = set()
-        """Agents whose disk is full: an episode outlasts a restart of the agent."""
+        """Agents whose disk is full: an episode outlasts restarts (`forget`), as the disk does."""
 
     @property
     def changes(self) -> int:
@@ -78,5 +78,4 @@ class HealthBoard:
         with self._lock:
             self._last.pop(agent, None)
             self._started.pop(agent, None)
-            self._disk_full.discard(agent)
             self._changes += 1

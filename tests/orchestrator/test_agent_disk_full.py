@@ -19,6 +19,7 @@ def test_an_episode_starts_once_outlasts_a_restart_and_ends_on_a_reading_with_ro
     assert board.record("writer", _checkin(True, 0)) == "full"
     assert board.record("writer", _checkin(True, 0)) is None
     board.mark_started("writer")  # the agent restarted: still the same episode
+    board.forget("writer")
     assert board.record("writer", _checkin(False, None)) is None  # no reading yet (boot check-in)
     assert board.record("writer", _checkin(True, 4096)) is None
     assert board.record("writer", _checkin(False, 9_000_000)) == "freed"
