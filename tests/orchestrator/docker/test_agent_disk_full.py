@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import secrets
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,12 @@ agents:
     role: an agent whose disk fills up
     resources:
       disk: 16m
+alerts:
+  webhooks:
+    ops:
+      url: http://127.0.0.1:{port}/hook
+  rules:
+    - when: disk_full
 """
 # Writes until the volume refuses: what an agent (or a tool it ran) filling its own disk does.
 FILL = """
@@ -57,10 +65,39 @@ def events_of(folder: Path, kind: str) -> list[dict[str, Any]]:
     return [event for event in events if event["type"] == kind]
 
 
+class Hook(BaseHTTPRequestHandler):
+    """The operator's webhook, on loopback: keeps the alerts it is sent."""
+
+    received: list[dict[str, Any]] = []
+
+    def do_POST(self) -> None:
+        Hook.received.append(json.loads(self.rfile.read(int(self.headers["content-length"]))))
+        self.send_response(200)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
 @pytest.fixture(scope="module")
-def fleet(agent_image: ImageBuildResult, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def hook() -> Iterator[ThreadingHTTPServer]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def fleet(
+    agent_image: ImageBuildResult, hook: ThreadingHTTPServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Path]:
     folder = tmp_path_factory.mktemp("diskfull")
-    (folder / "fleet.yaml").write_text(FLEET.format(name=f"flt-test-diskfull-{secrets.token_hex(3)}"))
+    name = f"flt-test-diskfull-{secrets.token_hex(3)}"
+    (folder / "fleet.yaml").write_text(FLEET.format(name=name, port=hook.server_address[1]))
     try:
         flotilla(
             folder, "up", "-d", "--runtime", "docker", "--port", str(free_port()), "--image", agent_image.tag
@@ -95,3 +132,8 @@ def test_an_agent_at_its_disk_quota_keeps_answering_says_so_and_recovers(fleet: 
     assert len(events_of(fleet, "agent.disk_freed")) == 1
     assert len(events_of(fleet, "agent.disk_full")) == 1
     assert "] after freeing" in flotilla(fleet, "send", "writer", "after freeing")
+    wait_for(lambda: len(Hook.received) >= 2, "the alert and its resolution to reach the webhook", 60)
+    assert [(alert["alert"], alert["status"], alert["agent"]) for alert in Hook.received] == [
+        ("disk_full", "firing", "writer"),
+        ("disk_full", "resolved", "writer"),
+    ]
