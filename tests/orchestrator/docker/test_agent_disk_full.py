@@ -118,7 +118,10 @@ def test_an_agent_at_its_disk_quota_keeps_answering_says_so_and_recovers(fleet: 
     wait_for(lambda: fleet_status(fleet)["writer"].get("disk_full") is True, "the status to say so", 60)
     assert "disk full" in flotilla(fleet, "ps")
     assert "] once more" in flotilla(fleet, "send", "writer", "once more")
-    (full,) = events_of(fleet, "agent.disk_full")  # once for the episode, not once per item
+    flotilla(fleet, "restart", "writer")  # a new process at a full disk: it starts and answers
+    assert "] after a restart" in flotilla(fleet, "send", "writer", "after a restart")
+    wait_for(lambda: fleet_status(fleet)["writer"].get("disk_full") is True, "the restart to say so", 60)
+    (full,) = events_of(fleet, "agent.disk_full")  # once for the episode, not once per item or start
     assert full["data"]["free_bytes"] < 1024 * 1024
     status = fleet_status(fleet)["writer"]
     assert status["pending"] == 0 and status["dead_letters"] == 0  # nothing accepted was lost
