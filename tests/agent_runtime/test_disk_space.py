@@ -11,8 +11,12 @@ import pytest
 
 from agent_runtime.process.disk_space import DiskSpace, is_disk_full
 from agent_runtime.process.state import RuntimeState
+from agent_runtime.work import context as context_module
+from agent_runtime.work import worker as worker_module
 from agent_runtime.workspace import history as history_module
 from agent_runtime.workspace.history import HistoryLog, Turn
+from tests.agent_runtime.conftest import HarnessFactory
+from tests.agent_runtime.fakes import Reply
 
 
 def test_a_full_disk_is_told_from_other_failures() -> None:
@@ -100,3 +104,28 @@ def test_the_check_in_carries_the_disk_reading_and_a_change_wakes_it() -> None:
     assert state.changed.is_set()
     snapshot = state.snapshot()
     assert snapshot.disk_full and snapshot.disk_free_bytes == 1024
+
+
+def test_a_worker_at_a_full_disk_answers_and_the_item_is_acknowledged(
+    harness: HarnessFactory, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    h = harness(lambda body: Reply(text="the answer, at a full disk"))
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def full_write(fd: int, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    # Every record the item would leave fails: turn log, saved context, processed log, daily log.
+    monkeypatch.setattr(history_module.os, "write", full_write)
+    monkeypatch.setattr(context_module, "atomic_write_bytes", full)
+    monkeypatch.setattr(worker_module, "append_daily", full)
+    monkeypatch.setattr(h.worker.processed, "record", full)
+
+    result = h.send("hello")
+
+    assert result.ok and result.text == "the answer, at a full disk"
+    warned = " ".join(record.getMessage() for record in caplog.records)
+    for what in ("a turn of the history log", "the saved context", "the processed log", "the daily log"):
+        assert f"{what} was not written: the agent's disk is full" in warned
