@@ -8,7 +8,8 @@ only keep a record (history, daily log, run records) are skipped with a warning,
 still goes back to the orchestrator, which holds the item until then.
 
 What the agent may free by itself is what it can rebuild or never needs: leftover temporary
-files of cut writes and the folder of a snapshot that never finished. History, memory and the
+files of cut writes and the folder of a snapshot that never finished (untouched for
+`LEFTOVER_AFTER_S`, so a write or snapshot in flight keeps its own). History, memory and the
 operator's kept files (`damaged/`) are not touched here: the `rotation` maintenance job
 compacts and prunes history by its rule, and it is started at once when the disk fills.
 """
@@ -20,12 +21,15 @@ import logging
 import shutil
 import sqlite3
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 log = logging.getLogger("agent_runtime")
 
 LOW_SPACE_BYTES = 512 * 1024
+LEFTOVER_AFTER_S = 300.0
+"""A temporary file or snapshot folder untouched this long belongs to no write in flight."""
 NO_SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
@@ -73,15 +77,22 @@ class DiskSpace:
                 self._full = False
             return DiskReading(free, self._full)
 
+    @staticmethod
+    def _snapshot_running(snapshot: Path) -> bool:
+        try:
+            return time.time() - snapshot.stat().st_mtime < LEFTOVER_AFTER_S
+        except OSError:
+            return False
+
     def free_what_rules_allow(self) -> int:
         """Removes what the agent can rebuild or never needs; the bytes freed."""
         from agent_runtime.process.storage_check import SNAPSHOT_FOLDER, remove_leftover_temp_files
 
         before = self.free_bytes() or 0
         snapshot = self.data_dir / SNAPSHOT_FOLDER
-        if snapshot.is_dir() and not snapshot.is_symlink():
+        if snapshot.is_dir() and not snapshot.is_symlink() and not self._snapshot_running(snapshot):
             shutil.rmtree(snapshot, ignore_errors=True)
-        removed = remove_leftover_temp_files(self.data_dir)
+        removed = remove_leftover_temp_files(self.data_dir, older_than_s=LEFTOVER_AFTER_S)
         freed = max((self.free_bytes() or 0) - before, 0)
         log.warning("disk full: freed %d bytes (%d leftover file(s) removed)", freed, len(removed))
         return freed

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -52,10 +54,15 @@ def test_freeing_removes_leftovers_and_a_broken_snapshot_but_nothing_the_agent_k
     snapshot = tmp_path / ".runtime" / "snapshot"
     snapshot.mkdir(parents=True)
     (snapshot / "memory.db").write_bytes(b"x" * 50_000)
+    long_ago = time.time() - 3600
+    for path in (leftover, snapshot):
+        os.utime(path, (long_ago, long_ago))
+    in_flight = tmp_path / "workspace" / ".NOTES.md.abc.tmp"  # a write being made right now
+    in_flight.write_bytes(b"x")
 
     DiskSpace(tmp_path).free_what_rules_allow()
 
-    assert not leftover.exists() and not snapshot.exists()
+    assert not leftover.exists() and not snapshot.exists() and in_flight.exists()
     assert kept.exists() and (tmp_path / "damaged" / "memory-1.db").exists()
 
 
