@@ -229,6 +229,12 @@ class CheckIn(WireModel):
         description="When the agent's next memory job is due by its schedule: the orchestrator wakes a "
         "hibernated agent for it",
     )
+    disk_free_bytes: int | None = Field(default=None, description="Free bytes on the agent's /data")
+    disk_full: bool = Field(
+        default=False,
+        description="A write failed for want of space, or almost none is left: the agent answers "
+        "but keeps no record of its work until space is freed",
+    )
     protocol: int = PROTOCOL_VERSION
 
 

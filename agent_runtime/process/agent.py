@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from agent_runtime.backoff import Backoff
 from agent_runtime.process.collector import collector_paused
+from agent_runtime.process.disk_space import DiskSpace
 from agent_runtime.process.settings import Settings
 from agent_runtime.process.state import RuntimeState
 from agent_runtime.process.storage_check import MEMORY_DAMAGED_EVENT, check_own_storage
@@ -62,6 +63,7 @@ class AgentProcess:
         self.settings = settings
         self.client = OrchestratorClient(settings.orchestrator_url, settings.token_file)
         self.state = RuntimeState()
+        self.disk = DiskSpace(settings.data_dir)
         self.stopping = stopping
         self.config: AgentRuntimeConfig | None = None
         self._config_stale = threading.Event()
@@ -103,6 +105,7 @@ class AgentProcess:
         self.client.use_limits(config)
         log.info("agent %s of fleet %s started (model %s)", config.agent, config.fleet, config.model)
         self._check_storage()
+        self._watch_disk()
         self._serve_orchestrator()
         checkin = CheckInThread(self.client, self.state, self.settings.alive_file, self._on_config_hash)
         self.state.set_state("idle")
@@ -200,6 +203,7 @@ class AgentProcess:
                 self.release()
             if self._config_stale.is_set():
                 self._reload_config()
+            self._watch_disk()
             try:
                 item = self.client.next_item(self._poll_wait_s())
             except OrchestratorRefused as refused:
@@ -294,7 +298,29 @@ class AgentProcess:
             self.worker().process(item)
         finally:
             self._last_work = time.monotonic()
+            self._watch_disk()
             self.state.set_state("idle")
+
+    def _watch_disk(self) -> None:
+        """Tell the check-ins how much space is left; when the disk has just filled, free what
+        the agent's rules allow at once (the history rotation job among it)."""
+        was_full = self.state.disk_full
+        reading = self.disk.read()
+        if reading.full and not was_full:
+            log.warning(
+                "the agent's disk is full (%s bytes free): freeing what can be freed", reading.free_bytes
+            )
+            self.disk.free_what_rules_allow()
+            self._start_rotation()
+            reading = self.disk.read()
+        elif was_full and not reading.full:
+            log.info("the agent's disk has room again (%s bytes free)", reading.free_bytes)
+        self.state.set_disk(reading.free_bytes, reading.full)
+
+    def _start_rotation(self) -> None:
+        runner = self._worker.memory.maintenance if self._worker is not None else None
+        if runner is not None and "rotation" in runner.jobs:
+            runner.start("rotation", "disk_full")
 
     def _job_runners(self) -> tuple[Any, Any] | None:
         """The started worker's memory job runners, which call its models; None before."""
@@ -319,5 +345,5 @@ class AgentProcess:
             from agent_runtime.work.worker import Worker
 
             assert self.config is not None
-            self._worker = Worker(self.settings, self.config, self.client, self.state)
+            self._worker = Worker(self.settings, self.config, self.client, self.state, disk=self.disk)
         return self._worker

@@ -43,6 +43,8 @@ class RuntimeState:
         self.memory_mode: MemoryMode = "unknown"
         self.memory_problem: str | None = None
         self.memory_due_at: datetime | None = None
+        self.disk_free_bytes: int | None = None
+        self.disk_full = False
 
     def set_state(self, state: ProcessState, current_item: str | None = None) -> None:
         with self._lock:
@@ -61,6 +63,13 @@ class RuntimeState:
     def set_memory_due(self, at: datetime | None) -> None:
         with self._lock:
             self.memory_due_at = at
+
+    def set_disk(self, free_bytes: int | None, full: bool) -> None:
+        with self._lock:
+            changed = full != self.disk_full
+            self.disk_free_bytes, self.disk_full = free_bytes, full
+        if changed:
+            self.changed.set()
 
     def set_memory_mode(self, mode: MemoryMode) -> None:
         with self._lock:
@@ -84,6 +93,8 @@ class RuntimeState:
                 memory_mode=self.memory_mode,
                 memory_problem=self.memory_problem,
                 memory_due_at=self.memory_due_at,
+                disk_free_bytes=self.disk_free_bytes,
+                disk_full=self.disk_full,
             )
 
 

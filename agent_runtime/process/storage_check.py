@@ -20,6 +20,7 @@ import logging
 import os
 import shutil
 import sqlite3
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -82,10 +83,12 @@ def check_own_storage(data_dir: Path) -> StorageCheck:
     return check
 
 
-def remove_leftover_temp_files(data_dir: Path) -> list[str]:
+def remove_leftover_temp_files(data_dir: Path, older_than_s: float | None = None) -> list[str]:
+    """`older_than_s`: while the agent runs, only files no write can still be making (a write in
+    flight renames its temporary file within seconds); at start, every one."""
     removed: list[str] = []
     snapshot = data_dir / SNAPSHOT_FOLDER
-    if snapshot.is_dir() and not snapshot.is_symlink():
+    if older_than_s is None and snapshot.is_dir() and not snapshot.is_symlink():
         shutil.rmtree(snapshot, ignore_errors=True)
         removed.append(SNAPSHOT_FOLDER.as_posix() + "/")
     for dirpath, dirnames, filenames in os.walk(data_dir):
@@ -94,6 +97,8 @@ def remove_leftover_temp_files(data_dir: Path) -> list[str]:
         for name in filenames:
             path = here / name
             if name.endswith(TEMP_SUFFIX) and not path.is_symlink() and path.is_file():
+                if older_than_s is not None and time.time() - path.stat().st_mtime < older_than_s:
+                    continue
                 try:
                     path.unlink()
                 except OSError as failed:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from agent_runtime.process.disk_space import is_disk_full
 from agent_runtime.protocol import ContextStatus, ContextThresholds
 from agent_runtime.work.condense import (
     CHARS_PER_TOKEN,
@@ -392,7 +393,14 @@ class ContextManager:
             "flushes": self.flushes,
             "compactions": self.compactions,
         }
-        atomic_write_bytes(self.state_path, json.dumps(state, ensure_ascii=False).encode("utf-8"))
+        data = json.dumps(state, ensure_ascii=False).encode("utf-8")
+        try:
+            atomic_write_bytes(self.state_path, data)
+        except OSError as failed:
+            # At a full disk the context lives on in memory; the saved one is only for a restart.
+            if self.history_log.on_full is None or not is_disk_full(failed):
+                raise
+            self.history_log.on_full("the saved context", failed)
 
     def load(self) -> None:
         try:

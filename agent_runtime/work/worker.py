@@ -10,12 +10,14 @@ import json
 import logging
 import os
 import secrets
+import sqlite3
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from agent_runtime.process.disk_space import DiskSpace, is_disk_full
 from agent_runtime.process.settings import Settings, SettingsError, read_token
 from agent_runtime.process.state import RuntimeState
 from agent_runtime.protocol import (
@@ -169,8 +171,10 @@ class Worker:
         state: RuntimeState,
         *,
         model_retries: int = MODEL_RETRIES,
+        disk: DiskSpace | None = None,
     ) -> None:
         self.settings = settings
+        self.disk = disk or DiskSpace(settings.data_dir)
         self.config = config
         self.client = client
         self.state = state
@@ -260,7 +264,7 @@ class Worker:
             "completer": completer,
             "memory_file": MemoryFileFacts(self.workspace),
             "store": self.memory.store,
-            "history_log": HistoryLog(data),
+            "history_log": HistoryLog(data, self.disk.note_failed_write),
             "state_path": self.settings.runtime_dir / "context.json",
             "tools_text": json.dumps(self.registry.specs(), sort_keys=True),
             "emit": self.emit,
@@ -353,7 +357,7 @@ class Worker:
         before = _snapshot(self.workspace_root)
         model = self._model_for(item)
         stream = ProgressStream(self.client, item.id)
-        self.memory.heard(item)
+        self._keep_record("the item in memory", lambda: self.memory.heard(item))
         self.memory.refresh_salient(self.workspace.read("MEMORY.md"), self.context.compactions)
         message = current_message(
             item, self.workspace, self.static_blocks().remaining_budget, self._schema(item)
@@ -373,17 +377,32 @@ class Worker:
             # The reply may repeat what a tool call of this item forgot: it leaves the answer too.
             result.text, result.detail = scrub(result.text, forgotten), scrub(result.detail, forgotten)
         work = self._work_result(item, result, run_id)
-        self.processed.record(item.id, work)
+        self._keep_record("the processed log", lambda: self.processed.record(item.id, work))
         self._acknowledge(item, work)
         changed = _changed(before, _snapshot(self.workspace_root))
-        self._record_run(run_id, item, model, started, result, changed)
+        self._keep_record(
+            "the run record", lambda: self._record_run(run_id, item, model, started, result, changed)
+        )
         outcome = work.error or result.detail or work.text
-        append_daily(self.workspace_root, trigger_of(item), f"{result.outcome.value}: {outcome}")
+        self._keep_record(
+            "the daily log",
+            lambda: append_daily(self.workspace_root, trigger_of(item), f"{result.outcome.value}: {outcome}"),
+        )
         self.state.add_turns(1)
         self.state.set_context(self.context.status())
         if forgotten:
             self.forget_copies(forgotten)
         self.maintain()
+
+    def _keep_record(self, what: str, write: Callable[[], object]) -> None:
+        """A write that only keeps a record of the work: at a full disk it is skipped (and the
+        disk noted full), so the answer still goes back."""
+        try:
+            write()
+        except (OSError, sqlite3.Error) as failed:
+            if not is_disk_full(failed):
+                raise
+            self.disk.note_failed_write(what, failed)
 
     def forget_copies(self, texts: list[str]) -> None:
         """A fact was forgotten (by the model, or by the operator while this worker runs): its

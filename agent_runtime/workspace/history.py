@@ -14,12 +14,13 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
+from agent_runtime.process.disk_space import is_disk_full
 from agent_runtime.safety.redaction import redact
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -148,9 +149,12 @@ def redact_turn(turn: Turn) -> Turn:
 class HistoryLog:
     """Appends turns to the day's file; each line is written with one `write` and fsynced."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, on_full: Callable[[str, OSError], None] | None = None) -> None:
+        """`on_full`: told when a turn could not be written for want of space; the turn is then
+        kept in the context only (the answer still goes out). Without it the error is raised."""
         self.root = data_dir / "history"
         self._lock = threading.Lock()
+        self.on_full = on_full
 
     def path_for(self, at: str) -> Path:
         return self.root / f"{at[:10]}.jsonl"
@@ -159,15 +163,29 @@ class HistoryLog:
         """Write the turn, redacted; returns the turn as written."""
         turn = redact_turn(turn)
         line = (json.dumps(turn.to_record(), ensure_ascii=False) + "\n").encode("utf-8")
+        try:
+            self._write(turn.at, line)
+        except OSError as failed:
+            if self.on_full is None or not is_disk_full(failed):
+                raise
+            self.on_full("a turn of the history log", failed)
+        return turn
+
+    def _write(self, at: str, line: bytes) -> None:
         with self._lock:
             self.root.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path_for(turn.at), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(self.path_for(at), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
-                os.write(fd, line)
-                os.fsync(fd)
+                start = os.fstat(fd).st_size
+                try:
+                    os.write(fd, line)
+                    os.fsync(fd)
+                except OSError:
+                    # A torn line would join the next one; shrinking needs no space.
+                    os.ftruncate(fd, start)
+                    raise
             finally:
                 os.close(fd)
-        return turn
 
     def append_all(self, turns: Iterable[Turn]) -> None:
         for turn in turns:

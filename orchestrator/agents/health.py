@@ -5,10 +5,13 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from typing import Literal
 
 from agent_runtime.protocol import CheckIn
 
 CHECKIN_STALE_S = 45.0
+
+DiskChange = Literal["full", "freed"]
 
 
 @dataclass(frozen=True)
@@ -27,16 +30,28 @@ class HealthBoard:
         self._last: dict[str, Sighting] = {}
         self._started: dict[str, float] = {}
         self._changes = 0
+        self._disk_full: set[str] = set()
+        """Agents whose disk is full: an episode outlasts restarts (`forget`), as the disk does."""
 
     @property
     def changes(self) -> int:
         """How many times what the board holds has changed: a cheap test for "anything new?"."""
         return self._changes
 
-    def record(self, agent: str, checkin: CheckIn) -> None:
+    def record(self, agent: str, checkin: CheckIn) -> DiskChange | None:
+        """Keeps the check-in; says when it starts or ends an episode of a full disk (a check-in
+        without a disk reading, as an old agent's or one sent before the runtime loaded, neither)."""
         with self._lock:
             self._last[agent] = Sighting(checkin, time.monotonic())
             self._changes += 1
+            was_full = agent in self._disk_full
+            if checkin.disk_full and not was_full:
+                self._disk_full.add(agent)
+                return "full"
+            if was_full and not checkin.disk_full and checkin.disk_free_bytes is not None:
+                self._disk_full.discard(agent)
+                return "freed"
+            return None
 
     def mark_started(self, agent: str) -> None:
         """A new incarnation of the agent asked for its config; forget what the old one said."""

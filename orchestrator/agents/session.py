@@ -25,6 +25,7 @@ from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.settings import runtime_hash
 from orchestrator.config.windows import window_for
 from orchestrator.errors import Gone, NotFound
+from orchestrator.events import EventBus, EventType
 from orchestrator.gateway.embedding import embedding_dimensions
 
 # The longest an inbox long-poll waits, whatever the agent asks.
@@ -121,11 +122,17 @@ def record_checkin(
     agent: str,
     body: CheckIn,
     memory_due: Callable[[str, datetime | None], None] | None = None,
+    events: EventBus | None = None,
 ) -> CheckInReply:
     """`memory_due`: told when the agent's next memory job is due (the scheduler wakes a
-    hibernated agent then)."""
+    hibernated agent then). `events`: told once when the agent's disk fills, and when it has
+    room again."""
     _known(fleet, agent)
-    health.record(agent, body)
+    disk = health.record(agent, body)
+    if events is not None and disk == "full":
+        events.publish(EventType.AGENT_DISK_FULL, agent, free_bytes=body.disk_free_bytes)
+    elif events is not None and disk == "freed":
+        events.publish(EventType.AGENT_DISK_FREED, agent, free_bytes=body.disk_free_bytes)
     if memory_due is not None:
         memory_due(agent, body.memory_due_at)
     if inbox is not None and body.state == "idle" and body.current_item is None:

@@ -26,6 +26,7 @@ _EVENTS_OF_CONDITION = {
     "budget_warning": (EventType.BUDGET_WARNING.value, EventType.BUDGET_EXHAUSTED.value),
     "budget_exhausted": (EventType.BUDGET_EXHAUSTED.value,),
     "dead_letter": (DEAD_LETTER_EVENT,),
+    "disk_full": (EventType.AGENT_DISK_FULL.value,),
 }
 
 
@@ -59,6 +60,11 @@ def _summary(event: Event) -> str:
         return f"{who} has used {share:.0f}% of its {data.get('kind', 'budget')} budget ({data.get('scope')})"
     if event.type == DEAD_LETTER_EVENT:
         return f"a message to {who} was dead-lettered after {data.get('attempts', '?')} attempts"
+    if event.type == EventType.AGENT_DISK_FULL:
+        return (
+            f"the disk of {who} is full ({data.get('free_bytes', '?')} bytes free): it answers but "
+            "keeps no record of its work until space is freed"
+        )
     if event.type == NOTIFICATION_FAILED_EVENT:
         return (
             f"a notification from {who} to channel {data.get('channel')} failed after "
@@ -90,6 +96,9 @@ class AlertEvaluator:
                 continue
             if rule.when == "crash_loop":
                 firing = self._crash_loop(index, rule, event)
+            elif rule.when == "disk_full" and event.type == EventType.AGENT_DISK_FREED:
+                summary = f"the disk of {event.agent} has room again"
+                firing = Firing(index, rule.title, event.agent, summary, event.at, resolved=True)
             elif self._matches(rule, event):
                 firing = Firing(index, rule.title, event.agent, _summary(event), event.at, dict(event.data))
             else:

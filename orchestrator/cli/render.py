@@ -112,12 +112,15 @@ def fleet_table(status: dict[str, Any]) -> Table:
         if agent.get("busy"):
             state += " (busy)"
         health = agent["health"]
+        shown_health = f"[{_HEALTH_STYLE.get(health, 'white')}]{health}[/]"
+        if agent.get("disk_full"):
+            shown_health += ", [red]disk full[/red]"
         memory = agent["memory_bytes"]
         node = [agent.get("node") or "-"] if with_node else []
         table.add_row(
             agent["name"],
             state,
-            f"[{_HEALTH_STYLE.get(health, 'white')}]{health}[/]",
+            shown_health,
             str(agent["restarts"]),
             _uptime(agent["uptime_s"]),
             format_bytes(memory) if memory else "-",

@@ -16,6 +16,7 @@ AlertCondition = Literal[
     "notification_failed",
     "crash_loop",
     "unhealthy",
+    "disk_full",
     "event",
 ]
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -65,7 +66,7 @@ class AlertRule(_Strict):
     when: AlertCondition = Field(
         description="budget_warning (80 %), budget_exhausted (100 %), dead_letter, notification_failed "
         "(a notification's every attempt failed), crash_loop, "
-        "unhealthy (for a while), or event (any event type, named in `event`)"
+        "unhealthy (for a while), disk_full (an agent's /data is full; resolved when freed), or event (any event type, named in `event`)"
     )
     name: str | None = Field(default=None, description="Shown in the alert; defaults to `when`")
     event: str | None = Field(default=None, description="The event type, for when: event")

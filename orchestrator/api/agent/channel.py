@@ -195,6 +195,7 @@ class ChannelSession:
                 self.agent,
                 frame.checkin,
                 services.scheduler.memory_due.note,
+                services.events,
             )
         if isinstance(frame, ChannelConfig):
             return 200, session.serve_config(

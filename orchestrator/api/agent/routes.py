@@ -69,7 +69,13 @@ async def get_config(
 @router.post("/checkin")
 async def checkin(body: CheckIn, agent: AgentDep, services: ServicesDep) -> CheckInReply:
     return session.record_checkin(
-        services.fleet, services.health, services.inbox, agent.name, body, services.scheduler.memory_due.note
+        services.fleet,
+        services.health,
+        services.inbox,
+        agent.name,
+        body,
+        services.scheduler.memory_due.note,
+        services.events,
     )
 
 

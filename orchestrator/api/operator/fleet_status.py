@@ -43,6 +43,10 @@ class AgentStatus(BaseModel):
         default=None, description="memory.db was damaged at start and set aside"
     )
     embedding_model: str | None = Field(default=None, description="None: memory searches by keyword only")
+    disk_full: bool = Field(
+        default=False, description="Its /data is full: it answers but keeps no record of its work"
+    )
+    disk_free_bytes: int | None = Field(default=None, description="Free bytes on its /data, as it last said")
     busy: bool = False
     dead_letters: int = Field(default=0, description="Inbox items set aside after too many deliveries")
 
@@ -147,6 +151,8 @@ def agent_status(services: Services, agent: str, facts: FleetFacts) -> AgentStat
         memory_mode=checkin.memory_mode if checkin else None,
         memory_problem=checkin.memory_problem if checkin else None,
         embedding_model=config.embedding_model(),
+        disk_full=checkin.disk_full if checkin else False,
+        disk_free_bytes=checkin.disk_free_bytes if checkin else None,
         busy=checkin.state == "busy" if checkin else False,
     )
 
