@@ -10,7 +10,6 @@ import logging
 
 from orchestrator.config.channels import TelegramChatChannel
 from orchestrator.conversations.router import Conversations
-from orchestrator.conversations.telegram import TelegramPoller
 from orchestrator.fleet.view import FleetView
 from orchestrator.secrets import SecretError
 
@@ -55,6 +54,10 @@ class ChatService:
             except SecretError as missing:
                 log.warning("channel %s is not read: %s", name, missing)
                 continue
+            # Loaded with the first Telegram channel: python-telegram-bot costs a fleet without one
+            # about 60 ms of every start.
+            from orchestrator.conversations.telegram import TelegramPoller
+
             poller = TelegramPoller(
                 name, settings, token, self._conversations.handle, self._fleet.secrets().redact
             )

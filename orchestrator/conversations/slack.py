@@ -28,10 +28,6 @@ from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from slack_sdk.errors import SlackApiError, SlackClientError
-from slack_sdk.signature import Clock, SignatureVerifier
-from slack_sdk.web import WebClient
-
 from orchestrator.config.channels import SlackChatChannel
 from orchestrator.conversations.router import ChatMessage, log_failure
 from orchestrator.conversations.text import chunks
@@ -88,9 +84,12 @@ class SlackEvents:
             raise SlackRefused(
                 503, "unavailable", f"channel {name} cannot verify requests: {missing}"
             ) from None
-        verifier = SignatureVerifier(signing_secret, clock=_Clock(self._clock))
-        if not verifier.is_valid(
-            body, headers.get("x-slack-request-timestamp", ""), headers.get("x-slack-signature", "")
+        if not _signed(
+            signing_secret,
+            self._clock,
+            body,
+            headers.get("x-slack-request-timestamp", ""),
+            headers.get("x-slack-signature", ""),
         ):
             raise SlackRefused(401, "bad_signature", "missing, wrong or stale Slack signature")
         try:
@@ -124,6 +123,9 @@ class SlackEvents:
         # Edits, joins and the bot's own messages carry a subtype or a bot id: not a person's words.
         if event.get("subtype") or event.get("bot_id") or not event.get("user") or not event.get("text"):
             return
+        from slack_sdk.errors import SlackApiError, SlackClientError
+        from slack_sdk.web import WebClient
+
         client = WebClient(
             token=token, base_url=settings.api_base or DEFAULT_API_BASE, timeout=SEND_TIMEOUT_S
         )
@@ -173,11 +175,13 @@ def _event_keys(payload: dict[str, Any], event: object) -> list[str]:
     return keys
 
 
-class _Clock(Clock):
-    """slack_sdk's verifier reads the time from a `Clock`."""
+def _signed(secret: str, now: Callable[[], float], body: bytes, timestamp: str, signature: str) -> bool:
+    """slack_sdk's check of a request's signature and age, against the orchestrator's clock.
+    slack_sdk is loaded with the first Slack request, not with every orchestrator's start."""
+    from slack_sdk.signature import Clock, SignatureVerifier
 
-    def __init__(self, now: Callable[[], float]) -> None:
-        self._now = now
+    class _Clock(Clock):
+        def now(self) -> float:
+            return now()
 
-    def now(self) -> float:
-        return self._now()
+    return SignatureVerifier(secret, clock=_Clock()).is_valid(body, timestamp, signature)
