@@ -5,11 +5,13 @@ it, its state kept; the agent then calls the server's tool. Later applies say no
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import docker.errors
 import pytest
 from conftest import unique
 
@@ -68,13 +70,20 @@ def test_apply_adds_an_mcp_package_to_a_running_docker_fleet(
     fleet_dir: Path, agent_image: ImageBuildResult, docker_client: Any
 ) -> None:
     (before,) = [c for c in docker_client.containers.list() if c.name == own_clock(fleet_dir)]
-    assert before.image.tags[0] == agent_image.tag
+    # One image may carry several tags (another checkout's build of the same sources).
+    assert agent_image.tag in before.image.tags
     wrote = send(
         fleet_dir, 'call write_file {"path": "memory/notes.md", "content": "written before the apply"}'
     )
     assert "write_file returned:" in wrote
     assert "cannot call time__get_current_time" in send(fleet_dir, "call time__get_current_time {}")
 
+    # The apply must build the extension itself: one left by an earlier run on this daemon goes.
+    for image in docker_client.images.list(name=agent_image.tag.rsplit(":", 1)[0]):
+        for tag in image.tags:
+            if tag.startswith(f"{agent_image.tag}-ext-"):
+                with contextlib.suppress(docker.errors.APIError):
+                    docker_client.images.remove(tag)
     (fleet_dir / "fleet.yaml").write_text((fleet_dir / "after.yaml").read_text())
     planned = run_flotilla(fleet_dir, "apply", "--dry-run")
     assert planned.returncode == 1, planned.stdout + planned.stderr
@@ -89,7 +98,9 @@ def test_apply_adds_an_mcp_package_to_a_running_docker_fleet(
     assert "~ recreate clock" in said and "tools.mcp" in said
 
     (after,) = [c for c in docker_client.containers.list() if c.name == own_clock(fleet_dir)]
-    assert after.id != before.id and after.image.tags[0].startswith(f"{agent_image.tag}-ext-")
+    assert after.id != before.id and any(
+        tag.startswith(f"{agent_image.tag}-ext-") for tag in after.image.tags
+    )
     reply = send(fleet_dir, 'call time__get_current_time {"timezone": "Asia/Tokyo"}')
     assert "time__get_current_time returned:" in reply and '"timezone": "Asia/Tokyo"' in reply
     kept = run_flotilla(fleet_dir, "workspace", "cat", "clock", "memory/notes.md")

@@ -54,7 +54,7 @@ def test_an_agent_container_runs_an_mcp_server_from_its_extended_image(
     config = load_fleet(fleet_dir / "fleet.yaml").config
     assert extension_packages(config) == ["mcp-server-time", "mcp>=1.20"]
     (container,) = [c for c in docker_client.containers.list() if c.name == f"flotilla-{config.fleet}-clock"]
-    assert container.image.tags[0].startswith(f"{agent_image.tag}-ext-")
+    assert any(tag.startswith(f"{agent_image.tag}-ext-") for tag in container.image.tags)
     # The extension inherits the agent image's labels: a later `image build` must still find the
     # agent image itself, not re-tag the extension as the agent image.
     again = build_image(source_snapshot, tag=agent_image.tag, client=docker_client)
