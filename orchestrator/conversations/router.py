@@ -8,9 +8,7 @@ import asyncio
 import logging
 import math
 import re
-import threading
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -21,6 +19,7 @@ from orchestrator.config.channels import ChatChannel, ChatChannelBase
 from orchestrator.conversations.people import PairingCode, PeopleStore, Person, person_principal
 from orchestrator.conversations.text import clean
 from orchestrator.events import EventBus
+from orchestrator.fair_share.windows import SlidingWindows
 from orchestrator.fleet.view import FleetView
 
 log = logging.getLogger(__name__)
@@ -32,8 +31,6 @@ LATE_REPLY_S = 3600.0
 # Messages a sender who is not paired may send in a minute (pairing attempts included); past it
 # they are dropped without an answer, so guessing codes is slow and a flood costs no replies.
 UNPAIRED_PER_MINUTE = 5
-# Senders whose recent messages are counted, at most; the idle ones are forgotten past it.
-TRACKED_SENDERS = 10_000
 # Priority of a person's message: as an operator's, ahead of heartbeats and peers.
 PRIORITY = 10
 RECEIVED_EVENT = "chat.received"
@@ -84,8 +81,7 @@ class Conversations:
         self._events = events
         self.people = people
         self._clock = clock
-        self._lock = threading.Lock()
-        self._recent: dict[tuple[str, str], deque[float]] = {}
+        self._windows = SlidingWindows(RATE_WINDOW_S)
 
     def channel(self, name: str) -> ChatChannel | None:
         found = self._fleet.current().config.channels.get(name)
@@ -163,21 +159,7 @@ class Conversations:
         await message.reply(f"Paired. You are talking to {current}; switch with /agent NAME or write @NAME.")
 
     def _admit(self, channel: str, user_id: str, per_minute: int) -> bool:
-        now = self._clock()
-        with self._lock:
-            if len(self._recent) > TRACKED_SENDERS:
-                self._recent = {
-                    key: times
-                    for key, times in self._recent.items()
-                    if times and times[-1] > now - RATE_WINDOW_S
-                }
-            recent = self._recent.setdefault((channel, user_id), deque())
-            while recent and recent[0] <= now - RATE_WINDOW_S:
-                recent.popleft()
-            if len(recent) >= per_minute:
-                return False
-            recent.append(now)
-            return True
+        return self._windows.admit((channel, user_id), per_minute, self._clock()) is None
 
     @staticmethod
     def _current(person: Person, settings: ChatChannelBase) -> str:

@@ -4,10 +4,8 @@ one event (an episode), not one per request."""
 
 from __future__ import annotations
 
-import math
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -18,6 +16,7 @@ from agent_runtime.protocol import ItemKind, utcnow
 from orchestrator.broker.inbox import Inbox, new_item_id
 from orchestrator.config.hooks import HookConfig
 from orchestrator.events import EventBus
+from orchestrator.fair_share.windows import SlidingWindows
 from orchestrator.fleet.view import FleetView
 from orchestrator.hooks.render import render
 from orchestrator.hooks.signatures import SignatureRefused, StaleRequest, Verified, verify
@@ -75,8 +74,8 @@ class HookReceiver:
         self._events = events
         self._store = store
         self._clock = clock
+        self._windows = SlidingWindows(RATE_WINDOW_S)
         self._lock = threading.Lock()
-        self._recent: dict[str, deque[float]] = {}
         self._last_bad: dict[str, float] = {}
 
     def receive(self, request: HookRequest) -> HookAccepted:
@@ -109,18 +108,9 @@ class HookReceiver:
 
     def _admit(self, name: str, hook: HookConfig) -> None:
         """At most `max_per_minute` requests (signed or not) in any minute."""
-        now = self._clock()
-        with self._lock:
-            recent = self._recent.setdefault(name, deque())
-            while recent and recent[0] <= now - RATE_WINDOW_S:
-                recent.popleft()
-            if len(recent) >= hook.max_per_minute:
-                wait = max(1, math.ceil(recent[0] + RATE_WINDOW_S - now))
-                refused = True
-            else:
-                recent.append(now)
-                refused = False
-        if refused:
+        wait_s = self._windows.admit(name, hook.max_per_minute, self._clock())
+        if wait_s is not None:
+            wait = int(wait_s)
             self._store.count(name, "rate_limited")
             raise HookRefused(
                 429,
