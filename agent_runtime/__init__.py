@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from agent_runtime.backoff import DEFAULT_JITTER, Backoff, backoff_delay, nominal_delay
     from agent_runtime.context_settings import ContextSettings
     from agent_runtime.process.collector import collector_paused
+    from agent_runtime.process.disk_space import is_disk_full
     from agent_runtime.process.settings import Settings
     from agent_runtime.safety.redaction import redact as redact_credentials
     from agent_runtime.safety.safe_yaml import MAX_DEPTH as YAML_MAX_DEPTH
@@ -103,6 +104,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "atomic_write_bytes": ("agent_runtime.workspace.versioned", "atomic_write_bytes"),
     "backoff_delay": ("agent_runtime.backoff", "backoff_delay"),
     "collector_paused": ("agent_runtime.process.collector", "collector_paused"),
+    "is_disk_full": ("agent_runtime.process.disk_space", "is_disk_full"),
     "iter_sse": ("agent_runtime.sse", "iter_sse"),
     "load_yaml": ("agent_runtime.safety.safe_yaml", "load_yaml"),
     "load_yaml_file": ("agent_runtime.safety.safe_yaml", "load_yaml_file"),
@@ -149,6 +151,7 @@ __all__ = [
     "atomic_write_bytes",
     "backoff_delay",
     "collector_paused",
+    "is_disk_full",
     "iter_sse",
     "load_yaml",
     "load_yaml_file",

@@ -16,8 +16,9 @@ from pathlib import Path
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
+from agent_runtime import is_disk_full
 from agent_runtime.protocol import ErrorBody
-from orchestrator.state.disk import free_bytes, is_disk_full
+from orchestrator.state.disk import free_bytes
 
 log = logging.getLogger(__name__)
 

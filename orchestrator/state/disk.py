@@ -1,20 +1,10 @@
-"""Telling a full disk from other failures, and how much space is left."""
+"""How much space is left on the orchestrator's disk (`agent_runtime.is_disk_full` tells a full
+disk from other failures, on both sides)."""
 
 from __future__ import annotations
 
-import errno
 import shutil
-import sqlite3
 from pathlib import Path
-
-NO_SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
-
-
-def is_disk_full(exc: BaseException) -> bool:
-    if isinstance(exc, sqlite3.Error):
-        code = getattr(exc, "sqlite_errorcode", None)
-        return code == sqlite3.SQLITE_FULL or "disk is full" in str(exc)
-    return isinstance(exc, OSError) and exc.errno in NO_SPACE_ERRNOS
 
 
 def free_bytes(path: Path) -> int | None:

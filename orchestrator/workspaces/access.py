@@ -26,6 +26,7 @@ from agent_runtime import (
     UnknownVersion,
     Workspace,
     WorkspaceError,
+    is_disk_full,
     normalize_name,
 )
 from agent_runtime.protocol import (
@@ -41,7 +42,6 @@ from orchestrator.agents.requests import AgentChannels
 from orchestrator.errors import BadRequest, Failed, Forbidden, Invalid, NotFound, Refused, TooLarge
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.view import FleetView
-from orchestrator.state.disk import is_disk_full
 from orchestrator.state.paths import StatePaths
 from orchestrator.workspaces.models import (
     FileKind,

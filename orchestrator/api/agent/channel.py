@@ -25,6 +25,7 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from starlette.responses import JSONResponse
 
+from agent_runtime import is_disk_full
 from agent_runtime.protocol import (
     AGENT_API_PREFIX,
     AgentOp,
@@ -51,7 +52,6 @@ from orchestrator.api.limits import check_payload
 from orchestrator.api.storage_errors import INSUFFICIENT_STORAGE, disk_full_body
 from orchestrator.errors import Refused
 from orchestrator.services import Services
-from orchestrator.state.disk import is_disk_full
 from orchestrator.workspaces import access as workspace_access
 
 log = logging.getLogger(__name__)
