@@ -2,7 +2,7 @@
 
 An idle agent checks this about once a minute (`process.agent`), and reports the earliest time
 in its check-ins so the orchestrator can wake it from hibernation for it; it starts its worker
-only when a job is due. So only the standard library's sqlite3 (the store's `job_runs` and
+only when a job is due. So only SQLite (`sqlite_driver`: the store's `job_runs` and
 `meta` tables) and the checkpoint strategy's JSON checkpoints are read here.
 
 A job that never ran counts from when its runner first saw this storage (kept on disk: the
@@ -12,12 +12,11 @@ start, so an agent that restarts often still runs it at its first slot.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
-from typing import Any
 
+from agent_runtime import sqlite_driver
 from agent_runtime.cognition.files import JOB_NAMES, CognitionFiles
 from agent_runtime.context_settings import ContextSettings, ContextStrategy
 
@@ -32,18 +31,6 @@ MAINTENANCE_EVERY_S: dict[str, float] = {
     "decay": 24 * 3600.0,
     "rotation": 24 * 3600.0,
 }
-
-
-def _driver() -> Any:
-    """The SQLite library the memory store uses (`memory.sqlite`): two libraries mapping the
-    same WAL file in one process break each other's locks and mappings."""
-    if hasattr(sqlite3.Connection, "enable_load_extension"):
-        return sqlite3
-    try:
-        import pysqlite3.dbapi2 as bundled
-    except ImportError:
-        return sqlite3
-    return bundled
 
 
 @dataclass(frozen=True)
@@ -111,7 +98,7 @@ def maintenance_due(data_dir: Path, every_s: dict[str, float] | None = None) -> 
         return []
     intervals = every_s or MAINTENANCE_EVERY_S
     try:
-        conn = _driver().connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        conn = sqlite_driver.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
         try:
             since_row = conn.execute(
                 "SELECT value FROM meta WHERE key = ?", (MAINTENANCE_SINCE_KEY,)
@@ -119,7 +106,7 @@ def maintenance_due(data_dir: Path, every_s: dict[str, float] | None = None) -> 
             starts = dict(conn.execute("SELECT job, MAX(started_at) FROM job_runs GROUP BY job").fetchall())
         finally:
             conn.close()
-    except (sqlite3.Error, _driver().Error):
+    except sqlite_driver.Error:
         return []
     since = parse_time(str(since_row[0])) if since_row else None
     found = []

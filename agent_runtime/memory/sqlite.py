@@ -1,10 +1,8 @@
 """Open an SQLite database with sqlite-vec loaded, in WAL mode.
 
-The standard library's sqlite3 is used when the interpreter can load extensions (Debian's
-python3 in the agent image can). Interpreters built without that (some hosts) fall back to
-`pysqlite3`, which bundles its own SQLite. Both speak the DB-API, so callers see one
-`Connection` type; the exception classes of whichever driver was picked are re-exported here,
-because a `pysqlite3` error is not a subclass of the standard library's.
+The library is the one `agent_runtime.sqlite_driver` picks for the whole process (the standard
+library's sqlite3, or `pysqlite3` where the interpreter cannot load extensions); its exception
+classes are re-exported here.
 """
 
 from __future__ import annotations
@@ -13,6 +11,8 @@ import sqlite3
 from pathlib import Path
 from types import ModuleType
 from typing import cast
+
+from agent_runtime import sqlite_driver
 
 DEFAULT_CACHE_MB = 16
 DEFAULT_MMAP_MB = 256
@@ -26,24 +26,20 @@ class SqliteVecUnavailable(RuntimeError):
     """No SQLite driver that can load sqlite-vec is installed."""
 
 
-def _pick_driver() -> ModuleType:
-    if hasattr(sqlite3.Connection, "enable_load_extension"):
-        return sqlite3
-    try:
-        import pysqlite3.dbapi2 as bundled
-    except ImportError:
+def _require_extensions() -> ModuleType:
+    if not sqlite_driver.loads_extensions:
         raise SqliteVecUnavailable(
             "this Python's sqlite3 cannot load extensions and pysqlite3 is not installed: "
             "install pysqlite3-binary (or use a Python built with loadable SQLite extensions)"
-        ) from None
-    return cast(ModuleType, bundled)
+        )
+    return sqlite_driver.driver
 
 
-driver: ModuleType = _pick_driver()
-Error: type[Exception] = driver.Error
-DatabaseError: type[Exception] = driver.DatabaseError
-OperationalError: type[Exception] = driver.OperationalError
-IntegrityError: type[Exception] = driver.IntegrityError
+driver: ModuleType = sqlite_driver.driver
+Error = sqlite_driver.Error
+DatabaseError = sqlite_driver.DatabaseError
+OperationalError = sqlite_driver.OperationalError
+IntegrityError = sqlite_driver.IntegrityError
 Connection = sqlite3.Connection
 Row = sqlite3.Row
 
@@ -63,7 +59,9 @@ def connect(
         Path(target).parent.mkdir(parents=True, exist_ok=True)
     conn = cast(
         Connection,
-        driver.connect(target, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000),
+        _require_extensions().connect(
+            target, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+        ),
     )
     conn.row_factory = driver.Row
     # Imported here, when a store opens: sqlite_vec imports numpy when it is installed, which

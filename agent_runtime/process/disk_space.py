@@ -25,6 +25,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent_runtime import sqlite_driver
+
 log = logging.getLogger("agent_runtime")
 
 LOW_SPACE_BYTES = 512 * 1024
@@ -35,7 +37,7 @@ NO_SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 def is_disk_full(exc: BaseException) -> bool:
     """True for a write refused for want of space (OS or SQLite), False for any other failure."""
-    if isinstance(exc, sqlite3.Error):
+    if isinstance(exc, (sqlite3.Error, sqlite_driver.Error)):
         code = getattr(exc, "sqlite_errorcode", None)
         return code == sqlite3.SQLITE_FULL or "disk is full" in str(exc)
     return isinstance(exc, OSError) and exc.errno in NO_SPACE_ERRNOS

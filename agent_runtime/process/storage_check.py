@@ -19,11 +19,12 @@ import json
 import logging
 import os
 import shutil
-import sqlite3
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+
+from agent_runtime import sqlite_driver
 
 log = logging.getLogger("agent_runtime")
 
@@ -113,12 +114,12 @@ def memory_db_problem(path: Path) -> str | None:
     if not path.exists() or path.is_symlink():
         return None
     try:
-        conn = sqlite3.connect(path, timeout=30.0)
+        conn = sqlite_driver.connect(path, timeout=30.0)
         try:
             rows = conn.execute("PRAGMA quick_check").fetchall()
         finally:
             conn.close()
-    except sqlite3.DatabaseError as failed:
+    except sqlite_driver.DatabaseError as failed:
         return str(failed)
     found = [str(row[0]) for row in rows]
     return None if found == ["ok"] else "; ".join(found[:3])
@@ -144,7 +145,7 @@ def start_fresh_store(path: Path, problem: str, kept_aside: str) -> None:
         "kept_aside": kept_aside,
         "at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
     }
-    conn = sqlite3.connect(path)
+    conn = sqlite_driver.connect(path)
     try:
         with conn:
             conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
@@ -160,12 +161,12 @@ def fresh_store_of(path: Path) -> FreshStore | None:
     if not path.is_file() or path.is_symlink():
         return None
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+        conn = sqlite_driver.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
         try:
             row = conn.execute("SELECT value FROM meta WHERE key = ?", (FRESH_STORE_KEY,)).fetchone()
         finally:
             conn.close()
-    except sqlite3.Error:
+    except sqlite_driver.Error:
         return None
     if row is None:
         return None
@@ -183,7 +184,7 @@ def accept_fresh_store(path: Path) -> bool:
     False when there was no note."""
     if fresh_store_of(path) is None:
         return False
-    conn = sqlite3.connect(path, timeout=30.0)
+    conn = sqlite_driver.connect(path, timeout=30.0)
     try:
         with conn:
             conn.execute("DELETE FROM meta WHERE key = ?", (FRESH_STORE_KEY,))

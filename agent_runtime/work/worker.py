@@ -10,13 +10,13 @@ import json
 import logging
 import os
 import secrets
-import sqlite3
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from agent_runtime import sqlite_driver
 from agent_runtime.process.disk_space import DiskSpace, is_disk_full
 from agent_runtime.process.settings import Settings, SettingsError, read_token
 from agent_runtime.process.state import RuntimeState
@@ -399,7 +399,7 @@ class Worker:
         disk noted full), so the answer still goes back."""
         try:
             write()
-        except (OSError, sqlite3.Error) as failed:
+        except (OSError, sqlite_driver.Error) as failed:
             if not is_disk_full(failed):
                 raise
             self.disk.note_failed_write(what, failed)

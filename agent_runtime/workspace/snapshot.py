@@ -23,11 +23,11 @@ import base64
 import hashlib
 import os
 import shutil
-import sqlite3
 import sys
 from pathlib import Path
 from typing import BinaryIO
 
+from agent_runtime import sqlite_driver
 from agent_runtime.protocol import AgentOp, SnapshotChunk, SnapshotFile, SnapshotListing
 
 SNAPSHOT_DIR = ".runtime/snapshot"
@@ -93,19 +93,19 @@ class Snapshots:
         if self.read_only:
             source_path = self._writable_copy(source_path)
         try:
-            source = sqlite3.connect(source_path, timeout=30.0)
+            source = sqlite_driver.connect(source_path, timeout=30.0)
             try:
-                target = sqlite3.connect(target_path)
+                target = sqlite_driver.connect(target_path)
                 try:
                     source.backup(target)
                     row = target.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-                except sqlite3.OperationalError:
+                except sqlite_driver.OperationalError:
                     row = None
                 finally:
                     target.close()
             finally:
                 source.close()
-        except sqlite3.DatabaseError as failed:
+        except sqlite_driver.DatabaseError as failed:
             raise SnapshotError(f"memory.db cannot be copied: {failed}") from None
         finally:
             if self.read_only:
