@@ -491,6 +491,28 @@ class ChannelWorkspaceWrite(ChannelFrame):
     write: WorkspaceWrite
 
 
+MAX_FORGOTTEN_TEXTS = 20
+MAX_FORGOTTEN_TEXT_CHARS = 4000
+
+
+class ChannelForgotten(ChannelFrame):
+    """The texts of facts the agent's model forgot during an item, sent once the item is done:
+    the orchestrator rewrites its own copies of them (the kept versions of the workspace files,
+    and the agent's conversation rows in state.db). Replies with ForgottenCopies."""
+
+    type: Literal["forgotten"] = "forgotten"
+    texts: list[Annotated[str, Field(min_length=1, max_length=MAX_FORGOTTEN_TEXT_CHARS)]] = Field(
+        min_length=1, max_length=MAX_FORGOTTEN_TEXTS
+    )
+
+
+class ForgottenCopies(WireModel):
+    """How many of the orchestrator's copies a forget rewrote."""
+
+    versions: int = Field(ge=0, description="Kept versions of workspace files rewritten")
+    rows: int = Field(ge=0, description="Rows of state.db rewritten (inbox, runs, events)")
+
+
 class ChannelAnswer(ChannelFrame):
     """The agent's answer to an AgentRequest: HTTP-like status and body; no reply comes back."""
 
@@ -509,6 +531,7 @@ ChannelRequest = Annotated[
     | ChannelDone
     | ChannelProgress
     | ChannelWorkspaceWrite
+    | ChannelForgotten
     | ChannelAnswer,
     Field(discriminator="type"),
 ]

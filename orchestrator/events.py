@@ -6,7 +6,7 @@ import asyncio
 import json
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -93,9 +93,13 @@ class EventBus:
     def bind_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
 
-    def rewrite_texts(self, agent: str, probe: str, rewrite: TextRewrite) -> int:
-        """Rewrite what the agent's rows say (a forgotten fact leaves them); rows changed."""
-        return rewrite_agent_texts(self._db, "events", ("data",), agent, probe, rewrite)
+    def rewrite_texts(
+        self, agent: str, probe: str, rewrite: TextRewrite, types: Sequence[str] | None = None
+    ) -> int:
+        """Rewrite what the agent's rows say (a forgotten fact leaves them), in events of these
+        `types` only when given; rows changed."""
+        kinds = ("type", types) if types is not None else None
+        return rewrite_agent_texts(self._db, "events", ("data",), agent, probe, rewrite, kinds=kinds)
 
     def publish(self, type: EventType | str, agent: str | None = None, **data: Any) -> Event:
         return self.publish_data(type, agent, data)

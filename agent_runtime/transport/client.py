@@ -21,11 +21,13 @@ from agent_runtime.protocol import (
     ChannelCheckIn,
     ChannelConfig,
     ChannelDone,
+    ChannelForgotten,
     ChannelNext,
     ChannelProgress,
     ChannelWorkspaceWrite,
     CheckIn,
     CheckInReply,
+    ForgottenCopies,
     InboxItem,
     RunRecord,
     TokenCountRequest,
@@ -104,6 +106,11 @@ class OrchestratorClient:
         """A workspace write, accepted (capped, versioned) by the orchestrator's copy or refused."""
         reply = self.channel.call(ChannelWorkspaceWrite(name=name, write=write), REQUEST_TIMEOUT_S)
         return _validate(reply.body, WorkspaceWriteResult)
+
+    def forgotten(self, texts: list[str]) -> ForgottenCopies:
+        """The model forgot these facts: the orchestrator rewrites its copies of them."""
+        reply = self.channel.call(ChannelForgotten(texts=texts), REQUEST_TIMEOUT_S)
+        return _validate(reply.body, ForgottenCopies)
 
     def record_run(self, run: RunRecord) -> None:
         self.http.send("POST", f"{AGENT_API_PREFIX}/runs", run)

@@ -21,6 +21,8 @@ from agent_runtime.process.disk_space import DiskSpace, is_disk_full
 from agent_runtime.process.settings import Settings, SettingsError, read_token
 from agent_runtime.process.state import RuntimeState
 from agent_runtime.protocol import (
+    MAX_FORGOTTEN_TEXT_CHARS,
+    MAX_FORGOTTEN_TEXTS,
     AgentEvent,
     AgentRuntimeConfig,
     ContextStrategy,
@@ -392,7 +394,18 @@ class Worker:
         self.state.set_context(self.context.status())
         if forgotten:
             self.forget_copies(forgotten)
+            self._forget_orchestrator_copies(forgotten)
         self.maintain()
+
+    def _forget_orchestrator_copies(self, texts: list[str]) -> None:
+        """The orchestrator keeps copies too (kept workspace versions, the item, its run record
+        and events): asked once the item's records are sent, so they are rewritten as well."""
+        for start in range(0, len(texts), MAX_FORGOTTEN_TEXTS):
+            chunk = [text[:MAX_FORGOTTEN_TEXT_CHARS] for text in texts[start : start + MAX_FORGOTTEN_TEXTS]]
+            try:
+                self.client.forgotten(chunk)
+            except OrchestratorError as failed:
+                log.warning("the orchestrator's copies of a forgotten fact were not rewritten: %s", failed)
 
     def _keep_record(self, what: str, write: Callable[[], object]) -> None:
         """A write that only keeps a record of the work: at a full disk it is skipped (and the

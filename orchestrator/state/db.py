@@ -104,16 +104,25 @@ TextRewrite = Callable[[str], str]
 
 
 def rewrite_agent_texts(
-    db: Database, table: str, columns: Sequence[str], agent: str, probe: str, rewrite: TextRewrite
+    db: Database,
+    table: str,
+    columns: Sequence[str],
+    agent: str,
+    probe: str,
+    rewrite: TextRewrite,
+    *,
+    kinds: tuple[str, Sequence[str]] | None = None,
 ) -> int:
     """Apply `rewrite` to these text columns of the agent's rows holding `probe` (a word, case
-    folded as LIKE does); for the table's owner, which names its own table. Rows changed."""
+    folded as LIKE does); for the table's owner, which names its own table. `kinds` (a column
+    and its values) keeps to those rows. Rows changed."""
     like = " OR ".join(f"{column} LIKE ?" for column in columns)
-    rows = safe_query(
-        db,
-        f"SELECT rowid AS row_id, {', '.join(columns)} FROM {table} WHERE agent = ? AND ({like})",
-        [agent, *([f"%{probe}%"] * len(columns))],
-    )
+    where, params = f"agent = ? AND ({like})", [agent, *([f"%{probe}%"] * len(columns))]
+    if kinds is not None:
+        column, values = kinds
+        where += f" AND {column} IN ({', '.join('?' * len(values))})"
+        params += list(values)
+    rows = safe_query(db, f"SELECT rowid AS row_id, {', '.join(columns)} FROM {table} WHERE {where}", params)
     changed = 0
     with db.transaction() as conn:
         for row in rows:

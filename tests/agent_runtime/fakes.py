@@ -26,11 +26,13 @@ from agent_runtime.protocol import (
     ChannelCheckIn,
     ChannelConfig,
     ChannelDone,
+    ChannelForgotten,
     ChannelNext,
     ChannelProgress,
     ChannelRequest,
     CheckIn,
     CheckInReply,
+    ForgottenCopies,
     InboxItem,
     ReplyChunk,
     RunRecord,
@@ -162,6 +164,7 @@ class FakeOrchestrator(FakeModel):
         self.results: dict[str, WorkResult] = {}
         self.progress: dict[str, list[str]] = {}
         self.runs: list[RunRecord] = []
+        self.forgotten: list[list[str]] = []
         self.events: list[AgentEvent] = []
         self.checkins: list[CheckIn] = []
         self.config_failures = 0
@@ -238,6 +241,9 @@ class FakeOrchestrator(FakeModel):
                     self.results[frame.item_id] = frame.result
                 elif isinstance(frame, ChannelProgress):
                     self.progress.setdefault(frame.item_id, []).append(frame.delta)
+                elif isinstance(frame, ChannelForgotten):
+                    self.forgotten.append(frame.texts)
+                    status, body = 200, ForgottenCopies(versions=0, rows=0).model_dump_json()
                 else:
                     status, body = 404, '{"error": "not_found", "message": "not served here", "details": []}'
                 await websocket.send_text(f'{{"id": {frame.id}, "status": {status}, "body": {body}}}')

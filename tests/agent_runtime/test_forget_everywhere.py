@@ -93,6 +93,8 @@ def test_the_models_forget_leaves_no_copy_and_no_reply_repeats_it(harness: Harne
         [turn.content for turn in h.worker.context.history]
     )
     assert all("4512" not in json.dumps(record.model_dump(mode="json")) for record in h.fake.runs)
+    # The orchestrator is told the texts once the item's records are sent, to rewrite its copies.
+    assert h.fake.forgotten == [[FACT, RESTATED]]
 
 
 def test_the_operators_forget_on_a_running_agent_lists_then_takes_restatements(

@@ -35,6 +35,7 @@ from agent_runtime.protocol import (
     ChannelCheckIn,
     ChannelConfig,
     ChannelDone,
+    ChannelForgotten,
     ChannelNext,
     ChannelProgress,
     ChannelRequest,
@@ -47,7 +48,8 @@ from orchestrator.api.agent.peers import approval_rules, check_ask_timeout
 from orchestrator.api.agent.routes import acknowledge
 from orchestrator.api.deps import bearer_token
 from orchestrator.api.errors import ApiError
-from orchestrator.api.fair_share import admit_message
+from orchestrator.api.fair_share import admit_event, admit_message
+from orchestrator.api.forget_copies import forget_copies
 from orchestrator.api.limits import check_payload
 from orchestrator.api.storage_errors import INSUFFICIENT_STORAGE, disk_full_body
 from orchestrator.errors import Refused
@@ -67,6 +69,7 @@ Answered = (
     | ChannelDone
     | ChannelProgress
     | ChannelWorkspaceWrite
+    | ChannelForgotten
 )
 UNAUTHORIZED = ErrorBody(error="unauthorized", message="missing or invalid agent bearer token")
 
@@ -214,6 +217,10 @@ class ChannelSession:
             return 200, await self.services.broker.tell(self.agent, frame.request)
         if isinstance(frame, ChannelWorkspaceWrite):
             return 200, await asyncio.to_thread(self._write_workspace, frame)
+        if isinstance(frame, ChannelForgotten):
+            # Charged as the event it publishes: each report rewrites rows of state.db.
+            admit_event(services, self.agent)
+            return 200, await forget_copies(services, self.agent, frame.texts, asked_by_agent=True)
         if isinstance(frame, ChannelDone):
             acknowledge(self.services, self.agent, frame.item_id, frame.result)
         else:

@@ -16,7 +16,6 @@ settle contradictions. Operator token only.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
@@ -29,7 +28,6 @@ from agent_runtime.memory import (
 )
 from agent_runtime.protocol import AgentOp, FreshStoreAccepted, MemoryJobRun, MemoryJobs
 from orchestrator.agent_memory.access import ask_memory
-from orchestrator.agent_memory.forgetting import forget_in_state, forget_in_workspace_versions
 from orchestrator.agent_memory.models import (
     ContradictionList,
     FactCreate,
@@ -42,6 +40,7 @@ from orchestrator.agent_memory.models import (
     RunJob,
 )
 from orchestrator.api.deps import OperatorDep, ServicesDep
+from orchestrator.api.forget_copies import forget_copies
 from orchestrator.services import Services
 
 router = APIRouter(prefix="/api/v1/agents/{agent}/memory", tags=["memory"])
@@ -126,11 +125,7 @@ async def forget_fact(
             result.forgotten += more.forgotten
         result.restatements = []
     if result.forgotten and texts:
-        workspace = services.workspaces.open(agent).workspace
-        await asyncio.to_thread(forget_in_workspace_versions, workspace, texts)
-        owners = (services.inbox, services.scheduler.runs, services.events)
-        if await asyncio.to_thread(forget_in_state, owners, agent, texts):
-            await asyncio.to_thread(services.db.truncate_wal)
+        await forget_copies(services, agent, texts, asked_by_agent=False)
     return result
 
 
