@@ -23,10 +23,11 @@ from pathlib import Path
 
 from agent_runtime.protocol import ContextThresholds, InboxItem, item_source
 from agent_runtime.work.context import ContextManager
+from agent_runtime.workspace.history import PEOPLE_FOLDER
 
 MAX_PERSON_CONTEXTS = 16
 CONTEXTS_FOLDER = "contexts"
-PEOPLE_HISTORY = Path("history") / "people"
+PEOPLE_HISTORY = Path("history") / PEOPLE_FOLDER
 MAIN = ""
 
 ContextFactory = Callable[[str, Path, Path], ContextManager]

@@ -26,6 +26,10 @@ from agent_runtime.safety.redaction import redact
 Role = Literal["system", "user", "assistant", "tool"]
 
 
+PEOPLE_FOLDER = "people"
+"""Under `history/`: a folder per paired person's own conversation, a turn log of its own."""
+
+
 def new_turn_id() -> str:
     """Sortable by creation time, unique across restarts."""
     return f"t{time.time_ns():x}{secrets.token_hex(3)}"

@@ -202,3 +202,41 @@ def test_forget_reaches_every_person_conversation(harness: HarnessFactory) -> No
     held = h.worker.conversations.person(carla)
     assert all(SECRET not in turn.content for turn in held.history)
     assert all(SECRET not in turn.content for turn in h.worker.conversations.person(ANA).history)
+
+
+def test_the_operator_reads_every_conversation_in_order(harness: HarnessFactory) -> None:
+    from agent_runtime.workspace.transcript import serve_transcript
+
+    model = RecordingModel()
+    h = harness(model)
+    h.send("operator first")
+    _send_as(h, ANA, "ana second")
+    h.send("operator third")
+    page = serve_transcript(h.data_dir, {"turns": 10})
+    users = [m["content"].split("\n")[-1] for m in page["messages"] if m["role"] == "user"]
+    assert users == ["operator first", "ana second", "operator third"]
+    ana_item = page["messages"][2]["item_id"]
+    of_item = serve_transcript(h.data_dir, {"item_id": ana_item})
+    assert of_item["messages"] and all(m["item_id"] == ana_item for m in of_item["messages"])
+    after = serve_transcript(h.data_dir, {"after": page["messages"][1]["id"]})
+    assert [m["content"].split("\n")[-1] for m in after["messages"] if m["role"] == "user"] == [
+        "ana second",
+        "operator third",
+    ]
+
+
+def test_people_have_their_own_conversation_under_the_checkpoint_strategy(
+    harness: HarnessFactory,
+) -> None:
+    from agent_runtime.work.context import ContextManager
+
+    model = RecordingModel()
+    quiet = {name: {"after_turns": 10_000} for name in ("review", "consolidation", "extraction")}
+    h = harness(model, context={"strategy": "checkpoint", "jobs": quiet})
+    _send_as(h, ANA, f"remember: my locker code is {SECRET}")
+    seen = len(model.loop_requests)
+    h.send("operator here")
+    _send_as(h, BRUNO, "hello")
+    for body in _requests_since(model, seen):
+        assert SECRET not in _prompt_text(body)
+    assert type(h.worker.conversations.person(ANA)) is ContextManager
