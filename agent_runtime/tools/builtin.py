@@ -1,9 +1,9 @@
 """The runtime's own tools: workspace files, capped identity files, corrections.
 
 The identity files and the learnings are in the prompt of every conversation the agent has, so
-only a sender the admission rule lets write the shared memory (fleet.yaml
-`memory_shared_writers`) changes them: while a paired person's message is worked on (by
-default), what they say is saved with memory_save, in their own scope.
+a paired person's conversation changes them only when the admission rule (fleet.yaml
+`memory_shared_writers`) lets people write the shared memory; by default what a person says is
+kept with memory_save, in their own scope.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ WRITABLE = [name for name in WORKSPACE_FILES if name not in READ_ONLY]
 SharedWrites = Callable[[], bool]
 """True when the item being worked on may change what every conversation's prompt shows."""
 NOT_SHARED = (
-    "refused: {what} is in the prompt of every conversation, and the sender of this message may "
-    "not write what is shared with others (fleet.yaml memory_shared_writers); keep what this "
-    "person tells you with memory_save, which saves it in their own scope"
+    "refused: {what} is in the prompt of every conversation, and the person who sent this message "
+    "may not write what is shared with others (fleet.yaml memory_shared_writers); keep what they "
+    "tell you with memory_save, which saves it in their own scope"
 )
 
 

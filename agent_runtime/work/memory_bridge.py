@@ -193,7 +193,7 @@ class MemoryBridge:
             from agent_runtime.memory.tools import MemoryTools
         except ImportError as missing:
             log.warning("memory store unavailable (%s): facts go to MEMORY.md only", missing)
-            return cls()
+            return cls(shared_writers=tuple(config.memory_shared_writers))
         workspace_root = settings.data_dir / "workspace"
         embedder, dimensions = memory_embedder(settings, config, token)
         try:
@@ -208,7 +208,7 @@ class MemoryBridge:
             )
         except (sqlite.Error, sqlite.SqliteVecUnavailable, OSError, ValueError) as failed:
             log.warning("memory store did not open (%s): facts go to MEMORY.md only", failed)
-            return cls()
+            return cls(shared_writers=tuple(config.memory_shared_writers))
         people = PersonWords()
         memory_tools = MemoryTools(
             store, WorkspaceIndex(workspace_root, skip_line=is_fact_line), people=people

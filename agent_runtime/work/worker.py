@@ -194,7 +194,7 @@ class Worker:
         state.set_memory_mode(self.memory.mode)
         self._current_item: str | None = None
         self._shares = True
-        """Whether the item being worked on may write what every conversation's prompt shows."""
+        """Whether the item being worked on may change what every conversation's prompt shows."""
         mcp_tools = self._start_mcp(config)
         self.approvals = ApprovalClient(client.http)
         gate = ApprovalGate(
@@ -394,7 +394,9 @@ class Worker:
         model = self._model_for(item)
         stream = ProgressStream(self.client, item.id)
         self._keep_record("the item in memory", lambda: self.memory.heard(item))
-        self._shares = self.memory.shares(item.principal or item.sender)
+        # A person's conversation changes what every prompt shows only when the admission rule
+        # lets people write the shared memory.
+        self._shares = not conversation_scope(item) or self.memory.shares(item.principal)
         context = self.loop.context = self.conversations.for_item(item)
         self.memory.refresh_salient(self.workspace.read("MEMORY.md"), context.compactions)
         message = current_message(

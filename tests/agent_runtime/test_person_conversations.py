@@ -240,3 +240,17 @@ def test_people_have_their_own_conversation_under_the_checkpoint_strategy(
     for body in _requests_since(model, seen):
         assert SECRET not in _prompt_text(body)
     assert type(h.worker.conversations.person(ANA)) is ContextManager
+
+
+def test_the_admission_rule_lets_people_write_the_shared_memory(harness: HarnessFactory) -> None:
+    model = RecordingModel()
+    h = harness(model, memory_shared_writers=["operator", "person"])
+    _send_as(h, ANA, f"remember: my locker code is {SECRET}")
+    store = h.worker.memory.memory_store
+    if store is not None:
+        assert {f.scope for f in store.list_facts(limit=100) if SECRET in f.text} == {""}
+    assert h.worker._shares
+    seen = len(model.loop_requests)
+    _send_as(h, BRUNO, "hello")
+    # Shared facts are recalled for everyone; Ana's turns still are not in Bruno's prompt.
+    assert "remember: my locker code" not in _prompt_text(model.loop_requests[seen])
