@@ -195,6 +195,8 @@ class Worker:
         self._current_item: str | None = None
         self._shares = True
         """Whether the item being worked on may change what every conversation's prompt shows."""
+        self._in_main = True
+        """Whether the item being worked on is in the main conversation (not a person's own)."""
         mcp_tools = self._start_mcp(config)
         self.approvals = ApprovalClient(client.http)
         gate = ApprovalGate(
@@ -211,7 +213,7 @@ class Worker:
             memory_tools=self.memory.tools,
             peer_tools=self._peer_tools(),
             mcp_tools=[*mcp_tools, *self._orchestrator_tools(config)],
-            on_failure=self.learnings.record_error,
+            on_failure=self._record_tool_error,
             gate=gate,
             writes_shared=lambda: self._shares,
         )
@@ -396,7 +398,8 @@ class Worker:
         self._keep_record("the item in memory", lambda: self.memory.heard(item))
         # A person's conversation changes what every prompt shows only when the admission rule
         # lets people write the shared memory.
-        self._shares = not conversation_scope(item) or self.memory.shares(item.principal)
+        self._in_main = not conversation_scope(item)
+        self._shares = self._in_main or self.memory.shares(item.principal)
         context = self.loop.context = self.conversations.for_item(item)
         self.memory.refresh_salient(self.workspace.read("MEMORY.md"), context.compactions)
         message = current_message(
@@ -433,6 +436,13 @@ class Worker:
         if forgotten:
             self.forget_copies(forgotten)
         self.maintain()
+
+    def _record_tool_error(self, tool: str, arguments: Any, error: str) -> object:
+        """A failed tool call, kept in learnings/errors.md (in every conversation's prompt): of a
+        person's own conversation without the error's text, which may quote what they said."""
+        if not self._in_main:
+            error = "failed in a person's own conversation"
+        return self.learnings.record_error(tool, arguments, error)
 
     @staticmethod
     def _daily_outcome(item: InboxItem, work: WorkResult, result: LoopResult) -> str:

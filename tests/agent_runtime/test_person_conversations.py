@@ -254,3 +254,19 @@ def test_the_admission_rule_lets_people_write_the_shared_memory(harness: Harness
     _send_as(h, BRUNO, "hello")
     # Shared facts are recalled for everyone; Ana's turns still are not in Bruno's prompt.
     assert "remember: my locker code" not in _prompt_text(model.loop_requests[seen])
+
+
+def test_a_failed_tool_call_in_a_persons_conversation_keeps_no_words(harness: HarnessFactory) -> None:
+    def model(body: dict[str, Any]) -> Reply:
+        if "FLUSH_FACTS" in system_text(body) or "SUMMARIZE" in system_text(body):
+            return Reply("NONE")
+        if body["messages"][-1]["role"] == "user":
+            return Reply(tool_calls=[("read_file", {"path": f"notes/locker-{SECRET}.md"})])
+        return Reply("done")
+
+    h = harness(model)
+    _send_as(h, ANA, "read my notes")
+    errors = h.worker.learnings.errors_path.read_text(encoding="utf-8")
+    assert "read_file" in errors and SECRET not in errors
+    h.send("read the notes")  # the operator's failures keep their text
+    assert SECRET in h.worker.learnings.errors_path.read_text(encoding="utf-8")
