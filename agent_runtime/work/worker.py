@@ -437,6 +437,16 @@ class Worker:
             self.forget_copies(forgotten)
         self.maintain()
 
+    def _keep_record(self, what: str, write: Callable[[], object]) -> None:
+        """A write that only keeps a record of the work: at a full disk it is skipped (and the
+        disk noted full), so the answer still goes back."""
+        try:
+            write()
+        except (OSError, sqlite_driver.Error) as failed:
+            if not is_disk_full(failed):
+                raise
+            self.disk.note_failed_write(what, failed)
+
     def _record_tool_error(self, tool: str, arguments: Any, error: str) -> object:
         """A failed tool call, kept in learnings/errors.md (in every conversation's prompt): of a
         person's own conversation without the error's text, which may quote what they said."""
@@ -451,16 +461,6 @@ class Worker:
         if conversation_scope(item):
             return "in a person's own conversation"
         return work.error or result.detail or work.text
-
-    def _keep_record(self, what: str, write: Callable[[], object]) -> None:
-        """A write that only keeps a record of the work: at a full disk it is skipped (and the
-        disk noted full), so the answer still goes back."""
-        try:
-            write()
-        except (OSError, sqlite_driver.Error) as failed:
-            if not is_disk_full(failed):
-                raise
-            self.disk.note_failed_write(what, failed)
 
     def forget_copies(self, texts: list[str]) -> None:
         """A fact was forgotten (by the model, or by the operator while this worker runs): its
