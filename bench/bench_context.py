@@ -215,6 +215,8 @@ def prefix_stability(
                     source="operator",
                 )
         context, static, registry = _agent(Path(folder), window, _local_cl100k_counter(), lambda: block[0])
+        assert context.memory_file is not None
+        workspace = context.memory_file.workspace
         tools = registry.specs()
         clock = datetime(2025, 5, 1, 9, 0, tzinfo=UTC)
         requests: list[list[int]] = []
@@ -231,7 +233,7 @@ def prefix_stability(
                 text += f"\nremember: {fact}"
                 if store is not None:
                     store.save(fact.capitalize(), source="user_stated")
-            basis = (context.memory_file.workspace.read("MEMORY.md"), context.compactions)
+            basis = (workspace.read("MEMORY.md"), context.compactions)
             if store is not None and (every_item or basis != refreshed_for[0]):
                 # As the agent does: only when the prefix changes from the memory block on anyway.
                 block[0] = salient_block(store, known_lines=basis[0].splitlines())
@@ -240,9 +242,7 @@ def prefix_stability(
                 id=f"i{turn}", kind=ItemKind.OPERATOR_MESSAGE, created_at=clock, sender="operator", text=text
             )
             context.begin_item()
-            context.add(
-                Turn("user", current_message(item, context.memory_file.workspace, 48 * 1024, now=clock))
-            )
+            context.add(Turn("user", current_message(item, workspace, 48 * 1024, now=clock)))
             send()
             if turn % 4 == 0:
                 call_id = f"call_{turn}"

@@ -127,6 +127,8 @@ def session(strategy: str, turns: int = 300) -> Result:
     with tempfile.TemporaryDirectory(prefix=f"flt-bench-{strategy}-") as folder:
         root = Path(folder)
         base, static, registry = _agent(root, WINDOW, _local_cl100k_counter())
+        assert base.memory_file is not None
+        workspace = base.memory_file.workspace
         model = ScriptedModel()
         clock = [datetime(2026, 5, 1, 9, 0, tzinfo=UTC)]
         runner = None
@@ -136,7 +138,7 @@ def session(strategy: str, turns: int = 300) -> Result:
             "thresholds": base.thresholds,
             "counter": base.counter,
             "completer": model,
-            "memory_file": MemoryFileFacts(base.memory_file.workspace),
+            "memory_file": MemoryFileFacts(workspace),
             "store": None,
             "history_log": HistoryLog(root),
             "state_path": root / ".runtime" / "context.json",
@@ -180,9 +182,7 @@ def session(strategy: str, turns: int = 300) -> Result:
                 text=text,
             )
             context.begin_item()
-            context.add(
-                Turn("user", current_message(item, base.memory_file.workspace, 48 * 1024, now=clock[0]))
-            )
+            context.add(Turn("user", current_message(item, workspace, 48 * 1024, now=clock[0])))
             prompt = send()
             if asked:
                 _score(result, root, prompt, asked)

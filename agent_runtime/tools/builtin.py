@@ -1,7 +1,14 @@
-"""The runtime's own tools: workspace files, capped identity files, corrections."""
+"""The runtime's own tools: workspace files, capped identity files, corrections.
+
+The identity files and the learnings are in the prompt of every conversation the agent has, so
+a paired person's conversation changes them only when the admission rule (fleet.yaml
+`memory_shared_writers`) lets people write the shared memory; by default what a person says is
+kept with memory_save, in their own scope.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from agent_runtime.tools.registry import Tool, ToolError
@@ -10,6 +17,17 @@ from agent_runtime.workspace.learnings import Learnings
 from agent_runtime.workspace.versioned import CAPS, READ_ONLY, WORKSPACE_FILES, Workspace, WorkspaceError
 
 WRITABLE = [name for name in WORKSPACE_FILES if name not in READ_ONLY]
+SharedWrites = Callable[[], bool]
+"""True when the item being worked on may change what every conversation's prompt shows."""
+NOT_SHARED = (
+    "refused: {what} is in the prompt of every conversation, and the person who sent this message "
+    "may not write what is shared with others (fleet.yaml memory_shared_writers); keep what they "
+    "tell you with memory_save, which saves it in their own scope"
+)
+
+
+def _always() -> bool:
+    return True
 
 
 def _caps_text() -> str:
@@ -68,9 +86,13 @@ def file_tools(files: WorkspaceFiles) -> list[Tool]:
     ]
 
 
-def workspace_tool(workspace: Workspace) -> Tool:
+def workspace_tool(workspace: Workspace, writes_shared: SharedWrites | None = None) -> Tool:
+    shared = writes_shared or _always
+
     def update_workspace(args: dict[str, Any]) -> str:
         name = str(args["name"])
+        if not shared():
+            raise ToolError(NOT_SHARED.format(what=name))
         content = str(args["content"])
         reason = str(args.get("reason", ""))
         try:
@@ -101,8 +123,12 @@ def workspace_tool(workspace: Workspace) -> Tool:
     )
 
 
-def correction_tool(learnings: Learnings) -> Tool:
+def correction_tool(learnings: Learnings, writes_shared: SharedWrites | None = None) -> Tool:
+    shared = writes_shared or _always
+
     def record_correction(args: dict[str, Any]) -> str:
+        if not shared():
+            raise ToolError(NOT_SHARED.format(what="a correction"))
         new = learnings.record_correction(str(args["correction"]))
         return "correction recorded" if new else "already recorded: this correction is known"
 

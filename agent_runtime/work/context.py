@@ -70,7 +70,7 @@ class ContextManager:
         thresholds: ContextThresholds,
         counter: TokenCounter,
         completer: Completer,
-        memory_file: MemoryFileFacts,
+        memory_file: MemoryFileFacts | None,
         store: FactStore | None,
         history_log: HistoryLog,
         state_path: Path,
@@ -199,7 +199,7 @@ class ContextManager:
             try:
                 facts = extract_facts(self.completer, transcript)
                 self._keep(facts, [turn.id for turn in group])
-            except (CompletionFailed, MemoryFileFull) as failed:
+            except (CompletionFailed, MemoryFileFull, FactStoreError) as failed:
                 self.flush_failures += 1
                 log.warning("flush failed, will retry on the next request: %s", failed)
                 self.emit("context.flushed", {"ok": False, "error": str(failed)})
@@ -213,8 +213,15 @@ class ContextManager:
         return True
 
     def _keep(self, facts: list[str], turn_ids: list[str]) -> None:
-        """Facts must land in MEMORY.md or in the store; raises MemoryFileFull when in neither."""
+        """Facts must land in MEMORY.md or in the store; raises MemoryFileFull when in neither.
+
+        Without a memory file (a person's own conversation: MEMORY.md is in every prompt) they go
+        to the store alone, and a refusal raises FactStoreError so the flush is retried."""
         if not facts:
+            return
+        if self.memory_file is None:
+            if self.store is not None:
+                self.store.save_facts(facts, turn_ids)
             return
         stored = False
         if self.store is not None:

@@ -67,6 +67,27 @@ class StoreFacts:
             raise FactStoreError(f"episode not stored: {failed}") from None
 
 
+class ScopedFacts:
+    """The facts flushed from a person's own conversation, saved in that person's scope (found
+    only from their conversation). Its compacted stretches are not stored as episodes: episodes
+    are searched from every conversation, so the summary stays in the person's context alone."""
+
+    def __init__(self, store: MemoryStore, scope: str, failures: tuple[type[BaseException], ...]) -> None:
+        self.store = store
+        self.scope = scope
+        self._failures = failures
+
+    def save_facts(self, facts: Sequence[str], turn_ids: Sequence[str]) -> None:
+        for fact in facts:
+            try:
+                self.store.save(fact, source="extracted", turn_ids=list(turn_ids), scope=self.scope)
+            except self._failures as failed:
+                raise FactStoreError(f"fact not stored ({fact[:60]!r}): {failed}") from None
+
+    def add_episode(self, start: str, end: str, turn_ids: Sequence[str], summary: str) -> None:
+        return None
+
+
 @dataclass
 class MemoryBridge:
     store: StoreFacts | None = None
@@ -115,13 +136,26 @@ class MemoryBridge:
             log.warning("salient facts not refreshed: %s", failed)
         return self.salient
 
+    def shares(self, principal: str) -> bool:
+        """True when this sender's conversation may write the shared scope (the admission rule)."""
+        return item_source(principal) in self.shared_writers
+
+    def person_facts(self, scope: str) -> StoreFacts | ScopedFacts | None:
+        """Where a flush of the person `scope`'s own conversation keeps its facts: their scope,
+        or the shared one when the admission rule lets people write it."""
+        if self.store is None:
+            return None
+        if self.shares(scope):
+            return self.store
+        return ScopedFacts(self.store.store, scope, self.failures)
+
     def heard(self, item: InboxItem) -> None:
         """Note what a person said (an operator message): the model's `memory_save` may claim a
         person's word as its source only for what such a message states. Peers, heartbeats and
         tool outputs are not people."""
         principal = item.principal or item.sender
         if self.memory_tools is not None:
-            self.memory_tools.converse_with(principal, item_source(principal) in self.shared_writers)
+            self.memory_tools.converse_with(principal, self.shares(principal))
         if self.people is not None and item.kind == ItemKind.OPERATOR_MESSAGE:
             who = principal if item_source(principal) == "person" else ""
             self.people.heard(redact(item.text).text, who)
@@ -159,7 +193,7 @@ class MemoryBridge:
             from agent_runtime.memory.tools import MemoryTools
         except ImportError as missing:
             log.warning("memory store unavailable (%s): facts go to MEMORY.md only", missing)
-            return cls()
+            return cls(shared_writers=tuple(config.memory_shared_writers))
         workspace_root = settings.data_dir / "workspace"
         embedder, dimensions = memory_embedder(settings, config, token)
         try:
@@ -174,7 +208,7 @@ class MemoryBridge:
             )
         except (sqlite.Error, sqlite.SqliteVecUnavailable, OSError, ValueError) as failed:
             log.warning("memory store did not open (%s): facts go to MEMORY.md only", failed)
-            return cls()
+            return cls(shared_writers=tuple(config.memory_shared_writers))
         people = PersonWords()
         memory_tools = MemoryTools(
             store, WorkspaceIndex(workspace_root, skip_line=is_fact_line), people=people

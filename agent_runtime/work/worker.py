@@ -41,6 +41,7 @@ from agent_runtime.transport.client import OrchestratorClient
 from agent_runtime.transport.errors import OrchestratorError
 from agent_runtime.work.chat import ChatClient
 from agent_runtime.work.context import ContextManager
+from agent_runtime.work.conversations import Conversations, conversation_scope
 from agent_runtime.work.dedupe import ProcessedLog
 from agent_runtime.work.facts import MemoryFileFacts
 from agent_runtime.work.loop import LoopFailed, LoopResult, OpenAICompleter, RunTag, ToolLoop
@@ -194,6 +195,10 @@ class Worker:
         self.memory = MemoryBridge.open(settings, config, lambda: self.client.token, completer.ask)
         state.set_memory_mode(self.memory.mode)
         self._current_item: str | None = None
+        self._shares = True
+        """Whether the item being worked on may change what every conversation's prompt shows."""
+        self._in_main = True
+        """Whether the item being worked on is in the main conversation (not a person's own)."""
         mcp_tools = self._start_mcp(config)
         self.approvals = ApprovalClient(client.http)
         gate = ApprovalGate(
@@ -210,8 +215,9 @@ class Worker:
             memory_tools=self.memory.tools,
             peer_tools=self._peer_tools(),
             mcp_tools=[*mcp_tools, *self._orchestrator_tools(config)],
-            on_failure=self.learnings.record_error,
+            on_failure=self._record_tool_error,
             gate=gate,
+            writes_shared=lambda: self._shares,
         )
         if config.context.strategy == ContextStrategy.CHECKPOINT:
             self.registry.add(self._proposal_tool())
@@ -221,6 +227,14 @@ class Worker:
         self.cognition: CognitionRunner | None = None
         self.context = self._context_manager(counter, completer)
         self.context.load()
+        self.conversations = Conversations(
+            self.context,
+            lambda scope, state_path, history: self._person_context(
+                counter, completer, scope, state_path, history
+            ),
+            data,
+            settings.runtime_dir,
+        )
         self._forgotten_in_item: list[str] = []
         self.memory.on_forget(self.forget_copies)
         self.loop = ToolLoop(
@@ -255,22 +269,47 @@ class Worker:
         )
         return tools
 
-    def _context_manager(self, counter: CachingCounter, completer: OpenAICompleter) -> ContextManager:
-        """The context manager of the agent's strategy: `compact` (summaries) or `checkpoint`
-        (whole transcript, replay after the consolidation checkpoint, working memory)."""
-        data = self.settings.data_dir
-        base: dict[str, Any] = {
+    def _context_base(self, counter: CachingCounter, completer: OpenAICompleter) -> dict[str, Any]:
+        return {
             "window": self.config.context_window,
             "thresholds": self.config.thresholds,
             "counter": counter,
             "completer": completer,
             "memory_file": MemoryFileFacts(self.workspace),
             "store": self.memory.store,
-            "history_log": HistoryLog(data, self.disk.note_failed_write),
+            "history_log": HistoryLog(self.settings.data_dir, self.disk.note_failed_write),
             "state_path": self.settings.runtime_dir / "context.json",
             "tools_text": json.dumps(self.registry.specs(), sort_keys=True),
             "emit": self.emit,
         }
+
+    def _person_context(
+        self,
+        counter: CachingCounter,
+        completer: OpenAICompleter,
+        scope: str,
+        state_path: Path,
+        history: Path,
+    ) -> ContextManager:
+        """A paired person's own conversation, compacted with summaries whatever the agent's
+        strategy (the checkpoint strategy's consolidation reads the main transcript only). Its
+        flushes keep facts in the person's scope, and write MEMORY.md (in every conversation's
+        prompt) only when the admission rule lets people write the shared scope."""
+        base = self._context_base(counter, completer)
+        shares = self.memory.shares(scope)
+        base.update(
+            memory_file=base["memory_file"] if shares else None,
+            store=self.memory.person_facts(scope),
+            history_log=HistoryLog(self.settings.data_dir, self.disk.note_failed_write, root=history),
+            state_path=state_path,
+        )
+        return ContextManager(**base)
+
+    def _context_manager(self, counter: CachingCounter, completer: OpenAICompleter) -> ContextManager:
+        """The context manager of the agent's strategy: `compact` (summaries) or `checkpoint`
+        (whole transcript, replay after the consolidation checkpoint, working memory)."""
+        data = self.settings.data_dir
+        base = self._context_base(counter, completer)
         settings = self.config.context
         if settings.strategy != ContextStrategy.CHECKPOINT:
             return ContextManager(**base)
@@ -318,8 +357,7 @@ class Worker:
     def reconfigure(self, config: AgentRuntimeConfig) -> None:
         """Apply a new config from the next item on (window, thresholds, limits, models)."""
         self.config = config
-        self.context.window = config.context_window
-        self.context.thresholds = config.thresholds
+        self.conversations.reconfigure(config.context_window, config.thresholds)
         self.loop.limits = config.limits
         self.files.quota_bytes = config.workspace_quota_bytes
 
@@ -360,7 +398,12 @@ class Worker:
         model = self._model_for(item)
         stream = ProgressStream(self.client, item.id)
         self._keep_record("the item in memory", lambda: self.memory.heard(item))
-        self.memory.refresh_salient(self.workspace.read("MEMORY.md"), self.context.compactions)
+        # A person's conversation changes what every prompt shows only when the admission rule
+        # lets people write the shared memory.
+        self._in_main = not conversation_scope(item)
+        self._shares = self._in_main or self.memory.shares(item.principal)
+        context = self.loop.context = self.conversations.for_item(item)
+        self.memory.refresh_salient(self.workspace.read("MEMORY.md"), context.compactions)
         message = current_message(
             item, self.workspace, self.static_blocks().remaining_budget, self._schema(item)
         )
@@ -385,13 +428,13 @@ class Worker:
         self._keep_record(
             "the run record", lambda: self._record_run(run_id, item, model, started, result, changed)
         )
-        outcome = work.error or result.detail or work.text
+        outcome = self._daily_outcome(item, work, result)
         self._keep_record(
             "the daily log",
             lambda: append_daily(self.workspace_root, trigger_of(item), f"{result.outcome.value}: {outcome}"),
         )
         self.state.add_turns(1)
-        self.state.set_context(self.context.status())
+        self.state.set_context(context.status())
         if forgotten:
             self.forget_copies(forgotten)
             self._forget_orchestrator_copies(forgotten)
@@ -417,6 +460,21 @@ class Worker:
                 raise
             self.disk.note_failed_write(what, failed)
 
+    def _record_tool_error(self, tool: str, arguments: Any, error: str) -> object:
+        """A failed tool call, kept in learnings/errors.md (in every conversation's prompt): of a
+        person's own conversation without the error's text, which may quote what they said."""
+        if not self._in_main:
+            error = "failed in a person's own conversation"
+        return self.learnings.record_error(tool, arguments, error)
+
+    @staticmethod
+    def _daily_outcome(item: InboxItem, work: WorkResult, result: LoopResult) -> str:
+        """What the daily log says of an item. The daily log is a workspace file every
+        conversation's memory search reads: of a person's conversation it keeps no words."""
+        if conversation_scope(item):
+            return "in a person's own conversation"
+        return work.error or result.detail or work.text
+
     def forget_copies(self, texts: list[str]) -> None:
         """A fact was forgotten (by the model, or by the operator while this worker runs): its
         text leaves the context held for the prompt and every file of this agent's storage.
@@ -425,7 +483,7 @@ class Worker:
         from agent_runtime.memory.forgetting import scrub_forgotten
         from agent_runtime.work.erasure import Eraser
 
-        self.context.rewrite_texts(lambda text: scrub_forgotten(text, texts))
+        self.conversations.rewrite_texts(lambda text: scrub_forgotten(text, texts))
         Eraser(self.settings.data_dir).erase(texts)
         self.processed.reload()
         if self._current_item is not None:

@@ -26,6 +26,10 @@ from agent_runtime.safety.redaction import redact
 Role = Literal["system", "user", "assistant", "tool"]
 
 
+PEOPLE_FOLDER = "people"
+"""Under `history/`: a folder per paired person's own conversation, a turn log of its own."""
+
+
 def new_turn_id() -> str:
     """Sortable by creation time, unique across restarts."""
     return f"t{time.time_ns():x}{secrets.token_hex(3)}"
@@ -149,10 +153,16 @@ def redact_turn(turn: Turn) -> Turn:
 class HistoryLog:
     """Appends turns to the day's file; each line is written with one `write` and fsynced."""
 
-    def __init__(self, data_dir: Path, on_full: Callable[[str, OSError], None] | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        on_full: Callable[[str, OSError], None] | None = None,
+        root: Path | None = None,
+    ) -> None:
         """`on_full`: told when a turn could not be written for want of space; the turn is then
-        kept in the context only (the answer still goes out). Without it the error is raised."""
-        self.root = data_dir / "history"
+        kept in the context only (the answer still goes out). Without it the error is raised.
+        `root`: the folder of the log (default `history/`, the agent's main conversation)."""
+        self.root = root or data_dir / "history"
         self._lock = threading.Lock()
         self.on_full = on_full
 

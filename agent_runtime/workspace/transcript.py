@@ -5,6 +5,9 @@ the channel (`AgentOp.HISTORY_READ`) and the agent answers with these models. A 
 messages of one inbox item (the operator's message or a peer's ask, the model's replies, its
 tool calls and their results). Long texts are cut so that one answer stays well inside a
 channel frame; a cut text says so.
+
+The operator reads every conversation: the main one and each paired person's own
+(`history/people/<key>/`), merged day by day in the order their turns were made.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from agent_runtime.protocol import (
     TranscriptPage,
     TranscriptQuery,
 )
-from agent_runtime.workspace.history import HistoryLog
+from agent_runtime.workspace.history import PEOPLE_FOLDER, HistoryLog
 
 MAX_TEXT = 8_000
 MAX_PAGE_CHARS = 2_000_000
@@ -70,9 +73,28 @@ def _records(path: Path) -> list[dict[str, Any]]:
     return found
 
 
+def _days(log: HistoryLog) -> list[tuple[str, list[Path]]]:
+    """The day files of every conversation, by day, oldest day first."""
+    people = log.root / PEOPLE_FOLDER
+    folders = [log.root, *(sorted(p for p in people.iterdir() if p.is_dir()) if people.is_dir() else [])]
+    days: dict[str, list[Path]] = {}
+    for folder in folders:
+        for path in folder.glob("*.jsonl"):
+            days.setdefault(path.stem, []).append(path)
+    return sorted(days.items())
+
+
+def _day_records(paths: list[Path]) -> list[dict[str, Any]]:
+    """One day's turns of every conversation, in the order they were made (ids sort by time)."""
+    records = [record for path in paths for record in _records(path)]
+    if len(paths) > 1:
+        records.sort(key=lambda record: str(record["id"]))
+    return records
+
+
 def _newest_first(log: HistoryLog) -> Iterator[dict[str, Any]]:
-    for path in sorted(log.root.glob("*.jsonl"), reverse=True):
-        yield from reversed(_records(path))
+    for _day, paths in reversed(_days(log)):
+        yield from reversed(_day_records(paths))
 
 
 def _size(message: TranscriptMessage) -> int:
@@ -117,10 +139,10 @@ def _after(log: HistoryLog, after: str) -> TranscriptPage:
     """Messages logged after `after` (ids sort by the time they were made), oldest first."""
     picked: list[TranscriptMessage] = []
     budget, first_day = MAX_PAGE_CHARS, _first_day(after)
-    for path in sorted(log.root.glob("*.jsonl")):
-        if path.stem < first_day:
+    for day, paths in _days(log):
+        if day < first_day:
             continue
-        for record in _records(path):
+        for record in _day_records(paths):
             if str(record["id"]) <= after:
                 continue
             message = _message(record)
@@ -144,8 +166,8 @@ def _of_item(log: HistoryLog, item_id: str) -> TranscriptPage:
     """The messages of one item, from the newest days back (an item's turn spans a day or two)."""
     picked: list[TranscriptMessage] = []
     budget = MAX_PAGE_CHARS
-    for path in sorted(log.root.glob("*.jsonl"), reverse=True)[:ITEM_DAYS_SEARCHED]:
-        found = [_message(r) for r in _records(path) if r.get("item_id") == item_id]
+    for _day, paths in list(reversed(_days(log)))[:ITEM_DAYS_SEARCHED]:
+        found = [_message(r) for r in _day_records(paths) if r.get("item_id") == item_id]
         for message in reversed(found):
             budget -= _size(message)
             if budget < 0:
