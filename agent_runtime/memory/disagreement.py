@@ -1,0 +1,79 @@
+"""Whether two close sentences state different values: the second half of the semantic
+contradiction rule (`truth.disputed_by_meaning`), the first being their embeddings' similarity.
+
+Three explainable tests, each naming what differs:
+- numbers: both sentences carry numbers (times, dates, amounts, counts, number words up to
+  twelve) and each has one the other lacks ("leaves at 7:15" / "departs at 9:40");
+- negation: one sentence is negated and the other is not ("is allergic" / "is not allergic");
+- names: both carry capitalised words after their first word (people, places, firms, days,
+  months) and each has one the other lacks ("lives in Berlin" / "lives in Paris").
+"Each has one the other lacks" keeps elaborations compatible: "7:15" / "7:15 from Terminal 2",
+"Siemens" / "Siemens in Munich".
+
+What it cannot see: a value that is an ordinary word ("vegan" / "vegetarian", "tea" /
+"coffee"), and two sentences about different things that share their wording (the flight and
+the train, both with a time): the similarity threshold is what keeps those apart.
+"""
+
+from __future__ import annotations
+
+import re
+
+_NUMBER = re.compile(r"\d+(?:[:.,/-]\d+)*")
+_WORD = re.compile(r"[\w']+", re.UNICODE)
+_NUMBER_WORDS = {
+    "one": "1",
+    "two": "2",
+    "three": "3",
+    "four": "4",
+    "five": "5",
+    "six": "6",
+    "seven": "7",
+    "eight": "8",
+    "nine": "9",
+    "ten": "10",
+    "eleven": "11",
+    "twelve": "12",
+}
+_NEGATIONS = frozenset(
+    {"not", "never", "no", "none", "nothing", "nobody", "neither", "nor", "cannot", "without"}
+)
+# Clock times written "3pm" / "3 pm" are one value with their suffix.
+_CLOCK_SUFFIX = re.compile(r"(\d)\s*(am|pm)\b", re.IGNORECASE)
+
+
+def numbers(text: str) -> frozenset[str]:
+    found = set(_NUMBER.findall(_CLOCK_SUFFIX.sub(r"\1\2", text)))
+    suffixed = {m.group(0).lower().replace(" ", "") for m in _CLOCK_SUFFIX.finditer(text)}
+    found |= suffixed
+    found |= {_NUMBER_WORDS[w] for w in _words(text) if w in _NUMBER_WORDS}
+    return frozenset(found)
+
+
+def negated(text: str) -> bool:
+    return any(w in _NEGATIONS or w.endswith("n't") for w in _words(text))
+
+
+def names(text: str) -> frozenset[str]:
+    """Capitalised words after the first one (the first is capitalised as a sentence start)."""
+    words = _WORD.findall(text)
+    return frozenset(w.lower() for w in words[1:] if w[:1].isupper())
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def _each_lacks(first: frozenset[str], second: frozenset[str]) -> bool:
+    return bool(first - second) and bool(second - first)
+
+
+def disagreement(first: str, second: str) -> str | None:
+    """What the two sentences disagree on ('numbers', 'negation', 'names'), or None."""
+    if _each_lacks(numbers(first), numbers(second)):
+        return "numbers"
+    if negated(first) != negated(second):
+        return "negation"
+    if _each_lacks(names(first), names(second)):
+        return "names"
+    return None
