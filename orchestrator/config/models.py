@@ -135,6 +135,14 @@ class EmbeddingConfig(Strict):
         le=8192,
         description="Sent to the embedding model only when set; unset, the model answers in its own size",
     )
+    contradiction_similarity: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Two memory facts without a shared subject key that state different values are a "
+        "contradiction above this similarity. Unset: the figure measured for the model (wordllama-256: "
+        "0.6), or no such rule for a model without one (docs/memory.md)",
+    )
 
 
 class LLMConfig(Strict):

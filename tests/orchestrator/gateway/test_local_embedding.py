@@ -17,6 +17,7 @@ from gateway_harness import Launch
 from agent_runtime.memory.embeddings import GatewayEmbedder
 from agent_runtime.memory.models import LOCAL_EMBEDDING_MODEL, FactSource, MemoryConfig, SaveOutcome
 from agent_runtime.memory.store import MemoryStore
+from orchestrator.agents.session import runtime_config
 from orchestrator.config.fleet import ConfigError
 from orchestrator.config.loader import load_fleet
 
@@ -152,3 +153,23 @@ def test_the_fleet_file_names_it_as_an_embedding_model_only_and_needs_its_packag
     )
     assert "llm.embedding.model: model 'wordllama-256' needs the Python package 'wordllama'" in missing
     assert "flotilla[embeddings-local]" in missing
+
+
+def test_a_threshold_set_in_the_fleet_file_reaches_the_agent(tmp_path: Path) -> None:
+    path = tmp_path / "fleet.yaml"
+    path.write_text(
+        textwrap.dedent(
+            """\
+            version: 1
+            fleet: demo
+            llm:
+              embedding:
+                model: wordllama-256
+                contradiction_similarity: 0.7
+            agents:
+              alpha: {}
+            """
+        )
+    )
+    config = runtime_config(load_fleet(path), "alpha")
+    assert config.embedding_model == LOCAL_EMBEDDING_MODEL and config.contradiction_similarity == 0.7
