@@ -5,10 +5,11 @@ Three explainable tests, each naming what differs:
 - numbers: both sentences carry numbers (times, dates, amounts, counts, number words up to
   twelve) and each has one the other lacks ("leaves at 7:15" / "departs at 9:40");
 - negation: one sentence is negated and the other is not ("is allergic" / "is not allergic");
-- names: both carry capitalised words after their first word (people, places, firms, days,
-  months) and each has one the other lacks ("lives in Berlin" / "lives in Paris").
+- names: both carry capitalised words after their first word (people, places, firms; days and
+  months count as dates) and each has one the other lacks ("lives in Berlin" / "lives in Paris").
 "Each has one the other lacks" keeps elaborations compatible: "7:15" / "7:15 from Terminal 2",
-"Siemens" / "Siemens in Munich".
+"Siemens" / "Siemens in Munich". Sentences that differ on two of these at once are taken as
+about two subjects, not as disagreeing.
 
 What it cannot see: a value that is an ordinary word ("vegan" / "vegetarian", "tea" /
 "coffee"), and two sentences about different things that share their wording (the flight and
@@ -38,15 +39,21 @@ _NUMBER_WORDS = {
 _NEGATIONS = frozenset(
     {"not", "never", "no", "none", "nothing", "nobody", "neither", "nor", "cannot", "without"}
 )
+_CALENDAR = frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday january february march april may "
+    "june july august september october november december".split()
+)
 # Clock times written "3pm" / "3 pm" are one value with their suffix.
 _CLOCK_SUFFIX = re.compile(r"(\d)\s*(am|pm)\b", re.IGNORECASE)
 
 
 def numbers(text: str) -> frozenset[str]:
+    """Numbers, times and dates: digits, number words, and the names of days and months."""
     found = set(_NUMBER.findall(_CLOCK_SUFFIX.sub(r"\1\2", text)))
-    suffixed = {m.group(0).lower().replace(" ", "") for m in _CLOCK_SUFFIX.finditer(text)}
-    found |= suffixed
-    found |= {_NUMBER_WORDS[w] for w in _words(text) if w in _NUMBER_WORDS}
+    found |= {m.group(0).lower().replace(" ", "") for m in _CLOCK_SUFFIX.finditer(text)}
+    words = _words(text)
+    found |= {_NUMBER_WORDS[w] for w in words if w in _NUMBER_WORDS}
+    found |= {w for w in words if w in _CALENDAR}
     return frozenset(found)
 
 
@@ -55,9 +62,10 @@ def negated(text: str) -> bool:
 
 
 def names(text: str) -> frozenset[str]:
-    """Capitalised words after the first one (the first is capitalised as a sentence start)."""
+    """Capitalised words after the first one (the first is capitalised as a sentence start),
+    except days and months, which are dates."""
     words = _WORD.findall(text)
-    return frozenset(w.lower() for w in words[1:] if w[:1].isupper())
+    return frozenset(w.lower() for w in words[1:] if w[:1].isupper() and w.lower() not in _CALENDAR)
 
 
 def _words(text: str) -> list[str]:
@@ -69,11 +77,16 @@ def _each_lacks(first: frozenset[str], second: frozenset[str]) -> bool:
 
 
 def disagreement(first: str, second: str) -> str | None:
-    """What the two sentences disagree on ('numbers', 'negation', 'names'), or None."""
-    if _each_lacks(numbers(first), numbers(second)):
-        return "numbers"
-    if negated(first) != negated(second):
-        return "negation"
-    if _each_lacks(names(first), names(second)):
-        return "names"
-    return None
+    """What the two sentences disagree on ('numbers', 'negation', 'names'), or None: also None
+    when they differ on more than one of these, which says two subjects ("Anna's flight is on
+    Monday" / "Tom's train is on Friday") more often than one subject changed."""
+    differences = [
+        kind
+        for kind, differs in (
+            ("numbers", _each_lacks(numbers(first), numbers(second))),
+            ("negation", negated(first) != negated(second)),
+            ("names", _each_lacks(names(first), names(second))),
+        )
+        if differs
+    ]
+    return differences[0] if len(differences) == 1 else None

@@ -79,4 +79,10 @@ PAIRS: list[tuple[str, str, Label]] = [
     ("The dentist appointment is on Tuesday at 3pm", "The car service is on Thursday at 9am", "unrelated"),
     ("The user has two cats", "The user has three brothers", "unrelated"),
     ("The user's wife is called Anna", "The user's dog is called Max", "unrelated"),
+    (
+        "Anna's flight to Rome leaves on Monday at 7:15",
+        "Tom's flight to Oslo leaves on Friday at 9:00",
+        "unrelated",
+    ),
+    ("The user met Lena in Vienna on 3 May", "The user met Omar in Prague on 9 June", "unrelated"),
 ]
