@@ -18,9 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from agent_runtime.memory import truth
-from agent_runtime.memory.models import LOCAL_EMBEDDING_MODEL, FactSource, MemoryConfig
-from agent_runtime.memory.store import MemoryStore
+from agent_runtime.memory import LOCAL_EMBEDDING_MODEL, FactSource, MemoryConfig, MemoryStore
+from agent_runtime.memory.truth import Candidate
 from orchestrator.gateway.providers.local_embedding import embed_texts
 
 Row = dict[str, str]
@@ -54,7 +53,7 @@ def sentence(rng: random.Random, index: int) -> str:
     return rng.choice(shapes)
 
 
-def fill(store: MemoryStore, rng: random.Random, size: int, saves: int) -> list[truth.Candidate]:
+def fill(store: MemoryStore, rng: random.Random, size: int, saves: int) -> list[Candidate]:
     """Save `size` facts; return `saves` more, prepared (embedded) but not saved."""
     texts = [sentence(rng, i) for i in range(size + saves)]
     vectors = embed_texts(texts)
@@ -67,7 +66,7 @@ def fill(store: MemoryStore, rng: random.Random, size: int, saves: int) -> list[
     return candidates[size:]
 
 
-def check_ms(store: MemoryStore, candidates: list[truth.Candidate]) -> tuple[float, int]:
+def check_ms(store: MemoryStore, candidates: list[Candidate]) -> tuple[float, int]:
     """Milliseconds of the check alone per candidate (best of three passes), and how many
     candidates it finds a disputed fact for."""
     best, found = float("inf"), 0
@@ -79,7 +78,7 @@ def check_ms(store: MemoryStore, candidates: list[truth.Candidate]) -> tuple[flo
     return best * 1000 / len(candidates), found
 
 
-def save_ms(store: MemoryStore, candidates: list[truth.Candidate]) -> float:
+def save_ms(store: MemoryStore, candidates: list[Candidate]) -> float:
     started = time.perf_counter()
     for candidate in candidates:
         store.save_prepared(candidate)

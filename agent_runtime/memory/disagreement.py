@@ -40,8 +40,27 @@ _NEGATIONS = frozenset(
     {"not", "never", "no", "none", "nothing", "nobody", "neither", "nor", "cannot", "without"}
 )
 _CALENDAR = frozenset(
-    "monday tuesday wednesday thursday friday saturday sunday january february march april may "
-    "june july august september october november december".split()
+    [
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ]
 )
 # Clock times written "3pm" / "3 pm" are one value with their suffix.
 _CLOCK_SUFFIX = re.compile(r"(\d)\s*(am|pm)\b", re.IGNORECASE)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from agent_runtime.memory.models import LOCAL_EMBEDDING_MODEL
+from agent_runtime.memory import LOCAL_EMBEDDING_MODEL
 from orchestrator.config.edges import edge_problems
 from orchestrator.config.fleet import (
     ConfigError,

@@ -20,7 +20,7 @@ from pydantic import (
 )
 
 from agent_runtime import ContextSettings
-from agent_runtime.memory.models import LOCAL_EMBEDDING_MODEL
+from agent_runtime.memory import LOCAL_EMBEDDING_MODEL
 from agent_runtime.protocol import DEFAULT_SHARED_WRITERS, ItemSource
 from orchestrator.config.alerts import AlertsConfig
 from orchestrator.config.backup import BackupSchedule

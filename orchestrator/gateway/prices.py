@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from agent_runtime.memory.models import LOCAL_EMBEDDING_MODEL
+from agent_runtime.memory import LOCAL_EMBEDDING_MODEL
 from orchestrator.config.models import TEST_MODEL, BudgetConfig, FleetConfig, LLMConfig
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from typing import Literal, TypeVar
 
 import anyio
 
-from agent_runtime.memory.models import LOCAL_EMBEDDING_MODEL
+from agent_runtime.memory import LOCAL_EMBEDDING_MODEL
 from agent_runtime.protocol import TokenCountRequest, TokenCountResult, utcnow
 from orchestrator.config.models import BUILT_IN_MODELS, TEST_MODEL, FleetConfig
 from orchestrator.control.holds import Controls

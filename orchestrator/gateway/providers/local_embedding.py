@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Protocol
 
-from agent_runtime.memory.models import LOCAL_EMBEDDING_MODEL
+from agent_runtime.memory import LOCAL_EMBEDDING_MODEL
 from orchestrator.config.models import missing_package_message
 from orchestrator.gateway.models import (
     ChatCompletion,
