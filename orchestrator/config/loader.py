@@ -25,6 +25,7 @@ from orchestrator.config.fleet import (
     set_aside_under,
 )
 from orchestrator.config.models import (
+    LOCAL_EMBEDDING_DIMENSIONS,
     TEST_MODEL,
     FleetConfig,
     local_embedding_installed,
@@ -153,6 +154,13 @@ def _fleet_model_checks(config: FleetConfig, set_aside: set[str], problems: Prob
     embedding = config.embedding_model()
     if embedding and (why := _model_problem(config, embedding, embedding=True)):
         problems.add(("llm", "embedding", "model"), why)
+    size = llm.embedding.dimensions
+    if embedding == LOCAL_EMBEDDING_MODEL and size is not None and size not in LOCAL_EMBEDDING_DIMENSIONS:
+        sizes = ", ".join(str(s) for s in LOCAL_EMBEDDING_DIMENSIONS)
+        problems.add(
+            ("llm", "embedding", "dimensions"),
+            f"model {LOCAL_EMBEDDING_MODEL!r} gives vectors of {sizes} dimensions, not {size}",
+        )
     if not set_aside_under(set_aside, "defaults"):
         for key in ("model", "heartbeat_model"):
             model = getattr(config.defaults, key)

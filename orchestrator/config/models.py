@@ -41,6 +41,8 @@ TEST_MODEL = "test"
 # Models the orchestrator serves itself, without a provider: the scripted test model, and the
 # local embedding model (an embedding model only).
 BUILT_IN_MODELS = frozenset({TEST_MODEL, LOCAL_EMBEDDING_MODEL})
+# The sizes the local model can answer in (its leading dimensions stand alone).
+LOCAL_EMBEDDING_DIMENSIONS = (64, 128, 256)
 LOCAL_EMBEDDING_PACKAGE = "wordllama"
 LOCAL_EMBEDDING_EXTRA = "embeddings-local"
 

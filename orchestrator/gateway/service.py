@@ -211,7 +211,8 @@ class Gateway:
                 404,
                 "model_not_found",
                 f"model '{model}' does not exist: fleet.yaml declares no provider for it "
-                f"(models are named PROVIDER:MODEL, or {' or '.join(sorted(BUILT_IN_MODELS))})",
+                "(models are named PROVIDER:MODEL, or are built in: "
+                f"{', '.join(sorted(BUILT_IN_MODELS))})",
                 param="model",
             )
 

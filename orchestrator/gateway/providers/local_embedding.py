@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agent_runtime.memory import LOCAL_EMBEDDING_MODEL
-from orchestrator.config.models import missing_package_message
+from orchestrator.config.models import LOCAL_EMBEDDING_DIMENSIONS, missing_package_message
 from orchestrator.gateway.models import (
     ChatCompletion,
     ChatCompletionChunk,
@@ -35,8 +35,6 @@ from orchestrator.gateway.tokens import TokenCounter
 WEIGHTS = "weights/l2_supercat_256.safetensors"
 TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"
 DIMENSIONS = 256
-# The model was trained so that its leading dimensions stand alone (Matryoshka).
-ALLOWED_DIMENSIONS = (64, 128, 256)
 
 
 class _Model(Protocol):
@@ -85,8 +83,8 @@ def _read_package_files() -> _Model:
 
 def embed_texts(texts: list[str], dimensions: int = DIMENSIONS) -> list[list[float]]:
     """Unit vectors of `dimensions` (64, 128 or 256), one per text."""
-    if dimensions not in ALLOWED_DIMENSIONS:
-        sizes = ", ".join(str(size) for size in ALLOWED_DIMENSIONS)
+    if dimensions not in LOCAL_EMBEDDING_DIMENSIONS:
+        sizes = ", ".join(str(size) for size in LOCAL_EMBEDDING_DIMENSIONS)
         raise UpstreamError(
             f"{LOCAL_EMBEDDING_MODEL} gives vectors of {sizes} dimensions, not {dimensions}", 400
         )

@@ -138,6 +138,23 @@ def test_the_fleet_file_names_it_as_an_embedding_model_only_and_needs_its_packag
         """,
     )
     assert "agents.alpha.model: model 'wordllama-256' is an embedding model" in as_chat
+    too_large = _problems(
+        tmp_path,
+        """\
+        version: 1
+        fleet: demo
+        llm:
+          embedding:
+            model: wordllama-256
+            dimensions: 1536
+        agents:
+          alpha: {}
+        """,
+    )
+    assert (
+        "llm.embedding.dimensions: model 'wordllama-256' gives vectors of 64, 128, 256 dimensions"
+        in too_large
+    )
     monkeypatch.setattr("orchestrator.config.loader.local_embedding_installed", lambda: False)
     missing = _problems(
         tmp_path,
