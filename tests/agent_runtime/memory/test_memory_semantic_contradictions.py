@@ -136,16 +136,16 @@ def test_elaborations_facts_of_equal_rank_and_other_keys_are_left_side_by_side(
 ) -> None:
     store = semantic_store(open_store)
     store.save("The user's flight leaves at 7:15", category="travel", source=FactSource.USER_STATED)
-    detail = store.save(
+    elaboration = store.save(
         "The user's flight departs at 7:15 from Terminal 2", category="travel", source=FactSource.INFERRED
     )
-    assert detail.outcome is SaveOutcome.SAVED
+    assert elaboration.outcome is SaveOutcome.SAVED
     store.save("The user's gym class is on Wednesday evenings", category="health", source=FactSource.AGENT)
+    # 0.95 similar, in another category: no guess retires a fact of the same rank.
     same_rank = store.save(
-        "The user's gym class is on Friday evenings", category="health", source=FactSource.AGENT
+        "The user's gym class is on Friday evenings", category="schedule", source=FactSource.AGENT
     )
-    # 0.95 similar: the same-subject rule (one category) replaces it, as before.
-    assert same_rank.outcome is SaveOutcome.SUPERSEDED
+    assert same_rank.outcome is SaveOutcome.SAVED
     store.save("The user has two cats", category="home", source=FactSource.USER_STATED, subject="user.cats")
     keyed = store.save(
         "The user has three cats", category="home", source=FactSource.INFERRED, subject="user.neighbour_cats"
