@@ -576,6 +576,7 @@ class Gateway:
             await provider.aclose()
         self._upstreams.clear()
         self._retired.clear()
+        await self._local_embedding.aclose()
 
 
 def _check_supported(request: ChatCompletionRequest) -> None:

@@ -17,6 +17,7 @@ import base64
 import struct
 import threading
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -101,6 +102,9 @@ class LocalEmbeddingProvider(Provider):
 
     def __init__(self, counter: TokenCounter) -> None:
         self._counter = counter
+        # One thread: however many agents ask at once, the model takes at most one core of the
+        # orchestrator's, and the shared default pool stays free for everything else.
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="local-embedding")
 
     async def complete(self, request: ChatCompletionRequest) -> ChatCompletion:
         raise UpstreamError(_not_a_chat_model(), status=400)
@@ -112,7 +116,9 @@ class LocalEmbeddingProvider(Provider):
     async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
         texts = request.texts
         # Loading and embedding are CPU work: off the event loop.
-        vectors = await asyncio.to_thread(embed_texts, texts, request.dimensions or DIMENSIONS)
+        vectors = await asyncio.get_running_loop().run_in_executor(
+            self._worker, embed_texts, texts, request.dimensions or DIMENSIONS
+        )
         data = []
         for index, vector in enumerate(vectors):
             encoded: list[float] | str = vector
@@ -124,6 +130,9 @@ class LocalEmbeddingProvider(Provider):
         return EmbeddingResponse.model_validate(
             {"object": "list", "data": data, "model": LOCAL_EMBEDDING_MODEL, "usage": usage}
         )
+
+    async def aclose(self) -> None:
+        self._worker.shutdown(wait=False, cancel_futures=True)
 
 
 def _not_a_chat_model() -> str:
