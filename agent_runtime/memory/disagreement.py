@@ -5,8 +5,9 @@ Three explainable tests, each naming what differs:
 - numbers: both sentences carry numbers (times, dates, amounts, counts, number words up to
   twelve) and each has one the other lacks ("leaves at 7:15" / "departs at 9:40");
 - negation: one sentence is negated and the other is not ("is allergic" / "is not allergic");
-- names: both carry capitalised words after their first word (people, places, firms; days and
-  months count as dates) and each has one the other lacks ("lives in Berlin" / "lives in Paris").
+- names: both carry capitalised words (people, places, firms; days and months count as dates;
+  the first word only as a possessive, "Anna's") and each has one the other lacks ("lives in
+  Berlin" / "lives in Paris").
 "Each has one the other lacks" keeps elaborations compatible: "7:15" / "7:15 from Terminal 2",
 "Siemens" / "Siemens in Munich". Sentences that differ on two of these at once are taken as
 about two subjects, not as disagreeing.
@@ -81,10 +82,16 @@ def negated(text: str) -> bool:
 
 
 def names(text: str) -> frozenset[str]:
-    """Capitalised words after the first one (the first is capitalised as a sentence start),
-    except days and months, which are dates."""
+    """Capitalised words, except days and months (dates) and "I". The first word is capitalised
+    as a sentence start, so it counts only as a possessive ("Anna's flight")."""
     words = _WORD.findall(text)
-    return frozenset(w.lower() for w in words[1:] if w[:1].isupper() and w.lower() not in _CALENDAR)
+    if words and not words[0].endswith("'s"):
+        words = words[1:]
+    return frozenset(
+        w.lower().removesuffix("'s")
+        for w in words
+        if w[:1].isupper() and w.lower() not in _CALENDAR and w != "I"
+    )
 
 
 def _words(text: str) -> list[str]:

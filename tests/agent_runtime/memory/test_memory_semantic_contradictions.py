@@ -95,6 +95,8 @@ def test_disagreement_names_what_differs_and_leaves_elaborations_alone() -> None
     )
     assert disagreement("The user works at Siemens", "The user works at Siemens in Munich") is None
     assert disagreement("Anna is the user's wife", "The user's wife is called Anna") is None
+    assert disagreement("Since March I live in Porto", "Since March the user lives in Porto") is None
+    assert disagreement("Anna's flight is on Monday at 7:15", "Tom's flight is on Friday at 9:00") is None
 
 
 def test_a_keyless_inference_beside_a_user_statement_is_recorded_as_a_contradiction(
