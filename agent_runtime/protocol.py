@@ -319,6 +319,8 @@ class AgentRuntimeConfig(WireModel):
     embedding_model: str | None = None
     # None: the embedding model's own size, learnt from its first answer (not sent to it).
     embedding_dimensions: int | None = None
+    # None: the figure measured for the embedding model, if any (MemoryConfig.contradiction_similarity).
+    contradiction_similarity: float | None = Field(default=None, ge=0, le=1)
     thresholds: ContextThresholds = Field(default_factory=ContextThresholds)
     limits: LoopLimits = Field(default_factory=LoopLimits)
     talks_to: list[str] = Field(default_factory=list)

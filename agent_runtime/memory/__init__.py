@@ -22,6 +22,7 @@ from agent_runtime.memory.forgetting import forget_in_versions, scrub_forgotten
 from agent_runtime.memory.jobs import JobRun, JobSchedule, Outcome
 from agent_runtime.memory.maintenance import MaintenanceRunner, list_runs
 from agent_runtime.memory.models import (
+    LOCAL_EMBEDDING_MODEL,
     Contradiction,
     ContradictionStatus,
     Episode,
@@ -41,6 +42,7 @@ from agent_runtime.memory.store import FactNotFound, MemoryInputError, MemorySto
 from agent_runtime.memory.tools import MemoryTools, ToolInputError
 
 __all__ = [
+    "LOCAL_EMBEDDING_MODEL",
     "Contradiction",
     "ContradictionNotFound",
     "ContradictionStatus",

@@ -21,13 +21,18 @@ from typing import Protocol
 from pydantic import BaseModel, ValidationError
 
 from agent_runtime.backoff import backoff_delay
-from agent_runtime.memory.models import MemoryMode
+from agent_runtime.memory.models import LOCAL_EMBEDDING_MODEL, MemoryMode
 from agent_runtime.memory.vectors import VectorError, to_blob
 from agent_runtime.testing.embeddings import deterministic_embedding
 from agent_runtime.transport.http import http_client
 from agent_runtime.transport.httpclient import HttpClient, HttpError
 
 EMBEDDINGS_PATH = "/v1/embeddings"
+# Models whose vectors carry no meaning: the `test` model's are hashes of the words.
+NON_SEMANTIC_MODELS = frozenset({"test"})
+# The similarity above which two facts that disagree on a value are taken as contradicting,
+# measured per model on a labelled set of sentence pairs (docs/memory.md, "Contradictions").
+MEASURED_CONTRADICTION_SIMILARITY: dict[str, float] = {LOCAL_EMBEDDING_MODEL: 0.6}
 MAX_BATCH = 128
 QUERY_CACHE_SIZE = 256
 
@@ -40,8 +45,23 @@ class Embedder(Protocol):
     def __call__(self, texts: list[str]) -> list[list[float]]: ...
 
 
+def is_semantic(embedder: Embedder | None) -> bool:
+    """Whether the embedder's vectors carry meaning. An embedder says so with a `semantic`
+    attribute; one that does not (a plain function) is taken as not semantic, so that nothing
+    is judged on vectors of unknown quality."""
+    return embedder is not None and bool(getattr(embedder, "semantic", False))
+
+
+def embedder_model(embedder: Embedder | None) -> str | None:
+    model = getattr(embedder, "model", None)
+    return model if isinstance(model, str) else None
+
+
 class DeterministicEmbedder:
     """The `test` model's embeddings, computed locally: the same vectors the gateway returns."""
+
+    semantic = False
+    model = "test"
 
     def __init__(self, dims: int) -> None:
         self.dims = dims
@@ -82,6 +102,7 @@ class GatewayEmbedder:
     ) -> None:
         self.url = base_url.rstrip("/") + EMBEDDINGS_PATH
         self.model = model
+        self.semantic = model not in NON_SEMANTIC_MODELS
         self.dims = dims
         self._token = token
         self._client = client or http_client(base_url, timeout_s)

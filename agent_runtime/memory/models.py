@@ -8,6 +8,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# The gateway's built-in embedding model, computed offline in the orchestrator's process.
+LOCAL_EMBEDDING_MODEL = "wordllama-256"
+
 
 class FactSource(StrEnum):
     """Where a fact came from. See `PRECEDENCE`."""
@@ -187,6 +190,15 @@ class MemoryConfig(BaseModel):
         default=0.97, description="Near-duplicate above this (and same words)"
     )
     subject_similarity: float = Field(default=0.85, description="Same subject above this, in one category")
+    contradiction_similarity: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Two facts without a shared subject key that disagree on a value (a number, a "
+        "negation, a name) contradict above this similarity. None: the figure measured for the "
+        "embedding model, or no such rule for a model without one. Never applied to vectors "
+        "without meaning (the test model's)",
+    )
     barrier_similarity: float = Field(default=0.95, description="A forgotten fact matches above this")
     restatement_similarity: float = Field(
         default=0.85, description="A fact this close to a forgotten one is listed as its restatement"

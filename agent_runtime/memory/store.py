@@ -22,7 +22,13 @@ from typing import Literal
 
 from agent_runtime.memory import categories, contradictions, episodes, forgetting, migrate, truth
 from agent_runtime.memory.checkpointer import Checkpointer
-from agent_runtime.memory.embeddings import Embedder, EmbeddingService
+from agent_runtime.memory.embeddings import (
+    MEASURED_CONTRADICTION_SIMILARITY,
+    Embedder,
+    EmbeddingService,
+    embedder_model,
+    is_semantic,
+)
 from agent_runtime.memory.factlog import FactLog
 from agent_runtime.memory.index import FactIndex
 from agent_runtime.memory.models import (
@@ -280,6 +286,10 @@ class MemoryStore:
             target = truth.same_subject(conn, candidate, neighbors, self.config)
             if candidate.supersedes is not None and target is None:
                 raise FactNotFound(candidate.supersedes, "active")
+            why = ""
+            if target is None and (dispute := self._disputed(conn, candidate)) is not None:
+                target = dispute.target
+                why = f"; they differ on {dispute.differs_on} (similarity {dispute.similarity:.2f})"
             if target is None:
                 return SaveResult(
                     outcome=SaveOutcome.SAVED, fact_id=insert_fact(self.index, candidate, category_id, now)
@@ -287,15 +297,40 @@ class MemoryStore:
             if PRECEDENCE[candidate.source] >= PRECEDENCE[FactSource(target["source"])]:
                 new_id = insert_fact(self.index, candidate, category_id, now, supersedes=target["id"])
                 retire_fact(self.index, target, FactStatus.SUPERSEDED, now, superseded_by=new_id)
-                return SaveResult(outcome=SaveOutcome.SUPERSEDED, fact_id=new_id, replaced_id=target["id"])
+                return SaveResult(
+                    outcome=SaveOutcome.SUPERSEDED,
+                    fact_id=new_id,
+                    replaced_id=target["id"],
+                    detail=f"replaces fact {target['id']} ({target['source']}){why}" if why else "",
+                )
             candidate.category = self._category_name(category_id)
             contradiction = truth.record_contradiction(conn, target, candidate, now)
             return SaveResult(
                 outcome=SaveOutcome.CONTRADICTION,
                 fact_id=target["id"],
                 contradiction_id=contradiction,
-                detail=f"disputes fact {target['id']} ({target['source']}), which outranks {candidate.source.value}",
+                detail=f"disputes fact {target['id']} ({target['source']}), which outranks "
+                f"{candidate.source.value}{why}",
             )
+
+    def contradiction_threshold(self) -> float | None:
+        """The similarity of the rule 'disputed by meaning' (`truth`), or None when it is off:
+        no embedder, vectors without meaning, or a model with no measured figure and none set."""
+        embedder = self.embeddings.embedder
+        if not is_semantic(embedder):
+            return None
+        if self.config.contradiction_similarity is not None:
+            return self.config.contradiction_similarity
+        model = embedder_model(embedder) or self.config.embedding_model
+        return MEASURED_CONTRADICTION_SIMILARITY.get(model) if model else None
+
+    def _disputed(self, conn: Connection, candidate: truth.Candidate) -> truth.Dispute | None:
+        threshold = self.contradiction_threshold()
+        if threshold is None or candidate.vector is None or candidate.supersedes is not None:
+            return None
+        # Every category: a guess is often filed elsewhere than the statement it contradicts.
+        neighbors = self.index.nearest(candidate.vector, self.config.neighbor_k)
+        return truth.disputed_by_meaning(conn, candidate, neighbors, threshold)
 
     def _category_name(self, category_id: int) -> str:
         row = self._conn.execute("SELECT name FROM categories WHERE id = ?", (category_id,)).fetchone()

@@ -11,6 +11,13 @@ Same subject. Two facts are about the same subject when
 Rule 2 is a heuristic: the store keeps the replaced fact as history, so a wrong guess loses
 nothing, and callers that know the subject (the extraction model, the agent) should pass it.
 
+Disputed by meaning. When no rule above finds the subject and the embedding model carries
+meaning, a fact of another rank (in any category) whose similarity is at least the model's
+contradiction threshold and that states a different value (`disagreement`: numbers, a
+negation, names) is taken as on the same subject: "The user drinks coffee every morning"
+(user_stated) / "The user never drinks coffee" (inferred). Two facts of the same rank are
+left side by side: a guess does not retire what a source of equal standing said.
+
 Near-duplicates. A new fact repeats a stored one when their normalized wording is equal
 (`text.content_key`), or when their similarity is at least `duplicate_similarity` and one only
 adds or drops qualifiers to the other (`text.is_refinement`). A repeat reinforces the stored
@@ -24,7 +31,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agent_runtime.memory.models import FactSource, MemoryConfig
+from agent_runtime.memory.disagreement import disagreement
+from agent_runtime.memory.models import PRECEDENCE, FactSource, MemoryConfig
 from agent_runtime.memory.records import FACT_COLUMNS, FACT_FROM, Row, dump_ids
 from agent_runtime.memory.sqlite import Connection
 from agent_runtime.memory.text import is_refinement
@@ -110,6 +118,36 @@ def same_subject(
         if candidate.subject and near["subject"] and near["subject"] != candidate.subject:
             continue
         return near
+    return None
+
+
+@dataclass(frozen=True)
+class Dispute:
+    """An active fact the candidate disputes by meaning: what differs, and how close they are."""
+
+    target: Row
+    differs_on: str
+    similarity: float
+
+
+def disputed_by_meaning(
+    conn: Connection, candidate: Candidate, neighbors: list[tuple[int, float]], threshold: float
+) -> Dispute | None:
+    """The closest active fact of another rank, at least `threshold` similar, that states a
+    different value (see the module's rules). `neighbors`: across every category, best first."""
+    for fact_id, similarity in neighbors:
+        if similarity < threshold:
+            break
+        near = active_fact(conn, fact_id)
+        if near is None or near["scope"] != candidate.scope:
+            continue
+        if candidate.subject and near["subject"]:
+            continue  # both keyed: the keys already said these are different subjects
+        if PRECEDENCE[FactSource(near["source"])] == PRECEDENCE[candidate.source]:
+            continue
+        differs_on = disagreement(candidate.text, near["text"])
+        if differs_on is not None:
+            return Dispute(near, differs_on, similarity)
     return None
 
 

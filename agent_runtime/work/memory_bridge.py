@@ -203,6 +203,7 @@ class MemoryBridge:
                 config=MemoryConfig(
                     dimensions=dimensions,
                     embedding_model=config.embedding_model if embedder is not None else None,
+                    contradiction_similarity=config.contradiction_similarity,
                 ),
                 fact_log=FactLog(workspace_root),
             )

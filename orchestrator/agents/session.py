@@ -60,6 +60,7 @@ def runtime_config(fleet: LoadedFleet, agent: str) -> AgentRuntimeConfig:
         context_window=config.context_window_of(agent, window_for(model)),
         embedding_model=config.embedding_model(),
         embedding_dimensions=embedding_dimensions(config),
+        contradiction_similarity=config.llm.embedding.contradiction_similarity,
         talks_to=list(config.agents[agent].talks_to),
         max_frame_bytes=config.limits.bytes_of("channel_frame"),
         tools=tool_settings(fleet, agent),

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from agent_runtime.memory import LOCAL_EMBEDDING_MODEL
 from orchestrator.config.edges import edge_problems
 from orchestrator.config.fleet import (
     ConfigError,
@@ -23,7 +24,13 @@ from orchestrator.config.fleet import (
     format_path,
     set_aside_under,
 )
-from orchestrator.config.models import TEST_MODEL, FleetConfig
+from orchestrator.config.models import (
+    LOCAL_EMBEDDING_DIMENSIONS,
+    TEST_MODEL,
+    FleetConfig,
+    local_embedding_installed,
+    missing_package_message,
+)
 from orchestrator.config.paths import FleetFolder
 from orchestrator.config.safe_yaml import FieldPath, YamlRefused, load_yaml_file
 from orchestrator.gateway.prices import unpriced_budget_problems
@@ -92,9 +99,13 @@ def _drop(data: Any, loc: FieldPath) -> None:
         del container[key]
 
 
-def _model_problem(config: FleetConfig, model: str) -> str | None:
+def _model_problem(config: FleetConfig, model: str, *, embedding: bool = False) -> str | None:
     if model == TEST_MODEL:
         return None
+    if model == LOCAL_EMBEDDING_MODEL:
+        if not embedding:
+            return f"model {model!r} is an embedding model: name it under llm.embedding.model"
+        return None if local_embedding_installed() else missing_package_message()
     provider = model.split(":", 1)[0] if ":" in model else None
     if provider is None:
         return f"model {model!r} names no provider: write provider:model, e.g. openai:gpt-4o-mini"
@@ -141,8 +152,15 @@ def _fleet_model_checks(config: FleetConfig, set_aside: set[str], problems: Prob
         if model and (why := _model_problem(config, model)):
             problems.add(("llm", key), why)
     embedding = config.embedding_model()
-    if embedding and (why := _model_problem(config, embedding)):
+    if embedding and (why := _model_problem(config, embedding, embedding=True)):
         problems.add(("llm", "embedding", "model"), why)
+    size = llm.embedding.dimensions
+    if embedding == LOCAL_EMBEDDING_MODEL and size is not None and size not in LOCAL_EMBEDDING_DIMENSIONS:
+        sizes = ", ".join(str(s) for s in LOCAL_EMBEDDING_DIMENSIONS)
+        problems.add(
+            ("llm", "embedding", "dimensions"),
+            f"model {LOCAL_EMBEDDING_MODEL!r} gives vectors of {sizes} dimensions, not {size}",
+        )
     if not set_aside_under(set_aside, "defaults"):
         for key in ("model", "heartbeat_model"):
             model = getattr(config.defaults, key)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
 import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Self
@@ -19,6 +20,7 @@ from pydantic import (
 )
 
 from agent_runtime import ContextSettings
+from agent_runtime.memory import LOCAL_EMBEDDING_MODEL
 from agent_runtime.protocol import DEFAULT_SHARED_WRITERS, ItemSource
 from orchestrator.config.alerts import AlertsConfig
 from orchestrator.config.backup import BackupSchedule
@@ -36,6 +38,27 @@ MIN_DISK_BYTES = 16 * 1024 * 1024
 MIN_CPUS = 0.05
 MIN_PIDS = 16
 TEST_MODEL = "test"
+# Models the orchestrator serves itself, without a provider: the scripted test model, and the
+# local embedding model (an embedding model only).
+BUILT_IN_MODELS = frozenset({TEST_MODEL, LOCAL_EMBEDDING_MODEL})
+# The sizes the local model can answer in (its leading dimensions stand alone).
+LOCAL_EMBEDDING_DIMENSIONS = (64, 128, 256)
+LOCAL_EMBEDDING_PACKAGE = "wordllama"
+LOCAL_EMBEDDING_EXTRA = "embeddings-local"
+
+
+def local_embedding_installed() -> bool:
+    """Whether the optional package that serves the local embedding model is importable."""
+    return importlib.util.find_spec(LOCAL_EMBEDDING_PACKAGE) is not None
+
+
+def missing_package_message() -> str:
+    return (
+        f"model {LOCAL_EMBEDDING_MODEL!r} needs the Python package {LOCAL_EMBEDDING_PACKAGE!r} in the "
+        f"orchestrator: pip install 'flotilla[{LOCAL_EMBEDDING_EXTRA}]'"
+    )
+
+
 # An idle agent sleeps after this long. Long enough that a conversation (messages minutes
 # apart) keeps it awake, short enough that a fleet of mostly idle agents holds little memory:
 # waking costs about a second, ten minutes of an idle agent about 21 MiB held for nothing.
@@ -104,7 +127,8 @@ class EmbeddingConfig(Strict):
 
     model: str | None = Field(
         default=None,
-        description="provider:model, 'test', or null for keyword-only memory. Unset: 'test' in a fleet "
+        description="provider:model, 'test', 'wordllama-256' (local, offline; needs the embeddings-local "
+        "extra), or null for keyword-only memory. Unset: 'test' in a fleet "
         "whose agents use only the test model, else keyword-only (see FleetConfig.embedding_model)",
     )
     dimensions: int | None = Field(
@@ -112,6 +136,14 @@ class EmbeddingConfig(Strict):
         ge=8,
         le=8192,
         description="Sent to the embedding model only when set; unset, the model answers in its own size",
+    )
+    contradiction_similarity: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Two memory facts without a shared subject key that state different values are a "
+        "contradiction above this similarity. Unset: the figure measured for the model (wordllama-256: "
+        "0.6), or no such rule for a model without one (docs/memory.md)",
     )
 
 

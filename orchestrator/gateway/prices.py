@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from agent_runtime.memory import LOCAL_EMBEDDING_MODEL
 from orchestrator.config.models import TEST_MODEL, BudgetConfig, FleetConfig, LLMConfig
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,8 @@ class Price:
 
 # The nominal price of the built-in test model, so that dollar budgets can be exercised offline.
 TEST_PRICE = Price(1.0, 1.0, 1.0)
+# The built-in local embedding model runs in the orchestrator: it costs no dollars.
+LOCAL_PRICE = Price(0.0, 0.0, 0.0)
 UNPRICED = Price(known=False)
 
 
@@ -98,6 +101,8 @@ def builtin_price(model: str, llm: LLMConfig) -> Price:
     """The price before fleet.yaml's overrides: the test model's, or the library's."""
     if model == TEST_MODEL:
         return TEST_PRICE
+    if model == LOCAL_EMBEDDING_MODEL:
+        return LOCAL_PRICE
     provider, _, upstream_model = model.partition(":")
     if not upstream_model:
         return UNPRICED

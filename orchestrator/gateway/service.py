@@ -20,8 +20,9 @@ from typing import Literal, TypeVar
 
 import anyio
 
+from agent_runtime.memory import LOCAL_EMBEDDING_MODEL
 from agent_runtime.protocol import TokenCountRequest, TokenCountResult, utcnow
-from orchestrator.config.models import TEST_MODEL, FleetConfig
+from orchestrator.config.models import BUILT_IN_MODELS, TEST_MODEL, FleetConfig
 from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus
 from orchestrator.fleet.view import FleetView
@@ -47,6 +48,7 @@ from orchestrator.gateway.models import (
 )
 from orchestrator.gateway.prices import price_of
 from orchestrator.gateway.providers.base import Provider, UpstreamError
+from orchestrator.gateway.providers.local_embedding import LocalEmbeddingProvider
 from orchestrator.gateway.providers.openai_compat import OpenAICompatProvider
 from orchestrator.gateway.providers.test import TestModelProvider
 from orchestrator.gateway.retry import RetryPolicy
@@ -122,6 +124,7 @@ class Gateway:
         self.settled = SettledAnswers(db)
         self._in_flight: dict[tuple[str, str], asyncio.Event] = {}
         self._test = TestModelProvider(self.counter)
+        self._local_embedding = LocalEmbeddingProvider(self.counter)
         self._upstreams: dict[str, OpenAICompatProvider] = {}
         self._retired: list[OpenAICompatProvider] = []
 
@@ -178,7 +181,7 @@ class Gateway:
 
     @staticmethod
     def _card(model: str) -> ModelCard:
-        owner = "flotilla" if model == TEST_MODEL else model.partition(":")[0]
+        owner = "flotilla" if model in BUILT_IN_MODELS else model.partition(":")[0]
         return ModelCard(id=model, owned_by=owner)
 
     def _route(self, agent: str, model: str, *, embedding: bool = False) -> Route:
@@ -203,18 +206,21 @@ class Gateway:
 
     def _check_exists(self, model: str) -> None:
         name, _, upstream_model = model.partition(":")
-        if model != TEST_MODEL and (name not in self._config.llm.providers or not upstream_model):
+        if model not in BUILT_IN_MODELS and (name not in self._config.llm.providers or not upstream_model):
             raise GatewayError(
                 404,
                 "model_not_found",
                 f"model '{model}' does not exist: fleet.yaml declares no provider for it "
-                "(models are named PROVIDER:MODEL, or test)",
+                "(models are named PROVIDER:MODEL, or are built in: "
+                f"{', '.join(sorted(BUILT_IN_MODELS))})",
                 param="model",
             )
 
     def _resolve(self, model: str) -> Route:
         if model == TEST_MODEL:
             return Route(model, self._test, TEST_MODEL)
+        if model == LOCAL_EMBEDDING_MODEL:
+            return Route(model, self._local_embedding, LOCAL_EMBEDDING_MODEL)
         self._check_exists(model)
         name, _, upstream_model = model.partition(":")
         config = self._config.llm.providers[name]
@@ -570,6 +576,7 @@ class Gateway:
             await provider.aclose()
         self._upstreams.clear()
         self._retired.clear()
+        await self._local_embedding.aclose()
 
 
 def _check_supported(request: ChatCompletionRequest) -> None:

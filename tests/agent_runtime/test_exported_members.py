@@ -48,6 +48,7 @@ BENCH_INTERNALS: dict[str, set[str]] = {
         "agent_runtime.workspace.learnings",
         "agent_runtime.workspace.versioned",
     },
+    "bench/bench_contradictions.py": {"agent_runtime.memory.truth"},
     "bench/bench_memory.py": {"agent_runtime.memory.search"},
     "bench/soak.py": {
         "agent_runtime.cognition.context",

@@ -1,0 +1,139 @@
+"""The built-in `wordllama-256` embedding model: real meaning, computed in the orchestrator's
+process from weights shipped in the `wordllama` package (the optional extra
+`embeddings-local`), with no network and no key.
+
+WordLlama averages token vectors taken from a large language model's embedding table: 256
+dimensions, well under 0.1 ms a sentence on one core, 16 MB of weights. It is far weaker than a
+hosted embedding model on paraphrase, but its similarities carry meaning, which the `test`
+model's hash vectors do not. The weights load on the first request (0.3-0.5 s; the process
+grows by about 70 MiB) and stay for the life of the process. The files are opened from the package itself: nothing is looked up or
+downloaded from a model hub.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import struct
+import threading
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Protocol
+
+from agent_runtime.memory import LOCAL_EMBEDDING_MODEL
+from orchestrator.config.models import LOCAL_EMBEDDING_DIMENSIONS, missing_package_message
+from orchestrator.gateway.models import (
+    ChatCompletion,
+    ChatCompletionChunk,
+    ChatCompletionRequest,
+    EmbeddingRequest,
+    EmbeddingResponse,
+)
+from orchestrator.gateway.providers.base import Provider, UpstreamError
+from orchestrator.gateway.tokens import TokenCounter
+
+WEIGHTS = "weights/l2_supercat_256.safetensors"
+TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"
+DIMENSIONS = 256
+
+
+class _Model(Protocol):
+    def embed(self, texts: list[str], norm: bool = ...) -> Any: ...
+
+
+class _Once:
+    """The model, loaded on first use and then kept for the life of the process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._model: _Model | None = None
+
+    def get(self) -> _Model:
+        with self._lock:
+            if self._model is None:
+                self._model = _read_package_files()
+            return self._model
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+
+MODEL = _Once()
+
+
+def _read_package_files() -> _Model:
+    try:
+        import wordllama
+        from safetensors import safe_open
+        from tokenizers import Tokenizer
+        from wordllama.inference import WordLlamaInference
+    except ImportError:
+        raise UpstreamError(missing_package_message(), status=501) from None
+    root = Path(wordllama.__file__).parent
+    try:
+        with safe_open(str(root / WEIGHTS), framework="np") as weights:
+            table = weights.get_tensor("embedding.weight")
+        tokenizer = Tokenizer.from_file(str(root / TOKENIZER))
+    except OSError as failed:
+        raise UpstreamError(f"{LOCAL_EMBEDDING_MODEL} could not load its weights: {failed}", 500) from None
+    model: _Model = WordLlamaInference(table, tokenizer)
+    return model
+
+
+def embed_texts(texts: list[str], dimensions: int = DIMENSIONS) -> list[list[float]]:
+    """Unit vectors of `dimensions` (64, 128 or 256), one per text."""
+    if dimensions not in LOCAL_EMBEDDING_DIMENSIONS:
+        sizes = ", ".join(str(size) for size in LOCAL_EMBEDDING_DIMENSIONS)
+        raise UpstreamError(
+            f"{LOCAL_EMBEDDING_MODEL} gives vectors of {sizes} dimensions, not {dimensions}", 400
+        )
+    matrix = MODEL.get().embed(texts, norm=False)[:, :dimensions]
+    norms = (matrix * matrix).sum(axis=1, keepdims=True) ** 0.5
+    norms[norms == 0] = 1.0
+    return [[float(value) for value in row] for row in matrix / norms]
+
+
+class LocalEmbeddingProvider(Provider):
+    """Serves `wordllama-256` embeddings in-process; it answers no chat."""
+
+    name = LOCAL_EMBEDDING_MODEL
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self._counter = counter
+        # One thread: however many agents ask at once, the model takes at most one core of the
+        # orchestrator's, and the shared default pool stays free for everything else.
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="local-embedding")
+
+    async def complete(self, request: ChatCompletionRequest) -> ChatCompletion:
+        raise UpstreamError(_not_a_chat_model(), status=400)
+
+    async def stream(self, request: ChatCompletionRequest) -> AsyncIterator[ChatCompletionChunk]:
+        raise UpstreamError(_not_a_chat_model(), status=400)
+        yield  # pragma: no cover - makes this an async generator, as the interface wants
+
+    async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
+        texts = request.texts
+        # Loading and embedding are CPU work: off the event loop.
+        vectors = await asyncio.get_running_loop().run_in_executor(
+            self._worker, embed_texts, texts, request.dimensions or DIMENSIONS
+        )
+        data = []
+        for index, vector in enumerate(vectors):
+            encoded: list[float] | str = vector
+            if request.encoding_format == "base64":
+                encoded = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+            data.append({"object": "embedding", "index": index, "embedding": encoded})
+        tokens = sum(self._counter.count_many(texts))
+        usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+        return EmbeddingResponse.model_validate(
+            {"object": "list", "data": data, "model": LOCAL_EMBEDDING_MODEL, "usage": usage}
+        )
+
+    async def aclose(self) -> None:
+        self._worker.shutdown(wait=False, cancel_futures=True)
+
+
+def _not_a_chat_model() -> str:
+    return f"{LOCAL_EMBEDDING_MODEL} is an embedding model: it answers no chat completion"
