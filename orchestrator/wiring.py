@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from orchestrator.agents.actions import load_operator_token, save_operator_token
 from orchestrator.agents.health import HealthBoard
 from orchestrator.agents.requests import AgentChannels
+from orchestrator.approvals import ApprovalStore
 from orchestrator.backends.base import Backend
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.control.auth import TokenStore
@@ -186,7 +187,13 @@ def attach_subsystems(
         db,
         lambda: limits().retention,
         RetentionTargets(
-            events, broker.messages, inbox_target(inbox), scheduler.runs, gateway.ledger, AlertStore(db)
+            events,
+            broker.messages,
+            inbox_target(inbox),
+            scheduler.runs,
+            gateway.ledger,
+            AlertStore(db),
+            ApprovalStore(db, events),
         ),
         now=scheduler.clock.now,
     )

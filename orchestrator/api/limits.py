@@ -76,6 +76,11 @@ def check_run(services: Services, record: RunRecord) -> None:
     _check(services, "the run record", "payload", len(record.model_dump_json().encode()))
 
 
+def check_approval(services: Services, arguments: dict[str, Any]) -> None:
+    """An approval request is stored whole with the call's arguments: capped like a payload."""
+    _check(services, "the approval request's arguments", "payload", _json_size(arguments))
+
+
 def check_event(services: Services, data: dict[str, Any]) -> None:
     _check(services, "the event data", "event", _json_size(data))
 

@@ -5,6 +5,8 @@ the orchestrator checks it: `orchestrator.approvals.enforce`). An item is create
 same item, so an agent that retries after an orchestrator restart waits on the item it made),
 decided by an operator (`approve`, `deny`), and denied as `expired` once its timeout passes
 undecided. Expiry is applied whenever items are read, so no timer has to survive a restart.
+Decided items leave with the retention of events (`prune`); an agent may have at most
+`limits.pending_approvals` undecided at once (checked by the agent's route).
 """
 
 from __future__ import annotations
@@ -143,6 +145,31 @@ class ApprovalStore:
             (item.id, item.agent, fingerprint, _iso(utcnow())),
         )
         return cursor.rowcount == 1
+
+    def pending_count(self, agent: str) -> int:
+        """This agent's undecided items (those past their timeout expired first)."""
+        for due in self._db.query(
+            "SELECT * FROM approvals WHERE agent = ? AND state = 'pending' AND expires_at <= ?",
+            (agent, _iso(utcnow())),
+        ):
+            self._expire_if_due(_item(due))
+        count = self._db.query_one(
+            "SELECT COUNT(*) AS n FROM approvals WHERE agent = ? AND state = 'pending'", (agent,)
+        )
+        return int(count["n"]) if count is not None else 0
+
+    def prune(self, before: datetime, /) -> int:
+        """Drop the items decided (or expired) before `before`, and the record of their use."""
+        with self._db.transaction() as conn:
+            conn.execute(
+                "DELETE FROM approval_uses WHERE approval_id IN "
+                "(SELECT id FROM approvals WHERE state != 'pending' AND decided_at < ?)",
+                (_iso(before),),
+            )
+            cursor = conn.execute(
+                "DELETE FROM approvals WHERE state != 'pending' AND decided_at < ?", (_iso(before),)
+            )
+        return int(cursor.rowcount)
 
     def list(self, state: ApprovalState | None = None, limit: int = 100) -> list[ApprovalItem]:
         """Newest first; pending items past their timeout are expired before they are listed."""

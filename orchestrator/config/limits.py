@@ -62,6 +62,12 @@ class LimitsConfig(BaseModel):
         description="Longest an agent's own part of a backup may take, all its files; longer makes "
         "that part incomplete",
     )
+    pending_approvals: int = Field(
+        default=20,
+        ge=1,
+        le=10_000,
+        description="Undecided approval requests an agent may have at once; more are refused (429)",
+    )
     rates: RatesConfig = Field(
         default_factory=RatesConfig, description="How fast each agent may report events, tell and ask"
     )

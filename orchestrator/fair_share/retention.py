@@ -1,7 +1,7 @@
 """Retention of what the orchestrator stores for agents (fleet.yaml `limits.retention`), applied
 while it runs: events, the broker's message log, finished inbox items and run records by age and
 by size per agent; the model usage ledger's per-call rows once no budget window reads them (their
-daily totals stay); alerts sent or given up, as long as events.
+daily totals stay); alerts sent or given up, and decided approval items, as long as events.
 
 Each table's owner prunes its own rows (`prune`); this module only decides when and with which
 rule. Freed pages are reused by SQLite, so state.db stops growing once every agent is at its
@@ -50,10 +50,19 @@ class RetentionReport(BaseModel):
     runs: int = 0
     usage_detail: int = 0
     alerts: int = 0
+    approvals: int = 0
 
     @property
     def total(self) -> int:
-        return self.events + self.messages + self.inbox + self.runs + self.usage_detail + self.alerts
+        return (
+            self.events
+            + self.messages
+            + self.inbox
+            + self.runs
+            + self.usage_detail
+            + self.alerts
+            + self.approvals
+        )
 
 
 @dataclass(frozen=True)
@@ -66,6 +75,7 @@ class RetentionTargets:
     runs: Prunable
     ledger: DetailPrunable
     alerts: AgePrunable
+    approvals: AgePrunable
 
 
 class _InboxPruner:
@@ -112,6 +122,8 @@ class Retention:
             usage_detail=targets.ledger.prune_detail(now - timedelta(seconds=rules.usage_detail_s)),
             # Alerts come from events: they are kept as long as events are.
             alerts=targets.alerts.prune(now - timedelta(seconds=rules.events.age_s)),
+            # Approval items are announced by events; the decided ones go with them.
+            approvals=targets.approvals.prune(now - timedelta(seconds=rules.events.age_s)),
         )
         if report.total:
             # Hand the pages back to the main file, so a flood's write-ahead log does not stay.

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from broker_helpers import FLEET_YAML, build_services, write_fleet
 
-from agent_runtime.protocol import ItemKind, RunOutcome, RunRecord, TellRequest, WorkResult
+from agent_runtime.protocol import ApprovalRequest, ItemKind, RunOutcome, RunRecord, TellRequest, WorkResult
 from orchestrator.alerts import AlertStore
+from orchestrator.approvals import ApprovalStore
 from orchestrator.gateway.ledger import Charge
 from orchestrator.services import Services
 
@@ -164,3 +165,22 @@ def test_alerts_sent_or_given_up_are_kept_as_long_as_events(services: Services) 
     store.mark_sent(sent.id, old)
     assert services.retention.apply().alerts == 1  # events are kept 1d here
     assert [alert.key for alert in store.recent()] == ["pending"]
+
+
+def test_decided_approval_items_are_kept_as_long_as_events_and_pending_ones_stay(
+    services: Services,
+) -> None:
+    store = ApprovalStore(services.db, services.events)
+    for key in ("decided-long-ago", "decided-today", "still-pending"):
+        store.request("alpha", ApprovalRequest(key=key, tool="http_request", timeout_s=3600))
+    for key in ("decided-long-ago", "decided-today"):
+        found = store.find("alpha", key)
+        assert found is not None
+        store.decide(found.id, "approved")
+    services.db.execute(
+        "UPDATE approvals SET decided_at = ? WHERE key = 'decided-long-ago'",
+        ((datetime.now(UTC) - timedelta(days=3)).isoformat(),),
+    )
+    assert services.retention.apply().approvals == 1  # events are kept 1d here
+    assert {item.state for item in store.list()} == {"approved", "pending"}
+    assert store.find("alpha", "decided-long-ago") is None
