@@ -9,7 +9,8 @@ work), printing each figure with the machine's load average beside it:
   none of them);
 - `--awake M`: one message to each of M random agents at once, until all have answered (they
   stay awake for `hibernate_after`, 10 minutes);
-- idle: `IDLE_SETTLE_S` later, the orchestrator's RSS and its CPU over `IDLE_WINDOW_S`;
+- idle: `IDLE_SETTLE_S` later (once the woken agents have given their worker back, 30 s after
+  their last item), the orchestrator's RSS and its CPU over `IDLE_WINDOW_S`;
 - `ps` (the `flotilla ps` command, start to end), the fleet view the dashboard reads
   (`GET /api/v1/fleet`) and `/metrics`: wall clock of each, best and worst of `READS`;
 - wake to answer: one message at a time to a sleeping agent picked at random, from the request
@@ -59,7 +60,7 @@ from orchestrator.backends.docker import connect_docker
 from orchestrator.cli.client import ApiClient
 from orchestrator.state.endpoint import Endpoint
 
-IDLE_SETTLE_S = 10.0
+IDLE_SETTLE_S = 40.0
 IDLE_WINDOW_S = 20.0
 READS = 3
 BARE_STARTS = 20
