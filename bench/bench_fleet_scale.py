@@ -59,6 +59,7 @@ from bench.fleet_run import (
 from orchestrator.backends.docker import connect_docker
 from orchestrator.cli.client import ApiClient
 from orchestrator.state.endpoint import Endpoint
+from orchestrator.state.paths import StatePaths
 
 IDLE_SETTLE_S = 40.0
 IDLE_WINDOW_S = 20.0
@@ -202,7 +203,9 @@ def run_fleet(n: int, awake: int, wakes: int, report: Report) -> None:
         up_s = time.monotonic() - started
         try:
             if up.returncode != 0:
-                raise RuntimeError(f"up -d failed: {up.stderr.strip() or up.stdout.strip()}")
+                log = StatePaths.for_fleet_file(folder / "fleet.yaml").log_file
+                tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:]) if log.exists() else ""
+                raise RuntimeError(f"up -d failed: {up.stderr.strip() or up.stdout.strip()}\n{tail}")
             report.add(f"up -d of {n} agents (containers made, none started)", f"{up_s:.1f} s")
             endpoint = wait_endpoint(folder, time.monotonic() + 60)
             with closing(ApiClient(endpoint, timeout_s=60)) as client:
