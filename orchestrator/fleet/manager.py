@@ -112,7 +112,9 @@ class FleetManager:
         supervisor keeps it, with only the agents it may not know asked of the engine (see
         `orchestrator.fleet.unit_board`); else listed now. `asleep`: the agents meant to sleep
         (hibernated or stopped by the operator)."""
-        if not self.board.trusted(self.board.now()):
+        now = self.board.now()
+        self.board.note_read(now)
+        if not self.board.trusted(now):
             return self.units_by_agent()
         doubtful = self.board.doubtful(self.fleet.config.agents, asleep)
         if doubtful:

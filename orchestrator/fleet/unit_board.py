@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from orchestrator.backends.base import UnitInfo
 
 FULL_LISTING_S = 30.0
-"""How often the supervisor lists every unit of the fleet, sleeping ones included."""
+"""How often the supervisor lists every unit of the fleet, sleeping ones included, while the
+fleet is being read; a fleet nobody reads is not listed whole (that is idle work of the engine
+and the orchestrator, some 50 ms at N = 1,000), and its first read lists it."""
 KEPT_WITHIN_S = 10.0
 """The board is trusted while the supervisor's last pass began at most this long ago (a pass
 every 2 s, some seconds of slack for a slow engine)."""
@@ -42,6 +44,7 @@ class UnitBoard:
         self._seen: dict[str, Sighting] = {}
         self._full_at: float | None = None
         self._kept_at: float | None = None
+        self._read_at: float | None = None
         self._lock = threading.Lock()
 
     def now(self) -> float:
@@ -85,8 +88,16 @@ class UnitBoard:
             self._full_at = None
 
     def full_listing_due(self, now: float) -> bool:
+        """The fleet was read lately and its last full listing is `FULL_LISTING_S` old."""
         with self._lock:
+            if self._read_at is None or now - self._read_at > 2 * FULL_LISTING_S:
+                return False
             return self._full_at is None or now - self._full_at >= FULL_LISTING_S
+
+    def note_read(self, now: float) -> None:
+        """The fleet is being read: the supervisor lists it whole every `FULL_LISTING_S` while so."""
+        with self._lock:
+            self._read_at = now
 
     def trusted(self, now: float) -> bool:
         """A supervisor keeps the board, and the whole fleet was listed recently."""

@@ -11,6 +11,7 @@ import pytest
 
 from orchestrator.api.operator.fleet_status import AgentStatus, fleet_status_of
 from orchestrator.config.loader import load_fleet
+from orchestrator.fleet.unit_board import FULL_LISTING_S, UnitBoard
 from orchestrator.services import Services
 from orchestrator.testing.fake_backend import FakeBackend
 from orchestrator.wiring import build_services
@@ -49,6 +50,7 @@ def test_views_ask_the_engine_nothing_while_the_supervisor_keeps_the_units(
     services: Services, backend: FakeBackend
 ) -> None:
     services.supervisor.check_once()
+    view(services)  # the first read lists the fleet: nobody had read it
     listed = backend.count("list")
 
     for _ in range(5):
@@ -121,3 +123,20 @@ def test_a_restart_by_the_operator_shows_its_new_start(services: Services, backe
     uptime = view(services)["alpha"].uptime_s
 
     assert uptime is not None and uptime < 0.2
+
+
+def test_the_supervisor_lists_every_unit_only_while_the_fleet_is_read() -> None:
+    now = [1000.0]
+    board = UnitBoard(clock=lambda: now[0])
+    board.record_all([], now[0])
+    assert not board.full_listing_due(now[0] + FULL_LISTING_S)  # nobody reads it
+
+    board.note_read(now[0])
+    assert not board.full_listing_due(now[0] + 1)
+    assert board.full_listing_due(now[0] + FULL_LISTING_S)
+
+    # Read no more for a while: the whole fleet is no longer listed, nor is the board trusted.
+    later = now[0] + 3 * FULL_LISTING_S
+    board.kept(later)
+    assert not board.full_listing_due(later)
+    assert not board.trusted(later)
