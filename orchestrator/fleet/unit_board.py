@@ -1,7 +1,7 @@
 """The last known unit of every agent, from the listings the orchestrator makes anyway.
 
-The supervisor lists the awake agents' units on every pass and the whole fleet every
-`FULL_LISTING_S`; each listing is recorded here. Reading the fleet (the fleet view behind `ps`
+The supervisor lists the awake agents' units on every pass and, while the fleet is read, the
+whole fleet every `FULL_LISTING_S`; each listing is recorded here. Reading the fleet (the fleet view behind `ps`
 and the dashboard) then costs no engine call in the steady state: with 1,000 declared agents,
 listing every container on every request was most of the view's time, in the engine.
 
@@ -9,7 +9,8 @@ What the board may not know is asked of the engine, for those agents alone: an a
 listed or forgotten since (its unit was just restarted or made again), an awake agent its last
 pass did not cover (just woken), an awake agent whose unit does not run (crashed, or being
 restarted), and a sleeping agent whose unit runs (being put to sleep). While no supervisor
-keeps the board (its loop is not running, or it fell behind), the fleet is listed as before.
+keeps the board (its loop is not running, or it fell behind), and on the first read after a
+quiet spell, the fleet is listed as before.
 """
 
 from __future__ import annotations
