@@ -9,7 +9,8 @@ work), printing each figure with the machine's load average beside it:
   none of them);
 - `--awake M`: one message to each of M random agents at once, until all have answered (they
   stay awake for `hibernate_after`, 10 minutes);
-- idle: `IDLE_SETTLE_S` later, the orchestrator's RSS and its CPU over `IDLE_WINDOW_S`;
+- idle: `IDLE_SETTLE_S` later (once the woken agents have given their worker back, 30 s after
+  their last item), the orchestrator's RSS and its CPU over `IDLE_WINDOW_S`;
 - `ps` (the `flotilla ps` command, start to end), the fleet view the dashboard reads
   (`GET /api/v1/fleet`) and `/metrics`: wall clock of each, best and worst of `READS`;
 - wake to answer: one message at a time to a sleeping agent picked at random, from the request
@@ -58,8 +59,9 @@ from bench.fleet_run import (
 from orchestrator.backends.docker import connect_docker
 from orchestrator.cli.client import ApiClient
 from orchestrator.state.endpoint import Endpoint
+from orchestrator.state.paths import StatePaths
 
-IDLE_SETTLE_S = 10.0
+IDLE_SETTLE_S = 40.0
 IDLE_WINDOW_S = 20.0
 READS = 3
 BARE_STARTS = 20
@@ -201,7 +203,9 @@ def run_fleet(n: int, awake: int, wakes: int, report: Report) -> None:
         up_s = time.monotonic() - started
         try:
             if up.returncode != 0:
-                raise RuntimeError(f"up -d failed: {up.stderr.strip() or up.stdout.strip()}")
+                log = StatePaths.for_fleet_file(folder / "fleet.yaml").log_file
+                tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:]) if log.exists() else ""
+                raise RuntimeError(f"up -d failed: {up.stderr.strip() or up.stdout.strip()}\n{tail}")
             report.add(f"up -d of {n} agents (containers made, none started)", f"{up_s:.1f} s")
             endpoint = wait_endpoint(folder, time.monotonic() + 60)
             with closing(ApiClient(endpoint, timeout_s=60)) as client:

@@ -62,10 +62,11 @@ class OperatorActions:
         """Stop the agent's unit; it stays down (the supervisor and apply leave it) until started."""
         self._require(agent)
         self._controls.set(agent, "stopped")
-        unit = self._manager.units_by_agent().get(agent)
+        unit = self._manager.units_by_agent([agent]).get(agent)
         if unit is not None and unit.state == "running":
             self._backend.stop(unit.id, timeout_s=10.0)
         self._health.forget(agent)
+        self._manager.board.forget(agent)
         self._events.publish(EventType.AGENT_STOPPED, agent=agent, reason="stopped by the operator")
         return ActionResult(
             agent=agent, action="stop", done=f"{agent} stopped; `flotilla start {agent}` starts it"
@@ -75,25 +76,27 @@ class OperatorActions:
         """Lift a stop (and a pause of this agent) and start its unit, made anew when missing."""
         self._require(agent)
         self._controls.set(agent, None)
-        unit = self._manager.units_by_agent().get(agent)
+        unit = self._manager.units_by_agent([agent]).get(agent)
         if unit is None:
             self._manager.recreate(agent)
         elif unit.state != "running":
             self._backend.start(unit.id)
         self._inbox.wake(agent)
+        self._manager.board.forget(agent)
         self._events.publish(EventType.AGENT_STARTED, agent=agent, reason="started by the operator")
         return ActionResult(agent=agent, action="start", done=f"{agent} started")
 
     def restart_agent(self, agent: str) -> ActionResult:
         """Stop and start the agent's unit now (its storage and inbox stay)."""
         self._require(agent)
-        unit = self._manager.units_by_agent().get(agent)
+        unit = self._manager.units_by_agent([agent]).get(agent)
         if unit is None:
             self._manager.recreate(agent)
         else:
             self._backend.stop(unit.id, timeout_s=10.0)
             self._backend.start(unit.id)
         self._health.forget(agent)
+        self._manager.board.forget(agent)
         self._events.publish(EventType.AGENT_RESTARTED, agent=agent, reason="restarted by the operator")
         held = self._controls.hold_of(agent)
         note = f" (still {held}: `flotilla resume {agent}` or `start`)" if held else ""

@@ -109,9 +109,16 @@ class Supervisor:
     def _check(self, now: float) -> list[str]:
         hibernated = self._manager.hibernated() | self._controls.stopped()
         awake = [agent for agent in self._fleet.current().config.agents if agent not in hibernated]
-        # Only the awake agents' units: in a mostly sleeping fleet, listing every unit every pass
-        # would be most of the orchestrator's idle work.
-        units = self._manager.units_by_agent(awake)
+        board = self._manager.board
+        began = board.now()
+        if board.full_listing_due(began):
+            # Now and then every unit, for the board that reading the fleet uses (a sleeping
+            # agent's unit removed or started behind the orchestrator's back shows there).
+            units = self._manager.units_by_agent()
+        else:
+            # Only the awake agents' units: in a mostly sleeping fleet, listing every unit every
+            # pass would be most of the orchestrator's idle work.
+            units = self._manager.units_by_agent(awake)
         restarted = []
         for agent in hibernated:
             # Woken later, it is judged from its new start: its last check-in is old by then.
@@ -133,6 +140,7 @@ class Supervisor:
             if self._restart(agent, units.get(agent), reason):
                 restarted.append(agent)
             backoff.not_before = now + backoff.delays.next()
+        board.kept(began)
         return restarted
 
     def _note_healthy(self, backoff: _RestartWindow, now: float) -> None:
@@ -155,6 +163,7 @@ class Supervisor:
             return False
         self._started_at[agent] = time.monotonic()
         self._health.forget(agent)
+        self._manager.board.forget(agent)
         self._db.execute(
             "INSERT INTO agent_restarts(agent, restarts, last_reason, last_at) VALUES (?, 1, ?, ?)"
             " ON CONFLICT(agent) DO UPDATE SET restarts = restarts + 1, last_reason = excluded.last_reason,"

@@ -10,7 +10,8 @@ import click
 from pydantic import TypeAdapter
 
 from orchestrator.alerts import AlertRecord
-from orchestrator.cli.common import client_for, fleet_file_option
+from orchestrator.cli.common import client_for
+from orchestrator.cli.options import fleet_file_option
 from orchestrator.cli.terminal import echo
 
 _RECORDS = TypeAdapter(list[AlertRecord])

@@ -11,7 +11,8 @@ import click
 from pydantic import TypeAdapter
 
 from agent_runtime.protocol import ApprovalItem
-from orchestrator.cli.common import client_for, fleet_file_option
+from orchestrator.cli.common import client_for
+from orchestrator.cli.options import fleet_file_option
 from orchestrator.cli.terminal import echo, one_line
 
 _ITEMS = TypeAdapter(list[ApprovalItem])

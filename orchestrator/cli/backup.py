@@ -12,8 +12,9 @@ import click
 from orchestrator.backup.archive import BackupResult
 from orchestrator.backup.restore import RestoreRefused, restore_archive
 from orchestrator.backup.verify import Verdict, verify_archive
-from orchestrator.cli.common import client_for, fleet_file_option
+from orchestrator.cli.common import client_for
 from orchestrator.cli.errors import CliError
+from orchestrator.cli.options import fleet_file_option
 from orchestrator.cli.terminal import echo, one_line
 
 BACKUP_TIMEOUT_S = 6 * 3600.0

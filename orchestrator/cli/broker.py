@@ -12,7 +12,8 @@ from urllib.parse import quote
 import click
 
 from orchestrator.broker.contracts_check import ContractsReport, check_offline
-from orchestrator.cli.common import client_for, fleet_file_option, load_or_exit
+from orchestrator.cli.common import client_for, load_or_exit
+from orchestrator.cli.options import fleet_file_option
 from orchestrator.cli.terminal import echo, one_line
 from orchestrator.cli.trace import trace
 

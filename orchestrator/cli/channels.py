@@ -10,7 +10,8 @@ from urllib.parse import quote
 import click
 from pydantic import TypeAdapter
 
-from orchestrator.cli.common import client_for, fleet_file_option
+from orchestrator.cli.common import client_for
+from orchestrator.cli.options import fleet_file_option
 from orchestrator.conversations.people import PairingCode, Person
 
 _PEOPLE = TypeAdapter(list[Person])

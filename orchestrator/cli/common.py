@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import NoReturn
 
 import click
 
@@ -14,29 +13,8 @@ from orchestrator.config.capacity import Capacity
 from orchestrator.config.fleet import ConfigError, LoadedFleet
 from orchestrator.config.loader import check_capacity, load_fleet
 
-F = TypeVar("F", bound=Callable[..., Any])
-
 EXIT_INVALID_CONFIG = 2
 DEFAULT_PORT = 8420
-
-
-def _fleet_file(*flags: str) -> Callable[[F], F]:
-    def decorate(fn: F) -> F:
-        decorated: F = click.option(
-            *flags,
-            "fleet_file",
-            type=click.Path(path_type=Path, dir_okay=False),
-            default=Path("fleet.yaml"),
-            envvar="FLOTILLA_FILE",
-            show_default=True,
-            help="The fleet file (env FLOTILLA_FILE).",
-        )(fn)
-        return decorated
-
-    return decorate
-
-
-fleet_file_option = _fleet_file("-f", "--file")
 
 
 def client_for(fleet_file: Path, timeout_s: float = 30.0) -> ApiClient:

@@ -10,9 +10,9 @@ from pathlib import Path
 import click
 
 from orchestrator.backends.base import BackendError
-from orchestrator.cli.common import client_for, fleet_file_option, load_or_exit
+from orchestrator.cli.common import client_for, load_or_exit
 from orchestrator.cli.errors import NotRunning
-from orchestrator.cli.options import echo_json, json_option
+from orchestrator.cli.options import echo_json, fleet_file_option, json_option
 from orchestrator.fleet.reconcile import fleet_labels
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths

@@ -8,7 +8,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from orchestrator.cli.common import client_for, fleet_file_option
+from orchestrator.cli.common import client_for
+from orchestrator.cli.options import fleet_file_option
 from orchestrator.gateway.models import BudgetWindow, CostsReport
 
 _WARN_FRACTION = 0.8

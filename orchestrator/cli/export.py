@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from orchestrator.cli.common import fleet_file_option, load_or_exit
+from orchestrator.cli.common import load_or_exit
 from orchestrator.cli.errors import CliError
-from orchestrator.cli.options import echo_json, json_option
+from orchestrator.cli.options import echo_json, fleet_file_option, json_option
 from orchestrator.export.kubernetes import (
     ExportOptions,
     ExportRefused,

@@ -18,17 +18,9 @@ from orchestrator.backends.base import Backend, BackendError, BackendUnavailable
 from orchestrator.backends.external import NEEDS_ADDRESS
 from orchestrator.backends.select import RUNTIMES, Runtime, open_backend, remembered_runtime
 from orchestrator.cli.apply_image import ImagePlan, image_for, planned_image
-from orchestrator.cli.common import (
-    DEFAULT_PORT,
-    check_capacity_or_exit,
-    client_for,
-    fleet_file_option,
-    load_or_exit,
-)
+from orchestrator.cli.common import DEFAULT_PORT, check_capacity_or_exit, client_for, load_or_exit
 from orchestrator.cli.errors import CliError
-from orchestrator.cli.options import echo_json, follow_option, json_option
-from orchestrator.cli.render import FOLD_ASLEEP_ABOVE, awake_summary, fleet_table, fold_asleep
-from orchestrator.cli.terminal import markup_safe
+from orchestrator.cli.options import echo_json, fleet_file_option, follow_option, json_option
 from orchestrator.config.capacity import Capacity
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.schema import fleet_schema
@@ -347,47 +339,6 @@ def _dry_run(
     if not actions:
         click.echo("nothing to change")
     return bool(actions)
-
-
-@click.command()
-@fleet_file_option
-@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
-@click.option(
-    "--all",
-    "show_all",
-    is_flag=True,
-    help=f"List every agent; by default a fleet of more than {FOLD_ASLEEP_ABOVE} folds its sleeping "
-    "agents that have nothing to do into one line.",
-)
-@click.option("-q", "--quiet", is_flag=True, help="Only the agents' names, one per line.")
-def ps(fleet_file: Path, as_json: bool, show_all: bool, quiet: bool) -> None:
-    """Show each agent's state, health, restarts, uptime and memory."""
-    status = client_for(fleet_file).get("/api/v1/fleet")
-    if quiet:
-        for agent in status["agents"]:
-            click.echo(agent["name"])
-        return
-    if as_json:
-        click.echo(json.dumps(status, indent=2))
-        return
-    from rich.console import Console
-
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=160)
-    shown, folded = fold_asleep(status, show_all)
-    console.print(fleet_table(shown))
-    if folded:
-        console.print(
-            f"{folded} more agents asleep with nothing to do (`ps --all` lists them)", highlight=False
-        )
-    console.print(awake_summary(status), highlight=False)
-    for problem in status["problems"]:
-        console.print(f"[red]problem: {markup_safe(problem)}[/red]", highlight=False)
-    for warning in status.get("warnings", []):
-        console.print(f"[bold red]warning: {markup_safe(warning)}[/bold red]", highlight=False)
-    if status["runtime"] != "docker":
-        console.print(f"[yellow]isolation {status['isolation']}[/yellow]")
 
 
 @click.command()

@@ -16,8 +16,8 @@ import click
 from agent_runtime.protocol import MAX_TURNS, TranscriptMessage
 from orchestrator.agents.transcripts import ContextMark, Transcript, TranscriptTurn, TurnRun
 from orchestrator.cli.client import ApiClient
-from orchestrator.cli.common import client_for, fleet_file_option
-from orchestrator.cli.options import follow_option
+from orchestrator.cli.common import client_for
+from orchestrator.cli.options import fleet_file_option, follow_option
 from orchestrator.cli.terminal import printable
 
 FOLLOW_EVERY_S = 1.0

@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from orchestrator.cli.common import client_for, fleet_file_option
+from orchestrator.cli.common import client_for
+from orchestrator.cli.options import fleet_file_option
 from orchestrator.config.units import format_bytes
 from orchestrator.fair_share.view import FairShareView
 

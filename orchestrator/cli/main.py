@@ -26,7 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "schema": ("orchestrator.cli.fleet", "schema"),
     "up": ("orchestrator.cli.fleet", "up"),
     "apply": ("orchestrator.cli.fleet", "apply"),
-    "ps": ("orchestrator.cli.fleet", "ps"),
+    "ps": ("orchestrator.cli.status", "ps"),
     "logs": ("orchestrator.cli.fleet", "logs"),
     "down": ("orchestrator.cli.fleet", "down"),
     "send": ("orchestrator.cli.messages", "send"),

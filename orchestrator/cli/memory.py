@@ -24,9 +24,9 @@ from typing import Any
 
 import click
 
-from orchestrator.cli.common import client_for, fleet_file_option
+from orchestrator.cli.common import client_for
 from orchestrator.cli.errors import CliError
-from orchestrator.cli.options import echo_json, json_option
+from orchestrator.cli.options import echo_json, fleet_file_option, json_option
 from orchestrator.cli.terminal import echo, one_line
 
 

@@ -12,8 +12,9 @@ from typing import Any
 import click
 
 from orchestrator.cli.client import ApiClient
-from orchestrator.cli.common import client_for, fleet_file_option
+from orchestrator.cli.common import client_for
 from orchestrator.cli.errors import CliError
+from orchestrator.cli.options import fleet_file_option
 from orchestrator.cli.terminal import echo
 
 HISTORY_FILE = Path("~/.flotilla_chat_history")

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from orchestrator.cli.common import client_for, fleet_file_option
+from orchestrator.cli.common import client_for
+from orchestrator.cli.options import fleet_file_option
 
 MOVE_TIMEOUT_S = 600.0
 

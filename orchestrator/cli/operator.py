@@ -14,9 +14,9 @@ from urllib.parse import quote
 import click
 
 from orchestrator.cli.client import ApiClient
-from orchestrator.cli.common import client_for, fleet_file_option
+from orchestrator.cli.common import client_for
 from orchestrator.cli.errors import CliError
-from orchestrator.cli.options import follow_option
+from orchestrator.cli.options import fleet_file_option, follow_option
 from orchestrator.cli.terminal import echo, one_line, secho
 
 # ------------------------------------------------------------------------------------ events

@@ -10,7 +10,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from orchestrator.cli.common import client_for, fleet_file_option
+from orchestrator.cli.common import client_for
+from orchestrator.cli.options import fleet_file_option
 from orchestrator.cli.terminal import echo, markup_safe
 from orchestrator.scheduler.models import HeartbeatStatus, TickResult
 from orchestrator.scheduler.runs import RunView

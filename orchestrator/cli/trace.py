@@ -13,7 +13,8 @@ from urllib.parse import quote
 import click
 
 from orchestrator.broker.request_trace import RequestTrace, TraceStep
-from orchestrator.cli.common import client_for, fleet_file_option
+from orchestrator.cli.common import client_for
+from orchestrator.cli.options import fleet_file_option
 from orchestrator.cli.terminal import printable
 
 SHORT_ID = 12

@@ -30,6 +30,7 @@ from orchestrator.fleet.scaffold import (
     write_token,
 )
 from orchestrator.fleet.seeding import SeedChange, plan_seeds, record_seed
+from orchestrator.fleet.unit_board import UnitBoard
 from orchestrator.fleet.view import FleetView
 from orchestrator.images.names import DEFAULT_IMAGE
 from orchestrator.scheduler.store import SchedulerStore
@@ -72,6 +73,8 @@ class FleetManager:
         self._carry: dict[str, Path] = {}
         """Agents moved from the previous layout whose own files still wait for their new storage."""
         self._applying = threading.Lock()
+        self.board = UnitBoard()
+        """The last known unit of every agent, kept by the supervisor's listings."""
         self.migrate_previous_layout()
         self._restoring = pending_restores(self._paths, list(self.fleet.config.agents))
         """Agents whose own files from a backup replace what their storage holds at creation."""
@@ -88,12 +91,35 @@ class FleetManager:
         return self._fleet.current()
 
     def units(self) -> list[UnitInfo]:
-        return self._backend.list(reconcile.fleet_labels(self.fleet.name))
+        """Every unit of the fleet, as the engine lists it now."""
+        at = self.board.now()
+        units = self._backend.list(reconcile.fleet_labels(self.fleet.name))
+        self.board.record_all(units, at)
+        return units
 
     def units_by_agent(self, agents: Collection[str] | None = None) -> dict[str, UnitInfo]:
-        """Each agent's unit; of `agents` only, when given."""
-        units = self.units() if agents is None else self._backend.list_agents(self.fleet.name, agents)
+        """Each agent's unit as the engine lists it now; of `agents` only, when given."""
+        if agents is None:
+            units = self.units()
+        else:
+            at = self.board.now()
+            units = self._backend.list_agents(self.fleet.name, agents)
+            self.board.record(agents, units, at)
         return {unit.agent: unit for unit in units}
+
+    def known_units(self, asleep: Collection[str]) -> dict[str, UnitInfo]:
+        """Each agent's unit as last listed, for reading the fleet: from the board while a
+        supervisor keeps it, with only the agents it may not know asked of the engine (see
+        `orchestrator.fleet.unit_board`); else listed now. `asleep`: the agents meant to sleep
+        (hibernated or stopped by the operator)."""
+        now = self.board.now()
+        self.board.note_read(now)
+        if not self.board.trusted(now):
+            return self.units_by_agent()
+        doubtful = self.board.doubtful(self.fleet.config.agents, asleep)
+        if doubtful:
+            self.units_by_agent(doubtful)
+        return self.board.units()
 
     def spec_for(self, agent: str) -> AgentSpec:
         """Mint the agent's token, prepare the operator's copy of its workspace, and describe
@@ -204,7 +230,10 @@ class FleetManager:
         otherwise plan against the same units.
         """
         with self._applying:
-            results = self._apply(on_done, candidate)
+            try:
+                results = self._apply(on_done, candidate)
+            finally:
+                self.board.forget_all()
             self.seeded = self._seed(force_seeds)
             return results
 
@@ -352,4 +381,7 @@ class FleetManager:
         for unit in self.units():
             if unit.agent == agent:
                 backend.remove(unit.id)
-        return backend.run(self.spec_for(agent))
+        try:
+            return backend.run(self.spec_for(agent))
+        finally:
+            self.board.forget(agent)

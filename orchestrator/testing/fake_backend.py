@@ -127,6 +127,7 @@ class FakeBackend(Backend):
 
     def list(self, labels: dict[str, str]) -> list[UnitInfo]:
         with self._lock:
+            self._enter("list", ",".join(f"{key}={value}" for key, value in sorted(labels.items())))
             return [
                 unit
                 for unit in self._units.values()

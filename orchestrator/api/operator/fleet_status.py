@@ -108,12 +108,14 @@ class FleetFacts:
 
     @classmethod
     def read(cls, services: Services) -> FleetFacts:
+        hibernated = services.scheduler.store.hibernated_agents()
         return cls(
-            units=services.manager.units_by_agent(),
+            # As the supervisor last listed them: no engine call per view in the steady state.
+            units=services.manager.known_units(hibernated | services.controls.stopped()),
             spent_today=services.gateway.spent_today(),
             restarts=services.supervisor.all_restarts(),
             depths=queue_depths(services.db),
-            hibernated=services.scheduler.store.hibernated_agents(),
+            hibernated=hibernated,
             waiting={queued.agent: queued.position for queued in services.scheduler.wake_queue()},
         )
 
