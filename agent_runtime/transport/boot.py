@@ -48,6 +48,7 @@ def report_in(settings: Settings, stopping: threading.Event) -> bytes | None:
             log.info("orchestrator not answering yet: %s", failed)
         else:
             if status == http.HTTPStatus.OK:
+                _note_alive(settings)
                 _first_checkin(settings.orchestrator_url, token)
                 return body
             if status == GONE:
@@ -68,6 +69,15 @@ def _make_own_folders(settings: Settings) -> None:
             (settings.data_dir / folder).mkdir(parents=True, exist_ok=True)
         except OSError as failed:
             log.warning("cannot make %s: %s", folder, failed)
+
+
+def _note_alive(settings: Settings) -> None:
+    """The liveness probe's file is fresh from the first check-in on, which the orchestrator may
+    already count as healthy; the check-in thread keeps it fresh once the runtime is loaded."""
+    try:
+        settings.alive_file.touch()
+    except OSError as failed:
+        log.warning("cannot touch %s: %s", settings.alive_file, failed)
 
 
 def _first_checkin(base_url: str, token: str) -> None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
 from typing import Any
 
 from telegram import Bot, Message, ReplyParameters
@@ -50,6 +51,33 @@ def _without_mention(text: str, username: str) -> str:
     return text
 
 
+class ReplyOrder:
+    """Replies to one chat leave in the order its messages came: each message is handled in a
+    task of its own, and two immediate answers (a refusal, a command's) would otherwise race
+    to the Bot API. Only the sending is ordered; waiting for an agent's answer holds nothing."""
+
+    def __init__(self) -> None:
+        self._turns: dict[int, tuple[asyncio.Lock, int]] = {}
+
+    def __len__(self) -> int:
+        """Chats with a reply being sent or waiting to be."""
+        return len(self._turns)
+
+    @asynccontextmanager
+    async def turn(self, chat_id: int) -> AsyncIterator[None]:
+        lock, users = self._turns.get(chat_id, (asyncio.Lock(), 0))
+        self._turns[chat_id] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._turns[chat_id]
+            if users == 1:
+                del self._turns[chat_id]  # no one else waits: a chat costs nothing between replies
+            else:
+                self._turns[chat_id] = (lock, users - 1)
+
+
 class TelegramPoller:
     """Reads one bot's updates until cancelled; each text message goes to `handle` in a task of
     its own, so a slow agent never holds up the others."""
@@ -70,6 +98,7 @@ class TelegramPoller:
         self._bot = bot_for(settings, token)
         self._handle = handle
         self._tasks: set[asyncio.Task[None]] = set()
+        self._order = ReplyOrder()
 
     async def run(self) -> None:
         offset: int | None = None
@@ -103,11 +132,12 @@ class TelegramPoller:
         if message.text is None or message.from_user is None or message.from_user.is_bot:
             return
         user = message.from_user
-        bot, redact = self._bot, self._redact
+        bot, redact, order = self._bot, self._redact, self._order
 
         async def reply(text: str) -> None:
             try:
-                await send_reply(bot, message, text)
+                async with order.turn(message.chat_id):
+                    await send_reply(bot, message, text)
             except TelegramError as failed:
                 log.warning("channel %s: a reply was not sent: %s", self._name, redact(str(failed)))
 

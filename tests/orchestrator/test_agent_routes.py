@@ -16,6 +16,7 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
+from agent_runtime.health import is_alive
 from agent_runtime.process.settings import Settings
 from agent_runtime.protocol import AskRequest, ChannelAsk, ChannelDone, CheckIn, ItemKind, WorkResult
 from agent_runtime.transport.boot import report_in
@@ -438,6 +439,8 @@ def test_a_new_agent_reports_in_before_its_runtime_loads(
     assert config is not None and json.loads(config)["agent"] == "alpha"
     sighting = services.health.last("alpha")
     assert sighting is not None and sighting.checkin.state == "starting"
+    # The orchestrator may count the agent healthy from here: its liveness probe passes too.
+    assert is_alive(settings.data_dir)
 
     ghost = Settings(orchestrator_url=base_url, agent="ghost", data_dir=tmp_path / "ghost")
     ghost.runtime_dir.mkdir(parents=True)
