@@ -148,11 +148,7 @@ class ApprovalStore:
 
     def pending_count(self, agent: str) -> int:
         """This agent's undecided items (those past their timeout expired first)."""
-        for due in self._db.query(
-            "SELECT * FROM approvals WHERE agent = ? AND state = 'pending' AND expires_at <= ?",
-            (agent, _iso(utcnow())),
-        ):
-            self._expire_if_due(_item(due))
+        self.expire_due()
         count = self._db.query_one(
             "SELECT COUNT(*) AS n FROM approvals WHERE agent = ? AND state = 'pending'", (agent,)
         )
