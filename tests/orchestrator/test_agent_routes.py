@@ -24,12 +24,10 @@ from agent_runtime.transport.channel import AgentChannel, channel_url
 from agent_runtime.transport.client import OrchestratorClient
 from agent_runtime.transport.errors import OrchestratorRefused, OrchestratorUnavailable
 from orchestrator.api.app import create_app
-from orchestrator.config.loader import load_fleet
 from orchestrator.config.settings import runtime_hash
 from orchestrator.services import Services
-from orchestrator.testing.fake_backend import FakeBackend
+from orchestrator.testing.fake_fleet import agent_http, fake_fleet_services
 from orchestrator.testing.server import serve_app
-from orchestrator.wiring import build_services
 
 FLEET = (
     "version: 1\nfleet: routes\nagents:\n  alpha:\n    role: a\n    talks_to: [beta]\n  beta:\n    role: b\n"
@@ -38,10 +36,8 @@ FLEET = (
 
 @pytest.fixture
 def services(tmp_path: Path) -> Iterator[Services]:
-    (tmp_path / "fleet.yaml").write_text(FLEET)
-    built = build_services(load_fleet(tmp_path / "fleet.yaml"), FakeBackend())
-    yield built
-    built.db.close()
+    with fake_fleet_services(tmp_path, FLEET) as built:
+        yield built
 
 
 @pytest.fixture
@@ -50,13 +46,8 @@ def base_url(services: Services) -> Iterator[str]:
         yield url
 
 
-def agent_client(services: Services, base_url: str, agent: str) -> httpx.Client:
-    token = services.tokens.mint(agent)
-    return httpx.Client(base_url=base_url, headers={"authorization": f"Bearer {token}"}, timeout=10)
-
-
 def test_config_is_served_to_the_agent_and_holds_no_secret(services: Services, base_url: str) -> None:
-    with agent_client(services, base_url, "alpha") as client:
+    with agent_http(services, base_url, "alpha") as client:
         config = client.get("/agent/v1/config").json()
     assert config["agent"] == "alpha" and config["talks_to"] == ["beta"]
     assert config["config_hash"] == runtime_hash(services.fleet, "alpha")
@@ -72,7 +63,7 @@ def test_routes_refuse_missing_and_operator_tokens(services: Services, base_url:
 
 
 def test_long_poll_delivers_progress_and_result(services: Services, base_url: str) -> None:
-    with agent_client(services, base_url, "beta") as client:
+    with agent_http(services, base_url, "beta") as client:
         assert client.get("/agent/v1/inbox/next", params={"wait": 0}).status_code == 204
         item = services.inbox.put("beta", ItemKind.OPERATOR_MESSAGE, "operator", "hi")
         claimed = client.get("/agent/v1/inbox/next", params={"wait": 1}).json()
@@ -85,7 +76,7 @@ def test_long_poll_delivers_progress_and_result(services: Services, base_url: st
 
 def test_an_agent_cannot_touch_another_agents_item(services: Services, base_url: str) -> None:
     item = services.inbox.put("beta", ItemKind.OPERATOR_MESSAGE, "operator", "for beta")
-    with agent_client(services, base_url, "alpha") as client:
+    with agent_http(services, base_url, "alpha") as client:
         response = client.post(f"/agent/v1/inbox/{item.id}/done", json={"ok": True, "text": "stolen"})
     assert response.status_code == 404
     assert services.inbox.state(item.id) == "queued"
@@ -118,13 +109,13 @@ def test_an_idle_check_in_releases_a_claim_lost_on_the_way(services: Services, b
         (item.id,),
     )
     idle = CheckIn(state="idle", pid=1, uptime_s=1.0)
-    with agent_client(services, base_url, "beta") as client:
+    with agent_http(services, base_url, "beta") as client:
         assert client.post("/agent/v1/checkin", json=idle.model_dump(mode="json")).status_code == 200
     assert services.inbox.state(item.id) == "queued"
 
 
 def test_agents_may_not_forge_orchestrator_events(services: Services, base_url: str) -> None:
-    with agent_client(services, base_url, "alpha") as client:
+    with agent_http(services, base_url, "alpha") as client:
         refused = client.post("/agent/v1/events", json={"type": "agent.restarted", "data": {}})
         accepted = client.post("/agent/v1/events", json={"type": "compaction.done", "data": {"turns": 3}})
     assert refused.status_code == 422 and "may not report" in refused.json()["message"]
@@ -459,8 +450,8 @@ def test_refusals_are_the_same_by_http_and_over_the_channel(services: Services, 
     }
     not_held = {"error": "not_found", "message": f"no inbox item {betas}", "details": []}
     with (
-        agent_client(services, base_url, "ghost") as ghost,
-        agent_client(services, base_url, "alpha") as alpha,
+        agent_http(services, base_url, "ghost") as ghost,
+        agent_http(services, base_url, "alpha") as alpha,
     ):
         http = [
             ghost.get("/agent/v1/config"),

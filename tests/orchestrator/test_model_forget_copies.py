@@ -16,11 +16,9 @@ from agent_runtime.protocol import MAX_FORGOTTEN_TEXTS, ItemKind, WorkResult, Wo
 from agent_runtime.transport.channel import channel_url
 from agent_runtime.transport.client import OrchestratorClient
 from orchestrator.api.app import create_app
-from orchestrator.config.loader import load_fleet
 from orchestrator.services import Services
-from orchestrator.testing.fake_backend import FakeBackend
+from orchestrator.testing.fake_fleet import fake_fleet_services
 from orchestrator.testing.server import serve_app
-from orchestrator.wiring import build_services
 
 FLEET = "version: 1\nfleet: forgets\nagents:\n  alpha:\n    role: a\n  beta:\n    role: b\n"
 FACT = "The user's locker code is 4512"
@@ -29,10 +27,8 @@ SAID = "My locker code is 4512. Note it."
 
 @pytest.fixture
 def services(tmp_path: Path) -> Iterator[Services]:
-    (tmp_path / "fleet.yaml").write_text(FLEET)
-    built = build_services(load_fleet(tmp_path / "fleet.yaml"), FakeBackend())
-    yield built
-    built.db.close()
+    with fake_fleet_services(tmp_path, FLEET) as built:
+        yield built
 
 
 @pytest.fixture

@@ -6,16 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from agent_runtime.protocol import CheckIn, InboxItem, ItemKind
 from orchestrator.api.app import create_app
-from orchestrator.config.loader import load_fleet
 from orchestrator.services import Services
-from orchestrator.testing.fake_backend import FakeBackend
+from orchestrator.testing.fake_fleet import agent_http, fake_fleet_services
 from orchestrator.testing.server import serve_app
-from orchestrator.wiring import build_services
 
 FLEET = """\
 version: 1
@@ -34,25 +31,18 @@ agents:
 
 @pytest.fixture
 def services(tmp_path: Path) -> Iterator[Services]:
-    (tmp_path / "fleet.yaml").write_text(FLEET)
-    built = build_services(load_fleet(tmp_path / "fleet.yaml"), FakeBackend())
-    yield built
-    built.db.close()
-
-
-def _client(services: Services, base_url: str, agent: str) -> httpx.Client:
-    token = services.tokens.mint(agent)
-    return httpx.Client(base_url=base_url, headers={"authorization": f"Bearer {token}"}, timeout=10)
+    with fake_fleet_services(tmp_path, FLEET) as built:
+        yield built
 
 
 def test_an_item_carries_peers_budgets_and_inbox_depth(services: Services) -> None:
     with serve_app(create_app(services)) as base_url:
-        with _client(services, base_url, "beta") as beta:
+        with agent_http(services, base_url, "beta") as beta:
             checkin = CheckIn(state="idle", pid=7, uptime_s=1.0)
             assert beta.post("/agent/v1/checkin", json=checkin.model_dump(mode="json")).status_code == 200
         for text in ("first", "second", "third"):
             services.inbox.put("alpha", ItemKind.OPERATOR_MESSAGE, "operator", text)
-        with _client(services, base_url, "alpha") as alpha:
+        with agent_http(services, base_url, "alpha") as alpha:
             item = InboxItem.model_validate(alpha.get("/agent/v1/inbox/next", params={"wait": 1}).json())
     snapshot = item.snapshot
     assert snapshot is not None
@@ -71,7 +61,7 @@ def test_an_item_carries_the_config_hash_to_agents_that_read_it(services: Servic
 
     services.inbox.put("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "hello")
     services.inbox.put("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "again")
-    with serve_app(create_app(services)) as base_url, _client(services, base_url, "alpha") as alpha:
+    with serve_app(create_app(services)) as base_url, agent_http(services, base_url, "alpha") as alpha:
         old = CheckIn(state="idle", pid=7, uptime_s=1.0, protocol=1)  # a container from before an upgrade
         assert alpha.post("/agent/v1/checkin", json=old.model_dump(mode="json")).status_code == 200
         raw = alpha.get("/agent/v1/inbox/next", params={"wait": 1}).json()
