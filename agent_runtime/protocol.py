@@ -515,6 +515,14 @@ class ForgottenCopies(WireModel):
     rows: int = Field(ge=0, description="Rows of state.db rewritten (inbox, runs, events)")
 
 
+class ChannelRetiring(ChannelFrame):
+    """This process is about to restart in place (an idle release, a restore): once the
+    orchestrator has replied it sends no request on this channel and waits for the next
+    process's channel instead, so that none is lost in the restart."""
+
+    type: Literal["retiring"] = "retiring"
+
+
 class ChannelAnswer(ChannelFrame):
     """The agent's answer to an AgentRequest: HTTP-like status and body; no reply comes back."""
 
@@ -534,6 +542,7 @@ ChannelRequest = Annotated[
     | ChannelProgress
     | ChannelWorkspaceWrite
     | ChannelForgotten
+    | ChannelRetiring
     | ChannelAnswer,
     Field(discriminator="type"),
 ]

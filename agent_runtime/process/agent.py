@@ -120,6 +120,7 @@ class AgentProcess:
         """Before the channel opens: who answers the orchestrator's requests, and where this
         agent's workspace writes go (the orchestrator's copy is the truth)."""
         from agent_runtime.transport.serving import AgentService
+        from agent_runtime.workspace.restore import restart_in_place_soon
         from agent_runtime.workspace.versioned import write_through
 
         self.client.channel.serve(
@@ -128,6 +129,7 @@ class AgentProcess:
                 lambda: self.config,
                 lambda: self.client.token,
                 job_runners=self._job_runners,
+                restart=lambda: restart_in_place_soon(self.client.channel.retire),
                 forgotten_in_worker=self._forgotten_in_worker,
             )
         )
@@ -267,6 +269,8 @@ class AgentProcess:
         log.info(
             "idle for %.0fs: restarting in place to release the worker's memory", self.settings.idle_release_s
         )
+        # The orchestrator holds its requests for the next process rather than lose them here.
+        self.client.channel.retire()
         for handler in logging.getLogger().handlers:
             handler.flush()
         sys.stderr.flush()

@@ -9,7 +9,9 @@ workspace, memory questions from the operator); `serve` names who answers them. 
 updates are applied by the reader thread itself, in order; the others run on a worker thread.
 
 The connection is opened on first use and again after it breaks; calls in flight when it breaks
-fail with `OrchestratorUnavailable`, as an HTTP request would. What they were doing is safe to
+fail with `OrchestratorUnavailable`, as an HTTP request would. A process about to restart in
+place `retire`s its channel first: the orchestrator then holds its requests for the next
+process's channel, and the answers this process owes are sent before it goes. What they were doing is safe to
 repeat: the inbox hands out again what was claimed and never acknowledged, and asks and tells
 carry idempotency keys.
 """
@@ -20,6 +22,7 @@ import itertools
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -36,9 +39,11 @@ from agent_runtime.protocol import (
     ChannelAnswer,
     ChannelFrame,
     ChannelReply,
+    ChannelRetiring,
     ErrorBody,
 )
 from agent_runtime.transport.errors import (
+    OrchestratorError,
     OrchestratorRefused,
     OrchestratorStorageFull,
     OrchestratorUnavailable,
@@ -50,6 +55,8 @@ TokenSource = Callable[[], str]
 CONNECT_TIMEOUT_S = 5.0
 INSUFFICIENT_STORAGE = 507
 CLOSE_TIMEOUT_S = 1.0
+# How long a retiring process waits for the orchestrator's reply and its own answers owed.
+RETIRE_GRACE_S = 10.0
 # Frames are small JSON documents; an inbox item with a large input is the biggest.
 MAX_FRAME_BYTES = DEFAULT_MAX_FRAME_BYTES
 CHANNEL_PATH = f"{AGENT_API_PREFIX}/channel"
@@ -88,6 +95,8 @@ class AgentChannel:
         """The largest frame sent; the orchestrator's config may lower it (limits.channel_frame)."""
         self._handler: RequestHandler | None = None
         self._workers: ThreadPoolExecutor | None = None
+        self._answers_owed = 0
+        self._answers_sent = threading.Condition()
 
     def serve(self, handler: RequestHandler) -> None:
         """Answer the orchestrator's requests with `handler` from now on."""
@@ -132,6 +141,24 @@ class AgentChannel:
         """Connect now rather than on the first call (the orchestrator may have requests)."""
         with self._lock:
             self._connected()
+
+    def retire(self, grace_s: float = RETIRE_GRACE_S) -> None:
+        """Before this process restarts in place: the orchestrator is told (it sends nothing
+        more here once it has replied), the answers still owed are sent, then the channel closes.
+        Each step waits at most what is left of `grace_s`; a restart is never held longer."""
+        deadline = time.monotonic() + grace_s
+        with self._lock:
+            connected = self._conn is not None
+        if connected:
+            try:
+                self.call(ChannelRetiring(), grace_s)
+            except OrchestratorError as failed:
+                log.info("restarting without the orchestrator's reply: %s", failed)
+            with self._answers_sent:
+                self._answers_sent.wait_for(
+                    lambda: self._answers_owed == 0, max(deadline - time.monotonic(), 0.0)
+                )
+        self.close()
 
     def close(self) -> None:
         with self._lock:
@@ -212,10 +239,17 @@ class AgentChannel:
         else:
             if self._workers is None:
                 self._workers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="orchestrator-request")
+            with self._answers_sent:
+                self._answers_owed += 1
             self._workers.submit(self._answer_later, conn, handler, request)
 
     def _answer_later(self, conn: ClientConnection, handler: RequestHandler, request: AgentRequest) -> None:
-        self._answer(conn, request, *handler.answer(request))
+        try:
+            self._answer(conn, request, *handler.answer(request))
+        finally:
+            with self._answers_sent:
+                self._answers_owed -= 1
+                self._answers_sent.notify_all()
 
     def _answer(self, conn: ClientConnection, request: AgentRequest, status: int, body: Any) -> None:
         frame = ChannelAnswer(request=request.request, status=status, body=body)

@@ -28,6 +28,7 @@ import shutil
 import stat
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 from agent_runtime.protocol import AgentOp, RestoreApplied, RestoreChunk, RestorePlan, RestoreStaged
@@ -196,12 +197,14 @@ class Restores:
         return received
 
 
-def restart_in_place_soon() -> None:
+def restart_in_place_soon(before: Callable[[], None] = lambda: None) -> None:
     """Replace this process with a fresh one (same pid, as an idle release does) once the
     commit's answer has left: the memory store, the worker and every open file start again on
-    the restored files, and no engine or orchestrator has to restart the agent."""
+    the restored files, and no engine or orchestrator has to restart the agent. `before` runs
+    first (the channel is retired there, so that no request is lost in the restart)."""
 
     def restart() -> None:
+        before()
         sys.stderr.flush()
         sys.stdout.flush()
         os.execve(sys.executable, sys.orig_argv, dict(os.environ))

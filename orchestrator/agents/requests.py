@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -20,6 +21,9 @@ from orchestrator.loop_calls import call_in_loop
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 30.0
+# How long a request waits for the channel of an agent that said it restarts in place (its
+# next process dials within about a second; a slow start takes a few).
+REOPEN_WAIT_S = 15.0
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,8 @@ class AgentChannels:
         self._open: dict[str, list[RequestSender]] = {}
         self._arrivals: dict[str, list[asyncio.Future[None]]] = {}
         self._waiting: dict[int, tuple[str, RequestSender, asyncio.Future[AgentAnswer]]] = {}
+        # Agents whose process said it restarts in place, and when: requests wait for the next.
+        self._restarting: dict[str, float] = {}
         self._ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -54,21 +60,31 @@ class AgentChannels:
         """Called on the event loop when the agent's channel opens."""
         self._loop = asyncio.get_running_loop()
         self._open.setdefault(agent, []).append(sender)
+        self._restarting.pop(agent, None)
         for arrival in self._arrivals.pop(agent, []):
             if not arrival.done():
                 arrival.set_result(None)
 
+    def retire(self, agent: str, sender: RequestSender) -> None:
+        """The agent's process on this channel restarts in place: no request goes to it from
+        now on (those sent before are answered on it); new ones wait for the next channel."""
+        self._forget_sender(agent, sender)
+        if agent not in self._open:
+            self._restarting[agent] = time.monotonic()
+
     def detach(self, agent: str, sender: RequestSender) -> None:
-        senders = self._open.get(agent, [])
-        if sender not in senders:
-            return
-        senders.remove(sender)
-        if not senders:
-            del self._open[agent]
+        self._forget_sender(agent, sender)
         for request_id, (owner, via, future) in list(self._waiting.items()):
             if owner == agent and via is sender and not future.done():
                 future.set_exception(AgentUnreachable(f"agent {agent}'s channel closed before it answered"))
                 self._waiting.pop(request_id, None)
+
+    def _forget_sender(self, agent: str, sender: RequestSender) -> None:
+        senders = self._open.get(agent, [])
+        if sender in senders:
+            senders.remove(sender)
+            if not senders:
+                del self._open[agent]
 
     def answered(self, agent: str, request_id: int, status: int, body: Any) -> None:
         waiting = self._waiting.get(request_id)
@@ -103,6 +119,9 @@ class AgentChannels:
         self, agent: str, op: AgentOp, body: dict[str, Any], timeout_s: float = DEFAULT_TIMEOUT_S
     ) -> AgentAnswer:
         senders = self._open.get(agent)
+        if not senders and (reopen_s := self._reopen_wait_s(agent)) > 0:
+            await self.wait_open(agent, min(reopen_s, timeout_s))
+            senders = self._open.get(agent)
         if not senders:
             raise AgentUnreachable(f"agent {agent} is not connected")
         sender = senders[-1]
@@ -116,6 +135,16 @@ class AgentChannels:
             raise AgentUnreachable(f"agent {agent} did not answer {op.value} within {timeout_s:g}s") from None
         finally:
             self._waiting.pop(request.request, None)
+
+    def _reopen_wait_s(self, agent: str) -> float:
+        """How much longer an agent restarting in place is waited for (0 when it is not)."""
+        since = self._restarting.get(agent)
+        if since is None:
+            return 0.0
+        left = REOPEN_WAIT_S - (time.monotonic() - since)
+        if left <= 0:
+            del self._restarting[agent]
+        return max(left, 0.0)
 
     def push_workspace(self, agent: str, copy: WorkspaceCopy) -> None:
         """Hand an accepted change to the agent, from any thread; an agent that is not

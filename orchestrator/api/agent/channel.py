@@ -39,6 +39,7 @@ from agent_runtime.protocol import (
     ChannelNext,
     ChannelProgress,
     ChannelRequest,
+    ChannelRetiring,
     ChannelTell,
     ChannelWorkspaceWrite,
     ErrorBody,
@@ -70,6 +71,7 @@ Answered = (
     | ChannelProgress
     | ChannelWorkspaceWrite
     | ChannelForgotten
+    | ChannelRetiring
 )
 UNAUTHORIZED = ErrorBody(error="unauthorized", message="missing or invalid agent bearer token")
 
@@ -221,6 +223,9 @@ class ChannelSession:
             # Charged as the event it publishes: each report rewrites rows of state.db.
             admit_event(services, self.agent)
             return 200, await forget_copies(services, self.agent, frame.texts, asked_by_agent=True)
+        if isinstance(frame, ChannelRetiring):
+            services.channels.retire(self.agent, self)
+            return 204, None
         if isinstance(frame, ChannelDone):
             acknowledge(self.services, self.agent, frame.item_id, frame.result)
         else:
