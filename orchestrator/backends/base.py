@@ -238,6 +238,11 @@ class Backend(abc.ABC):
         """The most CPUs and memory one unit can be given, when this backend enforces limits."""
         return None
 
+    def set_cpus(self, unit_id: str, cpus: float) -> bool:
+        """Change a unit's CPU limit in place, running or not; False where this runtime cannot
+        (nothing was changed)."""
+        return False
+
     def exec(self, unit_id: str, command: builtins.list[str]) -> tuple[int, str]:
         """Run a command inside the unit, as the agent's user: its exit code and output. For
         debugging; a backend that cannot says so."""

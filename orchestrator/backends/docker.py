@@ -227,6 +227,24 @@ class DockerBackend(Backend):
             return None
         return docker_capacity(info)
 
+    def set_cpus(self, unit_id: str, cpus: float) -> bool:
+        # The SDK's update_container has no NanoCpus, and the engine refuses a quota and period
+        # on a container created with NanoCpus: the engine's update endpoint is called directly.
+        api = self._client.api
+        try:
+            answer = api._post_json(
+                api._url("/containers/{0}/update", unit_id), data={"NanoCpus": int(cpus * 1e9)}
+            )
+            api._raise_for_status(answer)
+        except docker.errors.APIError as exc:
+            raise BackendError(
+                f"cannot change the CPU limit of {unit_id[:12]}: {exc.explanation or exc}"
+            ) from exc
+        except (docker.errors.DockerException, OSError) as exc:
+            raise BackendError(f"cannot change the CPU limit of {unit_id[:12]}: {exc}") from exc
+        self._inspected.forget(unit_id)
+        return True
+
     # --- fleet network ---------------------------------------------------------------------
 
     def _find_network(self, name: str) -> Any | None:

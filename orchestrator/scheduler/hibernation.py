@@ -21,6 +21,7 @@ from orchestrator.fleet.view import FleetView
 from orchestrator.scheduler.admission import WakeQueue
 from orchestrator.scheduler.clock import Clock
 from orchestrator.scheduler.store import SchedulerStore
+from orchestrator.scheduler.wake_boost import WakeBoost
 
 log = logging.getLogger(__name__)
 STOP_TIMEOUT_S = 10.0
@@ -40,8 +41,11 @@ class Hibernation:
         store: SchedulerStore,
         clock: Clock,
         controls: Controls,
+        boost: WakeBoost | None = None,
     ) -> None:
+        """`boost`: raises a woken unit's CPU limit for its start (None: never raised)."""
         self._fleet = fleet
+        self._boost = boost
         self._backend = backend
         self._events = events
         self._inbox = inbox
@@ -194,6 +198,8 @@ class Hibernation:
         try:
             for unit in self._units(agent):
                 if unit.state != "running":
+                    if self._boost is not None:
+                        self._boost.before_start(agent, unit.id)
                     self._backend.start(unit.id)
                     started.append(unit.name)
         except BackendError as exc:

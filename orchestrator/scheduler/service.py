@@ -39,6 +39,7 @@ from orchestrator.scheduler.prechecks import PrecheckResult, Prechecks, load_rul
 from orchestrator.scheduler.rule_approval import unapproved_rule
 from orchestrator.scheduler.runs import RunStore, TickOutcome
 from orchestrator.scheduler.store import SchedulerStore
+from orchestrator.scheduler.wake_boost import WakeBoost
 from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths
 
@@ -98,7 +99,10 @@ class Scheduler:
         self.store = SchedulerStore(db)
         self.runs = RunStore(db)
         self._prechecks = Prechecks(inbox, paths, self.store, self.runs)
-        self._hibernation = Hibernation(fleet, backend, events, inbox, self.store, self.clock, controls)
+        self.wake_boost = WakeBoost(backend, db, fleet)
+        self._hibernation = Hibernation(
+            fleet, backend, events, inbox, self.store, self.clock, controls, self.wake_boost
+        )
         self.memory_due = MemoryDue(db)
         self._tick_lock = threading.Lock()
         self._task: asyncio.Task[None] | None = None
@@ -116,6 +120,8 @@ class Scheduler:
     def start(self) -> asyncio.Task[None]:
         """Run the scheduling loop as a task of the running event loop."""
         if self._task is None or self._task.done():
+            # Limits an orchestrator that died left raised are put back before anything wakes.
+            self.wake_boost.restore_all()
             self._task = asyncio.get_running_loop().create_task(self.run(), name="flotilla-scheduler")
         return self._task
 
@@ -128,6 +134,8 @@ class Scheduler:
         for pending in list(self._background):
             with contextlib.suppress(BackendError):
                 await pending
+        # Agents keep running after the orchestrator stops: none keeps a raised limit.
+        await asyncio.to_thread(self.wake_boost.restore_all)
 
     async def run(self, until: datetime | None = None) -> None:
         """Tick agents as their slots come due; return at `until` (never, when None)."""

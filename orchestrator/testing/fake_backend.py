@@ -20,14 +20,19 @@ from orchestrator.backends.base import (
     NameConflict,
     UnitInfo,
 )
+from orchestrator.config.capacity import Capacity
 
 
 class FakeBackend(Backend):
     name = "fake"
     isolation = "none: units are in-memory records of a test backend, nothing runs"
 
-    def __init__(self, memory_bytes: int | None = 64 * 1024 * 1024) -> None:
+    def __init__(self, memory_bytes: int | None = 64 * 1024 * 1024, host_cpus: float | None = None) -> None:
+        """`host_cpus`: the capacity it reports (None: it enforces no limits, as by default)."""
         self._units: dict[str, UnitInfo] = {}
+        self._host_cpus = host_cpus
+        self.cpus: dict[str, list[float]] = {}
+        """Every CPU limit set on a unit in place, in order."""
         self._logs: dict[str, list[str]] = {}
         self._lock = threading.Lock()
         self._memory_bytes = memory_bytes
@@ -100,6 +105,18 @@ class FakeBackend(Backend):
             self._units[unit_id] = replace(
                 unit, state="running", started_at=datetime.now(UTC), exit_code=None
             )
+
+    def capacity(self) -> Capacity | None:
+        if self._host_cpus is None:
+            return None
+        return Capacity(cpus=self._host_cpus, memory_bytes=self._memory_bytes or 0, source="the fake backend")
+
+    def set_cpus(self, unit_id: str, cpus: float) -> bool:
+        with self._lock:
+            self._enter("set_cpus", unit_id)
+            self._get(unit_id)
+            self.cpus.setdefault(unit_id, []).append(cpus)
+        return True
 
     def stop(self, unit_id: str, timeout_s: float = 10.0) -> None:
         with self._lock:

@@ -167,6 +167,19 @@ def test_container_is_hardened(docker_client: Any, running: tuple[AgentSpec, str
 
 
 @pytest.mark.docker
+def test_the_cpu_limit_changes_in_place(
+    docker_client: Any, backend: DockerBackend, running: tuple[AgentSpec, str, str]
+) -> None:
+    spec, unit_id, _ = running
+    assert backend.set_cpus(unit_id, 2.0)
+    assert docker_client.api.inspect_container(unit_id)["HostConfig"]["NanoCpus"] == 2 * 10**9
+    assert backend.set_cpus(unit_id, spec.cpus)
+    assert docker_client.api.inspect_container(unit_id)["HostConfig"]["NanoCpus"] == int(spec.cpus * 1e9)
+    with pytest.raises(BackendError, match="cannot change the CPU limit"):
+        backend.set_cpus("no-such-container", 2.0)
+
+
+@pytest.mark.docker
 def test_environment_holds_no_secret(docker_client: Any, running: tuple[AgentSpec, str, str]) -> None:
     _, unit_id, gateway = running
     env = dict(item.split("=", 1) for item in docker_client.api.inspect_container(unit_id)["Config"]["Env"])

@@ -84,9 +84,9 @@ def build_services(fleet_file: Path) -> SchedulerParts:
     )
 
 
-def build_all_services(fleet_file: Path, clock: Clock) -> Services:
+def build_all_services(fleet_file: Path, clock: Clock, backend: FakeBackend | None = None) -> Services:
     """Every part, as the orchestrator wires them, with the scheduler on `clock`."""
-    core = core_services(load_fleet(fleet_file), FakeBackend())
+    core = core_services(load_fleet(fleet_file), backend or FakeBackend())
     core.operator_token = core.tokens.mint_operator()
     return attach_subsystems(core, fleet_manager(core), clock=clock)
 

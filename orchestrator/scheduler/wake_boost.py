@@ -1,0 +1,107 @@
+"""A woken agent starts on the host's cores, then works under its own CPU limit.
+
+An agent's start (the interpreter, the runtime's imports, its worker for the first turn) costs
+about 0.4 CPU s. Under the default limit of half a core that alone takes 0.8 s of wall clock,
+most of a wake. For the first seconds after a wake the orchestrator raises the unit's limit to the
+host's cores, then puts the fleet.yaml limit back.
+
+The raise is written to state.db before it is made and removed once the limit is back, so an
+orchestrator that dies in between puts it back when it starts again (`restore_all`), and one that
+stops puts back every raise still pending before it goes. A runtime that cannot change a unit's
+limit in place (`Backend.set_cpus` answers False) is left alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from orchestrator.backends.base import Backend, BackendError
+from orchestrator.fleet.view import FleetView
+from orchestrator.state.db import Database
+
+log = logging.getLogger(__name__)
+
+WAKE_BOOST_S = 5.0
+"""How long a woken agent runs on the host's cores: its start and first turn take about 1 s."""
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS wake_boosts (
+    unit_id TEXT PRIMARY KEY,
+    agent TEXT NOT NULL,
+    cpus REAL NOT NULL
+);
+"""
+
+
+class WakeBoost:
+    def __init__(
+        self, backend: Backend, db: Database, fleet: FleetView, hold_s: float = WAKE_BOOST_S
+    ) -> None:
+        self._backend = backend
+        self._db = db
+        self._fleet = fleet
+        self._hold_s = hold_s
+        self._timers: dict[str, threading.Timer] = {}
+        self._lock = threading.Lock()
+        self._host_cpus: float | None = None
+        db.ensure_schema(SCHEMA)
+
+    def before_start(self, agent: str, unit_id: str) -> None:
+        """Raise the limit of the unit about to start; it is put back `hold_s` later."""
+        own = self._fleet.current().config.resources_of(agent).cpus
+        raised = self._boosted_cpus()
+        if raised <= own:
+            return
+        self._db.execute(
+            "INSERT OR REPLACE INTO wake_boosts(unit_id, agent, cpus) VALUES (?, ?, ?)", (unit_id, agent, own)
+        )
+        try:
+            changed = self._backend.set_cpus(unit_id, raised)
+        except BackendError as failed:
+            log.warning("the start of %s is not sped up: %s", agent, failed)
+            changed = False
+        if not changed:
+            self._db.execute("DELETE FROM wake_boosts WHERE unit_id = ?", (unit_id,))
+            return
+        timer = threading.Timer(self._hold_s, self.restore, (unit_id,))
+        timer.daemon = True
+        with self._lock:
+            earlier = self._timers.pop(unit_id, None)
+            self._timers[unit_id] = timer
+        if earlier is not None:
+            earlier.cancel()
+        timer.start()
+
+    def restore(self, unit_id: str) -> None:
+        """Put the fleet.yaml limit of this unit back (nothing when it was not raised)."""
+        with self._lock:
+            self._timers.pop(unit_id, None)
+        row = self._db.query_one("SELECT agent, cpus FROM wake_boosts WHERE unit_id = ?", (unit_id,))
+        if row is None:
+            return
+        try:
+            self._backend.set_cpus(unit_id, float(row["cpus"]))
+        except BackendError as failed:
+            # Most often the unit is gone (removed, or recreated with its limit from fleet.yaml).
+            log.info("the CPU limit of %s was not put back: %s", row["agent"], failed)
+        self._db.execute("DELETE FROM wake_boosts WHERE unit_id = ?", (unit_id,))
+
+    def restore_all(self) -> int:
+        """Put back every raised limit now: at start, those an orchestrator that died left raised;
+        at stop, those whose timer would not run. Returns how many there were."""
+        with self._lock:
+            timers = list(self._timers.values())
+            self._timers.clear()
+        for timer in timers:
+            timer.cancel()
+        units = [str(row["unit_id"]) for row in self._db.query("SELECT unit_id FROM wake_boosts")]
+        for unit_id in units:
+            self.restore(unit_id)
+        return len(units)
+
+    def _boosted_cpus(self) -> float:
+        if self._host_cpus is None:
+            capacity = self._backend.capacity()
+            self._host_cpus = capacity.cpus if capacity is not None else 0.0
+        return self._host_cpus
