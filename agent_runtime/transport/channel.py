@@ -9,11 +9,11 @@ workspace, memory questions from the operator); `serve` names who answers them. 
 updates are applied by the reader thread itself, in order; the others run on a worker thread.
 
 The connection is opened on first use and again after it breaks; calls in flight when it breaks
-fail with `OrchestratorUnavailable`, as an HTTP request would. A process about to restart in
-place `retire`s its channel first: the orchestrator then holds its requests for the next
-process's channel, and the answers this process owes are sent before it goes. What they were doing is safe to
+fail with `OrchestratorUnavailable`, as an HTTP request would. What they were doing is safe to
 repeat: the inbox hands out again what was claimed and never acknowledged, and asks and tells
-carry idempotency keys.
+carry idempotency keys. A process about to restart in place `retire`s its channel first: the
+orchestrator then holds its requests for the next process's channel, and the answers this
+process owes are sent before it goes.
 """
 
 from __future__ import annotations
