@@ -42,6 +42,7 @@ TABLE_OWNERS: dict[str, frozenset[str]] = {
     "notifications": frozenset({"orchestrator.channels.store"}),
     "principal_tokens": frozenset({"orchestrator.control.auth"}),
     "runs": frozenset({"orchestrator.scheduler.runs"}),
+    "wake_boosts": frozenset({"orchestrator.scheduler.wake_boost"}),
 }
 # Schema migrations change tables of every owner, by design.
 MIGRATIONS = "orchestrator.state.migrations"
