@@ -41,9 +41,9 @@ class Hibernation:
         store: SchedulerStore,
         clock: Clock,
         controls: Controls,
-        boost: WakeBoost | None = None,
+        boost: WakeBoost,
     ) -> None:
-        """`boost`: raises a woken unit's CPU limit for its start (None: never raised)."""
+        """`boost`: raises a woken unit's CPU limit for its start (where the runtime can)."""
         self._fleet = fleet
         self._boost = boost
         self._backend = backend
@@ -198,8 +198,7 @@ class Hibernation:
         try:
             for unit in self._units(agent):
                 if unit.state != "running":
-                    if self._boost is not None:
-                        self._boost.before_start(agent, unit.id)
+                    self._boost.before_start(agent, unit.id)
                     self._backend.start(unit.id)
                     started.append(unit.name)
         except BackendError as exc:
