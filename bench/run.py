@@ -5,6 +5,10 @@
     python -m bench.run --only memory,broker
     python -m bench.run --slow     # also the slow ones (capacity: fleets of up to 200 agents)
 
+The table goes to bench/results/; a full run also merges its rows into docs/benchmarks.md (the
+rows of each benchmark it ran replace that benchmark's rows there; a benchmark that failed keeps
+its old rows).
+
 Each `bench/bench_<topic>.py` exposes `run(quick: bool) -> list[dict[str, str]]` returning rows
 with the keys benchmark, metric, value and target.
 """
@@ -21,10 +25,12 @@ import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.docs_table import TableNotFound, row_line, write_rows
 from bench.fleet_run import compile_bytecode
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS = BENCH_DIR / "results"
+DOCS_PAGE = BENCH_DIR.parent / "docs" / "benchmarks.md"
 Row = dict[str, str]
 SLOW = frozenset({"capacity"})
 """Run only when asked (--slow or --only): several minutes each."""
@@ -69,8 +75,21 @@ def run_topic(topic: str, quick: bool) -> list[Row]:
 
 def table(rows: list[Row]) -> str:
     lines = ["| benchmark | metric | value | target |", "|---|---|---|---|"]
-    lines += [f"| {r['benchmark']} | {r['metric']} | {r['value']} | {r.get('target', '')} |" for r in rows]
+    lines += [row_line(r) for r in rows]
     return "\n".join(lines)
+
+
+def write_docs(page: Path | None, rows: list[Row], skip: bool) -> None:
+    """Merge the rows into the docs page's table; a quick run's figures do not go there unasked."""
+    if page is None or skip:
+        return
+    failed = {r["benchmark"] for r in rows if r["metric"] == "error"}
+    try:
+        write_rows(page, [r for r in rows if r["benchmark"] not in failed])
+    except (OSError, TableNotFound) as exc:
+        print(f"error: the rows were not written into {page}: {exc}", file=sys.stderr)
+        return
+    print(f"rows written into the table of {page}")
 
 
 def main() -> None:
@@ -83,6 +102,13 @@ def main() -> None:
         "--slow", action="store_true", help=f"also run the slow ones: {', '.join(sorted(SLOW))}"
     )
     parser.add_argument("--out", type=Path, default=None, help="where to write the table (markdown)")
+    parser.add_argument(
+        "--docs",
+        type=Path,
+        default=None,
+        help=f"the page whose table gets this run's rows (default for a full run: {DOCS_PAGE})",
+    )
+    parser.add_argument("--no-docs", action="store_true", help="write no rows into the docs page")
     args = parser.parse_args()
     chosen = [t for t in args.only.split(",") if t] or [t for t in topics() if args.slow or t not in SLOW]
     unknown = sorted(set(chosen) - set(topics()))
@@ -102,6 +128,7 @@ def main() -> None:
     out.write_text(report)
     print(report)
     print(f"written to {out}")
+    write_docs(args.docs or (None if args.quick else DOCS_PAGE), rows, args.no_docs)
     sys.exit(1 if any(r["metric"] == "error" for r in rows) else 0)
 
 

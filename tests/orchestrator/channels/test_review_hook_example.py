@@ -28,6 +28,17 @@ def receiver() -> Iterator[HttpReceiver]:
         running.stop()
 
 
+def send_pull_request(folder: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["sh", str(folder / "send-pull-request.sh")],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 @pytest.mark.skipif(not (shutil.which("openssl") and shutil.which("curl")), reason="needs openssl and curl")
 def test_a_pull_request_event_wakes_the_reviewer_which_notifies_the_review_room(
     tmp_path: Path, receiver: HttpReceiver
@@ -42,16 +53,12 @@ def test_a_pull_request_event_wakes_the_reviewer_which_notifies_the_review_room(
             folder, "up", "-d", "--runtime", "process", "--port", str(free_port()), env=env
         )
         assert started.returncode == 0, started.stdout + started.stderr
-        sent = subprocess.run(
-            ["sh", str(folder / "send-pull-request.sh")],
-            check=False,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        sent = send_pull_request(folder, env)
         assert sent.returncode == 0 and '"item_id"' in sent.stdout, sent.stdout + sent.stderr
         wait_for(lambda: bool(receiver.on("/review-room")), "the reviewer's notification", deadline_s=90)
+        replayed = send_pull_request(folder, env)
+        assert replayed.returncode == 1, replayed.stdout + replayed.stderr
+        assert '"replayed"' in replayed.stdout and "error: the hook did not take" in replayed.stderr
     finally:
         run_flotilla(folder, "down", "-v", env=env)
     note = receiver.on("/review-room")[0].json()
