@@ -124,12 +124,8 @@ def _cross_checks(config: FleetConfig, names: set[str], set_aside: set[str], pro
                 problems.add(("agents", name, "talks_to", index), f"unknown agent {peer!r} in talks_to")
             elif peer == name:
                 problems.add(("agents", name, "talks_to", index), "an agent cannot talk to itself")
-        if set_aside_under(set_aside, "llm"):
-            continue
-        for key in ("model", "heartbeat_model"):
-            model = getattr(agent, key)
-            if model and (why := _model_problem(config, model)):
-                problems.add(("agents", name, key), why)
+        if not set_aside_under(set_aside, "llm"):
+            _agent_model_checks(config, name, problems)
     for name in sorted(names):
         if why := agent_name_problem(name):
             problems.add(("agents", name), why)
@@ -139,6 +135,17 @@ def _cross_checks(config: FleetConfig, names: set[str], set_aside: set[str], pro
     if not problems.found and not set_aside_under(set_aside, "llm"):
         for path, why in unpriced_budget_problems(config):
             problems.add(path, why)
+
+
+def _agent_model_checks(config: FleetConfig, name: str, problems: Problems) -> None:
+    agent = config.agents[name]
+    for key in ("model", "heartbeat_model"):
+        model = getattr(agent, key)
+        if model and (why := _model_problem(config, model)):
+            problems.add(("agents", name, key), why)
+    for index, model in enumerate(agent.fallback):
+        if why := _model_problem(config, model):
+            problems.add(("agents", name, "fallback", index), why)
 
 
 def _edge_checks(config: FleetConfig, problems: Problems) -> None:

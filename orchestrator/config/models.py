@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import ipaddress
 import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Self
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
@@ -32,6 +34,7 @@ from orchestrator.config.secrets import SecretSource, secret_name_problem
 from orchestrator.config.tools import ToolsConfig
 from orchestrator.config.units import parse_duration, parse_memory
 
+EXTRA_FIELD_NAME = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"
 DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 MIN_MEMORY_BYTES = 32 * 1024 * 1024
 MIN_DISK_BYTES = 16 * 1024 * 1024
@@ -93,6 +96,13 @@ class ProviderConfig(Strict):
     timeout_s: float = Field(
         default=120.0, gt=0, description="Seconds the gateway waits for one upstream call", examples=[60]
     )
+    extra_body: Literal["any"] | list[Annotated[str, Field(pattern=EXTRA_FIELD_NAME)]] | None = Field(
+        default=None,
+        description="Request fields beyond OpenAI's that agents may send to this provider (top_k, "
+        "min_p, repetition_penalty...): 'any', or a list of names. Unset: any field for a server on "
+        "this machine or a private network (Ollama, vLLM, llama.cpp), none for any other",
+        examples=[["top_k", "min_p"], "any"],
+    )
 
     @field_validator("base_url")
     @classmethod
@@ -100,6 +110,24 @@ class ProviderConfig(Strict):
         if not re.match(r"^https?://[^/\s]+", value):
             raise ValueError(f"invalid base_url {value!r}: must start with http:// or https://")
         return value.rstrip("/")
+
+    def passes_extra(self, field: str) -> bool:
+        """Whether a request field OpenAI does not define goes through to this provider."""
+        allowed = self.extra_body
+        if allowed is None:
+            return is_local_url(self.base_url)
+        return allowed == "any" or field in allowed
+
+
+def is_local_url(url: str) -> bool:
+    """A server on this machine or a private network: a loopback or private address, `localhost`,
+    or a name with no dot (a container or host on the local network)."""
+    host = urlsplit(url).hostname or ""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host == "localhost" or "." not in host or host.endswith((".localhost", ".local", ".internal"))
+    return address.is_loopback or address.is_private or address.is_link_local
 
 
 class ModelInfo(Strict):
@@ -157,7 +185,8 @@ class LLMConfig(Strict):
     )
     fallback_model: str | None = Field(
         default=None,
-        description="provider:model the gateway tries when an agent's model fails after its retries",
+        description="provider:model the gateway tries when an agent's model fails after its retries "
+        "(for agents without a `fallback` chain of their own)",
     )
     providers: dict[str, ProviderConfig] = Field(
         default_factory=dict, description="OpenAI-compatible upstreams by name (the part before ':')"
@@ -391,6 +420,13 @@ class AgentConfig(Strict):
     models: list[str] = Field(
         default_factory=list, description="Extra models this agent may call through the gateway"
     )
+    fallback: list[str] = Field(
+        default_factory=list,
+        description="Models (provider:model) tried in this order when the model called fails after its "
+        "retries (else llm.fallback_model). A failing model is skipped for 60 s, then 300 s, then "
+        "1500 s while it keeps failing",
+        examples=[["openai:gpt-4o-mini", "ollama:qwen2.5:7b"]],
+    )
     context_window: int | None = Field(
         default=None, ge=1024, description="Tokens of context (else the model's, from llm.models)"
     )
@@ -565,8 +601,16 @@ class FleetConfig(Strict):
         copied.__dict__.pop("chat_models", None)  # computed from the fields the update may change
         return copied
 
+    def fallback_of(self, name: str) -> list[str]:
+        """The models tried, in order, when the one an agent called fails."""
+        own = self.agents[name].fallback
+        if own:
+            return list(own)
+        return [self.llm.fallback_model] if self.llm.fallback_model else []
+
     def allowed_models(self, name: str) -> list[str]:
-        found = [self.model_of(name), self.heartbeat_model_of(name), self.llm.fallback_model]
+        found: list[str | None] = [self.model_of(name), self.heartbeat_model_of(name)]
+        found += self.fallback_of(name)
         found += self.agents[name].models
         jobs = self.context_of(name).jobs
         found += [job.model for job in (jobs.review, jobs.consolidation, jobs.extraction) if job.model]

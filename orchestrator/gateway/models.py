@@ -2,8 +2,10 @@
 
 Answers (and the messages inside a request) are open-ended, as providers add fields: passthrough
 bodies accept and keep unknown fields, and only what the gateway reads or builds is declared. A
-request's own top-level fields are not: as OpenAI does, a field it does not know, a role it does
-not know or a sampling value out of range is a 400 naming the field.
+request's own top-level fields are checked as OpenAI checks them: a role it does not know or a
+sampling value out of range is a 400 naming the field. A top-level field OpenAI does not define
+(a provider's own, such as `top_k`) is kept here and goes to the provider only when its
+`extra_body` in fleet.yaml lets it through; the gateway refuses it otherwise (see `extra_fields`).
 """
 
 from __future__ import annotations
@@ -69,11 +71,12 @@ class StreamOptions(Passthrough):
 
 
 class ChatCompletionRequest(Passthrough):
-    """OpenAI's chat completion parameters, each declared: any other field is refused."""
+    """OpenAI's chat completion parameters, each declared; other fields are kept as the provider's
+    own, for the gateway to pass or refuse by the provider's rules."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="allow")
 
-    model: str
+    model: str = Field(min_length=1)
     messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
     stream_options: StreamOptions | None = None
@@ -126,13 +129,18 @@ class ChatCompletionRequest(Passthrough):
     def output_limit(self) -> int | None:
         return self.max_completion_tokens or self.max_tokens
 
+    @property
+    def extra_fields(self) -> list[str]:
+        """The top-level fields OpenAI does not define, in the order they came."""
+        return list(self.model_extra or {})
+
 
 class EmbeddingRequest(Passthrough):
     """OpenAI's embedding parameters, each declared: any other field is refused."""
 
     model_config = ConfigDict(extra="forbid")
 
-    model: str
+    model: str = Field(min_length=1)
     input: str | list[str] | list[int] | list[list[int]]
     dimensions: int | None = Field(default=None, ge=1, le=8192)
     encoding_format: Literal["float", "base64"] | None = None

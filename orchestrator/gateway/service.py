@@ -27,6 +27,7 @@ from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus
 from orchestrator.fleet.view import FleetView
 from orchestrator.gateway.budget import BudgetExhausted, Budgets, Clock, Reservation, day_window, month_window
+from orchestrator.gateway.cooldown import Cooldowns
 from orchestrator.gateway.embedding import TEST_EMBEDDING_DIMENSIONS
 from orchestrator.gateway.errors import GatewayError, budget_error, unsupported_parameter, upstream_error
 from orchestrator.gateway.ledger import CallKind, CallStatus, Charge, Ledger
@@ -122,6 +123,7 @@ class Gateway:
         self.ledger.recover()
         self.budgets = Budgets(db, self.ledger, events, lambda: self._config, clock)
         self.settled = SettledAnswers(db)
+        self.cooldowns = Cooldowns(clock)
         self._in_flight: dict[tuple[str, str], asyncio.Event] = {}
         self._test = TestModelProvider(self.counter)
         self._local_embedding = LocalEmbeddingProvider(self.counter)
@@ -231,14 +233,41 @@ class Gateway:
             provider = self._upstreams[name] = OpenAICompatProvider(name, config)
         return Route(model, provider, upstream_model)
 
-    def _chat_routes(self, primary: Route) -> list[Route]:
-        fallback = self._config.llm.fallback_model
-        if not fallback or fallback == primary.model:
-            return [primary]
-        try:
-            return [primary, self._resolve(fallback)]
-        except GatewayError:
-            return [primary]
+    def _chat_routes(self, agent: str, primary: Route, request: ChatCompletionRequest) -> list[Route]:
+        """The model called, then the agent's fallback chain, without the models cooling down (see
+        `Cooldowns.order`) and without those whose provider would not take the request's extra
+        fields."""
+        chain = [(primary.model, primary)]
+        for model in self._config.fallback_of(agent):
+            if model in (m for m, _ in chain):
+                continue
+            try:
+                route = self._resolve(model)
+            except GatewayError:
+                continue
+            if all(self._passes_extra(route, field) for field in request.extra_fields):
+                chain.append((model, route))
+        return [route for _, route in self.cooldowns.order(chain)]
+
+    def _passes_extra(self, route: Route, field: str) -> bool:
+        if route.model in BUILT_IN_MODELS:
+            return False
+        return self._config.llm.providers[route.model.partition(":")[0]].passes_extra(field)
+
+    def _check_extras(self, route: Route, request: ChatCompletionRequest) -> None:
+        """A field OpenAI does not define reaches a provider only when fleet.yaml lets it through."""
+        for field in request.extra_fields:
+            if self._passes_extra(route, field):
+                continue
+            if route.model in BUILT_IN_MODELS:
+                why = f"model '{route.model}' is built in and takes only OpenAI's own fields"
+            else:
+                provider = route.model.partition(":")[0]
+                why = (
+                    f"provider '{provider}' takes no field '{field}': add it to "
+                    f"llm.providers.{provider}.extra_body in fleet.yaml to pass it through"
+                )
+            raise unsupported_parameter(field, f"unknown field '{field}': {why}")
 
     # ------------------------------------------------------------------ charging
 
@@ -319,30 +348,41 @@ class Gateway:
     # ------------------------------------------------------------------ calling
 
     async def _call(self, routes: list[Route], attempt: Callable[[Route], Awaitable[T]]) -> tuple[Route, T]:
-        """Try each route in turn, retrying retryable failures with backoff; first success wins."""
+        """Try each route in turn, retrying retryable failures with backoff; first success wins.
+        A model that fails after its retries cools down (see `Cooldowns`)."""
         failure: tuple[Route, UpstreamError] | None = None
         for route in routes:
             for number in range(1, self._retry.attempts + 1):
                 try:
-                    return route, await attempt(route)
+                    result = await attempt(route)
                 except UpstreamError as exc:
                     failure = (route, exc)
                     if not exc.retryable:
                         raise upstream_error(exc, route.model) from None
                     delay = self._retry.delay_after(number, exc)
                     if delay is None:
-                        log.warning("model %s failed (%s); giving up on it", route.model, exc.message)
+                        self._cool_down(route, exc)
                         break
                     log.warning("model %s failed (%s); retry in %.2fs", route.model, exc.message, delay)
                     await self._sleep(delay)
+                else:
+                    self.cooldowns.succeeded(route.model)
+                    return route, result
         assert failure is not None  # routes is never empty
         raise upstream_error(failure[1], failure[0].model)
+
+    def _cool_down(self, route: Route, exc: UpstreamError) -> None:
+        seconds = self.cooldowns.failed(route.model, exc.message)
+        log.warning(
+            "model %s failed (%s); skipped by fallback chains for %.0fs", route.model, exc.message, seconds
+        )
 
     def _reserve_chat(
         self, agent: str, request: ChatCompletionRequest, run_id: str | None, key: str | None
     ) -> tuple[Route, CallContext]:
         _check_supported(request)
         primary = self._route(agent, request.model)
+        self._check_extras(primary, request)
         info = self._config.llm.models.get(primary.model)
         configured = info.max_output_tokens if info is not None else None
         estimate_out = request.output_limit or configured or DEFAULT_OUTPUT_ESTIMATE
@@ -420,7 +460,8 @@ class Gateway:
         primary, ctx = self._reserve_chat(agent, request, run_id, key)
         with self._settled_on_failure(ctx, primary):
             route, completion = await self._call(
-                self._chat_routes(primary), lambda r: r.provider.complete(self._for(r, request))
+                self._chat_routes(agent, primary, request),
+                lambda r: r.provider.complete(self._for(r, request)),
             )
         written = "".join(c.message.content or "" for c in completion.choices)
 
@@ -458,7 +499,7 @@ class Gateway:
                 raise
 
         with self._settled_on_failure(ctx, primary):
-            route, (chunks, first) = await self._call(self._chat_routes(primary), first_chunk)
+            route, (chunks, first) = await self._call(self._chat_routes(agent, primary, request), first_chunk)
         return route, self._relay(ctx, route, chunks, first, wants_usage)
 
     async def _relay(

@@ -26,6 +26,8 @@ from orchestrator.broker.inbox import queue_depths
 from orchestrator.egress.metrics import HttpRequestCollector
 from orchestrator.events import EventReader, EventType
 from orchestrator.fleet.view import FleetView
+from orchestrator.gateway.cooldown import ModelCooldown
+from orchestrator.gateway.cooldown_metrics import CooldownCollector
 from orchestrator.gateway.ledger import LedgerReader
 from orchestrator.hooks.store import hook_counts
 from orchestrator.scheduler.runs import RunReader
@@ -197,16 +199,21 @@ class AwakeCollector(Collector):
 
 
 def build_registry(
-    db: Database, fleet: FleetView, health: HealthBoard, waiting: Callable[[], list[str]] = list
+    db: Database,
+    fleet: FleetView,
+    health: HealthBoard,
+    waiting: Callable[[], list[str]] = list,
+    cooling: Callable[[], list[ModelCooldown]] = list,
 ) -> CollectorRegistry:
     """A registry of its own, so metrics of other code in the process never leak in (or collide).
-    `waiting`: the agents waiting to be woken, next first."""
+    `waiting`: the agents waiting to be woken, next first; `cooling`: the models cooling down."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(FleetCollector(db, fleet, health))
     registry.register(AwakeCollector(db, fleet, waiting))
     registry.register(LatencyCollector(db))
     registry.register(BudgetCollector(db, lambda: fleet.current().config))
     registry.register(HttpRequestCollector(db))
+    registry.register(CooldownCollector(fleet, cooling))
     ProcessCollector(registry=registry)
     return registry
 

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from orchestrator.backends.base import UnitInfo
 from orchestrator.broker.inbox import queue_depths
+from orchestrator.gateway.cooldown import ModelCooldown
 from orchestrator.scheduler.admission import QueuedWake
 from orchestrator.services import Services
 
@@ -49,6 +50,9 @@ class AgentStatus(BaseModel):
     disk_free_bytes: int | None = Field(default=None, description="Free bytes on its /data, as it last said")
     busy: bool = False
     dead_letters: int = Field(default=0, description="Inbox items set aside after too many deliveries")
+    fallback: list[str] = Field(
+        default_factory=list, description="Models tried in order when the one it called fails"
+    )
 
 
 class FleetReadiness(BaseModel):
@@ -81,6 +85,9 @@ class FleetStatus(BaseModel):
     max_awake: int | None = Field(default=None, description="The cap on awake agents (null: none)")
     wake_queue: list[QueuedWake] = Field(
         default_factory=list, description="Agents with work waiting for a place among the awake, next first"
+    )
+    models_cooling: list[ModelCooldown] = Field(
+        default_factory=list, description="Models the fallback chains skip for now, after failing"
     )
 
 
@@ -156,6 +163,7 @@ def agent_status(services: Services, agent: str, facts: FleetFacts) -> AgentStat
         disk_full=checkin.disk_full if checkin else False,
         disk_free_bytes=checkin.disk_free_bytes if checkin else None,
         busy=checkin.state == "busy" if checkin else False,
+        fallback=config.fallback_of(agent),
     )
 
 
@@ -177,6 +185,7 @@ def fleet_status_of(services: Services) -> FleetStatus:
         awake=sum(1 for agent in agents if agent.state == "running"),
         max_awake=services.fleet.config.max_awake,
         wake_queue=services.scheduler.wake_queue(),
+        models_cooling=services.gateway.cooldowns.report(),
     )
 
 

@@ -38,6 +38,7 @@ def _registry(request: Request, services: Services) -> CollectorRegistry:
             services.fleet_view,
             services.health,
             lambda: [queued.agent for queued in scheduler.wake_queue()],
+            services.gateway.cooldowns.report,
         )
         setattr(request.app.state, _REGISTRY_ATTR, registry)
     return registry
