@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from agent_runtime.health import READY_FILE
 from agent_runtime.process.state import RuntimeState
 from agent_runtime.transport.client import OrchestratorClient
 from agent_runtime.transport.errors import OrchestratorError
@@ -63,4 +64,8 @@ class CheckInThread(threading.Thread):
         except OrchestratorError as failed:
             log.warning("check-in failed: %s", failed)
             return
+        try:
+            touch(self.alive_file.with_name(READY_FILE))
+        except OSError as failed:
+            log.warning("cannot touch %s: %s", self.alive_file.with_name(READY_FILE), failed)
         self.on_config_hash(reply.config_hash)

@@ -43,7 +43,12 @@ def export() -> None:
     help="Where the agents' pods dial the orchestrator (`up --runtime external --agent-listen`), by IP address.",
 )
 @click.option("--namespace", default=None, help="Namespace to use (default: flotilla-FLEET).")
-@click.option("--agent-image", default=DEFAULT_IMAGE, show_default=True, help="Image of the agents.")
+@click.option(
+    "--agent-image",
+    default=DEFAULT_IMAGE,
+    show_default=True,
+    help="Image of the agents, pinned: a version tag or a digest (a moving tag is warned of).",
+)
 @click.option("--storage-class", default=None, help="StorageClass of the volumes (default: the cluster's).")
 @click.option(
     "--extension-image",
@@ -66,8 +71,9 @@ def kubernetes(
     \b
     The orchestrator runs on a host (`flotilla up --runtime external --agent-listen ADDRESS`);
     the cluster runs the agents, which dial it at --orchestrator-url. Written: one namespace; per
-    agent a StatefulSet of one with its own volume (size: resources.disk) and a Secret with the
-    token the orchestrator minted for it; NetworkPolicies that let agents reach only the
+    agent a StatefulSet of one with its own volume (size: resources.disk), ready once the
+    orchestrator accepted its check-in, the headless Service that names its pod, and a Secret with
+    the token the orchestrator minted for it; NetworkPolicies that let agents reach only the
     orchestrator's address and port, and DNS. Apply with:
         kubectl apply -k OUTPUT
     05-secrets.yaml holds the agents' tokens (mode 0600): keep it out of version control.

@@ -2,8 +2,9 @@
 
 The orchestrator stays where `flotilla up --runtime external` runs it, on a host outside the
 cluster; the cluster runs the agents, which dial it. One namespace per fleet holds, per agent, a
-StatefulSet of one with its own volume, a Secret with the token the orchestrator minted for it
-and the container security settings the docker runtime uses. NetworkPolicies deny everything in
+StatefulSet of one with its own volume and the headless Service that names its pod, a Secret with
+the token the orchestrator minted for it and the container security settings the docker runtime
+uses. NetworkPolicies deny everything in
 the namespace, then let agents reach only the orchestrator's address and port (and cluster DNS);
 nothing reaches an agent.
 """
@@ -91,14 +92,13 @@ class ExportOptions:
     pushed where the cluster pulls from: run by the agents whose servers need those packages."""
 
 
-def pull_policy(image: str) -> str:
-    """`Always` for a moving tag (`latest`, or none), so that a node never runs a stale copy;
-    `IfNotPresent` for a pinned tag or a digest."""
+def is_pinned(image: str) -> bool:
+    """Whether the reference names one build: a digest, or a tag other than `latest`."""
     name = image.rsplit("/", 1)[-1]
     if "@" in name:
-        return "IfNotPresent"
+        return True
     _, _, tag = name.partition(":")
-    return "Always" if tag in ("", "latest") else "IfNotPresent"
+    return tag not in ("", "latest")
 
 
 def agent_image_of(fleet: LoadedFleet, agent: str, options: ExportOptions) -> str:
@@ -223,7 +223,9 @@ def _agent_container(fleet: LoadedFleet, agent: str, options: ExportOptions) -> 
     return {
         "name": "agent",
         "image": agent_image_of(fleet, agent, options),
-        "imagePullPolicy": pull_policy(agent_image_of(fleet, agent, options)),
+        # A node pulls the image once; what it runs is the operator's to pin (see image_warnings).
+        # The default image is built on the host and loaded onto nodes, not pulled from a registry.
+        "imagePullPolicy": "IfNotPresent",
         "env": [
             {"name": "FLOTILLA_URL", "value": url},
             {"name": "FLOTILLA_AGENT", "value": agent},
@@ -239,6 +241,14 @@ def _agent_container(fleet: LoadedFleet, agent: str, options: ExportOptions) -> 
             "timeoutSeconds": 5,
             "failureThreshold": 3,
         },
+        # Ready once the orchestrator accepted a check-in: a pod that cannot reach it is not ready.
+        "readinessProbe": {
+            "exec": {"command": ["python3", "-m", "agent_runtime.health", "--ready"]},
+            "initialDelaySeconds": 2,
+            "periodSeconds": 10,
+            "timeoutSeconds": 5,
+            "failureThreshold": 3,
+        },
         "volumeMounts": [
             {"name": "data", "mountPath": DATA_PATH},
             {"name": "token", "mountPath": TOKEN_DIR, "readOnly": True},
@@ -247,10 +257,25 @@ def _agent_container(fleet: LoadedFleet, agent: str, options: ExportOptions) -> 
     }
 
 
+def _selector(fleet: LoadedFleet, agent: str) -> dict[str, str]:
+    return {LABEL_FLEET: fleet.name, LABEL_AGENT: agent}
+
+
+def _headless_service(fleet: LoadedFleet, namespace: str, agent: str) -> Manifest:
+    """The Service a StatefulSet names (`serviceName`): it gives the pod its stable DNS name. It
+    has no cluster address and no port: nothing dials an agent (the NetworkPolicy refuses it)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _meta(agent_object_name(agent), namespace, _labels(fleet, "agent-service", agent)),
+        "spec": {"clusterIP": "None", "selector": _selector(fleet, agent)},
+    }
+
+
 def _agent(fleet: LoadedFleet, namespace: str, agent: str, options: ExportOptions) -> Manifest:
     name = agent_object_name(agent)
     labels = _labels(fleet, "agent", agent)
-    selector = {LABEL_FLEET: fleet.name, LABEL_AGENT: agent}
+    selector = _selector(fleet, agent)
     disk = quantity(fleet.config.resources_of(agent).disk_bytes)
     pod_spec = {
         "automountServiceAccountToken": False,
@@ -326,7 +351,10 @@ def render(fleet: LoadedFleet, options: ExportOptions, tokens: dict[str, str]) -
         "10-network-policies.yaml": _network_policies(fleet, namespace, options.orchestrator),
     }
     for agent in agents:
-        files[f"30-{agent_object_name(agent)}.yaml"] = [_agent(fleet, namespace, agent, options)]
+        files[f"30-{agent_object_name(agent)}.yaml"] = [
+            _headless_service(fleet, namespace, agent),
+            _agent(fleet, namespace, agent, options),
+        ]
     secrets_file = "05-secrets.yaml"
     files[secrets_file] = [_token_secret(fleet, namespace, agent, tokens[agent]) for agent in agents]
     return ManifestSet(files=dict(sorted(files.items())), secret_files=frozenset({secrets_file}))
@@ -353,13 +381,15 @@ def read_tokens(fleet: LoadedFleet) -> dict[str, str]:
 
 
 def image_warnings(fleet: LoadedFleet, options: ExportOptions) -> list[str]:
-    """An image by a moving tag runs whatever the tag names when a node pulls it."""
+    """An image by a moving tag is whatever copy each node holds: nodes may run different code."""
     images = sorted({agent_image_of(fleet, agent, options) for agent in fleet.config.agents})
     return [
-        f"image {image} has a moving tag: every restart pulls it again and may run other code; "
-        "push it with a version tag or give it by digest"
+        f"image {image} has a moving tag, not a pinned one: each node runs the copy it already holds "
+        "(imagePullPolicy: IfNotPresent), which may be older code than another node's; push the image "
+        "with a version tag (--agent-image REGISTRY/flotilla/agent:VERSION) or give it by digest "
+        "(...@sha256:DIGEST)"
         for image in images
-        if pull_policy(image) == "Always"
+        if not is_pinned(image)
     ]
 
 

@@ -62,4 +62,10 @@ def test_the_docs_page_has_the_markers_and_every_benchmark_of_the_readme_history
     text = page.read_text()
     assert update_page(text, []) == text
     benchmarks = {line.split("|")[1].strip() for line in rows_of(text)}
-    assert {"broker", "gateway", "startup N=10", "fleet_scale 1,000 / 100 awake", "soak 30 days"} <= benchmarks
+    assert {
+        "broker",
+        "gateway",
+        "startup N=10",
+        "fleet_scale 1,000 / 100 awake",
+        "soak 30 days",
+    } <= benchmarks

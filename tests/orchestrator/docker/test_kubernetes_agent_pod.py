@@ -210,7 +210,10 @@ def test_an_exported_agent_pod_checks_in_with_a_host_orchestrator_and_answers(
         token = paths.token_file("pilot").read_text()
         assert token not in exported.stdout + exported.stderr
 
-        (statefulset,) = _documents(out / "30-agent-pilot.yaml")
+        service, statefulset = _documents(out / "30-agent-pilot.yaml")
+        assert (
+            service["kind"] == "Service" and statefulset["spec"]["serviceName"] == service["metadata"]["name"]
+        )
         secrets = {doc["metadata"]["name"]: doc["stringData"] for doc in _documents(out / "05-secrets.yaml")}
         assert secrets["agent-pilot-token"]["token"] == token
         scratch = tmp_path / "kubelet"
@@ -222,10 +225,12 @@ def test_an_exported_agent_pod_checks_in_with_a_host_orchestrator_and_answers(
             "the pod's agent to check in",
             deadline_s=90,
         )
-        # The liveness probe, run as the kubelet would (in the container, as its user), passes.
-        probe = statefulset["spec"]["template"]["spec"]["containers"][0]["livenessProbe"]["exec"]["command"]
-        code, output = pod.exec_run(probe)
-        assert code == 0, output
+        # The probes, run as the kubelet would (in the container, as its user), pass: the agent is
+        # alive, and ready since the orchestrator accepted its check-in.
+        container = statefulset["spec"]["template"]["spec"]["containers"][0]
+        for probe in ("livenessProbe", "readinessProbe"):
+            code, output = pod.exec_run(container[probe]["exec"]["command"])
+            assert code == 0, (probe, output)
         # The agents' policy lets them reach the very address and port this agent dialed.
         policies = {
             doc["metadata"]["name"]: doc["spec"] for doc in _documents(out / "10-network-policies.yaml")

@@ -22,6 +22,7 @@ from orchestrator.export.kubernetes import (
     ExportOptions,
     ExportRefused,
     Manifest,
+    image_warnings,
     orchestrator_address,
     read_tokens,
     render,
@@ -91,7 +92,7 @@ def test_every_manifest_is_valid_against_the_official_schema(objects: list[Manif
     for obj in objects:
         kubernetes_validate.validate(obj, version, strict=True)
         kinds.add(obj["kind"])
-    assert kinds == {"Namespace", "Secret", "NetworkPolicy", "StatefulSet"}
+    assert kinds == {"Namespace", "Secret", "NetworkPolicy", "Service", "StatefulSet"}
 
 
 def test_the_validator_does_refuse_a_broken_manifest(objects: list[Manifest]) -> None:
@@ -273,19 +274,54 @@ MCP_FLEET = (
 )
 
 
-def test_images_are_pulled_again_unless_pinned(objects: list[Manifest], fleet: LoadedFleet) -> None:
+def test_images_are_pulled_once_by_each_node_whatever_their_tag(
+    objects: list[Manifest], fleet: LoadedFleet
+) -> None:
     for _, pod in _pod_specs(objects):
         for container in pod["containers"]:
-            assert container["image"].endswith(":latest") and container["imagePullPolicy"] == "Always"
-    pinned = render(fleet, _options(agent_image="registry.example/flotilla/agent:0.4.1"), read_tokens(fleet))
-    assert {pod["containers"][0]["imagePullPolicy"] for _, pod in _pod_specs(pinned.objects())} == {
-        "IfNotPresent"
-    }
-    digest = "registry.example/flotilla/agent@sha256:" + "a" * 64
-    by_digest = render(fleet, _options(agent_image=digest), read_tokens(fleet))
-    assert {pod["containers"][0]["imagePullPolicy"] for _, pod in _pod_specs(by_digest.objects())} == {
-        "IfNotPresent"
-    }
+            assert container["image"].endswith(":latest") and container["imagePullPolicy"] == "IfNotPresent"
+    for image in (
+        "registry.example/flotilla/agent:0.4.1",
+        "registry.example/flotilla/agent@sha256:" + "a" * 64,
+    ):
+        pinned = render(fleet, _options(agent_image=image), read_tokens(fleet))
+        assert {pod["containers"][0]["image"] for _, pod in _pod_specs(pinned.objects())} == {image}
+        assert {pod["containers"][0]["imagePullPolicy"] for _, pod in _pod_specs(pinned.objects())} == {
+            "IfNotPresent"
+        }
+
+
+def test_an_unpinned_image_is_warned_of_and_a_pinned_one_is_not(fleet: LoadedFleet) -> None:
+    for moving in (MOVING, "registry.example:5000/flotilla/agent", "agent"):
+        [warning] = image_warnings(fleet, _options(agent_image=moving))
+        assert moving in warning and "IfNotPresent" in warning and "digest" in warning
+    for pinned in ("registry.example:5000/flotilla/agent:0.4.1", "agent@sha256:" + "b" * 64):
+        assert image_warnings(fleet, _options(agent_image=pinned)) == []
+
+
+def test_each_statefulset_names_a_headless_service_that_selects_its_pod(objects: list[Manifest]) -> None:
+    services = {obj["metadata"]["name"]: obj for obj in _of_kind(objects, "Service")}
+    statefulsets = _of_kind(objects, "StatefulSet")
+    assert len(services) == len(statefulsets) == 2
+    for statefulset in statefulsets:
+        service = services[statefulset["spec"]["serviceName"]]
+        assert service["metadata"]["namespace"] == statefulset["metadata"]["namespace"]
+        assert service["spec"]["clusterIP"] == "None" and "ports" not in service["spec"]
+        pod_labels = statefulset["spec"]["template"]["metadata"]["labels"]
+        assert service["spec"]["selector"].items() <= pod_labels.items()
+        assert service["spec"]["selector"] == statefulset["spec"]["selector"]["matchLabels"]
+
+
+def test_each_agent_is_ready_only_once_its_orchestrator_accepted_a_check_in(objects: list[Manifest]) -> None:
+    for _, pod in _pod_specs(objects):
+        [container] = pod["containers"]
+        assert container["readinessProbe"]["exec"]["command"] == [
+            "python3",
+            "-m",
+            "agent_runtime.health",
+            "--ready",
+        ]
+        assert container["livenessProbe"]["exec"]["command"] == ["python3", "-m", "agent_runtime.health"]
 
 
 def test_the_export_warns_of_a_moving_tag(tmp_path: Path) -> None:
