@@ -4,9 +4,8 @@ The orchestrator stays where `flotilla up --runtime external` runs it, on a host
 cluster; the cluster runs the agents, which dial it. One namespace per fleet holds, per agent, a
 StatefulSet of one with its own volume and the headless Service that names its pod, a Secret with
 the token the orchestrator minted for it and the container security settings the docker runtime
-uses. NetworkPolicies deny everything in
-the namespace, then let agents reach only the orchestrator's address and port (and cluster DNS);
-nothing reaches an agent.
+uses. NetworkPolicies deny everything in the namespace, then let agents reach only the
+orchestrator's address and port (and cluster DNS); nothing reaches an agent.
 """
 
 from __future__ import annotations

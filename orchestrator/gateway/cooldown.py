@@ -82,7 +82,8 @@ class Cooldowns:
                 seconds_left=round((failing.until - now).total_seconds(), 1),
                 error=failing.error,
             )
-            for model, failing in self._failing.items()
+            # A copy: /metrics reads this from another thread while calls record failures.
+            for model, failing in list(self._failing.items())
             if failing.until > now
         ]
         return sorted(found, key=lambda cooldown: cooldown.until)
