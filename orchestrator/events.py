@@ -58,6 +58,8 @@ class EventType(StrEnum):
     MESSAGE_DEAD_LETTERED = "message.dead_lettered"
     BUDGET_WARNING = "budget.warning"
     BUDGET_EXHAUSTED = "budget.exhausted"
+    MODEL_COOLING = "model.cooling"
+    """A model failed after its retries: the fallback chains skip it for a while (docs/gateway.md)."""
     WORKSPACE_CHANGED = "workspace.changed"
     WORKSPACE_REFUSED = "workspace.refused"
     COMPACTION_DONE = "compaction.done"

@@ -43,18 +43,19 @@ class Cooldowns:
         self._steps = tuple(steps_s)
         self._failing: dict[str, _Failing] = {}
 
-    def failed(self, model: str, error: str) -> float:
-        """Record a call of `model` that failed after its retries; returns its cooldown in seconds.
-        Calls already under way when the model started cooling down fail too: they do not lengthen
-        it, or one outage seen by many calls at once would count as many in a row."""
+    def failed(self, model: str, error: str) -> ModelCooldown | None:
+        """Record a call of `model` that failed after its retries; returns the cooldown it starts.
+        Calls already under way when the model started cooling down fail too: they start none and
+        do not lengthen it, or one outage seen by many calls at once would count as many in a row."""
         now = self._clock()
         earlier = self._failing.get(model)
         if earlier is not None and earlier.until > now:
-            return (earlier.until - now).total_seconds()
+            return None
         failures = earlier.failures + 1 if earlier is not None else 1
         seconds = self._steps[min(failures, len(self._steps)) - 1]
-        self._failing[model] = _Failing(failures, now + timedelta(seconds=seconds), error)
-        return seconds
+        until = now + timedelta(seconds=seconds)
+        self._failing[model] = _Failing(failures, until, error)
+        return ModelCooldown(model=model, failures=failures, until=until, seconds_left=seconds, error=error)
 
     def succeeded(self, model: str) -> None:
         self._failing.pop(model, None)

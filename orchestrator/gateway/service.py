@@ -24,7 +24,7 @@ from agent_runtime.memory import LOCAL_EMBEDDING_MODEL
 from agent_runtime.protocol import TokenCountRequest, TokenCountResult, utcnow
 from orchestrator.config.models import BUILT_IN_MODELS, TEST_MODEL, FleetConfig
 from orchestrator.control.holds import Controls
-from orchestrator.events import EventBus
+from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.view import FleetView
 from orchestrator.gateway.budget import BudgetExhausted, Budgets, Clock, Reservation, day_window, month_window
 from orchestrator.gateway.cooldown import Cooldowns
@@ -121,6 +121,7 @@ class Gateway:
         self.counter = counter or token_counter()
         self.ledger = Ledger(db)
         self.ledger.recover()
+        self._events = events
         self.budgets = Budgets(db, self.ledger, events, lambda: self._config, clock)
         self.settled = SettledAnswers(db)
         self.cooldowns = Cooldowns(clock)
@@ -372,10 +373,17 @@ class Gateway:
         raise upstream_error(failure[1], failure[0].model)
 
     def _cool_down(self, route: Route, exc: UpstreamError) -> None:
-        seconds = self.cooldowns.failed(route.model, exc.message)
+        started = self.cooldowns.failed(route.model, exc.message)
+        if started is None:
+            log.warning("model %s failed (%s); it is already cooling down", route.model, exc.message)
+            return
         log.warning(
-            "model %s failed (%s); skipped by fallback chains for %.0fs", route.model, exc.message, seconds
+            "model %s failed (%s); skipped by fallback chains for %.0fs",
+            route.model,
+            exc.message,
+            started.seconds_left,
         )
+        self._events.publish(EventType.MODEL_COOLING, None, **started.model_dump(mode="json"))
 
     def _reserve_chat(
         self, agent: str, request: ChatCompletionRequest, run_id: str | None, key: str | None

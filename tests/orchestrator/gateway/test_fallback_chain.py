@@ -79,6 +79,12 @@ def test_the_chain_skips_a_failing_model_for_60_then_300_then_1500_seconds(
     assert metric(orch, "flotilla_model_cooldown_seconds", "fake:fake-model") == 60
     assert metric(orch, "flotilla_model_failures_in_a_row", "fake:fake-model") == 1
     assert metric(orch, "flotilla_model_cooldown_seconds", "second:fake-model") == 0
+    [event] = [e for e in orch.services.events.recent(100) if e.type == "model.cooling"]
+    assert (event.data["model"], event.data["failures"], event.data["seconds_left"]) == (
+        "fake:fake-model",
+        1,
+        60,
+    )
 
     assert ask(orch).status_code == 200  # cooling: straight to the fallback
     assert (len(first.chat_requests()), len(backup.chat_requests())) == (3, 2)
@@ -143,8 +149,9 @@ def test_an_agent_without_a_chain_of_its_own_falls_back_to_the_fleet_fallback_mo
 def test_calls_already_under_way_do_not_lengthen_a_cooldown() -> None:
     now = datetime(2030, 1, 1, tzinfo=UTC)
     cooldowns = Cooldowns(lambda: now)
-    assert cooldowns.failed("p:m", "down") == 60
-    assert cooldowns.failed("p:m", "down") == 60  # a second call that was in flight
+    started = cooldowns.failed("p:m", "down")
+    assert started is not None and started.seconds_left == 60
+    assert cooldowns.failed("p:m", "down") is None  # a second call that was in flight
     assert [c.failures for c in cooldowns.report()] == [1]
     assert cooldowns.order([("p:m", 1), ("q:m", 2)]) == [("q:m", 2)]
     cooldowns.succeeded("p:m")
