@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from gateway_harness import Launch, Orchestrator
 
+from orchestrator.config.fleet import ConfigError
+from orchestrator.config.loader import load_fleet
 from orchestrator.control.auth import OPERATOR
 from orchestrator.gateway.cooldown import Cooldowns
 from orchestrator.testing.fake_upstream import FakeUpstream, Reply
@@ -156,3 +159,23 @@ def test_calls_already_under_way_do_not_lengthen_a_cooldown() -> None:
     assert cooldowns.order([("p:m", 1), ("q:m", 2)]) == [("q:m", 2)]
     cooldowns.succeeded("p:m")
     assert cooldowns.report() == [] and cooldowns.order([("p:m", 1)]) == [("p:m", 1)]
+
+
+def test_a_chain_naming_an_unknown_provider_or_a_bad_allow_list_is_refused_with_its_place(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "fleet.yaml"
+    path.write_text(
+        "version: 1\nfleet: chains\n"
+        "llm:\n  providers:\n    local: {base_url: 'http://127.0.0.1:1/v1', extra_body: ['top k']}\n"
+        "agents:\n  alice:\n    model: test\n    fallback: [local:small, nowhere:big]\n"
+    )
+    with pytest.raises(ConfigError) as refused:
+        load_fleet(path)
+    problems = "\n".join(str(problem) for problem in refused.value.problems)
+    assert "llm.providers.local.extra_body" in problems
+    path.write_text(path.read_text().replace("['top k']", "[top_k]"))
+    with pytest.raises(ConfigError) as refused:
+        load_fleet(path)
+    [problem] = [str(problem) for problem in refused.value.problems]
+    assert "agents.alice.fallback.1: model 'nowhere:big' uses unknown provider 'nowhere'" in problem
