@@ -14,6 +14,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from concurrent.futures import Future
+from datetime import timedelta
 
 import uvicorn
 
@@ -23,12 +24,14 @@ from orchestrator.api.operator.events import close_streams
 from orchestrator.backup.channel_restore import ChannelRestores
 from orchestrator.backup.fleet_backups import channel_asker, scheduled_backups, stopped_snapshots
 from orchestrator.broker.repair import keep_messages_in_step
+from orchestrator.config.units import parse_duration
 from orchestrator.conversations.service import ChatService
 from orchestrator.fleet.reconcile import ApplyResult
 from orchestrator.listeners import Listeners
 from orchestrator.services import Services
 from orchestrator.state.endpoint import Endpoint, write_endpoint
 from orchestrator.telemetry.tracing import trace_export
+from orchestrator.workflows.service import WorkflowService
 from orchestrator.workspaces.watcher import WorkspaceWatcher
 
 log = logging.getLogger(__name__)
@@ -102,6 +105,7 @@ class OrchestratorServer:
             ),
             asyncio.create_task(keep_messages_in_step(services.broker.messages), name="message-repair"),
             asyncio.create_task(services.retention.run(), name="retention"),
+            asyncio.create_task(_workflow_service(services).run(), name="workflows"),
         ]
         if not services.backend.carries_storage:
             restores = ChannelRestores(
@@ -159,3 +163,13 @@ class OrchestratorServer:
         self.server.should_exit = True
         self.services.inbox.close()
         close_streams(self.app)
+
+
+def _workflow_service(services: Services) -> WorkflowService:
+    """Workflow runs are kept as long as run records are."""
+    return WorkflowService(
+        services.workflows,
+        services.inbox,
+        services.events,
+        lambda: timedelta(seconds=parse_duration(services.fleet.config.limits.retention.runs.age)),
+    )

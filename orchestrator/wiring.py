@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from orchestrator.gateway.service import Gateway
     from orchestrator.scheduler.clock import Clock
     from orchestrator.services import Services
+    from orchestrator.workflows.engine import WorkflowEngine
 
 
 @dataclass
@@ -227,6 +228,7 @@ def attach_subsystems(
         agent_url=manager.agent_url,
         fair_share=FairShare(lambda: limits().rates, events, inbox.pending_from),
         retention=retention,
+        workflows=WorkflowEngine(db, fleet, inbox, ApprovalStore(db, events), events),
     )
 
 
