@@ -18,6 +18,7 @@ from datetime import timedelta
 
 import uvicorn
 
+from agent_runtime.protocol import utcnow
 from orchestrator.alerts import AlertDispatcher, AlertStore
 from orchestrator.api.app import create_app
 from orchestrator.api.operator.events import close_streams
@@ -32,6 +33,7 @@ from orchestrator.services import Services
 from orchestrator.state.endpoint import Endpoint, write_endpoint
 from orchestrator.telemetry.tracing import trace_export
 from orchestrator.workflows.service import WorkflowService
+from orchestrator.workflows.triggers import WorkflowTriggers
 from orchestrator.workspaces.watcher import WorkspaceWatcher
 
 log = logging.getLogger(__name__)
@@ -169,6 +171,7 @@ def _workflow_service(services: Services) -> WorkflowService:
     """Workflow runs are kept as long as run records are."""
     return WorkflowService(
         services.workflows,
+        WorkflowTriggers(services.workflows, services.fleet_view, utcnow),
         services.inbox,
         services.events,
         lambda: timedelta(seconds=parse_duration(services.fleet.config.limits.retention.runs.age)),

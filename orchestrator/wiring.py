@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from orchestrator.gateway.service import Gateway
     from orchestrator.scheduler.clock import Clock
     from orchestrator.services import Services
-    from orchestrator.workflows.engine import WorkflowEngine
 
 
 @dataclass
@@ -160,6 +159,7 @@ def attach_subsystems(
     from orchestrator.hooks.store import HookStore
     from orchestrator.scheduler.service import Scheduler
     from orchestrator.services import Services
+    from orchestrator.workflows.engine import WorkflowEngine
 
     fleet, db, events = core.fleet_view, core.db, core.events
     inbox = Inbox(db, events, core.controls, fleet)

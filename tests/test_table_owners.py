@@ -45,6 +45,7 @@ TABLE_OWNERS: dict[str, frozenset[str]] = {
     "wake_boosts": frozenset({"orchestrator.scheduler.wake_boost"}),
     "workflow_runs": frozenset({"orchestrator.workflows.store"}),
     "workflow_steps": frozenset({"orchestrator.workflows.store"}),
+    "workflow_triggers": frozenset({"orchestrator.workflows.store"}),
 }
 # Schema migrations change tables of every owner, by design.
 MIGRATIONS = "orchestrator.state.migrations"

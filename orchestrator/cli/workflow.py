@@ -53,7 +53,9 @@ def run(fleet_file: Path, name: str, input_json: str, wait: bool, as_json: bool)
     """Start a run of workflow NAME; prints the run's id."""
     run_input = _input_object(input_json)
     with closing(client_for(fleet_file)) as client:
-        started = WorkflowRun.model_validate(client.post(f"/api/v1/workflows/{name}/runs", {"input": run_input}))
+        started = WorkflowRun.model_validate(
+            client.post(f"/api/v1/workflows/{name}/runs", {"input": run_input})
+        )
         if wait:
             started = _wait(client, started)
     if as_json:
@@ -90,7 +92,14 @@ def _wait(client: ApiClient, run: WorkflowRun) -> WorkflowRun:
 @fleet_file_option
 @click.argument("run_id", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the run (or the runs) as JSON.")
-@click.option("-n", "--limit", default=20, show_default=True, type=click.IntRange(1, 1000), help="Runs listed without RUN_ID.")
+@click.option(
+    "-n",
+    "--limit",
+    default=20,
+    show_default=True,
+    type=click.IntRange(1, 1000),
+    help="Runs listed without RUN_ID.",
+)
 def show(fleet_file: Path, run_id: str | None, as_json: bool, limit: int) -> None:
     """A run step by step (state, attempts, agent, timings, tokens, cost, output or error); without
     RUN_ID, the latest runs."""
@@ -105,7 +114,11 @@ def show(fleet_file: Path, run_id: str | None, as_json: bool, limit: int) -> Non
         return
     if run_id is None:
         for found in runs:
-            echo(one_line(f"{found.id}  {found.workflow:<16} {found.state:<10} {found.created_at:%Y-%m-%d %H:%M:%S}  ${found.cost_usd:.4f}"))
+            echo(
+                one_line(
+                    f"{found.id}  {found.workflow:<16} {found.state:<10} {found.created_at:%Y-%m-%d %H:%M:%S}  ${found.cost_usd:.4f}"
+                )
+            )
         if not runs:
             echo("no workflow runs")
         return
@@ -113,7 +126,9 @@ def show(fleet_file: Path, run_id: str | None, as_json: bool, limit: int) -> Non
 
 
 def _show(run: WorkflowRun) -> None:
-    echo(f"{run.id}  {run.workflow}  {run.state}  cost ${run.cost_usd:.4f}  started {run.created_at:%Y-%m-%d %H:%M:%S}")
+    echo(
+        f"{run.id}  {run.workflow}  {run.state}  cost ${run.cost_usd:.4f}  started {run.created_at:%Y-%m-%d %H:%M:%S}"
+    )
     if run.error:
         echo(one_line(f"  error: {run.error}"))
     for step in run.steps:

@@ -2,7 +2,8 @@
 
 Steps are items in the agents' durable inboxes, put the way the broker and the scheduler put
 theirs, so they go through the same delivery, budgets, rates, approvals and run records as any
-item. Each attempt's item carries the idempotency key `workflow:RUN:STEP:ATTEMPT`: put again after
+item. Each attempt's item carries the idempotency key `workflow:RUN:ROUND:STEP:ATTEMPT` (the round counts the
+operator's retries of the run): put again after
 a crash, it is the same item, and an item claimed when its agent died is redelivered by the
 inbox with that key. Every transition is written to `WorkflowStore` before the next is made, so
 a pass after a restart continues each run where the killed one left it.
@@ -30,7 +31,6 @@ from orchestrator.workflows.expressions import ExpressionError, evaluate, is_tru
 from orchestrator.workflows.model import StepConfig, WorkflowConfig
 from orchestrator.workflows.store import (
     FINISHED_STEP_STATES,
-    OUT_STEP_STATES,
     StepRun,
     WorkflowRun,
     WorkflowStore,
@@ -88,7 +88,9 @@ class WorkflowEngine:
             raise WorkflowRefused(f"there is no workflow named {name!r} (workflows: {known})")
         wrong = validate_payload(workflow.input, run_input)
         if wrong:
-            raise WorkflowRefused(f"the input of workflow {name!r} does not match its schema: {'; '.join(wrong)}")
+            raise WorkflowRefused(
+                f"the input of workflow {name!r} does not match its schema: {'; '.join(wrong)}"
+            )
         run_id = f"wf-{uuid.uuid4().hex[:16]}"
         deadline = self._now() + timedelta(seconds=parse_duration(workflow.timeout))
         self.store.create(run_id, name, workflow, run_input, trigger, deadline)
@@ -151,12 +153,16 @@ class WorkflowEngine:
             self._close_out(run, f"the run passed its timeout of {workflow.timeout}")
             self._finish(run_id, run.workflow, "failed", f"timed out after {workflow.timeout}")
             return
-        for step in run.steps:
-            self._collect(run, workflow, step)
-        run = self._run(run_id)
-        if run.state != "running":
-            return
-        self._start_ready(run, workflow)
+        for name in workflow.steps:
+            run = self._run(run_id)
+            if run.state != "running":
+                return
+            self._collect(run, workflow, run.step(name))
+        # A step skipped in one round can let a step listed before it start: rounds until none moves.
+        for _ in range(len(workflow.steps) + 1):
+            run = self._run(run_id)
+            if run.state != "running" or not self._start_ready(run, workflow):
+                break
         self._close_if_done(self._run(run_id), workflow)
 
     def _collect(self, run: WorkflowRun, workflow: WorkflowConfig, step: StepRun) -> None:
@@ -168,7 +174,9 @@ class WorkflowEngine:
         elif step.state == "retry_wait" and step.not_before is not None and step.not_before <= self._now():
             self._send(run, workflow, step, config)
 
-    def _collect_item(self, run: WorkflowRun, workflow: WorkflowConfig, step: StepRun, config: StepConfig) -> None:
+    def _collect_item(
+        self, run: WorkflowRun, workflow: WorkflowConfig, step: StepRun, config: StepConfig
+    ) -> None:
         assert step.item_id is not None
         state = self._inbox.state(step.item_id)
         if state == "done":
@@ -202,7 +210,12 @@ class WorkflowEngine:
             self._final_failure(run, workflow, step, config, why)
 
     def _finish_attempt(
-        self, run: WorkflowRun, workflow: WorkflowConfig, step: StepRun, config: StepConfig, result: WorkResult
+        self,
+        run: WorkflowRun,
+        workflow: WorkflowConfig,
+        step: StepRun,
+        config: StepConfig,
+        result: WorkResult,
     ) -> None:
         self._charge(run, step, config, result)
         if not result.ok:
@@ -212,7 +225,9 @@ class WorkflowEngine:
         if config.operation is not None:
             wrong = self._output_problems(config, output)
             if wrong:
-                self._failed_attempt(run, workflow, step, config, f"output does not match the operation: {wrong}")
+                self._failed_attempt(
+                    run, workflow, step, config, f"output does not match the operation: {wrong}"
+                )
                 return
         self._succeed(run, step, output, result.text)
 
@@ -246,7 +261,9 @@ class WorkflowEngine:
         except ContractError:
             return None
 
-    def _succeed(self, run: WorkflowRun, step: StepRun, output: dict[str, Any] | None, text: str | None) -> None:
+    def _succeed(
+        self, run: WorkflowRun, step: StepRun, output: dict[str, Any] | None, text: str | None
+    ) -> None:
         self.store.update_step(
             run.id, step.step, state="done", output=output, text=text, error=None, finished_at=self._now()
         )
@@ -258,7 +275,11 @@ class WorkflowEngine:
         if step.attempt <= config.retries.attempts:
             wait = parse_duration(config.retries.backoff) * 2 ** max(0, step.attempt - 1)
             self.store.update_step(
-                run.id, step.step, state="retry_wait", error=error, not_before=self._now() + timedelta(seconds=wait)
+                run.id,
+                step.step,
+                state="retry_wait",
+                error=error,
+                not_before=self._now() + timedelta(seconds=wait),
             )
             self._step_event(run, step, "retry_wait", error=error, retry_in_s=wait)
             return
@@ -278,7 +299,9 @@ class WorkflowEngine:
 
     # --- starting steps ----------------------------------------------------------------------
 
-    def _start_ready(self, run: WorkflowRun, workflow: WorkflowConfig) -> None:
+    def _start_ready(self, run: WorkflowRun, workflow: WorkflowConfig) -> bool:
+        """Start (or skip) each pending step whose dependencies are finished; True if any moved."""
+        moved = False
         states = {step.step: step for step in run.steps}
         in_flight = sum(1 for step in run.steps if step.state == "queued")
         for step in run.steps:
@@ -292,15 +315,22 @@ class WorkflowEngine:
             if broken:
                 self._skip(run, step, f"{', '.join(broken)} did not finish well")
                 states[step.step] = step.model_copy(update={"state": "skipped"})
+                moved = True
                 continue
-            if config.agent is not None and config.approval != "required" and in_flight >= workflow.max_parallel:
+            if (
+                config.agent is not None
+                and config.approval != "required"
+                and in_flight >= workflow.max_parallel
+            ):
                 continue
             started = self._begin(run, workflow, step, config)
+            moved = True
             states[step.step] = self._run(run.id).step(step.step)
             if started:
                 in_flight += 1
             if self._run(run.id).state != "running":
-                return
+                break
+        return moved
 
     @staticmethod
     def _blocks(dependency: StepRun, workflow: WorkflowConfig) -> bool:
@@ -329,7 +359,9 @@ class WorkflowEngine:
         self.store.update_step(run.id, step.step, state="skipped", error=why, finished_at=self._now())
         self._step_event(run, step, "skipped", reason=why)
 
-    def _ask_approval(self, run: WorkflowRun, step: StepRun, config: StepConfig, context: dict[str, Any]) -> None:
+    def _ask_approval(
+        self, run: WorkflowRun, step: StepRun, config: StepConfig, context: dict[str, Any]
+    ) -> None:
         request = ApprovalRequest(
             key=f"workflow:{run.id}:{step.step}",
             tool=f"workflow {run.workflow}: step {step.step}",
@@ -358,33 +390,54 @@ class WorkflowEngine:
             return False
         operation = self._operation(config)
         if operation is not None and (wrong := validate_payload(operation.input_schema, built)):
-            self._final_failure(run, workflow, step, config, f"input does not match the operation: {'; '.join(wrong)}")
+            self._final_failure(
+                run, workflow, step, config, f"input does not match the operation: {'; '.join(wrong)}"
+            )
             return False
         attempt = step.attempt + 1
         with self._db.transaction():
             item = self._put(run, step.step, config, built, attempt)
             self.store.update_step(
-                run.id, step.step, state="queued", item_id=item, attempt=attempt, queued_at=self._now(), not_before=None
+                run.id,
+                step.step,
+                state="queued",
+                item_id=item,
+                attempt=attempt,
+                queued_at=self._now(),
+                not_before=None,
             )
-        self._step_event(run, step, "queued", item_id=item, attempt=attempt, agent=config.agent)
+        self._step_event(run, step, "queued", item_id=item, attempt=attempt)
         return True
 
-    def _put(self, run: WorkflowRun, step: str, config: StepConfig, built: dict[str, Any], attempt: int) -> str:
+    def _put(
+        self, run: WorkflowRun, step: str, config: StepConfig, built: dict[str, Any], attempt: int
+    ) -> str:
         assert config.agent is not None
         sender = sender_of(run.workflow)
-        key = f"workflow:{run.id}:{step}:{attempt}"
+        key = f"workflow:{run.id}:{run.round}:{step}:{attempt}"
         if config.operation is not None:
             item = self._inbox.put(
-                config.agent, ItemKind.PEER_ASK, sender, operation=config.operation, input=built,
-                correlation_id=run.id, idempotency_key=key, principal=sender,
+                config.agent,
+                ItemKind.PEER_ASK,
+                sender,
+                operation=config.operation,
+                input=built,
+                correlation_id=run.id,
+                idempotency_key=key,
+                principal=sender,
             )
         else:
             text = config.instruction or ""
             if built:
                 text += "\nInput:\n" + json.dumps(built, ensure_ascii=False, indent=1)
             item = self._inbox.put(
-                config.agent, ItemKind.OPERATOR_MESSAGE, sender, text,
-                correlation_id=run.id, idempotency_key=key, principal=sender,
+                config.agent,
+                ItemKind.OPERATOR_MESSAGE,
+                sender,
+                text,
+                correlation_id=run.id,
+                idempotency_key=key,
+                principal=sender,
             )
         return item.id
 
@@ -400,11 +453,12 @@ class WorkflowEngine:
         return {"input": run.input, "steps": steps}
 
     def _close_out(self, run: WorkflowRun, why: str) -> None:
-        """Cancel every step not finished: items out are failed, approvals left to expire unused."""
+        """Cancel every step not finished (handlers not called stay on standby): items out are
+        failed; approvals left waiting are not used by a decision any more."""
         for step in run.steps:
             if step.state in FINISHED_STEP_STATES:
                 continue
-            if step.state in OUT_STEP_STATES and step.item_id is not None and step.state == "queued":
+            if step.state == "queued" and step.item_id is not None:
                 self._inbox.fail(step.item_id, f"cancelled: {why}")
             if step.state == "standby":
                 continue
@@ -417,7 +471,9 @@ class WorkflowEngine:
         if any(step.state not in FINISHED_STEP_STATES and step.state != "standby" for step in run.steps):
             return
         failed = [
-            s.step for s in run.steps if s.state == "failed" and workflow.steps[s.step].on_failure != "continue"
+            s.step
+            for s in run.steps
+            if s.state == "failed" and workflow.steps[s.step].on_failure != "continue"
         ]
         if failed:
             self._finish(run.id, run.workflow, "failed", f"step(s) failed: {', '.join(failed)}")
@@ -428,7 +484,13 @@ class WorkflowEngine:
         if self.store.finish(run_id, state, error):  # type: ignore[arg-type]
             run = self._run(run_id)
             self._events.publish(
-                RUN_FINISHED, None, run_id=run_id, workflow=workflow, state=state, error=error, cost_usd=run.cost_usd
+                RUN_FINISHED,
+                None,
+                run_id=run_id,
+                workflow=workflow,
+                state=state,
+                error=error,
+                cost_usd=run.cost_usd,
             )
 
     def _step_event(self, run: WorkflowRun, step: StepRun, state: str, **data: Any) -> None:

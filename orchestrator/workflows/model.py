@@ -79,6 +79,8 @@ class RetryConfig(_Strict):
 
 
 class FailureStep(_Strict):
+    """A failure handler: the step to run when this one has failed for good."""
+
     step: str = Field(description="The step that runs when this one has failed for good")
 
 

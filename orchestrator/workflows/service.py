@@ -15,6 +15,7 @@ from orchestrator.approvals.store import APPROVAL_DECIDED
 from orchestrator.broker.inbox import Inbox
 from orchestrator.events import EventBus
 from orchestrator.workflows.engine import RUN_STARTED, WorkflowEngine
+from orchestrator.workflows.triggers import WorkflowTriggers
 
 log = logging.getLogger(__name__)
 
@@ -31,12 +32,14 @@ class WorkflowService:
     def __init__(
         self,
         engine: WorkflowEngine,
+        triggers: WorkflowTriggers,
         inbox: Inbox,
         events: EventBus,
         keep_for: Callable[[], timedelta],
         tick_s: float = TICK_S,
     ) -> None:
         self.engine = engine
+        self._triggers = triggers
         self._inbox = inbox
         self._events = events
         self._keep_for = keep_for
@@ -65,6 +68,7 @@ class WorkflowService:
 
     def _pass(self) -> None:
         try:
+            self._triggers.start_due()
             self.engine.advance_all()
         except Exception:  # one broken pass must not end the loop that resumes every run
             log.exception("workflow pass failed; the next pass tries again")
@@ -84,7 +88,9 @@ class WorkflowService:
             if item_id not in out or self._watched[item_id].done():
                 self._watched.pop(item_id).cancel()
         for item_id in out - set(self._watched):
-            self._watched[item_id] = asyncio.create_task(self._watch(item_id), name=f"workflow-item-{item_id}")
+            self._watched[item_id] = asyncio.create_task(
+                self._watch(item_id), name=f"workflow-item-{item_id}"
+            )
 
     async def _watch(self, item_id: str) -> None:
         if await self._inbox.wait_result(item_id, WATCH_S) is not None:
@@ -95,6 +101,10 @@ class WorkflowService:
             event = await events.get()
             if event.type in WAKING_EVENTS:
                 self._wake.set()
+            try:
+                self._triggers.start_for(event)
+            except Exception:  # a run that cannot start must not stop the listening
+                log.exception("workflow trigger on %s failed", event.type)
 
     def _prune(self) -> None:
         now = utcnow()

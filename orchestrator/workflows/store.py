@@ -22,6 +22,7 @@ CREATE TABLE IF NOT EXISTS workflow_runs (
     id TEXT PRIMARY KEY,
     workflow TEXT NOT NULL,
     state TEXT NOT NULL,
+    round INTEGER NOT NULL DEFAULT 0,
     trigger TEXT NOT NULL,
     input TEXT NOT NULL,
     definition TEXT NOT NULL,
@@ -50,13 +51,17 @@ CREATE TABLE IF NOT EXISTS workflow_steps (
     cost_usd REAL NOT NULL DEFAULT 0,
     PRIMARY KEY (run_id, step)
 );
+CREATE TABLE IF NOT EXISTS workflow_triggers (
+    workflow TEXT PRIMARY KEY,
+    fired_at TEXT NOT NULL
+);
 """
 
 RunState = Literal["running", "succeeded", "failed", "cancelled"]
-StepState = Literal["pending", "standby", "approval", "queued", "retry_wait", "done", "failed", "skipped", "cancelled"]
+StepState = Literal[
+    "pending", "standby", "approval", "queued", "retry_wait", "done", "failed", "skipped", "cancelled"
+]
 FINISHED_STEP_STATES: frozenset[str] = frozenset({"done", "failed", "skipped", "cancelled"})
-# Steps whose item or approval is out: what a cancel closes.
-OUT_STEP_STATES: frozenset[str] = frozenset({"approval", "queued"})
 STEP_COLUMNS = frozenset(
     {
         "state",
@@ -91,7 +96,9 @@ class StepRun(BaseModel):
     output: dict[str, Any] | None = None
     text: str | None = None
     error: str | None = None
-    agent_runs: list[str] = Field(default_factory=list, description="The agent's run records, one per attempt")
+    agent_runs: list[str] = Field(
+        default_factory=list, description="The agent's run records, one per attempt"
+    )
     tokens: int = 0
     cost_usd: float = 0.0
 
@@ -100,6 +107,7 @@ class WorkflowRun(BaseModel):
     id: str
     workflow: str
     state: RunState
+    round: int = Field(default=0, description="How many times the run was retried")
     trigger: str
     input: dict[str, Any]
     created_at: datetime
@@ -132,7 +140,15 @@ class WorkflowStore:
             conn.execute(
                 "INSERT INTO workflow_runs(id, workflow, state, trigger, input, definition, created_at, deadline_at)"
                 " VALUES (?, ?, 'running', ?, ?, ?, ?, ?)",
-                (run_id, name, trigger, json.dumps(run_input), workflow.model_dump_json(), now, deadline.isoformat()),
+                (
+                    run_id,
+                    name,
+                    trigger,
+                    json.dumps(run_input),
+                    workflow.model_dump_json(),
+                    now,
+                    deadline.isoformat(),
+                ),
             )
             conn.executemany(
                 "INSERT INTO workflow_steps(run_id, step, state, agent) VALUES (?, ?, ?, ?)",
@@ -214,7 +230,8 @@ class WorkflowStore:
         to waiting (handlers to standby), finished ones keep their results. False when running."""
         with self._db.transaction() as conn:
             cursor = conn.execute(
-                "UPDATE workflow_runs SET state = 'running', error = NULL, finished_at = NULL, deadline_at = ?"
+                "UPDATE workflow_runs SET state = 'running', round = round + 1, error = NULL, finished_at = NULL,"
+                " deadline_at = ?"
                 " WHERE id = ? AND state != 'running'",
                 (deadline.isoformat(), run_id),
             )
@@ -235,6 +252,18 @@ class WorkflowStore:
                 )
         return True
 
+    def last_fired(self, workflow: str) -> datetime | None:
+        """When the workflow's schedule last started a run (or was first seen)."""
+        row = self._db.query_one("SELECT fired_at FROM workflow_triggers WHERE workflow = ?", (workflow,))
+        return datetime.fromisoformat(row["fired_at"]) if row is not None else None
+
+    def fired(self, workflow: str, at: datetime) -> None:
+        self._db.execute(
+            "INSERT INTO workflow_triggers(workflow, fired_at) VALUES (?, ?)"
+            " ON CONFLICT(workflow) DO UPDATE SET fired_at = excluded.fired_at",
+            (workflow, at.isoformat()),
+        )
+
     def prune(self, before: datetime) -> int:
         """Drop runs finished before `before`, with their steps."""
         with self._db.transaction() as conn:
@@ -244,7 +273,8 @@ class WorkflowStore:
                 (before.isoformat(),),
             )
             cursor = conn.execute(
-                "DELETE FROM workflow_runs WHERE state != 'running' AND finished_at < ?", (before.isoformat(),)
+                "DELETE FROM workflow_runs WHERE state != 'running' AND finished_at < ?",
+                (before.isoformat(),),
             )
         return int(cursor.rowcount)
 
@@ -262,6 +292,7 @@ def _run(row: Any, steps: list[StepRun]) -> WorkflowRun:
         id=row["id"],
         workflow=row["workflow"],
         state=row["state"],
+        round=row["round"],
         trigger=row["trigger"],
         input=json.loads(row["input"]),
         created_at=row["created_at"],

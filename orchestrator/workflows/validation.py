@@ -53,9 +53,8 @@ def _one_workflow(
 ) -> Iterator[Problem]:
     if (schema_problem := json_schema_problem(workflow.input)) is not None:
         yield ("input",), schema_problem
-    if not isinstance(workflow.trigger, str) and workflow.trigger.hook is not None:
-        if workflow.trigger.hook not in hooks:
-            yield ("trigger", "hook"), f"unknown hook {workflow.trigger.hook!r} (fleet.yaml `hooks:`)"
+    if not isinstance(workflow.trigger, str):
+        yield from _trigger_problems(workflow, hooks)
     yield from _graph_problems(workflow)
     upstream = upstream_steps(workflow)
     for step_name, step in workflow.steps.items():
@@ -82,6 +81,24 @@ def json_schema_problem(schema: dict[str, Any]) -> str | None:
     if schema.get("type", "object") != "object":
         return f"the input must be a JSON object (type: object), not {schema.get('type')!r}"
     return None
+
+
+def _trigger_problems(workflow: WorkflowConfig, hooks: frozenset[str]) -> Iterator[Problem]:
+    """A triggered run's input is given by its trigger: {} on a schedule, {event} or {hook}."""
+    trigger = workflow.trigger
+    assert not isinstance(trigger, str)
+    if trigger.hook is not None and trigger.hook not in hooks:
+        yield ("trigger", "hook"), f"unknown hook {trigger.hook!r} (fleet.yaml `hooks:`)"
+    if trigger.event is not None and trigger.event.startswith("workflow."):
+        yield ("trigger", "event"), "a workflow's own events do not start workflows (they could loop)"
+    given = {"event"} if trigger.event else {"hook"} if trigger.hook else set()
+    required = [f for f in workflow.input.get("required", []) if isinstance(f, str) and f not in given]
+    if required:
+        what = f"{{{', '.join(sorted(given))}}}" if given else "{}"
+        yield (
+            ("input", "required"),
+            f"a run started by this trigger gets the input {what}: it cannot require {', '.join(required)}",
+        )
 
 
 def _graph_problems(workflow: WorkflowConfig) -> Iterator[Problem]:
@@ -273,7 +290,12 @@ def _type_mismatch(
     source: dict[str, Any] | None = None
     if fields[0] == "input" and len(fields) == 2 and text.strip() == ".".join(fields):
         source = _property(workflow.input, fields[1])
-    elif fields[0] == "steps" and len(fields) == 4 and fields[2] == "output" and text.strip() == ".".join(fields):
+    elif (
+        fields[0] == "steps"
+        and len(fields) == 4
+        and fields[2] == "output"
+        and text.strip() == ".".join(fields)
+    ):
         step = workflow.steps.get(fields[1])
         schema = output_schema(step, interfaces) if step is not None else None
         source = _property(schema, fields[3]) if schema is not None else None

@@ -26,7 +26,9 @@ class WorkflowSummary(BaseModel):
 
 
 class RunRequest(BaseModel):
-    input: dict[str, Any] = Field(default_factory=dict, description="The run's input (checked against its schema)")
+    input: dict[str, Any] = Field(
+        default_factory=dict, description="The run's input (checked against its schema)"
+    )
 
 
 @router.get("/workflows")
@@ -40,7 +42,9 @@ def list_workflows(services: ServicesDep, _: OperatorDep) -> list[WorkflowSummar
         WorkflowSummary(
             name=name,
             description=workflow.description,
-            trigger=workflow.trigger if isinstance(workflow.trigger, str) else _trigger_text(workflow.trigger),
+            trigger=workflow.trigger
+            if isinstance(workflow.trigger, str)
+            else _trigger_text(workflow.trigger),
             steps=list(workflow.steps),
             runs=counts[name],
         )

@@ -88,12 +88,16 @@ def test_a_run_survives_kills_and_works_each_step_once(fleet_dir: Path) -> None:
     up(fleet_dir)
     after = shown(fleet_dir, run_id)
     assert after["state"] == "running"
-    assert step(after, "review")["state"] == "approval" and step(after, "review")["approval_id"] == approval_id
+    assert (
+        step(after, "review")["state"] == "approval" and step(after, "review")["approval_id"] == approval_id
+    )
     assert step(after, "find_facts")["state"] == "done" and step(after, "find_facts")["attempt"] == 1
 
     approved = run_flotilla(fleet_dir, "approve", approval_id)
     assert approved.returncode == 0, approved.stdout + approved.stderr
-    wait_for(lambda: step(shown(fleet_dir, run_id), "draft")["state"] != "pending", "draft to go out", 60, 0.05)
+    wait_for(
+        lambda: step(shown(fleet_dir, run_id), "draft")["state"] != "pending", "draft to go out", 60, 0.05
+    )
     kill_orchestrator(fleet_dir)
     up(fleet_dir)
 

@@ -50,7 +50,11 @@ def test_steps_run_in_order_each_fed_from_the_one_before(make_flows: MakeFlows) 
     run = flows.engine.start("chain", {"topic": "tides"})
     assert flows.states(run.id) == {"research": "queued", "write": "pending", "tell": "pending"}
     asked = flows.item(run.id, "research")
-    assert (asked.operation, asked.input, asked.sender) == ("find_facts", {"topic": "tides"}, "workflow:chain")
+    assert (asked.operation, asked.input, asked.sender) == (
+        "find_facts",
+        {"topic": "tides"},
+        "workflow:chain",
+    )
 
     flows.answer(run.id, "research", {"facts": ["high at noon"]})
     assert flows.states(run.id)["write"] == "queued"
@@ -58,7 +62,9 @@ def test_steps_run_in_order_each_fed_from_the_one_before(make_flows: MakeFlows) 
 
     flows.answer(run.id, "write", {"text": "Tides rise."})
     told = flows.item(run.id, "tell")
-    assert told.operation is None and told.text.startswith("Publish the draft.") and "Tides rise." in told.text
+    assert (
+        told.operation is None and told.text.startswith("Publish the draft.") and "Tides rise." in told.text
+    )
 
     flows.answer(run.id, "tell", text="published")
     finished = flows.run(run.id)
@@ -111,7 +117,9 @@ def test_a_false_condition_skips_the_step_and_its_dependents_still_decide(make_f
     assert flows.states(again.id)["write"] == "queued"
 
 
-def test_a_failed_attempt_is_retried_after_a_doubling_backoff_then_fails_the_run(make_flows: MakeFlows) -> None:
+def test_a_failed_attempt_is_retried_after_a_doubling_backoff_then_fails_the_run(
+    make_flows: MakeFlows,
+) -> None:
     flows = make_flows(
         """\
         workflows:

@@ -16,14 +16,14 @@ from orchestrator.workflows.store import WorkflowRun
 
 INTERFACES = Path(__file__).resolve().parents[3] / "examples" / "interfaces"
 
-AGENTS = f"""\
+AGENTS = """\
 version: 1
 fleet: flows
 agents:
   researcher:
-    interface: {INTERFACES / "researcher.md"}
+    interface: interfaces/researcher.md
   writer:
-    interface: {INTERFACES / "writer.md"}
+    interface: interfaces/writer.md
   helper:
     role: does what it is told
 """
@@ -69,8 +69,16 @@ class Flows:
     def states(self, run_id: str) -> dict[str, str]:
         return {step.step: step.state for step in self.run(run_id).steps}
 
-    def answer(self, run_id: str, step: str, output: dict[str, Any] | None = None, *, ok: bool = True,
-               text: str = "", error: str | None = None) -> None:
+    def answer(
+        self,
+        run_id: str,
+        step: str,
+        output: dict[str, Any] | None = None,
+        *,
+        ok: bool = True,
+        text: str = "",
+        error: str | None = None,
+    ) -> None:
         item_id = self.run(run_id).step(step).item_id
         assert item_id is not None
         agent = self.services.inbox.owner(item_id)
