@@ -113,8 +113,12 @@ def test_cancel_and_retry_from_the_cli(served: tuple[Services, str]) -> None:
     assert cancelled.exit_code == 0 and "cancelled" in cancelled.output
     again = flotilla(fleet_file, "workflow", "cancel", run_id)
     assert again.exit_code != 0 and "already cancelled" in told(again)
+    first_item = services.workflows.store.get(run_id).step("find_facts").item_id  # type: ignore[union-attr]
+    assert services.inbox.state(first_item or "") == "failed"
     retried = flotilla(fleet_file, "workflow", "retry", run_id)
     assert retried.exit_code == 0 and "running" in retried.output
+    step = services.workflows.store.get(run_id).step("find_facts")  # type: ignore[union-attr]
+    assert step.state == "queued" and step.item_id != first_item
 
 
 def test_bad_input_is_told_not_thrown(served: tuple[Services, str]) -> None:
