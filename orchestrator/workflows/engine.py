@@ -72,6 +72,7 @@ class WorkflowEngine:
         self._events = events
         self._now = now
         self.store = WorkflowStore(db)
+        self._definitions: dict[str, WorkflowConfig] = {}
         # The loop's passes and the operator's actions (from the API's threads) change runs one at a time.
         self._lock = threading.RLock()
 
@@ -146,18 +147,19 @@ class WorkflowEngine:
         """One pass over a running run: collect what finished, start what may start, close the run
         when nothing is left to do. Safe to repeat at any time."""
         run = self.store.get(run_id)
-        workflow = self.store.definition(run_id)
+        workflow = self._definition(run_id)
         if run is None or workflow is None or run.state != "running":
+            self._definitions.pop(run_id, None)
             return
         if self._now() >= run.deadline_at:
             self._close_out(run, f"the run passed its timeout of {workflow.timeout}")
             self._finish(run_id, run.workflow, "failed", f"timed out after {workflow.timeout}")
             return
         for name in workflow.steps:
-            run = self._run(run_id)
-            if run.state != "running":
-                return
-            self._collect(run, workflow, run.step(name))
+            if self._collect(run, workflow, run.step(name)):
+                run = self._run(run_id)
+                if run.state != "running":
+                    return
         # A step skipped in one round can let a step listed before it start: rounds until none moves.
         for _ in range(len(workflow.steps) + 1):
             run = self._run(run_id)
@@ -165,18 +167,28 @@ class WorkflowEngine:
                 break
         self._close_if_done(self._run(run_id), workflow)
 
-    def _collect(self, run: WorkflowRun, workflow: WorkflowConfig, step: StepRun) -> None:
+    def _definition(self, run_id: str) -> WorkflowConfig | None:
+        """The run's definition; kept while it runs (it never changes, and parsing it is most of a pass)."""
+        found = self._definitions.get(run_id)
+        if found is None and (found := self.store.definition(run_id)) is not None:
+            self._definitions[run_id] = found
+        return found
+
+    def _collect(self, run: WorkflowRun, workflow: WorkflowConfig, step: StepRun) -> bool:
+        """Take in what became of a step that is out; True when something changed."""
         config = workflow.steps[step.step]
         if step.state == "queued":
-            self._collect_item(run, workflow, step, config)
-        elif step.state == "approval":
-            self._collect_approval(run, workflow, step, config)
-        elif step.state == "retry_wait" and step.not_before is not None and step.not_before <= self._now():
-            self._send(run, workflow, step, config)
+            return self._collect_item(run, workflow, step, config)
+        if step.state == "approval":
+            return self._collect_approval(run, workflow, step, config)
+        if step.state == "retry_wait" and step.not_before is not None and step.not_before <= self._now():
+            self._send(run, workflow, step, config, self.context(run))
+            return True
+        return False
 
     def _collect_item(
         self, run: WorkflowRun, workflow: WorkflowConfig, step: StepRun, config: StepConfig
-    ) -> None:
+    ) -> bool:
         assert step.item_id is not None
         state = self._inbox.state(step.item_id)
         if state == "done":
@@ -190,24 +202,29 @@ class WorkflowEngine:
         ):
             self._inbox.fail(step.item_id, f"timeout: the workflow step allows {config.timeout}")
             self._failed_attempt(run, workflow, step, config, f"timed out after {config.timeout}")
+        else:
+            return False
+        return True
 
     def _collect_approval(
         self, run: WorkflowRun, workflow: WorkflowConfig, step: StepRun, config: StepConfig
-    ) -> None:
+    ) -> bool:
         assert step.approval_id is not None
         try:
             decision = self._approvals.get(step.approval_id)
         except UnknownApproval:
             self._final_failure(run, workflow, step, config, "its approval item is gone")
-            return
-        if decision.state == "approved":
-            if config.agent is None:
-                self._succeed(run, step, None, None)
-            else:
-                self._send(run, workflow, step, config)
-        elif decision.state != "pending":
+            return True
+        if decision.state == "pending":
+            return False
+        if decision.state != "approved":
             why = f"approval {decision.state}" + (f": {decision.reason}" if decision.reason else "")
             self._final_failure(run, workflow, step, config, why)
+        elif config.agent is None:
+            self._succeed(run, step, None, None)
+        else:
+            self._send(run, workflow, step, config, self.context(run))
+        return True
 
     def _finish_attempt(
         self,
@@ -303,6 +320,7 @@ class WorkflowEngine:
         """Start (or skip) each pending step whose dependencies are finished; True if any moved."""
         moved = False
         states = {step.step: step for step in run.steps}
+        context = self.context(run)
         in_flight = sum(1 for step in run.steps if step.state == "queued")
         for step in run.steps:
             if step.state != "pending":
@@ -315,6 +333,7 @@ class WorkflowEngine:
             if broken:
                 self._skip(run, step, f"{', '.join(broken)} did not finish well")
                 states[step.step] = step.model_copy(update={"state": "skipped"})
+                context["steps"][step.step] = {"state": "skipped", "output": None, "text": None}
                 moved = True
                 continue
             if (
@@ -323,12 +342,14 @@ class WorkflowEngine:
                 and in_flight >= workflow.max_parallel
             ):
                 continue
-            started = self._begin(run, workflow, step, config)
+            started = self._begin(run, workflow, step, config, context)
             moved = True
-            states[step.step] = self._run(run.id).step(step.step)
+            states[step.step] = now = self.store.step(run.id, step.step)
+            if now.state in FINISHED_STEP_STATES:
+                context["steps"][step.step] = {"state": now.state, "output": now.output, "text": now.text}
             if started:
                 in_flight += 1
-            if self._run(run.id).state != "running":
+            if self.store.state(run.id) != "running":
                 break
         return moved
 
@@ -338,9 +359,15 @@ class WorkflowEngine:
             return True
         return dependency.state == "failed" and workflow.steps[dependency.step].on_failure != "continue"
 
-    def _begin(self, run: WorkflowRun, workflow: WorkflowConfig, step: StepRun, config: StepConfig) -> bool:
+    def _begin(
+        self,
+        run: WorkflowRun,
+        workflow: WorkflowConfig,
+        step: StepRun,
+        config: StepConfig,
+        context: dict[str, Any],
+    ) -> bool:
         """Start a step whose dependencies are finished; True when its item went out."""
-        context = self.context(self._run(run.id))
         if config.when is not None:
             try:
                 go = is_true(evaluate(config.when, context))
@@ -353,7 +380,7 @@ class WorkflowEngine:
         if config.approval == "required":
             self._ask_approval(run, step, config, context)
             return False
-        return self._send(run, workflow, step, config)
+        return self._send(run, workflow, step, config, context)
 
     def _skip(self, run: WorkflowRun, step: StepRun, why: str) -> None:
         self.store.update_step(run.id, step.step, state="skipped", error=why, finished_at=self._now())
@@ -373,18 +400,25 @@ class WorkflowEngine:
         self.store.update_step(run.id, step.step, state="approval", approval_id=item.id)
         self._step_event(run, step, "approval", approval_id=item.id)
 
-    def _send(self, run: WorkflowRun, workflow: WorkflowConfig, step: StepRun, config: StepConfig) -> bool:
-        """Put the step's next attempt into its agent's inbox; True when it went out."""
+    def _send(
+        self,
+        run: WorkflowRun,
+        workflow: WorkflowConfig,
+        step: StepRun,
+        config: StepConfig,
+        context: dict[str, Any],
+    ) -> bool:
+        """Put the step's next attempt into its agent's inbox; True when it went out. `run` is as
+        read after this pass collected what finished, so its cost is up to date."""
         assert config.agent is not None
-        current = self._run(run.id)
-        if workflow.budget_usd is not None and current.cost_usd >= workflow.budget_usd:
-            error = f"the run has spent ${current.cost_usd:.4f} of its ${workflow.budget_usd:g} budget"
+        if workflow.budget_usd is not None and run.cost_usd >= workflow.budget_usd:
+            error = f"the run has spent ${run.cost_usd:.4f} of its ${workflow.budget_usd:g} budget"
             self.store.update_step(run.id, step.step, state="failed", error=error, finished_at=self._now())
             self._close_out(self._run(run.id), error)
             self._finish(run.id, run.workflow, "failed", error)
             return False
         try:
-            built = {key: evaluate(text, self.context(current)) for key, text in config.input.items()}
+            built = {key: evaluate(text, context) for key, text in config.input.items()}
         except ExpressionError as bad:
             self._final_failure(run, workflow, step, config, str(bad))
             return False

@@ -173,6 +173,16 @@ class WorkflowStore:
         steps = self._db.query("SELECT * FROM workflow_steps WHERE run_id = ? ORDER BY rowid", (run_id,))
         return _run(row, [_step(step) for step in steps])
 
+    def step(self, run_id: str, step: str) -> StepRun:
+        row = self._db.query_one("SELECT * FROM workflow_steps WHERE run_id = ? AND step = ?", (run_id, step))
+        if row is None:
+            raise LookupError(f"run {run_id} has no step {step!r}")
+        return _step(row)
+
+    def state(self, run_id: str) -> str | None:
+        row = self._db.query_one("SELECT state FROM workflow_runs WHERE id = ?", (run_id,))
+        return str(row["state"]) if row is not None else None
+
     def find(self, prefix: str) -> list[str]:
         """Ids of runs starting with `prefix` (an operator types the first characters)."""
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
