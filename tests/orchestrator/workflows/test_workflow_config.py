@@ -154,3 +154,20 @@ def test_the_json_schema_describes_workflows() -> None:
     assert "workflows" in schema["properties"]
     assert "WorkflowConfig" in str(schema)
     assert not undescribed_properties(schema)
+
+
+def test_the_example_validates_and_its_readme_shows_the_commands() -> None:
+    example = INTERFACES.parent / "workflow"
+    fleet = load_fleet(example / "fleet.yaml")
+    digest = fleet.config.workflows["digest"]
+    assert list(digest.steps) == ["find_facts", "review", "draft"]
+    assert digest.steps["review"].approval == "required" and digest.steps["draft"].when
+    assert {fleet.config.model_of(name) for name in fleet.config.agents} == {"test"}
+    readme = (example / "README.md").read_text()
+    for command in (
+        'workflow run digest --input \'{"topic": "tides"}\'',
+        "approvals",
+        "approve",
+        "workflow show",
+    ):
+        assert command in readme
