@@ -22,6 +22,7 @@ class WorkflowSummary(BaseModel):
     description: str
     trigger: str
     steps: list[str]
+    depends_on: dict[str, list[str]] = Field(description="Each step's dependencies: the graph")
     runs: dict[str, int] = Field(description="This workflow's stored runs by state")
 
 
@@ -46,6 +47,7 @@ def list_workflows(services: ServicesDep, _: OperatorDep) -> list[WorkflowSummar
             if isinstance(workflow.trigger, str)
             else _trigger_text(workflow.trigger),
             steps=list(workflow.steps),
+            depends_on={step: list(config.depends_on) for step, config in workflow.steps.items()},
             runs=counts[name],
         )
         for name, workflow in sorted(declared.items())
