@@ -1,31 +1,36 @@
-"""The workflow engine's loop in the orchestrator: a pass over the running runs at start (which is
-how a restarted orchestrator resumes them), then again whenever a step's item is answered, an
-approval is decided, or a tick passes (retries' waits, timeouts)."""
+"""The workflow engine's loop in the orchestrator.
+
+A full pass over every running run when it starts (which is how a restarted orchestrator resumes
+them) and then every `FULL_PASS_S` (step and run timeouts, approvals that expired). Between
+those, only the runs something happened to are passed over: a step's item answered, an approval
+decided, a run started or retried, a retry's wait over. Passes run on a worker thread: they are
+database work, and the event loop serves the API meanwhile.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from agent_runtime.protocol import utcnow
 from orchestrator.approvals.store import APPROVAL_DECIDED
 from orchestrator.broker.inbox import Inbox
-from orchestrator.events import EventBus
+from orchestrator.events import Event, EventBus
 from orchestrator.workflows.engine import RUN_STARTED, WorkflowEngine
 from orchestrator.workflows.triggers import WorkflowTriggers
 
 log = logging.getLogger(__name__)
 
 TICK_S = 1.0
+FULL_PASS_S = 10.0
 # Longest one watch on an item's answer lasts before it is renewed (the item's own timeout is
 # the engine's to apply).
 WATCH_S = 300.0
 PRUNE_EVERY_S = 3600.0
-# What the engine itself publishes per step is left out: it would wake the loop for its own work.
-WAKING_EVENTS = frozenset({APPROVAL_DECIDED, RUN_STARTED})
 
 
 class WorkflowService:
@@ -45,11 +50,10 @@ class WorkflowService:
         self._keep_for = keep_for
         self._tick_s = tick_s
         self._wake = asyncio.Event()
+        self._dirty: set[str] = set()
         self._watched: dict[str, asyncio.Task[None]] = {}
         self._pruned_at: datetime | None = None
-
-    def wake(self) -> None:
-        self._wake.set()
+        self._full_pass_at = 0.0
 
     async def run(self) -> None:
         events = self._events.subscribe()
@@ -57,7 +61,8 @@ class WorkflowService:
         try:
             while True:
                 self._wake.clear()
-                self._pass()
+                await asyncio.to_thread(self._pass)
+                self._watch_items()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self._tick_s)
         finally:
@@ -69,42 +74,54 @@ class WorkflowService:
     def _pass(self) -> None:
         try:
             self._triggers.start_due()
-            self.engine.advance_all()
+            if time.monotonic() - self._full_pass_at >= FULL_PASS_S:
+                self._full_pass_at = time.monotonic()
+                self._dirty.clear()
+                self.engine.advance_all()
+            else:
+                runs = self._dirty | set(self.engine.store.retries_due(utcnow()))
+                self._dirty -= runs
+                for run_id in sorted(runs):
+                    self.engine.advance(run_id)
         except Exception:  # one broken pass must not end the loop that resumes every run
             log.exception("workflow pass failed; the next pass tries again")
-        self._watch_items()
         self._prune()
 
+    def _mark(self, run_id: str) -> None:
+        self._dirty.add(run_id)
+        self._wake.set()
+
     def _watch_items(self) -> None:
-        """Wake the loop when an item a step waits on is answered, rather than at the next tick."""
-        out = {
-            step.item_id
-            for run_id in self.engine.store.running_ids()
-            if (run := self.engine.store.get(run_id)) is not None
-            for step in run.steps
-            if step.state == "queued" and step.item_id is not None
-        }
+        """Pass over a run as soon as an item one of its steps waits on is answered."""
+        out = dict((item_id, run_id) for run_id, item_id in self.engine.store.items_out())
         for item_id in list(self._watched):
             if item_id not in out or self._watched[item_id].done():
                 self._watched.pop(item_id).cancel()
-        for item_id in out - set(self._watched):
+        for item_id in out.keys() - self._watched.keys():
             self._watched[item_id] = asyncio.create_task(
-                self._watch(item_id), name=f"workflow-item-{item_id}"
+                self._watch(item_id, out[item_id]), name=f"workflow-item-{item_id}"
             )
 
-    async def _watch(self, item_id: str) -> None:
+    async def _watch(self, item_id: str, run_id: str) -> None:
         if await self._inbox.wait_result(item_id, WATCH_S) is not None:
-            self._wake.set()
+            self._mark(run_id)
 
-    async def _listen(self, events: asyncio.Queue) -> None:  # type: ignore[type-arg]
+    async def _listen(self, events: asyncio.Queue[Event]) -> None:
         while True:
             event = await events.get()
-            if event.type in WAKING_EVENTS:
-                self._wake.set()
             try:
-                self._triggers.start_for(event)
+                self._on_event(event)
             except Exception:  # a run that cannot start must not stop the listening
-                log.exception("workflow trigger on %s failed", event.type)
+                log.exception("workflow handling of %s failed", event.type)
+
+    def _on_event(self, event: Event) -> None:
+        if event.type == RUN_STARTED:
+            self._mark(str(event.data.get("run_id")))
+        elif event.type == APPROVAL_DECIDED:
+            run_id = self.engine.store.run_waiting_on(str(event.data.get("id")))
+            if run_id is not None:
+                self._mark(run_id)
+        self._triggers.start_for(event)
 
     def _prune(self) -> None:
         now = utcnow()

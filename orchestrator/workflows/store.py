@@ -51,6 +51,7 @@ CREATE TABLE IF NOT EXISTS workflow_steps (
     cost_usd REAL NOT NULL DEFAULT 0,
     PRIMARY KEY (run_id, step)
 );
+CREATE INDEX IF NOT EXISTS workflow_steps_state ON workflow_steps(state, not_before);
 CREATE TABLE IF NOT EXISTS workflow_triggers (
     workflow TEXT PRIMARY KEY,
     fired_at TEXT NOT NULL
@@ -182,6 +183,30 @@ class WorkflowStore:
     def state(self, run_id: str) -> str | None:
         row = self._db.query_one("SELECT state FROM workflow_runs WHERE id = ?", (run_id,))
         return str(row["state"]) if row is not None else None
+
+    def items_out(self) -> list[tuple[str, str]]:
+        """(run id, item id) of every step of a running run whose item is out."""
+        rows = self._db.query(
+            "SELECT s.run_id, s.item_id FROM workflow_steps s JOIN workflow_runs r ON r.id = s.run_id"
+            " WHERE s.state = 'queued' AND r.state = 'running' AND s.item_id IS NOT NULL"
+        )
+        return [(str(row["run_id"]), str(row["item_id"])) for row in rows]
+
+    def retries_due(self, now: datetime) -> list[str]:
+        """Running runs with a step whose retry wait is over."""
+        rows = self._db.query(
+            "SELECT DISTINCT s.run_id FROM workflow_steps s JOIN workflow_runs r ON r.id = s.run_id"
+            " WHERE s.state = 'retry_wait' AND s.not_before <= ? AND r.state = 'running'",
+            (now.isoformat(),),
+        )
+        return [str(row["run_id"]) for row in rows]
+
+    def run_waiting_on(self, approval_id: str) -> str | None:
+        """The run with a step waiting on this approval item, if any."""
+        row = self._db.query_one(
+            "SELECT run_id FROM workflow_steps WHERE approval_id = ? AND state = 'approval'", (approval_id,)
+        )
+        return str(row["run_id"]) if row is not None else None
 
     def find(self, prefix: str) -> list[str]:
         """Ids of runs starting with `prefix` (an operator types the first characters)."""
