@@ -2,10 +2,9 @@
 
 Steps are items in the agents' durable inboxes, put the way the broker and the scheduler put
 theirs, so they go through the same delivery, budgets, rates, approvals and run records as any
-item. Each attempt's item carries the idempotency key `workflow:RUN:ROUND:STEP:ATTEMPT` (the round counts the
-operator's retries of the run): put again after
-a crash, it is the same item, and an item claimed when its agent died is redelivered by the
-inbox with that key. Every transition is written to `WorkflowStore` before the next is made, so
+item. Each attempt's item carries the idempotency key `workflow:RUN:ROUND:STEP:ATTEMPT` (the
+round counts the operator's retries of the run): put again after a crash, it is the same item,
+and an item claimed when its agent died is redelivered by the inbox with that key. Every transition is written to `WorkflowStore` before the next is made, so
 a pass after a restart continues each run where the killed one left it.
 """
 
@@ -16,10 +15,11 @@ import threading
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from agent_runtime.protocol import ApprovalRequest, ItemKind, WorkResult, utcnow
 from agent_runtime.workspace.contracts import ContractError, parse_interface, validate_payload
+from agent_runtime.workspace.wire import OperationSpec
 from orchestrator.approvals.store import ApprovalStore, UnknownApproval
 from orchestrator.broker.inbox import Inbox
 from orchestrator.config.units import parse_duration
@@ -40,6 +40,8 @@ RUN_STARTED = "workflow.run_started"
 RUN_FINISHED = "workflow.run_finished"
 STEP_EVENT = "workflow.step"
 INBOX_FAILED_STATES = frozenset({"failed", "expired", "dropped", "dead"})
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class WorkflowRefused(ValueError):
@@ -48,6 +50,19 @@ class WorkflowRefused(ValueError):
 
 class UnknownRun(LookupError):
     pass
+
+
+def _locked(
+    method: Callable[Concatenate[WorkflowEngine, P], R],
+) -> Callable[Concatenate[WorkflowEngine, P], R]:
+    """The loop's passes and the operator's actions (from the API's threads) change runs one at a time."""
+
+    def locked(self: WorkflowEngine, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    locked.__doc__ = method.__doc__
+    return locked
 
 
 def sender_of(workflow: str) -> str:
@@ -73,16 +88,12 @@ class WorkflowEngine:
         self._now = now
         self.store = WorkflowStore(db)
         self._definitions: dict[str, WorkflowConfig] = {}
-        # The loop's passes and the operator's actions (from the API's threads) change runs one at a time.
         self._lock = threading.RLock()
 
     # --- the operator's actions ------------------------------------------------------------
 
+    @_locked
     def start(self, name: str, run_input: dict[str, Any], trigger: str = "manual") -> WorkflowRun:
-        with self._lock:
-            return self._start_unlocked(name, run_input, trigger)
-
-    def _start_unlocked(self, name: str, run_input: dict[str, Any], trigger: str = "manual") -> WorkflowRun:
         workflow = self._fleet.current().config.workflows.get(name)
         if workflow is None:
             known = ", ".join(sorted(self._fleet.current().config.workflows)) or "none declared"
@@ -99,11 +110,8 @@ class WorkflowEngine:
         self.advance(run_id)
         return self._run(run_id)
 
+    @_locked
     def cancel(self, run_id: str) -> WorkflowRun:
-        with self._lock:
-            return self._cancel_unlocked(run_id)
-
-    def _cancel_unlocked(self, run_id: str) -> WorkflowRun:
         run = self._run(run_id)
         if run.state != "running":
             raise WorkflowRefused(f"run {run_id} is already {run.state}")
@@ -111,11 +119,8 @@ class WorkflowEngine:
         self._finish(run_id, run.workflow, "cancelled", "cancelled by the operator")
         return self._run(run_id)
 
+    @_locked
     def retry(self, run_id: str) -> WorkflowRun:
-        with self._lock:
-            return self._retry_unlocked(run_id)
-
-    def _retry_unlocked(self, run_id: str) -> WorkflowRun:
         run = self._run(run_id)
         workflow = self.store.definition(run_id)
         assert workflow is not None
@@ -139,11 +144,8 @@ class WorkflowEngine:
         for run_id in self.store.running_ids():
             self.advance(run_id)
 
+    @_locked
     def advance(self, run_id: str) -> None:
-        with self._lock:
-            return self._advance_unlocked(run_id)
-
-    def _advance_unlocked(self, run_id: str) -> None:
         """One pass over a running run: collect what finished, start what may start, close the run
         when nothing is left to do. Safe to repeat at any time."""
         run = self.store.get(run_id)
@@ -269,7 +271,7 @@ class WorkflowEngine:
         wrong = validate_payload(operation.output_schema, output if output is not None else {})
         return "; ".join(wrong) if wrong else None
 
-    def _operation(self, config: StepConfig) -> Any:
+    def _operation(self, config: StepConfig) -> OperationSpec | None:
         if config.agent is None or config.operation is None:
             return None
         text = self._fleet.current().interfaces.get(config.agent, "")

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pytest
 from workflow_helpers import Flows
 
+from orchestrator.gateway.ledger import Charge
 from orchestrator.workflows.engine import WorkflowRefused
 
 MakeFlows = Callable[[str], Flows]
@@ -332,3 +333,52 @@ def test_an_item_put_before_a_crash_is_the_same_item_after_it(make_flows: MakeFl
     flows.restart().advance(run.id)
     assert flows.run(run.id).step("research").item_id == item_id
     assert len(flows.services.inbox.list("researcher", include_done=True)) == 1
+
+
+def spend(flows: Flows, agent: str, run_id: str, usd: float) -> None:
+    """A model call of the agent's run `run_id`, as the gateway records it."""
+    ledger = flows.services.gateway.ledger
+    with flows.services.db.transaction() as conn:
+        row = ledger.reserve(
+            conn,
+            at=flows.clock(),
+            agent=agent,
+            kind="chat",
+            model="test",
+            provider="test",
+            estimate=Charge(tokens_in=100, tokens_out=50, cost_usd=usd),
+            run_id=run_id,
+        )
+    ledger.settle(
+        row,
+        model="test",
+        provider="test",
+        charge=Charge(tokens_in=100, tokens_out=50, cost_usd=usd),
+        status="ok",
+        latency_ms=5,
+    )
+
+
+def test_a_run_costs_its_steps_spend_and_stops_at_its_budget(make_flows: MakeFlows) -> None:
+    flows = make_flows(
+        """\
+        workflows:
+          costly:
+            budget_usd: 0.05
+            steps:
+              a: {agent: helper, instruction: one}
+              b: {agent: helper, instruction: two, depends_on: [a]}
+              c: {agent: helper, instruction: three, depends_on: [b]}
+        """
+    )
+    run = flows.engine.start("costly", {})
+    spend(flows, "helper", "turn-a", 0.02)
+    flows.answer(run.id, "a", text="one", agent_run="turn-a")
+    spend(flows, "helper", "turn-b", 0.04)
+    flows.answer(run.id, "b", text="two", agent_run="turn-b")
+    finished = flows.run(run.id)
+    assert finished.step("a").cost_usd == pytest.approx(0.02) and finished.step("a").tokens == 150
+    assert finished.step("a").agent_runs == ["turn-a"]
+    assert finished.cost_usd == pytest.approx(0.06)
+    assert finished.state == "failed" and "of its $0.05 budget" in (finished.error or "")
+    assert finished.step("c").state == "failed" and finished.step("c").item_id is None

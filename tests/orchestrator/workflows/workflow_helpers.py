@@ -78,12 +78,15 @@ class Flows:
         ok: bool = True,
         text: str = "",
         error: str | None = None,
+        agent_run: str | None = None,
     ) -> None:
         item_id = self.run(run_id).step(step).item_id
         assert item_id is not None
         agent = self.services.inbox.owner(item_id)
         assert agent is not None
-        result = WorkResult(ok=ok, output=output, text=text, error=error if not ok else None)
+        result = WorkResult(
+            ok=ok, output=output, text=text, error=error if not ok else None, run_id=agent_run
+        )
         assert self.services.inbox.complete(agent, item_id, result)
         self.engine.advance(run_id)
 
