@@ -162,12 +162,13 @@ class WorkflowEngine:
                 run = self._run(run_id)
                 if run.state != "running":
                     return
-        # A step skipped in one round can let a step listed before it start: rounds until none moves.
+        # A step skipped in one round can let a step listed before it start: rounds until none
+        # moves. `run` is re-read only after a change (reading a run is most of an idle pass).
         for _ in range(len(workflow.steps) + 1):
-            run = self._run(run_id)
             if run.state != "running" or not self._start_ready(run, workflow):
                 break
-        self._close_if_done(self._run(run_id), workflow)
+            run = self._run(run_id)
+        self._close_if_done(run, workflow)
 
     def _definition(self, run_id: str) -> WorkflowConfig | None:
         """The run's definition; kept while it runs (it never changes, and parsing it is most of a pass)."""
