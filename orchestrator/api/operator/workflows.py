@@ -82,7 +82,8 @@ def list_runs(
 def show_run(run_id: str, services: ServicesDep, _: OperatorDep) -> WorkflowRun:
     """A run by its id or the first characters of it."""
     found = services.workflows.store.get(_full_id(services, run_id))
-    assert found is not None
+    if found is None:  # pruned between the two reads
+        raise ApiError(404, "not_found", f"there is no workflow run {run_id!r}")
     return found
 
 
