@@ -33,6 +33,7 @@ from orchestrator.services import Services
 from orchestrator.state.endpoint import Endpoint, write_endpoint
 from orchestrator.telemetry.tracing import trace_export
 from orchestrator.workflows.service import WorkflowService
+from orchestrator.workflows.spans import otlp_run_spans
 from orchestrator.workflows.triggers import WorkflowTriggers
 from orchestrator.workspaces.watcher import WorkspaceWatcher
 
@@ -175,4 +176,5 @@ def _workflow_service(services: Services) -> WorkflowService:
         services.inbox,
         services.events,
         lambda: timedelta(seconds=parse_duration(services.fleet.config.limits.retention.runs.age)),
+        spans=otlp_run_spans(services.fleet.name),
     )

@@ -20,7 +20,8 @@ from agent_runtime.protocol import utcnow
 from orchestrator.approvals.store import APPROVAL_DECIDED
 from orchestrator.broker.inbox import Inbox
 from orchestrator.events import Event, EventBus
-from orchestrator.workflows.engine import RUN_STARTED, WorkflowEngine
+from orchestrator.workflows.engine import RUN_FINISHED, RUN_STARTED, WorkflowEngine
+from orchestrator.workflows.spans import RunSpans
 from orchestrator.workflows.triggers import WorkflowTriggers
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,7 @@ class WorkflowService:
         events: EventBus,
         keep_for: Callable[[], timedelta],
         tick_s: float = TICK_S,
+        spans: RunSpans | None = None,
     ) -> None:
         self.engine = engine
         self._triggers = triggers
@@ -49,6 +51,7 @@ class WorkflowService:
         self._events = events
         self._keep_for = keep_for
         self._tick_s = tick_s
+        self._spans = spans
         self._wake = asyncio.Event()
         self._dirty: set[str] = set()
         self._watched: dict[str, asyncio.Task[None]] = {}
@@ -70,6 +73,8 @@ class WorkflowService:
             self._events.unsubscribe(events)
             for task in self._watched.values():
                 task.cancel()
+            if self._spans is not None:
+                await asyncio.to_thread(self._spans.close)
 
     def _pass(self) -> None:
         try:
@@ -121,6 +126,10 @@ class WorkflowService:
             run_id = self.engine.store.run_waiting_on(str(event.data.get("id")))
             if run_id is not None:
                 self._mark(run_id)
+        elif event.type == RUN_FINISHED and self._spans is not None:
+            finished = self.engine.store.get(str(event.data.get("run_id")))
+            if finished is not None:
+                self._spans.write(finished)
         self._triggers.start_for(event)
 
     def _prune(self) -> None:

@@ -8,12 +8,15 @@ import asyncio
 from collections.abc import Callable
 from datetime import timedelta
 
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from workflow_helpers import Flows
 
 from agent_runtime.protocol import WorkResult, utcnow
 from orchestrator.approvals.store import ApprovalStore
 from orchestrator.services import Services
+from orchestrator.telemetry.otel_spans import PlannedIds, provider_for, trace_id_of
 from orchestrator.workflows.service import WorkflowService
+from orchestrator.workflows.spans import RunSpans
 from orchestrator.workflows.store import WorkflowRun
 from orchestrator.workflows.triggers import WorkflowTriggers
 
@@ -49,6 +52,8 @@ def test_the_loop_runs_a_workflow_through_its_approval(make_flows: MakeFlows) ->
     engine = services.workflows
     # Left running by an orchestrator that was killed: the loop's first pass takes it up.
     earlier = engine.start("gated", {})
+    exporter, ids = InMemorySpanExporter(), PlannedIds()
+    provider = provider_for("flows", exporter, ids)
 
     async def scenario() -> WorkflowRun:
         loop = asyncio.get_running_loop()
@@ -61,6 +66,7 @@ def test_the_loop_runs_a_workflow_through_its_approval(make_flows: MakeFlows) ->
             services.events,
             lambda: timedelta(days=1),
             tick_s=30,  # far past the test: what moves the run is the loop's wakes, not its tick
+            spans=RunSpans(provider, ids),
         )
         stop = asyncio.Event()
         tasks = [asyncio.create_task(service.run()), asyncio.create_task(answer_everything(services, stop))]
@@ -84,3 +90,8 @@ def test_the_loop_runs_a_workflow_through_its_approval(make_flows: MakeFlows) ->
     finished = asyncio.run(scenario())
     assert [step.state for step in finished.steps] == ["done", "done", "done"]
     assert finished.step("last").text == "did two"
+    # The loop wrote each finished run as a trace (and shut its exporter down when it stopped).
+    traces = {
+        span.context.trace_id for span in exporter.get_finished_spans() if span.name == "workflow gated"
+    }
+    assert traces == {trace_id_of(earlier.id), trace_id_of(finished.id)}
