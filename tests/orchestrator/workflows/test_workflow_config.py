@@ -159,6 +159,7 @@ def test_the_json_schema_describes_workflows() -> None:
 def test_the_example_validates_and_its_readme_shows_the_commands() -> None:
     example = INTERFACES.parent / "workflow"
     fleet = load_fleet(example / "fleet.yaml")
+    assert fleet.warnings == []  # the workflow calls both agents' operations: nobody is left uncalled
     digest = fleet.config.workflows["digest"]
     assert list(digest.steps) == ["find_facts", "review", "draft"]
     assert digest.steps["review"].approval == "required" and digest.steps["draft"].when
