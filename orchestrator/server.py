@@ -14,21 +14,27 @@ import signal
 import threading
 from collections.abc import Iterator
 from concurrent.futures import Future
+from datetime import timedelta
 
 import uvicorn
 
+from agent_runtime.protocol import utcnow
 from orchestrator.alerts import AlertDispatcher, AlertStore
 from orchestrator.api.app import create_app
 from orchestrator.api.operator.events import close_streams
 from orchestrator.backup.channel_restore import ChannelRestores
 from orchestrator.backup.fleet_backups import channel_asker, scheduled_backups, stopped_snapshots
 from orchestrator.broker.repair import keep_messages_in_step
+from orchestrator.config.units import parse_duration
 from orchestrator.conversations.service import ChatService
 from orchestrator.fleet.reconcile import ApplyResult
 from orchestrator.listeners import Listeners
 from orchestrator.services import Services
 from orchestrator.state.endpoint import Endpoint, write_endpoint
 from orchestrator.telemetry.tracing import trace_export
+from orchestrator.workflows.service import WorkflowService
+from orchestrator.workflows.spans import otlp_run_spans
+from orchestrator.workflows.triggers import WorkflowTriggers
 from orchestrator.workspaces.watcher import WorkspaceWatcher
 
 log = logging.getLogger(__name__)
@@ -102,6 +108,7 @@ class OrchestratorServer:
             ),
             asyncio.create_task(keep_messages_in_step(services.broker.messages), name="message-repair"),
             asyncio.create_task(services.retention.run(), name="retention"),
+            asyncio.create_task(_workflow_service(services).run(), name="workflows"),
         ]
         if not services.backend.carries_storage:
             restores = ChannelRestores(
@@ -159,3 +166,15 @@ class OrchestratorServer:
         self.server.should_exit = True
         self.services.inbox.close()
         close_streams(self.app)
+
+
+def _workflow_service(services: Services) -> WorkflowService:
+    """Workflow runs are kept as long as run records are."""
+    return WorkflowService(
+        services.workflows,
+        WorkflowTriggers(services.workflows, services.fleet_view, utcnow),
+        services.inbox,
+        services.events,
+        lambda: timedelta(seconds=parse_duration(services.fleet.config.limits.retention.runs.age)),
+        spans=otlp_run_spans(services.fleet.name),
+    )

@@ -32,6 +32,7 @@ from orchestrator.hooks import HookReceiver
 from orchestrator.scheduler.service import Scheduler
 from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths
+from orchestrator.workflows.engine import WorkflowEngine
 from orchestrator.workspaces.access import WorkspaceAccess
 
 
@@ -71,6 +72,8 @@ class Services:
     """Each agent's rates and quotas on events, tells and asks."""
     retention: Retention
     """Retention of what the orchestrator stores for agents, applied while it runs."""
+    workflows: WorkflowEngine
+    """Runs of the workflows of fleet.yaml: started, followed, cancelled and retried."""
     operator_token: str
     """The operator's token in force (a rotation replaces it)."""
     agent_url: str

@@ -159,6 +159,7 @@ def attach_subsystems(
     from orchestrator.hooks.store import HookStore
     from orchestrator.scheduler.service import Scheduler
     from orchestrator.services import Services
+    from orchestrator.workflows.engine import WorkflowEngine
 
     fleet, db, events = core.fleet_view, core.db, core.events
     inbox = Inbox(db, events, core.controls, fleet)
@@ -227,6 +228,7 @@ def attach_subsystems(
         agent_url=manager.agent_url,
         fair_share=FairShare(lambda: limits().rates, events, inbox.pending_from),
         retention=retention,
+        workflows=WorkflowEngine(db, fleet, inbox, ApprovalStore(db, events), events),
     )
 
 

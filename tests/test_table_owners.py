@@ -43,6 +43,9 @@ TABLE_OWNERS: dict[str, frozenset[str]] = {
     "principal_tokens": frozenset({"orchestrator.control.auth"}),
     "runs": frozenset({"orchestrator.scheduler.runs"}),
     "wake_boosts": frozenset({"orchestrator.scheduler.wake_boost"}),
+    "workflow_runs": frozenset({"orchestrator.workflows.store"}),
+    "workflow_steps": frozenset({"orchestrator.workflows.store"}),
+    "workflow_triggers": frozenset({"orchestrator.workflows.store"}),
 }
 # Schema migrations change tables of every owner, by design.
 MIGRATIONS = "orchestrator.state.migrations"

@@ -40,6 +40,7 @@ from orchestrator.api.operator import (
 )
 from orchestrator.api.operator import inbox as inbox_routes
 from orchestrator.api.operator import limits as limits_routes
+from orchestrator.api.operator import workflows as workflow_routes
 from orchestrator.api.storage_errors import install_storage_error_handlers
 from orchestrator.api.surfaces import AgentSurface
 from orchestrator.services import Services
@@ -74,6 +75,7 @@ ROUTERS = [
     chat.router,
     notifications.router,
     limits_routes.router,
+    workflow_routes.router,
 ]
 
 

@@ -114,6 +114,10 @@ def _acl_issues(fleet: LoadedFleet, operations: dict[str, set[str]]) -> list[Con
     config = fleet.config
     issues: list[ContractIssue] = []
     callers: dict[str, list[str]] = {name: [] for name in config.agents}
+    for workflow, declared in config.workflows.items():  # a workflow's steps call operations too
+        for step in declared.steps.values():
+            if step.agent in callers and step.operation is not None:
+                callers[step.agent].append(f"workflow:{workflow}")
     for name, agent in config.agents.items():
         for peer in agent.talks_to:
             if peer == name:

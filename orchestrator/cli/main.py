@@ -64,6 +64,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "backup": ("orchestrator.cli.backup", "backup"),
     "verify": ("orchestrator.cli.backup", "verify"),
     "restore": ("orchestrator.cli.backup", "restore"),
+    "workflow": ("orchestrator.cli.workflow", "workflow"),
 }
 
 

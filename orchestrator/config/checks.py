@@ -17,6 +17,7 @@ from orchestrator.config.models import DNS_LABEL
 from orchestrator.config.reserved import reserved_reason
 from orchestrator.config.secret_checks import check_secrets
 from orchestrator.config.units import format_bytes
+from orchestrator.workflows.validation import check_workflows
 
 if TYPE_CHECKING:
     from orchestrator.config.capacity import Capacity
@@ -70,6 +71,7 @@ def check_fleet(
     check_secrets(fleet, problems)
     _check_exec_runtime(fleet, problems)
     _check_host_tool_rules(fleet, problems)
+    check_workflows(fleet, problems)
     if capacity is not None:
         check_resources(fleet, problems, capacity, set_aside)
 

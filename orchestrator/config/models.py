@@ -33,6 +33,7 @@ from orchestrator.config.limits import LimitsConfig
 from orchestrator.config.secrets import SecretSource, secret_name_problem
 from orchestrator.config.tools import ToolsConfig
 from orchestrator.config.units import parse_duration, parse_memory
+from orchestrator.workflows.model import WorkflowConfig, workflow_name_problem
 
 EXTRA_FIELD_NAME = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"
 DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
@@ -532,6 +533,10 @@ class FleetConfig(Strict):
         default_factory=dict,
         description="Signed requests from outside (POST /hooks/NAME) that become an agent's inbox items",
     )
+    workflows: dict[str, WorkflowConfig] = Field(
+        default_factory=dict,
+        description="Declared pipelines of steps across agents, run durably (docs/workflows.md)",
+    )
 
     @field_validator("fleet")
     @classmethod
@@ -562,6 +567,14 @@ class FleetConfig(Strict):
     def _hook_names(cls, value: dict[str, HookConfig]) -> dict[str, HookConfig]:
         for name in value:
             if problem := hook_name_problem(name):
+                raise ValueError(problem)
+        return value
+
+    @field_validator("workflows")
+    @classmethod
+    def _workflow_names(cls, value: dict[str, WorkflowConfig]) -> dict[str, WorkflowConfig]:
+        for name in value:
+            if problem := workflow_name_problem(name):
                 raise ValueError(problem)
         return value
 

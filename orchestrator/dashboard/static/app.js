@@ -21,6 +21,7 @@
   };
   let views = null; // operator.js, built in start() once every helper here exists
   let approvals = null; // approvals.js, likewise
+  let workflows = null; // workflows.js, likewise
 
   // ------------------------------------------------------------------ DOM helpers
 
@@ -301,9 +302,11 @@
     const chartBox = h("div", {});
     const budgetBox = h("div", { id: "fleet-budgets" });
     const approvalsBox = h("div", { id: "approvals" }, h("p", { class: "muted" }, "Loading…"));
+    const workflowsBox = h("div", { id: "workflows" }, h("p", { class: "muted" }, "Loading…"));
     view.append(
       summaryBox,
       card("Waiting for approval", approvalsBox),
+      card("Workflow runs", workflowsBox),
       card("Agents", tableBox),
       card("Budgets", budgetBox),
       card("Spend over time", chartBox, rangePicker(() => loadSpend(chartBox, null)))
@@ -320,9 +323,11 @@
     state.refreshers.push((event) => {
       if (!event || !String(event.type).startsWith("workspace.")) load();
       approvals.approvalsPanel(approvalsBox);
+      if (!event || String(event.type).startsWith("workflow.")) workflows.workflowsPanel(workflowsBox);
     });
     load();
     approvals.approvalsPanel(approvalsBox);
+    workflows.workflowsPanel(workflowsBox);
     loadSpend(chartBox, null);
   }
 
@@ -774,6 +779,7 @@
     const helpers = { h, card, table, badge, unavailable, attempt, api, streamed, when, short, money, duration, enc };
     views = window.FlotillaOperator(helpers);
     approvals = window.FlotillaApprovals(helpers);
+    workflows = window.FlotillaWorkflows(helpers);
     const info = await attempt("/dashboard/info.json");
     if (!info.error) state.info = info.data;
     document.getElementById("fleet-name").textContent = state.info.fleet || "";
