@@ -1,6 +1,6 @@
-"""`flotilla validate` on secrets: each declared secret readable from its source, each handle
-naming a declared secret, each agent's grant naming one, and the deprecated `${NAME}` form of
-MCP headers pointed at its replacement."""
+"""`flotilla validate` on secrets: each declared secret readable from its source and bound to
+hosts, each handle naming a declared secret, each agent's grant naming one, and the deprecated
+`${NAME}` form of MCP headers pointed at its replacement."""
 
 from __future__ import annotations
 
@@ -19,6 +19,13 @@ def check_secrets(fleet: LoadedFleet, problems: Problems) -> None:
         problem = store.problem(name)
         if problem is not None:
             problems.add(("secrets", name), problem)
+        if fleet.config.secrets[name].hosts is None and name in _granted_to_agents(fleet):
+            problems.warn(
+                ("secrets", name),
+                f"secret {name!r} names no hosts: any URL an agent may request can receive it. Add "
+                f"hosts: [api.example.com] (the hosts it is for); a secret without hosts is refused "
+                "from the next release on",
+            )
     for agent_name, agent in fleet.config.agents.items():
         where = ("agents", agent_name, "tools")
         if agent.tools.http is not None:
@@ -37,6 +44,16 @@ def check_secrets(fleet: LoadedFleet, problems: Problems) -> None:
                         f"${{{variable}}} is deprecated: declare the value once under secrets: "
                         f"({variable.lower()}: {{env: {variable}}}) and write {{{{secret:{variable.lower()}}}}}",
                     )
+
+
+def _granted_to_agents(fleet: LoadedFleet) -> set[str]:
+    """The secrets some agent may put into its own HTTP requests."""
+    return {
+        name
+        for agent in fleet.config.agents.values()
+        if agent.tools.http is not None
+        for name in agent.tools.http.secrets
+    }
 
 
 def _undeclared(name: str, declared: set[str]) -> str:
