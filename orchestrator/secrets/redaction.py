@@ -99,16 +99,25 @@ class Redaction:
 
     def _piece_at_end(self, text: str) -> str:
         for form, handle in self._forms:
-            for size in range(len(form) - 1, MIN_PIECE - 1, -1):
-                if text.endswith(form[:size]):
-                    return text[:-size] + handle
+            tail = text[-(len(form) - 1) :]
+            # Only where the form's first characters occur can a piece of it begin.
+            start = tail.find(form[:MIN_PIECE])
+            while start != -1:
+                if form.startswith(tail[start:]):
+                    return text[: len(text) - len(tail) + start] + handle
+                start = tail.find(form[:MIN_PIECE], start + 1)
         return text
 
     def _piece_at_start(self, text: str) -> str:
         for form, handle in self._forms:
-            for size in range(len(form) - 1, MIN_PIECE - 1, -1):
-                if text.startswith(form[-size:]):
+            head = text[: len(form) - 1]
+            # Only where the form's last characters occur can a piece of it end.
+            end = head.rfind(form[-MIN_PIECE:])
+            while end != -1:
+                size = end + MIN_PIECE
+                if form.endswith(head[:size]):
                     return handle + text[size:]
+                end = head.rfind(form[-MIN_PIECE:], 0, end + MIN_PIECE - 1)
         return text
 
 
