@@ -28,14 +28,13 @@ LOG_FILE_BYTES = 10 * 1024 * 1024
 LOG_BACKUPS = 4
 LOG_TOTAL_BYTES = LOG_FILE_BYTES * (LOG_BACKUPS + 1)
 
-_redaction: Callable[[], Redaction] = lambda: NO_REDACTION  # noqa: E731 - replaced at wiring
+# Where log messages get the secret values to take out: read at each record (an apply may
+# declare new secrets); set once the fleet's secrets are known.
+_redaction_source: list[Callable[[], Redaction]] = [lambda: NO_REDACTION]
 
 
 def set_log_redaction(redaction: Callable[[], Redaction]) -> None:
-    """Where log messages get the secret values to take out (read at each record: an apply may
-    declare new secrets)."""
-    global _redaction
-    _redaction = redaction
+    _redaction_source[0] = redaction
 
 
 class BoundedMessages(logging.Filter):
@@ -43,11 +42,12 @@ class BoundedMessages(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        record.msg = _redaction().cut(message, MAX_MESSAGE_CHARS)
+        record.msg = _redaction_source[0]().cut(message, MAX_MESSAGE_CHARS)
         if len(message) > MAX_MESSAGE_CHARS:
             record.msg += f" [line cut at {MAX_MESSAGE_CHARS} characters]"
         record.args = None
         return True
+
 
 # Attributes every LogRecord carries; anything else on a record came from `extra=`.
 _STANDARD_ATTRS = frozenset(

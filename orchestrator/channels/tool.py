@@ -27,7 +27,9 @@ class NotifyArguments(BaseModel):
 class NotifyTools:
     """The host tool provider of one agent's `notify` (orchestrator.host_tools)."""
 
-    def __init__(self, agent: str, notifier: Notifier, charge_refusal: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, agent: str, notifier: Notifier, charge_refusal: Callable[[], None] | None = None
+    ) -> None:
         """`charge_refusal` charges a refused call to the agent's rates (RateLimited past them)."""
         self._agent = agent
         self._notifier = notifier

@@ -48,8 +48,8 @@ def costs_table(report: CostsReport) -> Table:
     table.add_column("agent")
     for column in ("today", "month", "tokens today", "tokens month", "calls today"):
         table.add_column(column, justify="right")
-    table.add_column("peers' items today")
     table.add_column("budget")
+    table.add_column("peers' items today")
     for agent in report.agents:
         name = agent.agent if agent.can_spend else f"{agent.agent} [red](over budget)[/red]"
         table.add_row(
@@ -59,8 +59,8 @@ def costs_table(report: CostsReport) -> Table:
             _tokens(agent.today_tokens),
             _tokens(agent.month_tokens),
             str(agent.calls_today),
-            _peer_cell(agent),
             _budget_cell(agent.budget),
+            _peer_cell(agent),
         )
     fleet = report.fleet
     table.add_section()
@@ -71,8 +71,8 @@ def costs_table(report: CostsReport) -> Table:
         _tokens(fleet.today_tokens),
         _tokens(fleet.month_tokens),
         str(fleet.calls_today),
-        "",
         _budget_cell(report.fleet_budget),
+        "",
     )
     return table
 

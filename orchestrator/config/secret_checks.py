@@ -19,13 +19,7 @@ def check_secrets(fleet: LoadedFleet, problems: Problems) -> None:
         problem = store.problem(name)
         if problem is not None:
             problems.add(("secrets", name), problem)
-        if fleet.config.secrets[name].hosts is None and name in _granted_to_agents(fleet):
-            problems.warn(
-                ("secrets", name),
-                f"secret {name!r} names no hosts: any URL an agent may request can receive it. Add "
-                f"hosts: [api.example.com] (the hosts it is for); a secret without hosts is refused "
-                "from the next release on",
-            )
+    _warn_unbound(fleet, problems)
     for agent_name, agent in fleet.config.agents.items():
         where = ("agents", agent_name, "tools")
         if agent.tools.http is not None:
@@ -44,6 +38,19 @@ def check_secrets(fleet: LoadedFleet, problems: Problems) -> None:
                         f"${{{variable}}} is deprecated: declare the value once under secrets: "
                         f"({variable.lower()}: {{env: {variable}}}) and write {{{{secret:{variable.lower()}}}}}",
                     )
+
+
+def _warn_unbound(fleet: LoadedFleet, problems: Problems) -> None:
+    """A secret an agent may send, declared without the hosts it is for."""
+    for name in sorted(_granted_to_agents(fleet)):
+        source = fleet.config.secrets.get(name)
+        if source is not None and source.hosts is None:
+            problems.warn(
+                ("secrets", name),
+                f"secret {name!r} names no hosts: any URL an agent may request can receive it. Add "
+                "hosts: [api.example.com] (the hosts it is for); a secret without hosts is refused "
+                "from the next release on",
+            )
 
 
 def _granted_to_agents(fleet: LoadedFleet) -> set[str]:

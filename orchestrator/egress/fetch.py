@@ -170,8 +170,7 @@ async def _follow(
         await response.aclose()
         if len(redirects) >= policy.max_redirects:
             raise PolicyRefused(
-                f"tools.http.max_redirects: more than {policy.max_redirects} redirects "
-                f"(last to {location})"
+                f"tools.http.max_redirects: more than {policy.max_redirects} redirects (last to {location})"
             )
         request = _redirected(request, target, response.status_code, urljoin(request.url, location))
         redirects.append(request.url)

@@ -41,8 +41,7 @@ CREATE TABLE IF NOT EXISTS gateway_usage (
     status TEXT NOT NULL,
     estimated INTEGER NOT NULL DEFAULT 0,
     error TEXT,
-    run_id TEXT,
-    payer TEXT
+    run_id TEXT
 );
 CREATE INDEX IF NOT EXISTS gateway_usage_agent_at ON gateway_usage(agent, at);
 CREATE INDEX IF NOT EXISTS gateway_usage_at ON gateway_usage(at);

@@ -201,7 +201,9 @@ class RunStore:
 
     def _insert(self, values: dict[str, Any]) -> bool:
         redaction = self.redaction()
-        values = {key: redaction.redact(value) if isinstance(value, str) else value for key, value in values.items()}
+        values = {
+            key: redaction.redact(value) if isinstance(value, str) else value for key, value in values.items()
+        }
         columns = ", ".join(values)
         marks = ", ".join("?" for _ in values)
         cursor = self._db.execute(

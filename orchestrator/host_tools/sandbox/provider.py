@@ -207,7 +207,6 @@ class ExecTool:
             self._context.events.publish(EXEC_REFUSED, self._context.agent, reason=reason)
         return ExecRefused(reason)
 
-
     def _charge(self) -> None:
         if self._charge_refusal is not None:
             self._charge_refusal()

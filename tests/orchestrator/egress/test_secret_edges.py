@@ -142,7 +142,9 @@ def test_an_echo_in_a_common_encoding_is_redacted(
     tmp_path: Path, site: FakeSite, secret: str, handle: str, query: str
 ) -> None:
     agent = Agent(tmp_path, policy(site))
-    answer = agent.call({"url": site.url(f"/reflect?{query}"), "headers": {"X-Key": f"{{{{secret:{handle}}}}}"}})
+    answer = agent.call(
+        {"url": site.url(f"/reflect?{query}"), "headers": {"X-Key": f"{{{{secret:{handle}}}}}"}}
+    )
     raw = secret.encode()
     lead = query.split("lead=")[1].encode() if "lead=" in query else b""
     forms = [quote(secret, safe=""), raw.hex(), base64.b64encode(lead + raw).decode()[4:-4]]
@@ -176,7 +178,9 @@ def test_a_secret_bound_to_hosts_goes_to_no_other(tmp_path: Path, site: FakeSite
         http["allow"] = [site.url("/"), f"http://localhost:{other.port}/"]
         http["allow"][1] = {"url": f"http://localhost:{other.port}/", "allow_private": True}
         agent = Agent(tmp_path, http, demo={"hosts": ["127.0.0.1"]})
-        assert "HTTP 200" in agent.call({"url": site.url("/echo"), "headers": {"X-Key": "{{secret:demo_token}}"}})
+        assert "HTTP 200" in agent.call(
+            {"url": site.url("/echo"), "headers": {"X-Key": "{{secret:demo_token}}"}}
+        )
         assert site.seen[-1].headers["x-key"] == TOKEN
         with pytest.raises(HttpRequestRefused, match=r"secrets\.demo_token\.hosts: .* not to localhost"):
             agent.call(

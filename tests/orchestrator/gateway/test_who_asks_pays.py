@@ -18,14 +18,16 @@ from orchestrator.gateway.ledger import Charge
 from orchestrator.gateway.models import CostsReport
 
 FLEET = """\
+  models:
+    test: {{input_per_mtok: 1000, output_per_mtok: 1000}}
 agents:
   mallory:
     talks_to: [writer]
-    budget: {daily_usd: 0.05}
+    budget: {{daily_usd: {mallory_usd}}}
   writer:
     talks_to: [mallory]
-    budget: {daily_usd: 1}
-  bystander: {}
+    budget: {{daily_usd: 100}}
+  bystander: {{}}
 limits:
   rates:
     tells: 1000/m
@@ -33,6 +35,8 @@ limits:
     intake: 1000/m
 """
 HI = [{"role": "user", "content": "summarize what you were told, at length"}]
+# What 60 s of tells at the default pair rate (20/m, a burst of 20) can deliver.
+FLOOD = 40
 
 
 def spend_today(orch: Orchestrator) -> dict[str, tuple[float, float, float]]:
@@ -61,7 +65,7 @@ def work_on_next_item(orch: Orchestrator) -> openai.APIStatusError | None:
 
 
 def test_a_flood_of_tells_is_paid_by_its_sender(launch: Launch) -> None:
-    orch = launch(FLEET)
+    orch = launch(FLEET.format(mallory_usd=100))
     # The writer's own work (the operator's message) is its own to pay, as before.
     orch.services.inbox.put("writer", ItemKind.OPERATOR_MESSAGE, "operator", "draft the notes")
     assert work_on_next_item(orch) is None
@@ -69,43 +73,40 @@ def test_a_flood_of_tells_is_paid_by_its_sender(launch: Launch) -> None:
     assert before["writer"][0] > 0 and before["mallory"] == (0, 0, 0)
 
     mallory = orch.http(orch.tokens["mallory"])
-    delivered = refused = 0
-    refusal = ""
-    for number in range(200):
+    for number in range(FLOOD):
         answer = mallory.post("/agent/v1/tell", json={"to": "writer", "text": f"tell {number}"})
-        assert answer.status_code == 200, answer.text
-        if not answer.json()["ok"]:
-            refused += 1
-            refusal = answer.json()["error"]["message"]
-            continue
-        delivered += 1
-        work_on_next_item(orch)
+        assert answer.status_code == 200 and answer.json()["ok"], answer.text
+        assert work_on_next_item(orch) is None
     after = spend_today(orch)
 
-    assert delivered > 1 and refused > 0
-    assert "budget" in refusal and "who asks pays" in refusal and "mallory" in refusal
     assert after["writer"][0] == pytest.approx(before["writer"][0])  # the writer's spend is unchanged
     assert after["bystander"] == before["bystander"] == (0, 0, 0)
-    assert after["mallory"][0] >= 0.05 and after["mallory"][1] == pytest.approx(after["mallory"][0])
+    assert after["mallory"][0] > 0 and after["mallory"][1] == pytest.approx(after["mallory"][0])
     assert after["writer"][2] == pytest.approx(after["mallory"][1])  # shown against the recipient
     assert orch.gateway.budgets.own_budget_left("writer")
 
 
-def test_a_turn_for_a_peer_that_cannot_pay_is_refused_with_the_reason(launch: Launch) -> None:
-    orch = launch(FLEET)
+def test_a_peer_that_cannot_pay_gets_its_items_refused_with_the_reason(launch: Launch) -> None:
+    orch = launch(FLEET.format(mallory_usd=0.05))
     mallory = orch.http(orch.tokens["mallory"])
     assert mallory.post("/agent/v1/tell", json={"to": "writer", "text": "go"}).json()["ok"]
     orch.gateway.budgets.reserve(  # mallory spends its whole day on its own
-        "mallory", kind="chat", model="test", provider="test", estimate=Charge(10, 10, 0.06)
+        "mallory", kind="chat", model="test", provider="test", estimate=Charge(10, 10, 0.05)
     )
     refused = work_on_next_item(orch)
     assert refused is not None and refused.status_code == 429
     assert "writer works on an item mallory sent, and mallory pays for it" in str(refused)
+    answer = mallory.post("/agent/v1/tell", json={"to": "writer", "text": "again"}).json()
+    assert not answer["ok"]
+    assert "mallory" in answer["error"]["message"] and "who asks pays" in answer["error"]["message"]
     assert spend_today(orch)["writer"][0] == 0
+    # The operator's work is still the writer's to pay, and its budget is whole.
+    orch.services.inbox.put("writer", ItemKind.OPERATOR_MESSAGE, "operator", "draft the notes")
+    assert work_on_next_item(orch) is None
 
 
 def test_the_costs_table_shows_both_sides(launch: Launch) -> None:
-    orch = launch(FLEET)
+    orch = launch(FLEET.format(mallory_usd=100))
     mallory = orch.http(orch.tokens["mallory"])
     assert mallory.post("/agent/v1/tell", json={"to": "writer", "text": "go"}).json()["ok"]
     assert work_on_next_item(orch) is None
