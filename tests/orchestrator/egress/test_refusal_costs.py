@@ -9,6 +9,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -31,6 +32,7 @@ def fleet(root: Path, events_rate: str) -> Services:
     (root / "fleet.yaml").write_text(
         "version: 1\nfleet: refusals\nagents:\n  mallory:\n    role: tries things\n    tools:\n"
         '      http: {allow: ["https://api.example.com/"]}\n'
+        "      exec: {timeout_s: 10}\n"
         f"limits:\n  rates:\n    events: {events_rate}\n"
     )
     services = build_services(load_fleet(root / "fleet.yaml"), FakeBackend())
@@ -50,9 +52,9 @@ def restore_logging() -> Iterator[None]:
     httpx_logger.setLevel(saved[2])
 
 
-def flood(services: Services, count: int) -> Counter[int]:
+def flood(services: Services, count: int, call: dict[str, Any] | None = None) -> Counter[int]:
     token = services.tokens.mint("mallory")
-    call = {"name": "http_request", "arguments": {"url": LONG_URL}}
+    call = call or {"name": "http_request", "arguments": {"url": LONG_URL}}
     statuses: Counter[int] = Counter()
     with serve_app(create_app(services)) as base, httpx.Client(timeout=30) as client:
         for _ in range(count):
@@ -73,6 +75,24 @@ def test_refused_requests_are_charged_to_the_agents_event_rate(restore_logging: 
     assert statuses == Counter({403: 20, 429: FLOOD - 20})
     assert len(refused) == 20
     assert len(limits) == 1 and limits[0].data["limit"] == "events"
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        # The in-memory test backend has no sandbox: exec is refused there.
+        {"name": "exec", "arguments": {"command": "echo hi"}},
+        {"name": "notify", "arguments": {"channel": "nowhere", "text": "hi"}},
+    ],
+)
+def test_refused_exec_and_notify_calls_are_charged_too(restore_logging: None, call: dict[str, Any]) -> None:
+    with tempfile.TemporaryDirectory(prefix="flt-refusals-") as tmp:
+        services = fleet(Path(tmp), "20/h")
+        statuses = flood(services, 30, call)
+        limits = services.events.recent(1000, "mallory", types=[str(EventType.LIMIT_EXCEEDED)])
+        services.db.close()
+    assert statuses == Counter({403: 20, 429: 10})
+    assert len(limits) == 1
 
 
 def test_a_flood_of_refusals_keeps_the_log_within_its_bound(restore_logging: None) -> None:
