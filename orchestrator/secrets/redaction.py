@@ -65,7 +65,8 @@ class Redaction:
         pairs = [(form, secret.handle) for secret in secrets for form in secret.forms]
         # Longest first, so that a value containing another is replaced whole.
         self._forms = sorted(pairs, key=lambda pair: -len(pair[0]))
-        self.longest = max((len(form) for form, _ in self._forms), default=0)
+        self.longest = max((len(form.encode()) for form, _ in self._forms), default=0)
+        """The longest form in bytes: how far past a cut a reader must look to see a value whole."""
 
     def redact(self, text: str) -> str:
         """`text` with every value, in any of its forms, replaced by its handle."""
