@@ -6,7 +6,7 @@ import asyncio
 import json
 import threading
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agent_runtime.protocol import utcnow
+from orchestrator.secrets.redaction import NO_REDACTION, Redaction
 from orchestrator.state.db import Database, TextRewrite, max_id, rewrite_agent_texts, safe_query
 
 SCHEMA = """
@@ -91,6 +92,9 @@ class EventBus:
         self._subscribers: set[asyncio.Queue[Event]] = set()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.redaction: Callable[[], Redaction] = lambda: NO_REDACTION
+        """The secret values no event may hold: taken out of every string of its data before it
+        is capped, stored and fanned out."""
 
     def bind_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -108,7 +112,7 @@ class EventBus:
 
     def publish_data(self, type: EventType | str, agent: str | None, data: dict[str, Any]) -> Event:
         """Publish data given whole: its keys may be any, `agent` and `type` included."""
-        encoded, data = capped_event_data(data)
+        encoded, data = capped_event_data(self.redaction().redact_data(data))
         event = Event(type=str(type), agent=agent, data=data)
         cursor = self._db.execute(
             "INSERT INTO events(type, agent, at, data) VALUES (?, ?, ?, ?)",

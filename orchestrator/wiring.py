@@ -157,6 +157,7 @@ def attach_subsystems(
     from orchestrator.gateway.service import Gateway
     from orchestrator.hooks import HookReceiver
     from orchestrator.hooks.store import HookStore
+    from orchestrator.logging_setup import set_log_redaction
     from orchestrator.scheduler.service import Scheduler
     from orchestrator.services import Services
     from orchestrator.workflows.engine import WorkflowEngine
@@ -164,6 +165,8 @@ def attach_subsystems(
     fleet, db, events = core.fleet_view, core.db, core.events
     inbox = Inbox(db, events, core.controls, fleet)
     inbox.mask = delivered_text_mask(fleet.secrets)
+    events.redaction = lambda: fleet.secrets().redaction
+    set_log_redaction(lambda: fleet.secrets().redaction)
     gateway = gateway or Gateway(db, fleet, core.controls, events)
     notifier = Notifier(fleet, db, events)
     scheduler = Scheduler(
@@ -178,7 +181,11 @@ def attach_subsystems(
         clock=clock,
         notifier=notifier,
     )
+    scheduler.runs.redaction = events.redaction
     broker = Broker(db, inbox, fleet, events, core.paths)
+    # Who asks pays: a peer's item is worked on at the peer's expense, and refused once it can't pay.
+    gateway.payer_of = inbox.payer_of_work
+    broker.can_pay = gateway.budgets.own_budget_left
     conversations = Conversations(fleet, inbox, events, PeopleStore(db))
 
     def limits() -> LimitsConfig:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -90,6 +91,8 @@ class Broker:
             lambda agent: self._fleet.current().interfaces.get(agent, ""), paths.workspace
         )
         self._bound_loop: asyncio.AbstractEventLoop | None = None
+        self.can_pay: Callable[[str], bool] = lambda agent: True
+        """Whether an agent's budget can pay for more model calls (the gateway's budgets)."""
         # Read every contract once now, so a later broken rewrite has a good one to fall back on.
         for agent in fleet.current().config.agents:
             self.interfaces.state(agent)
@@ -134,6 +137,7 @@ class Broker:
             self._check_recipient(sender, request.to)
             lineage = self._lineage(sender, request.parent_item)
             self._check_loop(request.to, lineage, cycles=True)
+            self._check_payer(sender, request.to, lineage)
             spec = self._operation(request.to, request.operation)
             problems = validate_payload(spec.input_schema, request.input)
             if problems:
@@ -226,6 +230,7 @@ class Broker:
             self._check_recipient(sender, request.to)
             lineage = self._lineage(sender, request.parent_item)
             self._check_loop(request.to, lineage, cycles=False)
+            self._check_payer(sender, request.to, lineage)
         except Refused as refused:
             self._log_refusal(
                 message_id, MessageKind.TELL, sender, request, lineage=lineage, error=refused.error
@@ -278,6 +283,7 @@ class Broker:
                 priority=priority,
                 ttl_s=ttl_s,
                 idempotency_key=_scoped_key(sender, idempotency_key),
+                payer=self._payer(sender, lineage),
             )
             record = self.messages.record(
                 message_id,
@@ -336,6 +342,24 @@ class Broker:
         if parent is None:
             return Lineage(None, 1, [sender])
         return Lineage(parent.id, parent.hop + 1, [*parent.trace, sender])
+
+    def _payer(self, sender: str, lineage: Lineage) -> str | None:
+        """Who pays for the work a peer's message causes (who asks pays): the sender, or the one
+        paying for the item the sender works on. None for the operator (the recipient pays)."""
+        if sender == OPERATOR:
+            return None
+        inherited = self._inbox.payer_of_item(lineage.parent_item) if lineage.parent_item else None
+        return inherited or sender
+
+    def _check_payer(self, sender: str, recipient: str, lineage: Lineage) -> None:
+        payer = self._payer(sender, lineage)
+        if payer is not None and not self.can_pay(payer):
+            whose = "its" if payer == sender else f"{payer}'s, which pays for {sender}'s work,"
+            raise _refuse(
+                "failed",
+                f"{recipient} takes no item from {sender} now: the work on it would be paid from "
+                f"{whose} model budget (who asks pays), and that budget is exhausted",
+            )
 
     def _check_loop(self, recipient: str, lineage: Lineage, *, cycles: bool) -> None:
         if lineage.hop > self.max_hops:

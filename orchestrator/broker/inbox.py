@@ -53,7 +53,8 @@ CREATE TABLE IF NOT EXISTS inbox (
     attempt INTEGER NOT NULL DEFAULT 0,
     claimed_at TEXT,
     finished_at TEXT,
-    result TEXT
+    result TEXT,
+    payer TEXT
 );
 CREATE INDEX IF NOT EXISTS inbox_queue ON inbox(agent, state, priority DESC, created_at);
 -- Fleet-wide questions (which agents have work waiting) read the unfinished items only.
@@ -127,8 +128,9 @@ class Inbox:
         self.on_put: list[Callable[[str, InboxItem], None]] = []
         """Called with (agent, item) after a new item is queued, e.g. to wake a hibernated agent."""
         self.mask: Callable[[str], str] = _unmasked
-        """Applied to an operator's message and its answer once delivered: what state.db keeps
-        of them (the waiting operator gets the answer as it came)."""
+        """Applied to the text of an operator's, a person's or a hook's item before its row is
+        first written (no credential of theirs ever reaches state.db or its WAL), and to an
+        operator's message's answer once delivered (the waiting operator gets it as it came)."""
 
     def bind_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -165,19 +167,24 @@ class Inbox:
         idempotency_key: str | None = None,
         principal: str | None = None,
         item_id: str | None = None,
+        payer: str | None = None,
     ) -> InboxItem:
         """Queue an item. With an idempotency key already used for this agent, return that item.
         `principal` says who the item came from (default: told by its kind and sender); `item_id`
-        is the id to give it, when its producer had to name it first (`new_item_id`)."""
+        is the id to give it, when its producer had to name it first (`new_item_id`); `payer` is the
+        agent whose budget pays for the work on it (who asks pays; None: the recipient's own)."""
         if idempotency_key and (existing := self._by_key(agent, idempotency_key)):
             return existing
         now = utcnow()
         item_id = item_id or new_item_id()
         expires = (now + timedelta(seconds=ttl_s)).isoformat() if ttl_s else None
+        if kind in MASKED_ON_ARRIVAL:
+            text = self.mask(text)
+            input = _masked_input(input, self.mask)
         self._db.execute(
             "INSERT INTO inbox(id, agent, kind, sender, principal, text, operation, input, correlation_id,"
-            " hop, trace, reasons, priority, idempotency_key, created_at, expires_at)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " hop, trace, reasons, priority, idempotency_key, created_at, expires_at, payer)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 item_id,
                 agent,
@@ -195,6 +202,7 @@ class Inbox:
                 idempotency_key,
                 now.isoformat(),
                 expires,
+                payer,
             ),
         )
         self._signal(agent)
@@ -507,6 +515,20 @@ class Inbox:
         row = self._db.query_one("SELECT agent FROM inbox WHERE id = ?", (item_id,))
         return str(row["agent"]) if row else None
 
+    def payer_of_item(self, item_id: str) -> str | None:
+        """The agent paying for the work on this item (who asks pays), or None: its recipient."""
+        row = self._db.query_one("SELECT payer FROM inbox WHERE id = ?", (item_id,))
+        return str(row["payer"]) if row is not None and row["payer"] else None
+
+    def payer_of_work(self, agent: str) -> str | None:
+        """Who pays for what the agent does now: the payer of the item it claimed most recently
+        and has not acknowledged, or None (its own budget)."""
+        row = self._db.query_one(
+            "SELECT payer FROM inbox WHERE agent = ? AND state = 'claimed' ORDER BY claimed_at DESC LIMIT 1",
+            (agent,),
+        )
+        return str(row["payer"]) if row is not None and row["payer"] else None
+
     def latest_claimed(self, agent: str) -> InboxItem | None:
         """The item this agent claimed most recently and has not acknowledged yet."""
         row = self._db.query_one(
@@ -610,6 +632,20 @@ _ROW_BYTES = (
 
 def _unmasked(text: str) -> str:
     return text
+
+
+# What people send (the operator, paired people, hooks) may carry a credential pasted by mistake.
+MASKED_ON_ARRIVAL = frozenset({ItemKind.OPERATOR_MESSAGE, ItemKind.HOOK})
+
+
+def _masked_input(value: Any, mask: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, dict):
+        return {key: _masked_input(item, mask) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_masked_input(item, mask) for item in value]
+    return value
 
 
 def _dead_letter_in(conn: Any, agent: str, allowed: int, now: str) -> list[tuple[str, int]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
@@ -26,9 +27,13 @@ class NotifyArguments(BaseModel):
 class NotifyTools:
     """The host tool provider of one agent's `notify` (orchestrator.host_tools)."""
 
-    def __init__(self, agent: str, notifier: Notifier) -> None:
+    def __init__(
+        self, agent: str, notifier: Notifier, charge_refusal: Callable[[], None] | None = None
+    ) -> None:
+        """`charge_refusal` charges a refused call to the agent's rates (RateLimited past them)."""
         self._agent = agent
         self._notifier = notifier
+        self._charge_refusal = charge_refusal
 
     def owns(self, name: str) -> bool:
         return name == NOTIFY
@@ -50,6 +55,8 @@ class NotifyTools:
                 self._agent, arguments.channel, arguments.text, "tool", request.item_id
             )
         except NotificationRefused as refused:
+            if self._charge_refusal is not None:
+                self._charge_refusal()
             raise HostToolRefused(str(refused)) from None
         if record.status == "sent":
             return OrchestratorToolResult(

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from orchestrator.cli.common import client_for
 from orchestrator.cli.options import fleet_file_option
-from orchestrator.gateway.models import BudgetWindow, CostsReport
+from orchestrator.gateway.models import AgentCosts, BudgetWindow, CostsReport
 
 _WARN_FRACTION = 0.8
 
@@ -35,12 +35,21 @@ def _budget_cell(windows: list[BudgetWindow]) -> str:
     return " · ".join(parts)
 
 
+def _peer_cell(agent: AgentCosts) -> str:
+    """Who asks pays: what peers did for this agent's items (in its spend), and what it did for
+    theirs (in their spend, not its own)."""
+    if not (agent.paid_for_peers_today_usd or agent.worked_for_peers_today_usd):
+        return "[dim]-[/dim]"
+    return f"paid {_usd(agent.paid_for_peers_today_usd)} · did {_usd(agent.worked_for_peers_today_usd)}"
+
+
 def costs_table(report: CostsReport) -> Table:
     table = Table(title=f"spend at {report.at:%Y-%m-%d %H:%M} UTC", title_justify="left")
     table.add_column("agent")
     for column in ("today", "month", "tokens today", "tokens month", "calls today"):
         table.add_column(column, justify="right")
     table.add_column("budget")
+    table.add_column("peers' items today")
     for agent in report.agents:
         name = agent.agent if agent.can_spend else f"{agent.agent} [red](over budget)[/red]"
         table.add_row(
@@ -51,6 +60,7 @@ def costs_table(report: CostsReport) -> Table:
             _tokens(agent.month_tokens),
             str(agent.calls_today),
             _budget_cell(agent.budget),
+            _peer_cell(agent),
         )
     fleet = report.fleet
     table.add_section()
@@ -62,6 +72,7 @@ def costs_table(report: CostsReport) -> Table:
         _tokens(fleet.month_tokens),
         str(fleet.calls_today),
         _budget_cell(report.fleet_budget),
+        "",
     )
     return table
 

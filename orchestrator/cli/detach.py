@@ -81,7 +81,7 @@ def _serve_child(fleet: LoadedFleet, options: LaunchOptions, paths: StatePaths) 
     try:
         # A backend of its own: the parent's client holds connections the parent may still use.
         backend = open_backend(options.runtime, paths, options.agent_listen)
-        serve_detached_child(fleet, backend, replace(options, check_image=False))
+        serve_detached_child(fleet, backend, replace(options, check_image=False), paths.log_file)
     except CliError as failed:
         print(f"error: {failed}", file=sys.stderr, flush=True)
         return 1

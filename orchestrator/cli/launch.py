@@ -127,9 +127,12 @@ def run_foreground(fleet: LoadedFleet, backend: Backend, options: LaunchOptions)
     )
 
 
-def serve_detached_child(fleet: LoadedFleet, backend: Backend, options: LaunchOptions) -> None:
-    """The body of the background process started by `up -d`: no table, logs to its log file."""
-    configure_logging(json=options.log_json, level="INFO")
+def serve_detached_child(
+    fleet: LoadedFleet, backend: Backend, options: LaunchOptions, log_file: Path | None = None
+) -> None:
+    """The body of the background process started by `up -d`: no table, logs to its log file
+    (rotated by size; without one, to stderr)."""
+    configure_logging(json=options.log_json, level="INFO", file=log_file)
     console = Console(force_terminal=False)
     server, _ = prepare(fleet, backend, options, console)
     asyncio.run(server.serve())

@@ -1,6 +1,6 @@
-"""`flotilla validate` on secrets: each declared secret readable from its source, each handle
-naming a declared secret, each agent's grant naming one, and the deprecated `${NAME}` form of
-MCP headers pointed at its replacement."""
+"""`flotilla validate` on secrets: each declared secret readable from its source and bound to
+hosts, each handle naming a declared secret, each agent's grant naming one, and the deprecated
+`${NAME}` form of MCP headers pointed at its replacement."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ def check_secrets(fleet: LoadedFleet, problems: Problems) -> None:
         problem = store.problem(name)
         if problem is not None:
             problems.add(("secrets", name), problem)
+    _warn_unbound(fleet, problems)
     for agent_name, agent in fleet.config.agents.items():
         where = ("agents", agent_name, "tools")
         if agent.tools.http is not None:
@@ -37,6 +38,29 @@ def check_secrets(fleet: LoadedFleet, problems: Problems) -> None:
                         f"${{{variable}}} is deprecated: declare the value once under secrets: "
                         f"({variable.lower()}: {{env: {variable}}}) and write {{{{secret:{variable.lower()}}}}}",
                     )
+
+
+def _warn_unbound(fleet: LoadedFleet, problems: Problems) -> None:
+    """A secret an agent may send, declared without the hosts it is for."""
+    for name in sorted(_granted_to_agents(fleet)):
+        source = fleet.config.secrets.get(name)
+        if source is not None and source.hosts is None:
+            problems.warn(
+                ("secrets", name),
+                f"secret {name!r} names no hosts: any URL an agent may request can receive it. Add "
+                "hosts: [api.example.com] (the hosts it is for); a secret without hosts is refused "
+                "from the next release on",
+            )
+
+
+def _granted_to_agents(fleet: LoadedFleet) -> set[str]:
+    """The secrets some agent may put into its own HTTP requests."""
+    return {
+        name
+        for agent in fleet.config.agents.values()
+        if agent.tools.http is not None
+        for name in agent.tools.http.secrets
+    }
 
 
 def _undeclared(name: str, declared: set[str]) -> str:

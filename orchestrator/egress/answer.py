@@ -1,18 +1,19 @@
 """What the agent receives of a response: status, selected headers and the body as text (an HTML
-page optionally reduced to its readable text), with every secret value replaced by its handle."""
+page optionally reduced to its readable text), with every secret value replaced by its handle
+before the body is cut to the policy's cap. No header tells a length: a `content-length` would
+give away the length of a secret the server echoed."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
 from orchestrator.egress.fetch import Fetched
+from orchestrator.secrets.redaction import Redaction
 
 log = logging.getLogger(__name__)
 
 SHOWN_HEADERS = (
     "content-type",
-    "content-length",
     "content-language",
     "location",
     "date",
@@ -28,17 +29,18 @@ TEXT_TYPES = ("text/", "application/json", "application/xml", "application/rss",
 TEXT_SUFFIXES = ("+json", "+xml")
 
 
-def render_answer(fetched: Fetched, readable: bool, redact: Callable[[str], str]) -> str:
+def render_answer(fetched: Fetched, readable: bool, redaction: Redaction, cap: int) -> str:
+    """The answer as the agent reads it; `cap` is the policy's max_response_bytes."""
     lines = [f"HTTP {fetched.status} {fetched.reason}".rstrip()]
     lines += [f"{name}: {value}" for name, value in fetched.headers if name.lower() in SHOWN_HEADERS]
     if fetched.redirects:
         lines.append(f"redirected: {' -> '.join(fetched.redirects)}")
-    content_type = _content_type(fetched)
     lines.append("")
-    lines.append(_body_text(fetched, content_type, readable))
+    head = redaction.redact("\n".join(lines))
+    body = redaction.cut(_body_text(fetched, _content_type(fetched), readable), cap, cut_after=fetched.cut)
     if fetched.cut:
-        lines.append(f"[body cut at {len(fetched.body)} bytes: tools.http.max_response_bytes]")
-    return redact("\n".join(lines))
+        body += f"\n[body cut at {cap} bytes: tools.http.max_response_bytes]"
+    return f"{head}\n{body}"
 
 
 def _content_type(fetched: Fetched) -> str:
@@ -60,7 +62,8 @@ def _body_text(fetched: Fetched, content_type: str, readable: bool) -> str:
         return "(empty body)"
     is_text = not content_type or content_type.startswith(TEXT_TYPES) or content_type.endswith(TEXT_SUFFIXES)
     if not is_text:
-        return f"[{len(fetched.body)} bytes of {content_type} not shown]"
+        # No size: the size of a body that echoes a secret would tell the secret's length.
+        return f"[a body of {content_type} not shown]"
     try:
         text = fetched.body.decode(_charset(fetched), errors="replace")
     except LookupError:

@@ -8,6 +8,7 @@ import asyncio
 import functools
 import ssl
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from urllib.parse import urljoin
 
@@ -25,6 +26,10 @@ USER_AGENT = "flotilla-http-request/1"
 IDENTITY = frozenset({"", "identity"})
 # zlib reads both gzip and zlib framing with 32 added to its window bits.
 COMPRESSED = {"gzip": 32 + zlib.MAX_WBITS, "x-gzip": 32 + zlib.MAX_WBITS, "deflate": 32 + zlib.MAX_WBITS}
+
+
+SendCheck = Callable[["Outgoing", Target], None]
+"""Called before each request goes out; raises PolicyRefused to stop it."""
 
 
 class FetchStopped(Exception):
@@ -56,6 +61,9 @@ class Outgoing:
 
 @dataclass
 class Fetched:
+    """An answer. `body` may run past the cap by the lookahead asked for, so that a secret the
+    cap falls inside is still whole when it is redacted; `cut` says the body went past the cap."""
+
     status: int
     reason: str
     headers: list[tuple[str, str]]
@@ -65,25 +73,46 @@ class Fetched:
     redirects: list[str] = field(default_factory=list)
 
 
-async def fetch(policy: HttpPolicy, request: Outgoing, resolver: Resolver, timeout_s: float) -> Fetched:
-    """Send `request` under `policy`; FetchRefused or FetchFailed say why it was not answered."""
+async def fetch(
+    policy: HttpPolicy,
+    request: Outgoing,
+    resolver: Resolver,
+    timeout_s: float,
+    *,
+    lookahead: int = 0,
+    check: SendCheck | None = None,
+) -> Fetched:
+    """Send `request` under `policy`, reading up to `lookahead` bytes past the body's cap;
+    `check` sees each request (redirects included) before it goes out and may refuse it.
+    FetchRefused or FetchFailed say why it was not answered."""
     sent: list[str] = []  # the host of each request that went out
     try:
-        return await _fetch(policy, request, resolver, timeout_s, sent)
+        return await _fetch(policy, request, resolver, timeout_s, sent, _Reading(lookahead, check))
     except FetchStopped as stopped:
         stopped.sent = len(sent)
         raise
 
 
+@dataclass(frozen=True)
+class _Reading:
+    lookahead: int
+    check: SendCheck | None
+
+
 async def _fetch(
-    policy: HttpPolicy, request: Outgoing, resolver: Resolver, timeout_s: float, sent: list[str]
+    policy: HttpPolicy,
+    request: Outgoing,
+    resolver: Resolver,
+    timeout_s: float,
+    sent: list[str],
+    reading: _Reading,
 ) -> Fetched:
     try:
         async with asyncio.timeout(timeout_s):
             async with httpx.AsyncClient(
                 follow_redirects=False, trust_env=False, timeout=httpx.Timeout(timeout_s), verify=_tls()
             ) as client:
-                return await _follow(client, policy, request, resolver, sent)
+                return await _follow(client, policy, request, resolver, sent, reading)
     except TimeoutError:
         raise FetchFailed(f"no complete answer within {timeout_s:g} s") from None
     except (httpx.HTTPError, httpx.StreamError) as failed:
@@ -105,7 +134,12 @@ def _tls() -> ssl.SSLContext:
 
 
 async def _follow(
-    client: httpx.AsyncClient, policy: HttpPolicy, request: Outgoing, resolver: Resolver, sent: list[str]
+    client: httpx.AsyncClient,
+    policy: HttpPolicy,
+    request: Outgoing,
+    resolver: Resolver,
+    sent: list[str],
+    reading: _Reading,
 ) -> Fetched:
     redirects: list[str] = []
     while True:
@@ -114,12 +148,14 @@ async def _follow(
         address = await pinned_address(
             target.host, target.port, resolver, allow_private=private_allowed(rule, target)
         )
+        if reading.check is not None:
+            reading.check(request, target)
         sent.append(target.host)
         response = await _send(client, request, target, address)
         location = response.headers.get("location")
         if response.status_code not in REDIRECT_STATUSES or not location:
             try:
-                body, cut = await _read_capped(response, policy.response_cap)
+                body, cut = await _read_capped(response, policy.response_cap, reading.lookahead)
             finally:
                 await response.aclose()
             return Fetched(
@@ -134,8 +170,7 @@ async def _follow(
         await response.aclose()
         if len(redirects) >= policy.max_redirects:
             raise PolicyRefused(
-                f"tools.http.max_redirects: more than {policy.max_redirects} redirects "
-                f"(last to {location[:200]})"
+                f"tools.http.max_redirects: more than {policy.max_redirects} redirects (last to {location})"
             )
         request = _redirected(request, target, response.status_code, urljoin(request.url, location))
         redirects.append(request.url)
@@ -157,9 +192,11 @@ async def _send(
     return await client.send(built, stream=True)
 
 
-async def _read_capped(response: httpx.Response, cap: int) -> tuple[bytes, bool]:
-    """At most `cap` bytes of the decoded body, and whether there was more. Decoding is bounded
-    too: a small compressed body that would expand to gigabytes stops at the cap."""
+async def _read_capped(response: httpx.Response, cap: int, lookahead: int) -> tuple[bytes, bool]:
+    """At most `cap` bytes of the decoded body (plus up to `lookahead` more when there are more),
+    and whether there was more than `cap`. Decoding is bounded too: a small compressed body that
+    would expand to gigabytes stops at the cap."""
+    limit = cap + lookahead
     encoding = response.headers.get("content-encoding", "identity").strip().lower()
     decoder = None
     if encoding not in IDENTITY:
@@ -170,14 +207,15 @@ async def _read_capped(response: httpx.Response, cap: int) -> tuple[bytes, bool]
     size = 0
     async for raw in response.aiter_raw():
         try:
-            chunk = decoder.decompress(raw, cap + 1 - size) if decoder is not None else raw
+            chunk = decoder.decompress(raw, limit + 1 - size) if decoder is not None else raw
         except zlib.error as bad:
             raise FetchFailed(f"the response's {encoding} body is damaged: {bad}") from None
         parts.append(chunk)
         size += len(chunk)
-        if size > cap:
-            return b"".join(parts)[:cap], True
-    return b"".join(parts), False
+        if size > limit:
+            return b"".join(parts)[:limit], True
+    body = b"".join(parts)
+    return body, len(body) > cap
 
 
 def _redirected(request: Outgoing, was: Target, status: int, url: str) -> Outgoing:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from pydantic import ValidationError
@@ -19,14 +20,14 @@ from agent_runtime.protocol import (
 )
 from orchestrator.approvals import ApprovalStore
 from orchestrator.config.egress import HTTP_TOOL, HttpPolicy
-from orchestrator.config.secrets import secret_handles
 from orchestrator.config.tools import ToolsConfig
 from orchestrator.egress.addresses import Resolver, system_resolver
 from orchestrator.egress.answer import render_answer
 from orchestrator.egress.budget import BudgetSpent, record_sent, spending
-from orchestrator.egress.fetch import FetchFailed, FetchRefused, Outgoing, fetch
+from orchestrator.egress.fetch import FetchFailed, FetchRefused, fetch
 from orchestrator.egress.records import HTTP_REFUSED, HTTP_REQUESTED
 from orchestrator.egress.request import INPUT_SCHEMA, HttpRequestArguments
+from orchestrator.egress.secret_binding import FilledRequest, fill_secrets, host_check
 from orchestrator.events import EventBus
 from orchestrator.host_tools.base import HostToolRefused
 from orchestrator.secrets import SecretError, SecretStore
@@ -36,6 +37,8 @@ log = logging.getLogger(__name__)
 
 DETAIL_CHARS = 300
 URL_SHOWN = 500
+# A refusal quotes at most this much (redacted) of what it refuses, to the agent, events and logs.
+REASON_CHARS = 300
 DESCRIPTION = (
     "Make an HTTP request from the orchestrator (not from your container) under your fleet.yaml "
     "policy: only allowed URLs and methods, public addresses, a daily budget. Write credentials as "
@@ -60,7 +63,9 @@ class HttpRequestTool:
         events: EventBus,
         db: Database,
         resolver: Resolver = system_resolver,
+        charge_refusal: Callable[[], None] | None = None,
     ) -> None:
+        """`charge_refusal` charges a refused call to the agent's rates (RateLimited past them)."""
         if tools.http is None:
             raise ValueError(f"agent {agent} has no tools.http policy")
         self._agent = agent
@@ -71,6 +76,7 @@ class HttpRequestTool:
         self._events = events
         self._db = db
         self._resolver = resolver
+        self._charge_refusal = charge_refusal
 
     def owns(self, name: str) -> bool:
         return name == HTTP_TOOL
@@ -91,26 +97,33 @@ class HttpRequestTool:
             return OrchestratorToolResult(ok=False, output=f"http_request: invalid arguments: {problems}")
         shown_url = self._shown(arguments.url)
         self._check_approved(request, arguments, shown_url)
-        outgoing = self._outgoing(arguments, shown_url)
+        filled = self._outgoing(arguments, shown_url)
         timeout_s = min(arguments.timeout_s or self._policy.timeout_s, self._policy.timeout_s)
         try:
             async with spending(self._db, self._agent, self._policy.requests_per_day):
-                return await self._send(outgoing, arguments, shown_url, timeout_s)
+                return await self._send(filled, arguments, shown_url, timeout_s)
         except BudgetSpent as spent:
             raise self._refused(arguments.method, shown_url, str(spent)) from None
 
     async def _send(
-        self, outgoing: Outgoing, arguments: HttpRequestArguments, shown_url: str, timeout_s: float
+        self, filled: FilledRequest, arguments: HttpRequestArguments, shown_url: str, timeout_s: float
     ) -> OrchestratorToolResult:
         started = time.monotonic()
-        host = (urlsplit(outgoing.url).hostname or "").lower()
+        host = (urlsplit(filled.outgoing.url).hostname or "").lower()
+        redaction = self._secrets.redaction
         try:
-            fetched = await fetch(self._policy, outgoing, self._resolver, timeout_s)
+            fetched = await fetch(
+                self._policy,
+                filled.outgoing,
+                self._resolver,
+                timeout_s,
+                lookahead=redaction.longest,
+                check=host_check(self._secrets, filled.used),
+            )
         except FetchRefused as refused:
-            reason = self._secrets.redact(str(refused))
-            raise self._refused(arguments.method, shown_url, reason, sent=refused.sent) from None
+            raise self._refused(arguments.method, shown_url, str(refused), sent=refused.sent) from None
         except FetchFailed as failed:
-            problem = self._secrets.redact(str(failed))
+            problem = redaction.cut(str(failed), REASON_CHARS)
             self._record(
                 arguments.method, shown_url, host, None, 0, time.monotonic() - started, problem, failed.sent
             )
@@ -123,32 +136,24 @@ class HttpRequestTool:
             shown_url,
             fetched.host,
             fetched.status,
-            len(fetched.body),
+            min(len(fetched.body), self._policy.response_cap),
             duration,
             "",
             len(fetched.redirects) + 1,
         )
         # Decoding and text extraction of up to max_response_bytes: off the event loop.
-        answer = await asyncio.to_thread(render_answer, fetched, arguments.readable, self._secrets.redact)
+        answer = await asyncio.to_thread(
+            render_answer, fetched, arguments.readable, redaction, self._policy.response_cap
+        )
         return OrchestratorToolResult(ok=True, output=answer)
 
-    def _outgoing(self, arguments: HttpRequestArguments, shown_url: str) -> Outgoing:
-        """The request with its secret handles filled in (only the secrets granted to this agent)."""
-        granted = self._policy.secrets
+    def _outgoing(self, arguments: HttpRequestArguments, shown_url: str) -> FilledRequest:
+        """The request with its secret handles filled in (only the secrets granted to this agent,
+        only in the places each secret allows)."""
         try:
-            url = self._secrets.substitute(arguments.url, granted)
-            headers = {
-                name: self._secrets.substitute(value, granted) for name, value in arguments.headers.items()
-            }
-            body = (
-                self._secrets.substitute(arguments.body, granted).encode()
-                if arguments.body is not None
-                else None
-            )
+            return fill_secrets(arguments, self._secrets, self._policy.secrets)
         except SecretError as unusable:
             raise self._refused(arguments.method, shown_url, f"tools.http.secrets: {unusable}") from None
-        with_secrets = frozenset(name for name, value in arguments.headers.items() if secret_handles(value))
-        return Outgoing(arguments.method, url, headers, body, with_secrets)
 
     def _check_approved(
         self, request: OrchestratorToolCall, arguments: HttpRequestArguments, shown_url: str
@@ -165,12 +170,17 @@ class HttpRequestTool:
 
     def _shown(self, url: str) -> str:
         """The URL as records show it: handles, never values, and bounded."""
-        return self._secrets.redact(url)[:URL_SHOWN]
+        return self._secrets.cut(url, URL_SHOWN)
 
     def _refused(self, method: str, url: str, reason: str, sent: int = 0) -> HttpRequestRefused:
-        """`sent`: requests that went out before a redirect was refused; they count in the budget."""
-        log.warning("agent %s: http_request %s %s refused: %s", self._agent, method, url, reason)
+        """`sent`: requests that went out before a redirect was refused; they count in the budget.
+        The refusal is charged to the agent's rates first: past them the call ends in RateLimited
+        and leaves no record beyond the limit's own."""
         record_sent(self._db, self._agent, sent)
+        if self._charge_refusal is not None:
+            self._charge_refusal()
+        reason = self._secrets.cut(reason, REASON_CHARS)
+        log.warning("agent %s: http_request %s %s refused: %s", self._agent, method, url, reason)
         host = (urlsplit(url).hostname or "").lower()
         self._events.publish(
             HTTP_REFUSED,
@@ -178,7 +188,7 @@ class HttpRequestTool:
             method=method,
             url=url,
             host=host,
-            rule=reason[:DETAIL_CHARS],
+            rule=reason,
             sent=sent,
         )
         return HttpRequestRefused(reason)

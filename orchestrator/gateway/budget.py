@@ -56,11 +56,17 @@ def month_window(now: datetime) -> tuple[datetime, datetime]:
 class BudgetExhausted(Exception):
     """A cap would be passed by this call; carries the window that refused it."""
 
-    def __init__(self, agent: str, window: BudgetWindow, needed: float) -> None:
+    def __init__(self, agent: str, window: BudgetWindow, needed: float, worker: str | None = None) -> None:
+        """`worker`: the agent whose call was refused, when `agent` is the peer paying for it."""
         self.agent = agent
         self.window = window
         self.needed = needed
-        super().__init__(describe_refusal(agent, window, needed))
+        message = describe_refusal(agent, window, needed)
+        if worker is not None and worker != agent:
+            message = (
+                f"{worker} works on an item {agent} sent, and {agent} pays for it (who asks pays): {message}"
+            )
+        super().__init__(message)
 
 
 def _amount(kind: BudgetKind, value: float) -> str:
@@ -82,6 +88,7 @@ def describe_refusal(agent: str, window: BudgetWindow, needed: float) -> str:
 class Reservation:
     row_id: int
     agent: str
+    """The agent charged: the one that made the call, or the peer paying for it."""
     estimate: Charge
 
 
@@ -141,6 +148,10 @@ class Budgets:
     def can_spend(self, agent: str) -> bool:
         return self.status(agent).can_spend
 
+    def own_budget_left(self, agent: str) -> bool:
+        """Whether none of the agent's own caps is exhausted (the fleet's are not looked at)."""
+        return not any(window.exhausted for window in self.status(agent).windows if window.scope == "agent")
+
     # ------------------------------------------------------------------ charging
 
     def reserve(
@@ -152,11 +163,15 @@ class Budgets:
         provider: str,
         estimate: Charge,
         run_id: str | None = None,
+        payer: str | None = None,
     ) -> Reservation:
-        """Check every cap and write the reservation atomically, or raise BudgetExhausted."""
+        """Check every cap and write the reservation atomically, or raise BudgetExhausted.
+        `payer`: the peer whose item the call works on; its caps are checked and it is charged,
+        not `agent`."""
         refused: tuple[BudgetWindow, float] | None = None
+        charged = payer or agent
         with self._db.transaction() as conn:
-            status = self.status(agent, conn)
+            status = self.status(charged, conn)
             for window in status.windows:
                 needed = estimate.cost_usd if window.kind.endswith("_usd") else float(estimate.tokens)
                 if window.exhausted or window.spent + needed > window.limit:
@@ -172,12 +187,13 @@ class Budgets:
                     provider=provider,
                     estimate=estimate,
                     run_id=run_id,
+                    payer=payer,
                 )
         if refused is not None:
             window, needed = refused
-            self._alert(agent, window, "exhausted")
-            raise BudgetExhausted(agent, window, needed)
-        return Reservation(row_id, agent, estimate)
+            self._alert(charged, window, "exhausted")
+            raise BudgetExhausted(charged, window, needed, worker=agent)
+        return Reservation(row_id, charged, estimate)
 
     def after_settle(self, agent: str) -> None:
         """Publish the once-per-window warning and exhaustion events the new spend calls for."""

@@ -57,16 +57,28 @@ CREATE TABLE IF NOT EXISTS gateway_spend_daily (
 CREATE INDEX IF NOT EXISTS gateway_spend_by_day ON gateway_spend_daily(day);
 """
 # Columns added after the first release, with their definitions (added to older databases).
-ADDED_COLUMNS = {"run_id": "TEXT"}
+ADDED_COLUMNS = {"run_id": "TEXT", "payer": "TEXT"}
 RUN_INDEX = "CREATE INDEX IF NOT EXISTS gateway_usage_run ON gateway_usage(agent, run_id)"
 FLEET_SUBJECT = ""  # agent names are DNS labels, never empty
+# Who asks pays: a call made for a peer's item is charged to the peer (its payer), not to the
+# agent that made it. The daily rollup keeps, besides each agent's own spend, what each payer
+# paid for work done in other agents (`paid:NAME`) and what each agent did for payers
+# (`worked:NAME`, shown against it, charged to no budget of its own). Names hold no ':'.
+PAID_BY = "paid:"
+WORKED_FOR = "worked:"
 # Days before the ledger's oldest row were rolled up and their calls pruned: their totals stay.
 _REBUILD_ROLLUP = """
 DELETE FROM gateway_spend_daily
     WHERE day >= (SELECT COALESCE(MIN(substr(at, 1, 10)), '9999') FROM gateway_usage);
 INSERT INTO gateway_spend_daily(subject, day, usd, tokens, calls)
     SELECT agent, substr(at, 1, 10), SUM(cost_usd), SUM(tokens_in + tokens_out), COUNT(*)
-    FROM gateway_usage GROUP BY agent, substr(at, 1, 10);
+    FROM gateway_usage WHERE payer IS NULL GROUP BY agent, substr(at, 1, 10);
+INSERT INTO gateway_spend_daily(subject, day, usd, tokens, calls)
+    SELECT 'paid:' || payer, substr(at, 1, 10), SUM(cost_usd), SUM(tokens_in + tokens_out), COUNT(*)
+    FROM gateway_usage WHERE payer IS NOT NULL GROUP BY payer, substr(at, 1, 10);
+INSERT INTO gateway_spend_daily(subject, day, usd, tokens, calls)
+    SELECT 'worked:' || agent, substr(at, 1, 10), SUM(cost_usd), SUM(tokens_in + tokens_out), COUNT(*)
+    FROM gateway_usage WHERE payer IS NOT NULL GROUP BY agent, substr(at, 1, 10);
 INSERT INTO gateway_spend_daily(subject, day, usd, tokens, calls)
     SELECT '', substr(at, 1, 10), SUM(cost_usd), SUM(tokens_in + tokens_out), COUNT(*)
     FROM gateway_usage GROUP BY substr(at, 1, 10);
@@ -167,8 +179,17 @@ def _day(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%d")
 
 
-def _add_spend(conn: sqlite3.Connection, agent: str, day: str, usd: float, tokens: int, calls: int) -> None:
-    for subject in (agent, FLEET_SUBJECT):
+def _add_spend(
+    conn: sqlite3.Connection,
+    agent: str,
+    day: str,
+    usd: float,
+    tokens: int,
+    calls: int,
+    payer: str | None = None,
+) -> None:
+    own = (agent,) if payer is None else (PAID_BY + payer, WORKED_FOR + agent)
+    for subject in (*own, FLEET_SUBJECT):
         conn.execute(
             "INSERT INTO gateway_spend_daily(subject, day, usd, tokens, calls) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT(subject, day) DO UPDATE SET usd = usd + excluded.usd, "
@@ -210,12 +231,23 @@ class Ledger:
         source: sqlite3.Connection | Database, agent: str | None, start: datetime, end: datetime
     ) -> Spend:
         """Spend of the UTC days from `start` up to `end` (exclusive), for one agent or
-        (agent=None) the whole fleet."""
+        (agent=None) the whole fleet. An agent's spend is what its budget is charged: its own
+        calls and the calls peers made for its items, not the calls it made for theirs."""
+        subjects = (FLEET_SUBJECT, FLEET_SUBJECT) if agent is None else (agent, PAID_BY + agent)
+        return Ledger.spend_of(source, subjects, start, end)
+
+    @staticmethod
+    def spend_of(
+        source: sqlite3.Connection | Database, subjects: tuple[str, ...], start: datetime, end: datetime
+    ) -> Spend:
+        """The rollup's spend of these subjects (distinct) over the UTC days from `start` to `end`."""
+        subjects = tuple(dict.fromkeys(subjects))
+        marks = ", ".join("?" for _ in subjects)
         sql = (
             "SELECT COALESCE(SUM(usd), 0), COALESCE(SUM(tokens), 0), COALESCE(SUM(calls), 0) "
-            "FROM gateway_spend_daily WHERE subject = ? AND day >= ? AND day < ?"
+            f"FROM gateway_spend_daily WHERE subject IN ({marks}) AND day >= ? AND day < ?"
         )
-        params = (FLEET_SUBJECT if agent is None else agent, _day(start), _day(end))
+        params = (*subjects, _day(start), _day(end))
         if isinstance(source, Database):
             row = source.query_one(sql, params)
         else:
@@ -225,13 +257,15 @@ class Ledger:
 
     @staticmethod
     def usd_by_agent(db: Database, start: datetime, end: datetime) -> dict[str, float]:
-        """Dollars each agent spent over the UTC days from `start` up to `end`, in one query."""
+        """Dollars charged to each agent over the UTC days from `start` up to `end` (as `spend`
+        counts them), in one query."""
         rows = db.query(
-            "SELECT subject, COALESCE(SUM(usd), 0) AS usd FROM gateway_spend_daily"
-            " WHERE day >= ? AND day < ? AND subject != ? GROUP BY subject",
+            "SELECT CASE WHEN subject LIKE 'paid:%' THEN substr(subject, 6) ELSE subject END AS who,"
+            " COALESCE(SUM(usd), 0) AS usd FROM gateway_spend_daily"
+            " WHERE day >= ? AND day < ? AND subject != ? AND subject NOT LIKE 'worked:%' GROUP BY who",
             (_day(start), _day(end), FLEET_SUBJECT),
         )
-        return {str(row["subject"]): float(row["usd"]) for row in rows}
+        return {str(row["who"]): float(row["usd"]) for row in rows}
 
     @staticmethod
     def reserve(
@@ -244,12 +278,14 @@ class Ledger:
         provider: str,
         estimate: Charge,
         run_id: str | None = None,
+        payer: str | None = None,
     ) -> int:
-        """Write a reservation inside the caller's transaction; returns the row id."""
+        """Write a reservation inside the caller's transaction; returns the row id. `payer`: the
+        peer whose item the call works on, charged instead of `agent`."""
         cursor = conn.execute(
             "INSERT INTO gateway_usage(at, agent, kind, requested_model, model, provider, tokens_in, "
-            "tokens_out, cost_usd, status, estimated, run_id) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'reserved', 1, ?)",
+            "tokens_out, cost_usd, status, estimated, run_id, payer) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'reserved', 1, ?, ?)",
             (
                 timestamp(at),
                 agent,
@@ -261,9 +297,10 @@ class Ledger:
                 estimate.tokens_out,
                 estimate.cost_usd,
                 run_id,
+                payer,
             ),
         )
-        _add_spend(conn, agent, _day(at), estimate.cost_usd, estimate.tokens, 1)
+        _add_spend(conn, agent, _day(at), estimate.cost_usd, estimate.tokens, 1, payer)
         return int(cursor.lastrowid or 0)
 
     def settle(
@@ -283,7 +320,8 @@ class Ledger:
         be kept with the settlement (the answer, for a call made again) in the same transaction."""
         with self._db.transaction() as conn:
             before = conn.execute(
-                "SELECT at, agent, tokens_in + tokens_out AS tokens, cost_usd FROM gateway_usage WHERE id = ?",
+                "SELECT at, agent, payer, tokens_in + tokens_out AS tokens, cost_usd FROM gateway_usage"
+                " WHERE id = ?",
                 (row_id,),
             ).fetchone()
             if before is None:
@@ -308,7 +346,13 @@ class Ledger:
             )
             usd_delta = charge.cost_usd - before["cost_usd"]
             _add_spend(
-                conn, before["agent"], before["at"][:10], usd_delta, charge.tokens - before["tokens"], 0
+                conn,
+                before["agent"],
+                before["at"][:10],
+                usd_delta,
+                charge.tokens - before["tokens"],
+                0,
+                before["payer"],
             )
             if also is not None:
                 also(conn)

@@ -335,6 +335,10 @@ class AgentCosts(SpendFigures):
     agent: str
     can_spend: bool = True
     budget: list[BudgetWindow] = Field(default_factory=list)
+    paid_for_peers_today_usd: Figure = 0.0
+    """Of today_usd: the calls other agents made for this agent's items (who asks pays)."""
+    worked_for_peers_today_usd: Figure = 0.0
+    """Calls this agent made for peers' items today, paid by them and not in today_usd."""
 
 
 class CostsReport(BaseModel):

@@ -30,7 +30,7 @@ from orchestrator.gateway.budget import BudgetExhausted, Budgets, Clock, Reserva
 from orchestrator.gateway.cooldown import Cooldowns
 from orchestrator.gateway.embedding import TEST_EMBEDDING_DIMENSIONS
 from orchestrator.gateway.errors import GatewayError, budget_error, unsupported_parameter, upstream_error
-from orchestrator.gateway.ledger import CallKind, CallStatus, Charge, Ledger
+from orchestrator.gateway.ledger import PAID_BY, WORKED_FOR, CallKind, CallStatus, Charge, Ledger
 from orchestrator.gateway.models import (
     AgentCosts,
     BudgetStatus,
@@ -130,6 +130,8 @@ class Gateway:
         self._local_embedding = LocalEmbeddingProvider(self.counter)
         self._upstreams: dict[str, OpenAICompatProvider] = {}
         self._retired: list[OpenAICompatProvider] = []
+        self.payer_of: Callable[[str], str | None] = lambda agent: None
+        """The peer paying for what an agent works on now (who asks pays), or None: its own."""
 
     @property
     def _config(self) -> FleetConfig:
@@ -291,6 +293,7 @@ class Gateway:
                 provider=route.provider.name,
                 estimate=estimate,
                 run_id=run_id,
+                payer=self.payer_of(agent),
             )
         except BudgetExhausted as exc:
             raise budget_error(exc, self._clock()) from None
@@ -332,7 +335,7 @@ class Gateway:
             error=error,
             also=also,
         )
-        self.budgets.after_settle(ctx.agent)
+        self.budgets.after_settle(ctx.reservation.agent)
         self._done(ctx)
 
     def _counted_usage(self, ctx: CallContext, written: str, *, counts_prompt: bool = True) -> Usage:
@@ -605,8 +608,16 @@ class Gateway:
             figures = self._figures(name, now)
             status = self.budgets.status(name)
             own = [w for w in status.windows if w.scope == "agent"]
+            today = day_window(now)
             agents.append(
-                AgentCosts(agent=name, can_spend=status.can_spend, budget=own, **figures.model_dump())
+                AgentCosts(
+                    agent=name,
+                    can_spend=status.can_spend,
+                    budget=own,
+                    paid_for_peers_today_usd=Ledger.spend_of(self._db, (PAID_BY + name,), *today).usd,
+                    worked_for_peers_today_usd=Ledger.spend_of(self._db, (WORKED_FOR + name,), *today).usd,
+                    **figures.model_dump(),
+                )
             )
         return CostsReport(
             at=now, agents=agents, fleet=self._figures(None, now), fleet_budget=self.budgets.fleet_windows()

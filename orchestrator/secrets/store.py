@@ -13,10 +13,9 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
 from orchestrator.config.secrets import SECRET_HANDLE, SecretSource, handle
+from orchestrator.secrets.redaction import Redaction
 
 MAX_SECRET_BYTES = 64 * 1024
-# A value shorter than this is not redacted from answers: it would mask ordinary text ("1", "ok").
-MIN_REDACTED_LENGTH = 4
 
 
 class SecretError(Exception):
@@ -47,10 +46,15 @@ class SecretStore:
         self._environ = os.environ if environ is None else environ
         self._state_dir = (state_dir or root / ".flotilla").resolve()
         self._values: dict[str, str] = {}
+        self._redaction: Redaction | None = None
 
     @property
     def names(self) -> list[str]:
         return sorted(self._sources)
+
+    def source(self, name: str) -> SecretSource | None:
+        """Where a declared secret comes from and where it may go; None when undeclared."""
+        return self._sources.get(name)
 
     def value(self, name: str) -> str:
         """The value of a declared secret; SecretUnavailable when it is undeclared or unreadable."""
@@ -62,6 +66,7 @@ class SecretStore:
             raise SecretUnavailable(f"secret {name!r} is not declared under secrets: (declared: {declared})")
         value = self._read(name, source)
         self._values[name] = value
+        self._redaction = None
         return value
 
     def problem(self, name: str) -> str | None:
@@ -85,20 +90,24 @@ class SecretStore:
 
         return SECRET_HANDLE.sub(fill, text)
 
+    @property
+    def redaction(self) -> Redaction:
+        """The values read so far, in every form redaction looks for."""
+        if self._redaction is None:
+            self._redaction = Redaction((handle(name), value) for name, value in self._values.items())
+        return self._redaction
+
     def redact(self, text: str) -> str:
-        """The text with every known secret value replaced by its handle (longest values first, so
-        that a value containing another is replaced whole)."""
-        for name, value in sorted(self._values.items(), key=lambda item: -len(item[1])):
-            if len(value) >= MIN_REDACTED_LENGTH and value in text:
-                text = text.replace(value, handle(name))
-        return text
+        """The text with every known secret value (and its common encodings) replaced by its handle."""
+        return self.redaction.redact(text)
 
     def redact_bytes(self, data: bytes) -> bytes:
-        for name, value in sorted(self._values.items(), key=lambda item: -len(item[1])):
-            raw = value.encode()
-            if len(value) >= MIN_REDACTED_LENGTH and raw in data:
-                data = data.replace(raw, handle(name).encode())
-        return data
+        # surrogateescape keeps bytes that are not UTF-8 as they were.
+        return self.redact(data.decode(errors="surrogateescape")).encode(errors="surrogateescape")
+
+    def cut(self, text: str, limit: int) -> str:
+        """At most `limit` characters of the text, redacted before the cut (`Redaction.cut`)."""
+        return self.redaction.cut(text, limit)
 
     def load_all(self) -> None:
         """Reads every declared secret now, so that redaction knows them all from the start."""

@@ -99,6 +99,11 @@ def _inbox_principals(conn: sqlite3.Connection) -> None:
     add_column(conn, "inbox", "principal", "TEXT")
 
 
+def _payers(conn: sqlite3.Connection) -> None:
+    add_column(conn, "inbox", "payer", "TEXT")
+    add_column(conn, "gateway_usage", "payer", "TEXT")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "release 0.1.0's tables, given a version", _stamp_release_0_1),
     Migration(2, "tokens of the operator and of agents in separate namespaces", _split_token_namespaces),
@@ -106,6 +111,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "run records list their tool calls", _run_tool_calls),
     Migration(5, "answers of settled model calls kept by the agent's idempotency key", _settled_answers),
     Migration(6, "inbox items say which principal they came from", _inbox_principals),
+    Migration(7, "inbox items and ledger rows name the peer that pays for them", _payers),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
 

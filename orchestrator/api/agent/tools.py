@@ -31,15 +31,26 @@ def _catalog(services: Services, agent: str) -> HostToolCatalog:
     tools = fleet.agents[agent].tools
     approvals = ApprovalStore(services.db, services.events)
     secrets = services.fleet_view.secrets()
+
+    def charge_refusal() -> None:
+        # A refused call leaves an event and a log line: it is paid for like one (429 past the rate).
+        services.fair_share.admit_event(agent)
+
     providers: list[HostToolProvider] = [
         OrchestratorMcpCalls(agent, tools, services.events, secrets=secrets),
-        ExecTool(_exec_context(services, agent, approvals)),
-        NotifyTools(agent, services.notifier),
+        ExecTool(_exec_context(services, agent, approvals), charge_refusal),
+        NotifyTools(agent, services.notifier, charge_refusal),
     ]
     if tools.http is not None:
         providers.append(
             HttpRequestTool(
-                agent, tools, secrets=secrets, approvals=approvals, events=services.events, db=services.db
+                agent,
+                tools,
+                secrets=secrets,
+                approvals=approvals,
+                events=services.events,
+                db=services.db,
+                charge_refusal=charge_refusal,
             )
         )
     return HostToolCatalog(agent, providers)

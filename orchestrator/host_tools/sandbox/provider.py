@@ -8,6 +8,7 @@ import asyncio
 import base64
 import builtins
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +45,8 @@ log = logging.getLogger(__name__)
 EXEC_TOOL = "exec"
 EXEC_RAN = "exec.ran"
 EXEC_REFUSED = "exec.refused"
+# A refusal quotes at most this much of what it refuses, to the agent, events and logs.
+REASON_CHARS = 300
 
 
 class ExecRefused(HostToolRefused):
@@ -66,9 +69,11 @@ class ExecContext:
 
 
 class ExecTool:
-    def __init__(self, context: ExecContext) -> None:
+    def __init__(self, context: ExecContext, charge_refusal: Callable[[], None] | None = None) -> None:
+        """`charge_refusal` charges a refused call to the agent's rates (RateLimited past them)."""
         self._context = context
         self._policy = context.tools.exec
+        self._charge_refusal = charge_refusal
 
     def owns(self, name: str) -> bool:
         return name == EXEC_TOOL and self._policy is not None
@@ -95,7 +100,8 @@ class ExecTool:
             )
         arguments = parse_arguments(request.arguments)
         if isinstance(arguments, str):
-            self._context.events.publish(EXEC_REFUSED, self._context.agent, reason=arguments)
+            self._charge()
+            self._context.events.publish(EXEC_REFUSED, self._context.agent, reason=arguments[:REASON_CHARS])
             return OrchestratorToolResult(ok=False, output=arguments)
         reason = unapproved(self._context.approvals, self._context.agent, self._context.tools, request)
         if reason is not None:
@@ -195,9 +201,15 @@ class ExecTool:
 
     def _refused(self, reason: str, publish: bool = True) -> ExecRefused:
         if publish:
+            self._charge()
+            reason = reason[:REASON_CHARS]
             log.warning("agent %s: exec refused: %s", self._context.agent, reason)
             self._context.events.publish(EXEC_REFUSED, self._context.agent, reason=reason)
         return ExecRefused(reason)
+
+    def _charge(self) -> None:
+        if self._charge_refusal is not None:
+            self._charge_refusal()
 
 
 def _limits(policy: ExecPolicy, arguments: ExecArguments) -> SandboxLimits:

@@ -116,11 +116,20 @@ def test_an_allowed_get_with_a_secret_is_answered_and_the_secret_stays_on_the_ho
     _assert_nowhere(fleet_dir, docker_client, tmp_path)
 
 
-def _assert_nowhere(fleet_dir: Path, docker_client: Any, tmp_path: Path) -> None:
-    """The value is in no file of the fleet folder (state.db, logs, workspaces), no record the
-    operator's API serves (history, runs, events: what the dashboard shows), not in the agent's
-    container (environment, storage, its log) and not in a backup."""
-    secret = TOKEN.encode()
+def test_a_key_in_an_operators_message_is_on_no_disk(
+    fleet_dir: Path, docker_client: Any, tmp_path: Path
+) -> None:
+    key = f"sk-live-{secrets.token_hex(12)}"
+    reply = send(fleet_dir, "researcher", f"Use API key {key} for billing")
+    assert key not in reply
+    _assert_nowhere(fleet_dir, docker_client, tmp_path, key)
+
+
+def _assert_nowhere(fleet_dir: Path, docker_client: Any, tmp_path: Path, value: str = TOKEN) -> None:
+    """The value is in no file of the fleet folder (state.db and its WAL, logs, workspaces), no
+    record the operator's API serves (history, runs, events: what the dashboard shows), not in
+    the agent's container (environment, storage, its log) and not in a backup."""
+    secret = value.encode()
     for path in fleet_dir.rglob("*"):
         if path.is_file():
             assert secret not in path.read_bytes(), f"the secret is in {path}"
@@ -131,12 +140,12 @@ def _assert_nowhere(fleet_dir: Path, docker_client: Any, tmp_path: Path) -> None
     ):
         shown = run_flotilla(fleet_dir, *command, env=env())
         assert shown.returncode == 0, shown.stderr
-        assert TOKEN not in shown.stdout, command
+        assert value not in shown.stdout, command
     fleet = yaml.safe_load((fleet_dir / "fleet.yaml").read_text())["fleet"]
     labels = [f"{LABEL_FLEET}={fleet}", f"{LABEL_AGENT}=researcher"]
     (container,) = docker_client.containers.list(filters={"label": labels})
-    assert TOKEN not in json.dumps(container.attrs["Config"]["Env"])
-    found = container.exec_run(["grep", "-r", "-l", "-s", TOKEN, "/data", "/tmp", "/proc/1/environ"])
+    assert value not in json.dumps(container.attrs["Config"]["Env"])
+    found = container.exec_run(["grep", "-r", "-l", "-s", value, "/data", "/tmp", "/proc/1/environ"])
     assert found.output.strip() == b"", found.output
     assert secret not in container.logs()
     archive = tmp_path / "backup.tar"

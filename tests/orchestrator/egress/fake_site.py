@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import threading
@@ -9,7 +10,7 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 PAGE = """<html><head><title>Release notes</title><script>var tracking = 1;</script></head>
 <body><nav>Home | About</nav><article><h1>Release 2.4</h1>
@@ -67,6 +68,9 @@ def start_site() -> FakeSite:
                     "body": body.decode(),
                 }
                 self._send(200, json.dumps(echoed).encode(), "application/json")
+            elif parts.path == "/reflect":
+                reflected = reflect(self.headers.get("x-key") or query.get("key", ""), query)
+                self._send(200, reflected.encode(), query.get("type", "text/plain"))
             elif parts.path == "/auth":
                 self._send(200, f"you sent: {self.headers.get('authorization')}".encode(), "text/plain")
             elif parts.path == "/bomb":
@@ -120,3 +124,19 @@ def bomb() -> bytes:
     packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
     zeros = b"\0" * (1024 * 1024)
     return b"".join(packer.compress(zeros) for _ in range(128)) + packer.flush()
+
+
+def reflect(value: str, query: dict[str, str]) -> str:
+    """A server that echoes what it was sent: `pad` characters, then the value in the encoding
+    `enc` (raw, base64 after `lead` bytes, url, hex)."""
+    encoding = query.get("enc", "raw")
+    raw = value.encode()
+    if encoding == "base64":
+        encoded = base64.b64encode(query.get("lead", "").encode() + raw).decode()
+    elif encoding == "url":
+        encoded = quote(value, safe="")
+    elif encoding == "hex":
+        encoded = raw.hex()
+    else:
+        encoded = value
+    return "p" * int(query.get("pad", "0")) + encoded + " and the rest of the page"

@@ -162,3 +162,45 @@ def test_approval_patterns_expand_over_the_allowed_methods(tmp_path: Path) -> No
     )
     settings = tool_settings(load_fleet(path), "researcher")
     assert settings.approval_required == ["http_request.DELETE", "http_request.POST"]
+
+
+def test_a_granted_secret_without_hosts_still_works_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEMO_TOKEN", "value-of-the-demo-token")
+    monkeypatch.setenv("BOUND_TOKEN", "value-of-the-bound-token")
+    path = write(
+        tmp_path,
+        """\
+        version: 1
+        fleet: demo
+        secrets:
+          demo_token: {env: DEMO_TOKEN}
+          bound_token: {env: BOUND_TOKEN, hosts: [api.example.com, "*.example.org"], places: [header, query]}
+          hook_only: {env: DEMO_TOKEN}
+        agents:
+          researcher:
+            tools:
+              http: {allow: ["https://api.example.com/"], secrets: [demo_token, bound_token]}
+        """,
+    )
+    result = CliRunner().invoke(cli, ["validate", "--runtime", "process", "-f", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "secret 'demo_token' names no hosts" in result.output
+    assert "bound_token" not in result.output and "hook_only" not in result.output
+    bound = load_fleet(path).config.secrets["bound_token"]
+    assert bound.allows_host("api.example.com") and bound.allows_host("eu.example.org")
+    assert not bound.allows_host("example.org") and not bound.allows_host("api.example.com.evil.net")
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("{env: X, hosts: []}", "name at least one host"),
+        ("{env: X, hosts: ['https://api.example.com/']}", "is not a host name"),
+        ("{env: X, places: [cookie]}", "places"),
+    ],
+)
+def test_a_bad_host_binding_is_refused_with_its_reason(tmp_path: Path, source: str, message: str) -> None:
+    path = write(tmp_path, f"version: 1\nfleet: demo\nsecrets:\n  bad: {source}\nagents:\n  a: {{}}\n")
+    assert any(message in problem for problem in problems_of(path)), problems_of(path)
