@@ -91,7 +91,8 @@ def test_tool_calls_on_a_full_disk_are_answered_refused_clearly_and_kept_in_hist
     status = fleet_status(fleet)["filler"]
     assert status["restarts"] == 0 and status["dead_letters"] == 0
     wait_for(lambda: fleet_status(fleet)["filler"].get("disk_full") is True, "the status to say so", 60)
-    assert "disk full" in flotilla(fleet, "ps")
+    shown = flotilla(fleet, "ps")
+    assert "disk full" in shown and "free)" in shown  # with the space left
 
     history = json.loads(flotilla(fleet, "history", "filler", "--json", "-n", "20"))
     asked = [
