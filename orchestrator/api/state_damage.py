@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agent_runtime.protocol import ErrorBody
 from orchestrator.events import EventType
+from orchestrator.state.check import is_state_damage
 
 if TYPE_CHECKING:
     from orchestrator.services import Services
@@ -96,6 +97,8 @@ class RefuseWritesWhenDamaged:
 def install_state_damage_handling(app: FastAPI, services: Services) -> None:
     @app.exception_handler(sqlite3.DatabaseError)
     async def _damaged(request: Request, exc: sqlite3.DatabaseError) -> JSONResponse:
+        if not is_state_damage(exc):
+            raise exc  # a bug, not damage: the server's own 500 and its log, as before
         await asyncio.to_thread(note_damage, services, exc)
         log.error("%s %s met the damaged state.db: %s", request.method, request.url.path, exc)
         return JSONResponse(status_code=SERVICE_UNAVAILABLE, content=damage_body(services).model_dump())

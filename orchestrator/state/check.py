@@ -65,6 +65,20 @@ class StateDamaged(Exception):
         return " ".join(lines)
 
 
+def is_state_damage(failed: BaseException) -> bool:
+    """True for SQLite's word that the file is damaged (corrupt, or not a database); False for
+    any other database error (a constraint, a bad parameter, a full disk, a lock)."""
+    import sqlite3
+
+    if not isinstance(failed, sqlite3.DatabaseError):
+        return False
+    code = getattr(failed, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+    text = str(failed)
+    return "malformed" in text or "not a database" in text
+
+
 def last_backup(paths: StatePaths, *elsewhere: Path) -> LastBackup | None:
     """The newest `flotilla backup` archive in the fleet's folder (where `flotilla backup` run
     there writes it) or in the other folders given."""

@@ -5,6 +5,7 @@ reads that work keep working; a dead letter of an agent whose disk is full says 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -21,6 +22,7 @@ from agent_runtime.protocol import CheckIn, ItemKind, RunOutcome, RunRecord
 from orchestrator.api.app import create_app
 from orchestrator.events import EventType
 from orchestrator.services import Services
+from orchestrator.state.check import is_state_damage
 from orchestrator.testing.server import serve_app
 
 PAGE = 4096
@@ -109,3 +111,21 @@ def test_a_dead_letter_of_an_agent_whose_disk_is_full_says_so(services: Services
     assert "the agent's disk is full (4096 bytes free)" in result.error
     (event,) = [e for e in services.events.recent(limit=100) if e.type == EventType.MESSAGE_DEAD_LETTERED]
     assert "disk is full" in event.data["error"]
+
+
+def test_only_damage_counts_as_damage_not_a_constraint_or_a_bad_parameter(tmp_path: Path) -> None:
+    conn = sqlite3.connect(tmp_path / "whole.db")
+    conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY)")
+    conn.execute("INSERT INTO t VALUES (1)")
+    with pytest.raises(sqlite3.IntegrityError) as constraint:
+        conn.execute("INSERT INTO t VALUES (1)")
+    with pytest.raises(sqlite3.ProgrammingError) as parameters:
+        conn.execute("SELECT ?", (1, 2))
+    conn.close()
+    (tmp_path / "garbage.db").write_bytes(b"\x01" * 8192)
+    with pytest.raises(sqlite3.DatabaseError) as not_a_database:
+        sqlite3.connect(tmp_path / "garbage.db").execute("SELECT * FROM sqlite_master")
+
+    assert not is_state_damage(constraint.value) and not is_state_damage(parameters.value)
+    assert not is_state_damage(sqlite3.OperationalError("database is locked"))
+    assert is_state_damage(not_a_database.value)

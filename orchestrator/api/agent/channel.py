@@ -56,6 +56,7 @@ from orchestrator.api.state_damage import SERVICE_UNAVAILABLE, damage_body, note
 from orchestrator.api.storage_errors import INSUFFICIENT_STORAGE, disk_full_body
 from orchestrator.errors import Refused
 from orchestrator.services import Services
+from orchestrator.state.check import is_state_damage
 from orchestrator.workspaces import access as workspace_access
 
 log = logging.getLogger(__name__)
@@ -178,6 +179,8 @@ class ChannelSession:
                 raise
             status, body = INSUFFICIENT_STORAGE, self._disk_full(frame, failed)
         except sqlite3.DatabaseError as damaged:
+            if not is_state_damage(damaged):
+                raise
             await asyncio.to_thread(note_damage, self.services, damaged)
             status, body = SERVICE_UNAVAILABLE, damage_body(self.services)
         await self._reply(frame.id, status, body)
