@@ -9,14 +9,19 @@ from pathlib import Path
 
 import click
 
-from orchestrator.cli.common import load_or_exit
+from orchestrator.cli.common import client_for, load_or_exit
+from orchestrator.cli.errors import CliError
 from orchestrator.cli.options import echo_json, fleet_file_option, json_option
 from orchestrator.cli.terminal import echo
+from orchestrator.doctor.live_checks import LiveStatus
 from orchestrator.doctor.models import DoctorReport
 from orchestrator.doctor.run import diagnose
 from orchestrator.images.names import DEFAULT_IMAGE
 from orchestrator.state.check import EXIT_STATE_DAMAGED
+from orchestrator.state.endpoint import read_endpoint
+from orchestrator.state.paths import StatePaths
 
+LIVE_TIMEOUT_S = 10.0
 MARKS = {"ok": "ok     ", "warning": "warning", "error": "ERROR  "}
 
 
@@ -31,12 +36,23 @@ def doctor(fleet_file: Path, image: str, as_json: bool) -> None:
     \b
     Exit codes: 0 nothing wrong · 1 warnings · 2 errors · 4 state.db damaged.
     """
-    report = diagnose(load_or_exit(fleet_file), image, (Path.cwd(),))
+    fleet = load_or_exit(fleet_file)
+    report = diagnose(fleet, image, (Path.cwd(),), _live_status(fleet_file))
     if as_json:
         echo_json(report.model_dump(mode="json") | {"severity": report.severity})
     else:
         _print(report)
     sys.exit(report.exit_code(EXIT_STATE_DAMAGED))
+
+
+def _live_status(fleet_file: Path) -> LiveStatus:
+    """The running orchestrator's fleet status; nothing when none runs."""
+    if read_endpoint(StatePaths.for_fleet_file(fleet_file)) is None:
+        return LiveStatus()
+    try:
+        return LiveStatus(status=client_for(fleet_file, timeout_s=LIVE_TIMEOUT_S).get("/api/v1/fleet"))
+    except CliError as failed:
+        return LiveStatus(error=str(failed))
 
 
 def _print(report: DoctorReport) -> None:

@@ -8,18 +8,23 @@ from orchestrator.backends.select import remembered_runtime
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.control.holds import stopped_in_file
 from orchestrator.doctor import engine_checks
+from orchestrator.doctor.live_checks import LiveStatus, check_live
 from orchestrator.doctor.models import DoctorReport, Finding
 from orchestrator.doctor.state_checks import check_backups, check_state_db
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 
 
-def diagnose(fleet: LoadedFleet, image: str, backup_folders: tuple[Path, ...] = ()) -> DoctorReport:
+def diagnose(
+    fleet: LoadedFleet, image: str, backup_folders: tuple[Path, ...] = (), live: LiveStatus | None = None
+) -> DoctorReport:
+    """`live`: what the running orchestrator answered, when one runs."""
     paths = StatePaths.for_fleet_file(fleet.path)
     runtime = remembered_runtime(paths) or "docker"
     state = check_state_db(paths, backup_folders)
     report = DoctorReport(fleet=fleet.name, runtime=runtime, findings=[state])
     report.findings.append(check_backups(paths, backup_folders))
+    report.findings += check_live(live or LiveStatus())
     if runtime == "docker":
         report.findings += _docker_findings(fleet, paths, image, state_readable=state.severity == "ok")
     return report

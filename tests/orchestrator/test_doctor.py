@@ -8,6 +8,7 @@ import os
 import time
 from pathlib import Path
 
+from orchestrator.doctor.live_checks import LiveStatus, check_live
 from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths
 from orchestrator.testing.cli import run_flotilla
@@ -62,7 +63,7 @@ def test_a_sound_fleet_with_a_fresh_backup_is_ok(tmp_path: Path) -> None:
 
     code, findings, text = _doctor(tmp_path)
 
-    assert code == 0 and set(findings) == {"state_db", "backups"}
+    assert code == 0 and set(findings) == {"state_db", "backups", "orchestrator"}
     assert "overall: ok" in text
 
 
@@ -80,3 +81,24 @@ def test_a_damaged_state_db_is_exit_code_4_with_the_restore_command(tmp_path: Pa
         findings["state_db"]["fix"] == f"flotilla down; flotilla restore {backup} --into {tmp_path} --force"
     )
     assert "is damaged" in text and "ERROR" in text
+
+
+def test_a_running_orchestrators_view_adds_full_disks_and_damage_it_met() -> None:
+    status = {
+        "problems": [
+            "state.db /srv/fleet/.flotilla/state.db is damaged (database disk image is malformed): ..."
+        ],
+        "agents": [
+            {"name": "writer", "disk_full": True, "disk_free_bytes": 8192},
+            {"name": "reader", "disk_full": False, "disk_free_bytes": 9_000_000},
+        ],
+    }
+
+    findings = check_live(LiveStatus(status=status))
+
+    by_check = {(f.check, f.severity): f for f in findings}
+    assert ("orchestrator", "ok") in by_check and ("state_db", "error") in by_check
+    full = by_check[("volumes", "warning")]
+    assert full.agent == "writer" and "8.0 KiB free" in full.summary and "du -sh /data" in (full.fix or "")
+    (away,) = check_live(LiveStatus(error="the orchestrator at http://127.0.0.1:9 does not answer"))
+    assert away.severity == "error" and away.fix == "flotilla down && flotilla up -d"
