@@ -19,8 +19,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "broker"))
 from broker_helpers import FLEET_YAML, build_services, write_fleet
 
 from agent_runtime.protocol import CheckIn, ItemKind, RunOutcome, RunRecord
+from orchestrator.alerts.rules import AlertEvaluator
 from orchestrator.api.app import create_app
-from orchestrator.events import EventType
+from orchestrator.config.alerts import AlertsConfig
+from orchestrator.events import Event, EventType
 from orchestrator.services import Services
 from orchestrator.state.check import is_state_damage
 from orchestrator.testing.server import serve_app
@@ -129,3 +131,22 @@ def test_only_damage_counts_as_damage_not_a_constraint_or_a_bad_parameter(tmp_pa
     assert not is_state_damage(constraint.value) and not is_state_damage(parameters.value)
     assert not is_state_damage(sqlite3.OperationalError("database is locked"))
     assert is_state_damage(not_a_database.value)
+
+
+def test_an_event_rule_on_state_damaged_makes_an_alert_that_says_what_to_do() -> None:
+    config = AlertsConfig.model_validate(
+        {
+            "webhooks": {"ops": {"url": "http://127.0.0.1:9/hook"}},
+            "rules": [{"when": "event", "event": EventType.STATE_DAMAGED.value}],
+        }
+    )
+    event = Event(
+        type=EventType.STATE_DAMAGED.value,
+        data={"path": "/srv/fleet/.flotilla/state.db", "problem": "database disk image is malformed"},
+    )
+
+    (firing,) = AlertEvaluator(config).on_event(event)
+
+    assert firing.title == "orchestrator.state_damaged"
+    assert "/srv/fleet/.flotilla/state.db is damaged (database disk image is malformed)" in firing.summary
+    assert "restore the last backup" in firing.summary
