@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, Request
@@ -69,6 +70,19 @@ def state_problems(services: Services) -> list[str]:
         f"state.db {services.paths.db} is damaged ({services.db.damage}): writes are refused; "
         "stop the fleet and restore the last backup (`flotilla restore ARCHIVE --force`)"
     ]
+
+
+async def damage_ends_stream(services: Services, events: AsyncIterator[str]) -> AsyncIterator[str]:
+    """A server-sent event stream that, when it meets damage in state.db, ends with an `error`
+    event saying so (its head is sent already: no 503 can be given any more)."""
+    try:
+        async for event in events:
+            yield event
+    except sqlite3.DatabaseError as failed:
+        if not is_state_damage(failed):
+            raise
+        await asyncio.to_thread(note_damage, services, failed)
+        yield f"event: error\ndata: {damage_body(services).model_dump_json()}\n\n"
 
 
 class RefuseWritesWhenDamaged:

@@ -5,9 +5,10 @@ reads that work keep working; a dead letter of an agent whose disk is full says 
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from broker_helpers import FLEET_YAML, build_services, write_fleet
 from agent_runtime.protocol import CheckIn, ItemKind, RunOutcome, RunRecord
 from orchestrator.alerts.rules import AlertEvaluator
 from orchestrator.api.app import create_app
+from orchestrator.api.state_damage import damage_ends_stream
 from orchestrator.config.alerts import AlertsConfig
 from orchestrator.events import Event, EventType
 from orchestrator.services import Services
@@ -150,3 +152,20 @@ def test_an_event_rule_on_state_damaged_makes_an_alert_that_says_what_to_do() ->
     assert firing.title == "orchestrator.state_damaged"
     assert "/srv/fleet/.flotilla/state.db is damaged (database disk image is malformed)" in firing.summary
     assert "restore the last backup" in firing.summary
+
+
+def test_a_reply_stream_that_meets_damage_ends_with_an_error_event_that_says_so(services: Services) -> None:
+    async def reply() -> AsyncIterator[str]:
+        yield "event: queued\ndata: {}\n\n"
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    async def read_all() -> list[str]:
+        return [event async for event in damage_ends_stream(services, reply())]
+
+    queued, error = asyncio.run(read_all())
+
+    assert queued.startswith("event: queued")
+    assert error.startswith("event: error\ndata: ")
+    body = json.loads(error.removeprefix("event: error\ndata: "))
+    assert body["error"] == "state_damaged" and "flotilla restore" in body["message"]
+    assert services.db.damage == "database disk image is malformed"
