@@ -114,6 +114,9 @@ def state_problem(db: Path) -> str | None:
     try:
         rows = conn.execute(f"PRAGMA quick_check({QUICK_CHECK_ERRORS})").fetchall()
     except sqlite3.DatabaseError as failed:
+        code = getattr(failed, "sqlite_errorcode", 0) & 0xFF
+        if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            return None  # a running orchestrator holds it a moment: busy is not damage
         return f"SQLite refuses it: {failed}"
     finally:
         conn.close()
