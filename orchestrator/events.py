@@ -72,6 +72,8 @@ class EventType(StrEnum):
     AGENT_RESUMED = "agent.resumed"
     AGENT_REPORTED = "agent.reported"
     STATE_MIGRATED = "state.migrated"
+    STATE_DAMAGED = "orchestrator.state_damaged"
+    """state.db met damage while running: writes are refused until it is restored."""
     LIMIT_EXCEEDED = "limit.exceeded"
 
 
@@ -119,6 +121,13 @@ class EventBus:
             (event.type, agent, event.at.isoformat(), encoded),
         )
         event.seq = int(cursor.lastrowid or 0)
+        self._fan_out(event)
+        return event
+
+    def publish_live(self, type: EventType | str, agent: str | None, data: dict[str, Any]) -> Event:
+        """Send an event to the live subscribers only: for when state.db cannot store it."""
+        _encoded, data = capped_event_data(data)
+        event = Event(type=str(type), agent=agent, data=data)
         self._fan_out(event)
         return event
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator.agents.actions import load_operator_token, save_operator_token
@@ -25,6 +26,7 @@ from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.view import FleetView
 from orchestrator.images.names import DEFAULT_IMAGE
 from orchestrator.scheduler.store import SchedulerStore
+from orchestrator.state.check import check_state
 from orchestrator.state.db import Database
 from orchestrator.state.migrations import migrate_state
 from orchestrator.state.paths import StatePaths
@@ -64,6 +66,7 @@ def core_services(fleet: LoadedFleet, backend: Backend, paths: StatePaths | None
     """Migrate state.db, then open it; the operator's token is the caller's (`adopt_operator_token`)."""
     paths = paths or StatePaths.for_fleet_file(fleet.path)
     paths.ensure()
+    check_state(paths, Path.cwd())
     migrated = migrate_state(paths.db, paths.backups)
     db = Database(paths.db)
     events = EventBus(db)
@@ -164,6 +167,7 @@ def attach_subsystems(
 
     fleet, db, events = core.fleet_view, core.db, core.events
     inbox = Inbox(db, events, core.controls, fleet)
+    inbox.dead_letter_cause = core.health.disk_full_note
     inbox.mask = delivered_text_mask(fleet.secrets)
     events.redaction = lambda: fleet.secrets().redaction
     set_log_redaction(lambda: fleet.secrets().redaction)

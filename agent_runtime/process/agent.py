@@ -206,6 +206,8 @@ class AgentProcess:
             if self._config_stale.is_set():
                 self._reload_config()
             self._watch_disk()
+            if self._worker is not None:
+                self._worker.unsent_runs.send()
             try:
                 item = self.client.next_item(self._poll_wait_s())
             except OrchestratorRefused as refused:
@@ -257,7 +259,9 @@ class AgentProcess:
         if worker is None or self.settings.idle_release_s <= 0 or self.stopping.is_set():
             return False
         idle_for = time.monotonic() - self._last_work
-        return idle_for >= self.settings.idle_release_s and not worker.busy_in_background()
+        # Run records not yet sent live in the worker's memory: it is kept until they are.
+        unsent = len(worker.unsent_runs) > 0
+        return idle_for >= self.settings.idle_release_s and not worker.busy_in_background() and not unsent
 
     def release(self) -> None:
         """Give back the worker's memory by restarting in place: same pid, fresh interpreter.
@@ -319,6 +323,8 @@ class AgentProcess:
             reading = self.disk.read()
         elif was_full and not reading.full:
             log.info("the agent's disk has room again (%s bytes free)", reading.free_bytes)
+        if not reading.full:
+            self.disk.keep_reserve()
         self.state.set_disk(reading.free_bytes, reading.full)
 
     def _start_rotation(self) -> None:

@@ -12,12 +12,20 @@ files of cut writes and the folder of a snapshot that never finished (untouched 
 `LEFTOVER_AFTER_S`, so a write or snapshot in flight keeps its own). History, memory and the
 operator's kept files (`damaged/`) are not touched here: the `rotation` maintenance job
 compacts and prunes history by its rule, and it is started at once when the disk fills.
+
+A small reserve (`RESERVE_BYTES`, a plain file under `.runtime/`) is kept while there is room:
+when a record (a turn of the history log, the processed log) finds the disk full, a piece of
+the reserve is given back to the filesystem and the record is written in its place, so the
+turns answered on a full disk are still in the history. The reserve is filled up again once
+the disk has room.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
+import os
 import shutil
 import sqlite3
 import threading
@@ -33,6 +41,11 @@ LOW_SPACE_BYTES = 512 * 1024
 LEFTOVER_AFTER_S = 300.0
 """A temporary file or snapshot folder untouched this long belongs to no write in flight."""
 NO_SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+RESERVE_BYTES = 1024 * 1024
+RESERVE_PIECE_BYTES = 16 * 1024
+"""What one record at a full disk takes back from the reserve at least (a filesystem frees
+whole blocks, and a turn with a long tool result can hold several)."""
+RESERVE_FILE = Path(".runtime") / "space-reserve"
 
 
 def is_disk_full(exc: BaseException) -> bool:
@@ -69,6 +82,52 @@ class DiskSpace:
         log.warning("%s was not written: the agent's disk is full (%s)", what, failed)
         with self._lock:
             self._full = True
+
+    @property
+    def reserve_path(self) -> Path:
+        return self.data_dir / RESERVE_FILE
+
+    def reserve_bytes(self) -> int:
+        try:
+            return self.reserve_path.stat().st_size
+        except OSError:
+            return 0
+
+    def keep_reserve(self) -> None:
+        """Fill the reserve up to `RESERVE_BYTES` when the disk has room for it and more; a
+        top-up that finds the disk full is cut back to what was there."""
+        held = self.reserve_bytes()
+        missing = RESERVE_BYTES - held
+        free = self.free_bytes()
+        if missing <= 0 or free is None or free < missing + 2 * self.low_bytes:
+            return
+        with self._lock:
+            try:
+                self.reserve_path.parent.mkdir(parents=True, exist_ok=True)
+                with self.reserve_path.open("ab") as reserve:
+                    reserve.write(b"\0" * missing)
+                    reserve.flush()
+                    os.fsync(reserve.fileno())
+            except OSError as failed:
+                log.warning("the space reserve was not filled up: %s", failed)
+                with contextlib.suppress(OSError):
+                    os.truncate(self.reserve_path, held)
+
+    def release_reserve(self, needed: int = RESERVE_PIECE_BYTES) -> bool:
+        """Give back at least `needed` bytes of the reserve to the filesystem, for a record the
+        full disk refused; False when the reserve is used up."""
+        with self._lock:
+            held = self.reserve_bytes()
+            if held <= 0:
+                return False
+            keep = max(held - max(needed, RESERVE_PIECE_BYTES), 0)
+            try:
+                os.truncate(self.reserve_path, keep)
+            except OSError as failed:
+                log.warning("the space reserve could not be used: %s", failed)
+                return False
+        log.warning("the disk is full: %d bytes of the space reserve used for a record", held - keep)
+        return True
 
     def read(self) -> DiskReading:
         free = self.free_bytes()

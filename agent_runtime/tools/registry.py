@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from agent_runtime.process.disk_space import is_disk_full
 from agent_runtime.transport.httpclient import HttpError
 
 if TYPE_CHECKING:
@@ -189,8 +190,7 @@ class ToolRegistry:
         try:
             output = tool.handler(arguments)
         except TOOL_FAILURES as failed:
-            message = str(failed) or failed.__class__.__name__
-            return self._failed(name, arguments, f"{name} failed: {message}", tool.source, verdict)
+            return self._failed(name, arguments, _failure_message(name, failed), tool.source, verdict)
         return ToolOutcome(
             name=name,
             ok=True,
@@ -227,6 +227,18 @@ class ToolRegistry:
             output[: self.max_output_chars]
             + f"\n[... output cut: {self.max_output_chars} of {len(output)} characters shown]"
         )
+
+
+def _failure_message(name: str, failed: BaseException) -> str:
+    """What the model is told of a failed call; a call refused for want of space says so, for
+    the model to go on without it rather than try again."""
+    message = str(failed) or failed.__class__.__name__
+    if is_disk_full(failed) or (failed.__cause__ is not None and is_disk_full(failed.__cause__)):
+        return (
+            f"{name} was refused: the agent's disk is full ({message}). Nothing was written; "
+            "do not call it again for this request, go on without it and say so."
+        )
+    return f"{name} failed: {message}"
 
 
 def _denied(tool: Tool, arguments: dict[str, Any], verdict: Verdict) -> ToolOutcome:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agent_runtime.process.disk_space import is_disk_full
 from agent_runtime.process.settings import Settings
 from agent_runtime.process.state import MemoryMode
 from agent_runtime.process.storage_check import fresh_store_of
@@ -287,6 +288,9 @@ def _database_errors_as_tool_errors(handler: Handler, error: type[Exception]) ->
         try:
             return handler(arguments)
         except error as failed:
-            raise ToolError(f"memory database error: {failed}") from None
+            # The cause is kept only for a full disk, which the registry then names as such.
+            raise ToolError(f"memory database error: {failed}") from (
+                failed if is_disk_full(failed) else None
+            )
 
     return run

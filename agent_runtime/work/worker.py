@@ -47,6 +47,7 @@ from agent_runtime.work.facts import MemoryFileFacts
 from agent_runtime.work.loop import LoopFailed, LoopResult, OpenAICompleter, RunTag, ToolLoop
 from agent_runtime.work.memory_bridge import MemoryBridge
 from agent_runtime.work.prompt import HEARTBEAT_OK, StaticBlocks, build_static_blocks, current_message
+from agent_runtime.work.run_records import UnsentRuns
 from agent_runtime.work.tokens import CachingCounter
 from agent_runtime.workspace.dailylog import append_daily
 from agent_runtime.workspace.files import WorkspaceFiles
@@ -189,6 +190,7 @@ class Worker:
         self.learnings = Learnings(self.workspace_root)
         self.files = WorkspaceFiles(self.workspace_root, config.workspace_quota_bytes)
         self.processed = ProcessedLog(data)
+        self.unsent_runs = UnsentRuns(client.record_run)
         self.llm = ChatClient(f"{settings.orchestrator_url}/v1", client.token, max_retries=model_retries)
         self.run_tag = RunTag()
         completer = OpenAICompleter(self.llm, lambda: self.config.model, self.run_tag)
@@ -277,11 +279,20 @@ class Worker:
             "completer": completer,
             "memory_file": MemoryFileFacts(self.workspace),
             "store": self.memory.store,
-            "history_log": HistoryLog(self.settings.data_dir, self.disk.note_failed_write),
+            "history_log": self._history_log(),
             "state_path": self.settings.runtime_dir / "context.json",
             "tools_text": json.dumps(self.registry.specs(), sort_keys=True),
             "emit": self.emit,
         }
+
+    def _history_log(self, root: Path | None = None) -> HistoryLog:
+        """A turn log that, at a full disk, writes its turns in the space reserve."""
+        return HistoryLog(
+            self.settings.data_dir,
+            self.disk.note_failed_write,
+            root=root,
+            make_room=self.disk.release_reserve,
+        )
 
     def _person_context(
         self,
@@ -300,7 +311,7 @@ class Worker:
         base.update(
             memory_file=base["memory_file"] if shares else None,
             store=self.memory.person_facts(scope),
-            history_log=HistoryLog(self.settings.data_dir, self.disk.note_failed_write, root=history),
+            history_log=self._history_log(history),
             state_path=state_path,
         )
         return ContextManager(**base)
@@ -450,22 +461,33 @@ class Worker:
             except OrchestratorError as failed:
                 log.warning("the orchestrator's copies of a forgotten fact were not rewritten: %s", failed)
 
-    def _keep_record(self, what: str, write: Callable[[], object]) -> None:
-        """A write that only keeps a record of the work: at a full disk it is skipped (and the
-        disk noted full), so the answer still goes back."""
-        try:
-            write()
-        except (OSError, sqlite_driver.Error) as failed:
-            if not is_disk_full(failed):
-                raise
-            self.disk.note_failed_write(what, failed)
+    def _keep_record(self, what: str, write: Callable[[], object], *, reserve: bool = True) -> None:
+        """A write that only keeps a record of the work: at a full disk it is written once more
+        in a piece of the space reserve (with `reserve`), else skipped (and the disk noted
+        full), so the answer still goes back."""
+        for attempt in range(2):
+            try:
+                write()
+                return
+            except (OSError, sqlite_driver.Error) as failed:
+                if not is_disk_full(failed):
+                    raise
+                if attempt == 1 or not reserve or not self.disk.release_reserve():
+                    self.disk.note_failed_write(what, failed)
+                    return
 
-    def _record_tool_error(self, tool: str, arguments: Any, error: str) -> object:
+    def _record_tool_error(self, tool: str, arguments: Any, error: str) -> None:
         """A failed tool call, kept in learnings/errors.md (in every conversation's prompt): of a
-        person's own conversation without the error's text, which may quote what they said."""
+        person's own conversation without the error's text, which may quote what they said. At
+        a full disk the lesson is not kept and the tool's answer still goes to the model."""
         if not self._in_main:
             error = "failed in a person's own conversation"
-        return self.learnings.record_error(tool, arguments, error)
+        # The reserve is kept for the history: a lesson is worth less than a turn.
+        self._keep_record(
+            "a failed tool call in learnings",
+            lambda: self.learnings.record_error(tool, arguments, error),
+            reserve=False,
+        )
 
     @staticmethod
     def _daily_outcome(item: InboxItem, work: WorkResult, result: LoopResult) -> str:
@@ -559,7 +581,5 @@ class Worker:
             files_changed=files,
             tool_calls=result.tool_calls,
         )
-        try:
-            self.client.record_run(run)
-        except OrchestratorError as failed:
-            log.warning("run record for %s not posted: %s", item.id, failed)
+        self.unsent_runs.add(run)
+        self.unsent_runs.send()

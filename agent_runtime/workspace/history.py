@@ -158,13 +158,17 @@ class HistoryLog:
         data_dir: Path,
         on_full: Callable[[str, OSError], None] | None = None,
         root: Path | None = None,
+        make_room: Callable[[int], bool] | None = None,
     ) -> None:
         """`on_full`: told when a turn could not be written for want of space; the turn is then
         kept in the context only (the answer still goes out). Without it the error is raised.
-        `root`: the folder of the log (default `history/`, the agent's main conversation)."""
+        `root`: the folder of the log (default `history/`, the agent's main conversation).
+        `make_room`: asked for the bytes of a turn the full disk refused (the agent's space
+        reserve); when it frees them, the turn is written once more."""
         self.root = root or data_dir / "history"
         self._lock = threading.Lock()
         self.on_full = on_full
+        self.make_room = make_room
 
     def path_for(self, at: str) -> Path:
         return self.root / f"{at[:10]}.jsonl"
@@ -178,8 +182,22 @@ class HistoryLog:
         except OSError as failed:
             if self.on_full is None or not is_disk_full(failed):
                 raise
-            self.on_full("a turn of the history log", failed)
+            if not self._written_in_room(turn.at, line):
+                self.on_full("a turn of the history log", failed)
         return turn
+
+    def _written_in_room(self, at: str, line: bytes) -> bool:
+        """The line written in the room `make_room` frees; False when it frees none or the
+        disk is still full."""
+        if self.make_room is None or not self.make_room(len(line)):
+            return False
+        try:
+            self._write(at, line)
+        except OSError as failed:
+            if not is_disk_full(failed):
+                raise
+            return False
+        return True
 
     def _write(self, at: str, line: bytes) -> None:
         with self._lock:

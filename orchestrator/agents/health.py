@@ -53,6 +53,16 @@ class HealthBoard:
                 return "freed"
             return None
 
+    def disk_full_note(self, agent: str) -> str | None:
+        """ "the agent's disk is full (N bytes free)" while an episode lasts, else None."""
+        with self._lock:
+            if agent not in self._disk_full:
+                return None
+            sighting = self._last.get(agent)
+        free = sighting.checkin.disk_free_bytes if sighting is not None else None
+        shown = f"{free} bytes free" if free is not None else "free space unknown"
+        return f"the agent's disk is full ({shown})"
+
     def mark_started(self, agent: str) -> None:
         """A new incarnation of the agent asked for its config; forget what the old one said."""
         with self._lock:

@@ -65,6 +65,11 @@ def _summary(event: Event) -> str:
             f"the disk of {who} is full ({data.get('free_bytes', '?')} bytes free): it answers but "
             "keeps no record of its work until space is freed"
         )
+    if event.type == EventType.STATE_DAMAGED:
+        return (
+            f"the fleet's state.db {data.get('path')} is damaged ({data.get('problem')}): writes are "
+            "refused; stop the fleet and restore the last backup"
+        )
     if event.type == NOTIFICATION_FAILED_EVENT:
         return (
             f"a notification from {who} to channel {data.get('channel')} failed after "

@@ -41,6 +41,7 @@ from orchestrator.api.operator import (
 from orchestrator.api.operator import inbox as inbox_routes
 from orchestrator.api.operator import limits as limits_routes
 from orchestrator.api.operator import workflows as workflow_routes
+from orchestrator.api.state_damage import install_state_damage_handling
 from orchestrator.api.storage_errors import install_storage_error_handlers
 from orchestrator.api.surfaces import AgentSurface
 from orchestrator.services import Services
@@ -93,6 +94,7 @@ def create_app(services: Services) -> FastAPI:
     app.state.services = services
     install_error_handlers(app)
     install_storage_error_handlers(app, lambda: services.paths.db)
+    install_state_damage_handling(app, services)
     app.add_middleware(BodyLimit, limit_of=lambda: services.fleet.config.limits.bytes_of("request_body"))
     app.add_middleware(AgentSurface, agent_url_of=lambda: services.agent_url)
     for router in ROUTERS:

@@ -127,6 +127,8 @@ class Inbox:
         self._closed = False
         self.on_put: list[Callable[[str, InboxItem], None]] = []
         """Called with (agent, item) after a new item is queued, e.g. to wake a hibernated agent."""
+        self.dead_letter_cause: Callable[[str], str | None] = _no_cause
+        """What may keep an agent from answering (its full disk), added to its dead letters' reason."""
         self.mask: Callable[[str], str] = _unmasked
         """Applied to the text of an operator's, a person's or a hook's item before its row is
         first written (no credential of theirs ever reaches state.db or its WAL), and to an
@@ -240,13 +242,14 @@ class Inbox:
             return None  # paused or stopped by the operator: items wait in the inbox
         now = utcnow().isoformat()
         allowed = self._fleet.current().config.limits.delivery_attempts
+        cause = self.dead_letter_cause(agent)
         with self._db.transaction() as conn:
             conn.execute(
                 "UPDATE inbox SET state = 'expired', finished_at = ? WHERE agent = ? AND state = 'queued'"
                 " AND expires_at IS NOT NULL AND expires_at < ?",
                 (now, agent, now),
             )
-            poisoned = _dead_letter_in(conn, agent, allowed, now)
+            poisoned = _dead_letter_in(conn, agent, allowed, now, cause)
             row = conn.execute(
                 "SELECT id FROM inbox WHERE agent = ? AND state = 'queued'"
                 " ORDER BY priority DESC, created_at LIMIT 1",
@@ -257,12 +260,16 @@ class Inbox:
                     "UPDATE inbox SET state = 'claimed', claimed_at = ?, attempt = attempt + 1 WHERE id = ?",
                     (now, row["id"]),
                 )
-        self._announce_dead(agent, poisoned, allowed)
+        self._announce_dead(agent, poisoned, allowed, cause)
         return self.get(row["id"]) if row is not None else None
 
-    def _announce_dead(self, agent: str, poisoned: list[tuple[str, int]], allowed: int) -> None:
+    def _announce_dead(
+        self, agent: str, poisoned: list[tuple[str, int]], allowed: int, cause: str | None
+    ) -> None:
         for item_id, attempts in poisoned:
             error = f"dead-lettered after {attempts} deliveries without an answer (limits.delivery_attempts = {allowed})"
+            if cause is not None:
+                error += f"; {cause}"
             self._resolve(item_id, WorkResult(ok=False, error=error))
             self._events.publish(
                 EventType.MESSAGE_DEAD_LETTERED, agent=agent, item_id=item_id, attempts=attempts, error=error
@@ -648,16 +655,21 @@ def _masked_input(value: Any, mask: Callable[[str], str]) -> Any:
     return value
 
 
-def _dead_letter_in(conn: Any, agent: str, allowed: int, now: str) -> list[tuple[str, int]]:
+def _no_cause(agent: str) -> str | None:
+    return None
+
+
+def _dead_letter_in(
+    conn: Any, agent: str, allowed: int, now: str, cause: str | None = None
+) -> list[tuple[str, int]]:
     """Within the claim's transaction: set aside queued items already handed out `allowed` times."""
     rows = conn.execute(
         "SELECT id, attempt FROM inbox WHERE agent = ? AND state = 'queued' AND attempt >= ?",
         (agent, allowed),
     ).fetchall()
     for row in rows:
-        failure = WorkResult(
-            ok=False, error=f"dead-lettered after {row['attempt']} deliveries without an answer"
-        )
+        error = f"dead-lettered after {row['attempt']} deliveries without an answer"
+        failure = WorkResult(ok=False, error=f"{error}; {cause}" if cause is not None else error)
         conn.execute(
             "UPDATE inbox SET state = 'dead', finished_at = ?, result = ? WHERE id = ?",
             (now, failure.model_dump_json(), row["id"]),

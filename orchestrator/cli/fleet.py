@@ -26,6 +26,7 @@ from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.schema import fleet_schema
 from orchestrator.fleet.reconcile import fleet_labels, plan, remove_units
 from orchestrator.images.names import DEFAULT_IMAGE
+from orchestrator.state.check import check_state
 from orchestrator.state.endpoint import Endpoint, read_endpoint
 from orchestrator.state.paths import StatePaths
 
@@ -187,6 +188,7 @@ def up(
         _apply_remote(fleet_file, dry_run=False, image=new_image)
         return
     fleet = load_or_exit(fleet_file)
+    check_state(paths, Path.cwd())
     chosen = _runtime_of(paths, runtime, fleet)
     click.echo(f"runtime: {chosen} ({_why_runtime(paths, runtime, fleet)})")
     if (chosen == "external") != (agent_listen is not None):

@@ -18,6 +18,7 @@ import click
 from agent_runtime import collector_paused
 from orchestrator.cli.errors import BadInput, CliError, NotRunning
 from orchestrator.cli.terminal import echo
+from orchestrator.state.check import StateDamaged
 
 # Command name -> (module, attribute). Modules load only when their command runs, so that a
 # quick command (ps, send) does not pay for importing the whole orchestrator.
@@ -65,6 +66,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("orchestrator.cli.backup", "verify"),
     "restore": ("orchestrator.cli.backup", "restore"),
     "workflow": ("orchestrator.cli.workflow", "workflow"),
+    "doctor": ("orchestrator.cli.doctor", "doctor"),
 }
 
 
@@ -106,7 +108,8 @@ def cli() -> None:
 
     \b
     Exit codes: 0 done · 1 error · 2 invalid input (fleet.yaml, arguments) · 3 no orchestrator
-    running · 130 interrupted. Shell completion: flotilla completion bash|zsh|fish.
+    running · 4 state.db damaged · 130 interrupted.
+    Shell completion: flotilla completion bash|zsh|fish.
     """
 
 
@@ -117,6 +120,9 @@ def main() -> None:
     LazyGroup.pause_collector = True
     try:
         cli.main(standalone_mode=False)
+    except StateDamaged as exc:
+        echo(f"error: {exc}", err=True)
+        sys.exit(exc.exit_code)
     except NotRunning as exc:
         echo(f"error: {exc}", err=True)
         sys.exit(EXIT_NOT_RUNNING)

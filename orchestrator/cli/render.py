@@ -114,7 +114,9 @@ def fleet_table(status: dict[str, Any]) -> Table:
         health = agent["health"]
         shown_health = f"[{_HEALTH_STYLE.get(health, 'white')}]{health}[/]"
         if agent.get("disk_full"):
-            shown_health += ", [red]disk full[/red]"
+            free = agent.get("disk_free_bytes")
+            left = f" ({format_bytes(free)} free)" if free is not None else ""
+            shown_health += f", [red]disk full{left}[/red]"
         memory = agent["memory_bytes"]
         node = [agent.get("node") or "-"] if with_node else []
         table.add_row(

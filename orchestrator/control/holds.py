@@ -13,6 +13,7 @@ SQLite first. Owns the table `agent_controls`.
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Literal
 
 from agent_runtime.protocol import utcnow
@@ -79,3 +80,21 @@ class Controls:
                 self._holds.pop(agent, None)
             else:
                 self._holds[agent] = hold
+
+
+def stopped_in_file(db_path: Path) -> frozenset[str]:
+    """The agents held stopped in a fleet's state.db, read without opening it for writing (for
+    `flotilla doctor`, with or without a running orchestrator); none when it has no holds."""
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(f"{db_path.as_uri()}?mode=ro", uri=True, timeout=10)
+    except sqlite3.Error:
+        return frozenset()
+    try:
+        rows = conn.execute("SELECT agent FROM agent_controls WHERE hold = 'stopped'").fetchall()
+    except sqlite3.Error:
+        return frozenset()
+    finally:
+        conn.close()
+    return frozenset(str(row[0]) for row in rows)

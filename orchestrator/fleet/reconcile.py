@@ -107,11 +107,19 @@ def _action_for(
     endpoint: str | None,
     changed: tuple[FieldChange, ...],
 ) -> PlanAction:
+    held = agent in hibernated
     if unit is None:
+        # A held agent (hibernated, or stopped by the operator in a restored fleet) gets its
+        # unit, with its files, and stays down as it was.
+        if held:
+            return PlanAction("create", agent, f"not running; {HELD}", None, changed, start=False)
         return PlanAction("create", agent, "not running", None, changed)
     detail = describe_changes(changed)
     if unit.config_hash != container_hash(fleet, agent):
-        return PlanAction("recreate", agent, detail or "container settings changed", unit.id, changed)
+        reason = detail or "container settings changed"
+        if held and unit.state != "running":
+            return PlanAction("recreate", agent, f"{reason}; {HELD}", unit.id, changed, start=False)
+        return PlanAction("recreate", agent, reason, unit.id, changed)
     if _older_layout(unit):
         return PlanAction("recreate", agent, "storage layout changed", unit.id, changed)
     if endpoint and unit.labels.get(LABEL_ENDPOINT, endpoint) != endpoint:
@@ -126,6 +134,7 @@ def _action_for(
 
 
 ASLEEP = "asleep until it has work"
+HELD = "held down (hibernated or stopped by the operator): made, not started"
 
 
 def _asleep(action: PlanAction, unit: UnitInfo | None) -> PlanAction:

@@ -143,10 +143,11 @@ class Hibernation:
         return True
 
     def wake(self, agent: str, reason: str, *, capped: bool = True) -> bool:
-        """Start a hibernated agent's unit. False when it was not hibernated (nothing to do) or
-        when, `capped`, `max_awake` agents are awake: it then waits in the queue for a place."""
+        """Start a hibernated agent's unit. False when it was not hibernated (nothing to do), when
+        the operator stopped it (it stays down until `flotilla start`), or when, `capped`,
+        `max_awake` agents are awake: it then waits in the queue for a place."""
         with self._gate:
-            if not self._store.is_hibernated(agent):
+            if not self._store.is_hibernated(agent) or self._controls.own_hold(agent) == "stopped":
                 self.queue.discard(agent)
                 return False
             if capped and self._full(agent):

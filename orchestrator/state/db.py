@@ -29,6 +29,8 @@ class Database:
         # default to this, not all).
         self._conn.execute("PRAGMA secure_delete=ON")
         self._schemas: set[str] = set()
+        self.damage: str | None = None
+        """What SQLite said when a request met damage in this file while running (None: none seen)."""
 
     def ensure_schema(self, ddl: str) -> None:
         """Run a subsystem's CREATE ... IF NOT EXISTS statements once per process."""

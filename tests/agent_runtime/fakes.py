@@ -164,6 +164,8 @@ class FakeOrchestrator(FakeModel):
         self.results: dict[str, WorkResult] = {}
         self.progress: dict[str, list[str]] = {}
         self.runs: list[RunRecord] = []
+        self.runs_down = 0
+        """How many run records to answer 503 to, as an orchestrator restarting would."""
         self.forgotten: list[list[str]] = []
         self.events: list[AgentEvent] = []
         self.checkins: list[CheckIn] = []
@@ -259,6 +261,9 @@ class FakeOrchestrator(FakeModel):
         return Response(status_code=204)
 
     async def _runs(self, body: RunRecord) -> Response:
+        if self.runs_down > 0:
+            self.runs_down -= 1
+            return JSONResponse({"error": "down", "message": "restarting", "details": []}, status_code=503)
         self.runs.append(body)
         return Response(status_code=204)
 

@@ -52,9 +52,11 @@ from orchestrator.api.errors import ApiError
 from orchestrator.api.fair_share import admit_event, admit_message
 from orchestrator.api.forget_copies import forget_copies
 from orchestrator.api.limits import check_payload
+from orchestrator.api.state_damage import SERVICE_UNAVAILABLE, damage_body, note_damage
 from orchestrator.api.storage_errors import INSUFFICIENT_STORAGE, disk_full_body
 from orchestrator.errors import Refused
 from orchestrator.services import Services
+from orchestrator.state.check import is_state_damage
 from orchestrator.workspaces import access as workspace_access
 
 log = logging.getLogger(__name__)
@@ -176,6 +178,11 @@ class ChannelSession:
             if not is_disk_full(failed):
                 raise
             status, body = INSUFFICIENT_STORAGE, self._disk_full(frame, failed)
+        except sqlite3.DatabaseError as damaged:
+            if not is_state_damage(damaged):
+                raise
+            await asyncio.to_thread(note_damage, self.services, damaged)
+            status, body = SERVICE_UNAVAILABLE, damage_body(self.services)
         await self._reply(frame.id, status, body)
 
     def _disk_full(self, frame: Answered, failed: OSError | sqlite3.OperationalError) -> ErrorBody:

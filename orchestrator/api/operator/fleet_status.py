@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
+from orchestrator.api.state_damage import state_problems
 from orchestrator.backends.base import UnitInfo
 from orchestrator.broker.inbox import queue_depths
 from orchestrator.gateway.cooldown import ModelCooldown
@@ -179,7 +180,7 @@ def fleet_status_of(services: Services) -> FleetStatus:
         fleet=services.fleet.name,
         runtime=services.backend.name,
         isolation=services.backend.isolation,
-        problems=services.manager.problems,
+        problems=services.manager.problems + state_problems(services),
         warnings=fleet_warnings(services),
         agents=agents,
         awake=sum(1 for agent in agents if agent.state == "running"),

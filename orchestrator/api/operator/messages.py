@@ -17,6 +17,7 @@ from agent_runtime.protocol import ItemKind, WorkResult
 from orchestrator.api.deps import OperatorDep, ServicesDep
 from orchestrator.api.errors import ApiError
 from orchestrator.api.limits import check_message
+from orchestrator.api.state_damage import damage_ends_stream
 from orchestrator.approvals.store import ApprovalStore
 from orchestrator.control.holds import Hold
 from orchestrator.services import Services
@@ -108,7 +109,8 @@ async def send_message(
     if not stream:
         return MessageAccepted(item_id=item.id)
     return StreamingResponse(
-        _reply_events(services, agent, item.id, body.timeout_s), media_type="text/event-stream"
+        damage_ends_stream(services, _reply_events(services, agent, item.id, body.timeout_s)),
+        media_type="text/event-stream",
     )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from orchestrator.backends.base import LABEL_AGENT, LABEL_FLEET
 from orchestrator.backends.docker_snapshot import LABEL_SNAPSHOT_OF
 from orchestrator.images.build import ImageBuildResult
 from orchestrator.testing.cli import free_port, run_flotilla
@@ -64,6 +65,11 @@ def stopped_backup(
         new.mkdir()
         flotilla(new, "restore", str(facts["archive"]))
         up(new, agent_image.tag)
+        facts["restored_status"] = json.loads(flotilla(new, "ps", "--json"))
+        facts["restored_units"] = {
+            c.labels.get(LABEL_AGENT): c.status
+            for c in docker_client.containers.list(all=True, filters={"label": f"{LABEL_FLEET}={fleet}"})
+        }
         yield facts
     finally:
         for folder in (new, old):
@@ -81,6 +87,12 @@ def test_a_stopped_agent_is_backed_up_whole_and_restored(stopped_backup: dict[st
     verify = stopped_backup["verify"]
     assert verify.returncode == 0, verify.stdout + verify.stderr
     assert "writer (stopped)" in verify.stdout
+    # Stopped in the backup, stopped after the restore: its container is made, not started.
+    restored = {a["name"]: a for a in stopped_backup["restored_status"]["agents"]}
+    assert restored["writer"]["held"] == "stopped", restored["writer"]
+    assert stopped_backup["restored_units"].get("writer") != "running", stopped_backup["restored_units"]
+    assert restored["writer"]["state"] != "running"
+    flotilla(stopped_backup["new"], "start", "writer")
     found = flotilla(stopped_backup["new"], "memory", "search", "writer", "night train Porto", "--json")
     assert FACT in found
     print(f"\nbackup with one agent stopped: {stopped_backup['backup_s']:.2f}s")
