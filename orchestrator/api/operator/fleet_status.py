@@ -85,6 +85,10 @@ class FleetStatus(BaseModel):
 
 
 def _health(services: Services, agent: str, unit: UnitInfo | None) -> str:
+    if unit is not None and unit.state == "created":
+        # The engine is starting it (a swarm task between pending and running), or the listing
+        # predates the agent's first check-in: neither is a unit that is down.
+        return "healthy" if services.health.is_checking_in(agent) else "starting"
     if unit is None or unit.state != "running":
         return "down"
     if unit.health == "unhealthy":
