@@ -105,7 +105,8 @@ def cli() -> None:
 
     \b
     Exit codes: 0 done · 1 error · 2 invalid input (fleet.yaml, arguments) · 3 no orchestrator
-    running · 130 interrupted. Shell completion: flotilla completion bash|zsh|fish.
+    running · 4 changes pending (apply --dry-run) · 130 interrupted.
+    Shell completion: flotilla completion bash|zsh|fish.
     """
 
 

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from agent_runtime.memory import LOCAL_EMBEDDING_MODEL
-from orchestrator.config.wrong_names import did_you_mean
 from orchestrator.config.edges import edge_problems
 from orchestrator.config.field_names import allowed_fields
 from orchestrator.config.fleet import (
@@ -35,6 +34,7 @@ from orchestrator.config.models import (
 )
 from orchestrator.config.paths import FleetFolder
 from orchestrator.config.safe_yaml import FieldPath, YamlRefused, load_yaml_file
+from orchestrator.config.wrong_names import did_you_mean
 from orchestrator.gateway.prices import unpriced_budget_problems
 
 if TYPE_CHECKING:
