@@ -83,7 +83,9 @@ def fold_asleep(status: dict[str, Any], show_all: bool) -> tuple[dict[str, Any],
 
 def broken(agent: dict[str, Any]) -> bool:
     """Neither asleep nor held by the operator, yet its unit is down or unhealthy."""
-    return bool(not agent["hibernated"] and not agent.get("held") and agent["health"] in ("down", "unhealthy"))
+    return bool(
+        not agent["hibernated"] and not agent.get("held") and agent["health"] in ("down", "unhealthy")
+    )
 
 
 def awake_summary(status: dict[str, Any]) -> str:

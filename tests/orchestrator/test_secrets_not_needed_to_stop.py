@@ -66,14 +66,22 @@ def _ok(folder: Path, *args: str) -> str:
         ("stop", "digest"),
         ("backup", "--json"),
     ],
-    ids=lambda args: "-".join(args),
+    ids="-".join,
 )
 def test_commands_that_look_or_stop_run_without_the_secret(fleet_dir: Path, args: tuple[str, ...]) -> None:
     _ok(fleet_dir, *args)
 
 
 def test_export_runs_without_the_secret(fleet_dir: Path, tmp_path: Path) -> None:
-    _ok(fleet_dir, "export", "kubernetes", "-o", str(tmp_path / "k8s"), "--orchestrator-url", "http://10.0.0.1:8421")
+    _ok(
+        fleet_dir,
+        "export",
+        "kubernetes",
+        "-o",
+        str(tmp_path / "k8s"),
+        "--orchestrator-url",
+        "http://10.0.0.1:8421",
+    )
     assert (tmp_path / "k8s" / "kustomization.yaml").is_file()
 
 

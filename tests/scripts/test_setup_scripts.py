@@ -24,14 +24,16 @@ SYSTEM_BIN = (Path("/usr/local/bin"), Path("/usr/bin"), Path("/bin"), Path("/usr
 
 # Each fake appends "name args..." to $CALLS.
 FAKE_APT_GET = 'echo "apt-get $*" >>"$CALLS"\n'
-FAKE_SUDO = 'echo "sudo $*" >>"$CALLS"\nif [ "$1" = -n ]; then shift; fi\n[ "$1" = true ] && exit 0\nexec "$@"\n'
+FAKE_SUDO = (
+    'echo "sudo $*" >>"$CALLS"\nif [ "$1" = -n ]; then shift; fi\n[ "$1" = true ] && exit 0\nexec "$@"\n'
+)
 FAKE_ID = 'if [ "$1" = -u ]; then echo "$FAKE_UID"; else echo "uid=$FAKE_UID"; fi\n'
 # A daemon answers; the base image exists only when $FAKE_BASE_IMAGE is set.
 FAKE_DOCKER = (
     'echo "docker $*" >>"$CALLS"\n'
     'case "$1 $2" in\n'
     '  "image inspect") [ -n "${FAKE_BASE_IMAGE:-}" ] ;;\n'
-    '  *) exit 0 ;;\n'
+    "  *) exit 0 ;;\n"
     "esac\n"
 )
 FAKE_TOOL = 'echo "$(basename "$0") $*" >>"$CALLS"\n'
@@ -142,8 +144,9 @@ def test_demo_not_root_with_sudo_installs_through_sudo(machine: Machine) -> None
     result = machine.run("demo", uid=1000)
 
     assert result.returncode == 0, result.stderr
-    assert "sudo -n env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap" in machine.calls_to(
-        "sudo"
+    assert (
+        "sudo -n env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap"
+        in machine.calls_to("sudo")
     )
     assert _installs(machine) == ["apt-get install -y -qq debootstrap"]
     assert "sudo -n apt-get install debootstrap" in result.stdout
@@ -157,7 +160,9 @@ def test_demo_not_root_with_sudo_installs_through_sudo(machine: Machine) -> None
         pytest.param(("--runtime=external",), {}, id="external-runtime"),
     ],
 )
-def test_demo_installs_nothing_it_does_not_need(machine: Machine, args: tuple[str, ...], env: dict[str, str]) -> None:
+def test_demo_installs_nothing_it_does_not_need(
+    machine: Machine, args: tuple[str, ...], env: dict[str, str]
+) -> None:
     result = machine.run("demo", *args, **env)
 
     assert result.returncode == 0, result.stderr
