@@ -50,7 +50,7 @@ def test_docker_network_removed_under_the_fleet(docker_client: Any, tmp_path: Pa
         assert time.monotonic() - began < SAID_WITHIN_S, sent.stderr
         assert sent.returncode == 1
         assert "agent 'solo' cannot take the message" in sent.stderr
-        assert f"network {network_name(name)} does not exist" in sent.stderr
+        assert f"network {network_name(name)} not found" in sent.stderr, sent.stderr
 
         down = fleet.flotilla("down", "-v", check=False)
         _one_clean_line_or_none(down.stderr)
