@@ -14,8 +14,9 @@ import pytest
 from test_fleet_e2e import RunningFleet, unique
 from test_swarm_fleet import SwarmFleet
 
-from orchestrator.backends.base import LABEL_FLEET
-from orchestrator.backends.docker import network_name
+from orchestrator.backends.base import LABEL_FLEET, UnitInfo
+from orchestrator.backends.docker import DockerBackend, network_name
+from orchestrator.backends.swarm import SwarmBackend
 from orchestrator.images.names import DEFAULT_IMAGE
 
 pytestmark = pytest.mark.docker
@@ -97,3 +98,42 @@ def _remove_when_free(network: Any) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
+
+
+def test_what_swarm_says_of_a_task_that_cannot_run_names_its_state_and_error(docker_client: Any) -> None:
+    """What `up` prints for an agent that is not ready when its wait runs out."""
+    if docker_client.info().get("Swarm", {}).get("LocalNodeState") != "active":
+        pytest.skip("this engine is not a swarm manager (`.ci/run` makes it one)")
+    name = unique("swarm-says")
+    service = docker_client.services.create(
+        "flotilla/no-such-image:w37a",
+        name=name,
+        labels={LABEL_FLEET: name},
+        mode={"Replicated": {"Replicas": 1}},
+    )
+    try:
+        backend = SwarmBackend(docker_client)
+        unit = UnitInfo(id=service.id, name=name, agent="solo", fleet=name, config_hash="", state="created")
+        deadline = time.monotonic() + 60
+        said = backend.engine_says(unit)
+        while "No such image" not in said and time.monotonic() < deadline:
+            time.sleep(1)
+            said = backend.engine_says(unit)
+        assert said.startswith(("task rejected, ", "task failed, ")), said
+        assert "No such image: flotilla/no-such-image:w37a" in said
+    finally:
+        service.remove()
+
+
+def test_what_docker_says_of_a_container_that_stopped_names_its_exit_code(docker_client: Any) -> None:
+    name = unique("docker-says")
+    container = docker_client.containers.run(
+        DEFAULT_IMAGE, entrypoint=["python3", "-c", "raise SystemExit(3)"], name=name, detach=True
+    )
+    try:
+        container.wait(timeout=60)
+        backend = DockerBackend(docker_client)
+        unit = UnitInfo(id=container.id, name=name, agent="solo", fleet=name, config_hash="", state="exited")
+        assert backend.engine_says(unit) == "container exited, exit code 3"
+    finally:
+        container.remove(force=True)
