@@ -41,6 +41,10 @@ if TYPE_CHECKING:
     from orchestrator.config.capacity import Capacity
 
 PROJECT_FILE = "PROJECT.md"
+NOT_FOUND = (
+    "file not found: run flotilla in a fleet's folder, name the file with -f, "
+    "or start a fleet with `flotilla init`"
+)
 SALVAGE_ROUNDS = 4
 
 
@@ -203,7 +207,7 @@ def load_fleet(
     file_path = Path(path)
     file = str(file_path)
     if not file_path.is_file():
-        raise ConfigError([ConfigProblem(file, None, "", "file not found")])
+        raise ConfigError([ConfigProblem(file, None, "", NOT_FOUND)])
     try:
         document = load_yaml_file(file_path)
     except YamlRefused as refused:
