@@ -96,6 +96,11 @@ def machine(tmp_path: Path) -> Machine:
     for name in ("demo", "test", "_venv.sh", "_docker.sh", "_apt.sh"):
         source = REPO / "scripts" / name
         (root / "scripts" / name).write_text(source.read_text())
+    # The base image's recipe: it records its call (the real one runs debootstrap).
+    (root / "images" / "base").mkdir(parents=True)
+    (root / "images" / "base" / "build.sh").write_text(
+        'echo "build.sh $(id -u) $FLOTILLA_RECIPE_HASH $*" >>"$CALLS"\n'
+    )
     pyproject = (REPO / "pyproject.toml").read_bytes()
     (root / "pyproject.toml").write_bytes(pyproject)
     # A virtualenv that is already installed: its commands record their calls.
@@ -126,19 +131,24 @@ def test_demo_as_root_installs_debootstrap_and_says_so(machine: Machine) -> None
     assert machine.calls_to("apt-get")[0] == "apt-get update -qq"
     assert "==> installing debootstrap (for building the agent image's Debian base)" in result.stdout
     assert machine.calls_to("flotilla")[-1] == "flotilla up -f fleet.yaml -d"
+    assert machine.calls_to("build.sh") == []  # as root, `flotilla up` runs it
 
 
-def test_demo_not_root_without_sudo_refuses_naming_the_package(machine: Machine) -> None:
+@pytest.mark.parametrize("debootstrap", [False, True], ids=["without-debootstrap", "with-debootstrap"])
+def test_demo_not_root_without_sudo_refuses_saying_what_to_run(machine: Machine, debootstrap: bool) -> None:
+    if debootstrap:
+        machine.add("debootstrap", FAKE_TOOL)
+
     result = machine.run("demo", uid=1000)
 
     assert result.returncode == 1
-    assert "needs debootstrap, which is not installed, and installing it needs root" in result.stderr
-    assert "sudo apt-get install debootstrap" in result.stderr
-    assert machine.calls_to("apt-get") == []
+    assert "building the agent image's Debian base (flotilla/base:bookworm) needs root" in result.stderr
+    assert "sudo ./scripts/demo" in result.stderr and "sudo images/base/build.sh" in result.stderr
+    assert machine.calls_to("apt-get") == [] and machine.calls_to("build.sh") == []
     assert not any(call.startswith("flotilla up") for call in machine.calls_to("flotilla"))
 
 
-def test_demo_not_root_with_sudo_installs_through_sudo(machine: Machine) -> None:
+def test_demo_not_root_with_sudo_installs_and_builds_the_base_through_sudo(machine: Machine) -> None:
     machine.add("sudo", FAKE_SUDO)
 
     result = machine.run("demo", uid=1000)
@@ -150,6 +160,10 @@ def test_demo_not_root_with_sudo_installs_through_sudo(machine: Machine) -> None
     )
     assert _installs(machine) == ["apt-get install -y -qq debootstrap"]
     assert "sudo -n apt-get install debootstrap" in result.stdout
+    recipe = hashlib.sha256((machine.root / "images" / "base" / "build.sh").read_bytes()).hexdigest()[:16]
+    # The fake sudo runs the command as the caller; the real one runs it as root.
+    assert machine.calls_to("build.sh") == [f"build.sh 1000 {recipe} flotilla/base:bookworm"]
+    assert machine.calls_to("flotilla")[-1] == "flotilla up -f fleet.yaml"
 
 
 @pytest.mark.parametrize(
