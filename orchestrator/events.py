@@ -277,6 +277,22 @@ def stored_events(db: Database, after: int, agent: str | None, limit: int) -> li
     ]
 
 
+def last_event_of(db: Database, agent: str, types: Iterable[str]) -> Event | None:
+    """The agent's newest stored event of one of these types."""
+    wanted = sorted(set(types))
+    marks = ", ".join("?" for _ in wanted)
+    row = db.query_one(
+        f"SELECT seq, type, agent, at, data FROM events WHERE agent = ? AND type IN ({marks}) "
+        "ORDER BY seq DESC LIMIT 1",
+        [agent, *wanted],
+    )
+    if row is None:
+        return None
+    return Event(
+        seq=row["seq"], type=row["type"], agent=row["agent"], at=row["at"], data=json.loads(row["data"])
+    )
+
+
 def latest_seq(db: Database) -> int:
     """The newest stored event's seq (0 when there is none)."""
     row = db.query_one("SELECT COALESCE(MAX(seq), 0) AS seq FROM events")

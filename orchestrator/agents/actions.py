@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from orchestrator.agents.health import HealthBoard
 from orchestrator.backends.base import Backend
 from orchestrator.broker.inbox import Inbox
+from orchestrator.config.wrong_names import unknown_agent
 from orchestrator.control.auth import TokenStore
 from orchestrator.control.holds import WHOLE_FLEET, Controls
 from orchestrator.events import EventBus, EventType
@@ -55,8 +56,7 @@ class OperatorActions:
     def _require(self, agent: str) -> None:
         fleet = self._fleet.current()
         if agent not in fleet.config.agents:
-            known = ", ".join(fleet.config.agents)
-            raise UnknownAgent(f"no agent {agent!r} in fleet {fleet.name} ({known})")
+            raise UnknownAgent(unknown_agent(agent, fleet.name, fleet.config.agents))
 
     def stop_agent(self, agent: str) -> ActionResult:
         """Stop the agent's unit; it stays down (the supervisor and apply leave it) until started."""

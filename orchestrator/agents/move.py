@@ -33,6 +33,7 @@ from orchestrator.backends.base import Backend, BackendError, StoragePlace
 from orchestrator.backup.fleet_backups import channel_asker
 from orchestrator.backup.push import answers_after_restart, push_snapshot
 from orchestrator.backup.snapshot import SnapshotFailed, fetch_snapshot
+from orchestrator.config.wrong_names import unknown_agent
 from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus
 from orchestrator.fleet.manager import FleetManager
@@ -90,9 +91,7 @@ class AgentMove:
     async def move(self, agent: str, node: str, within_s: float = ANSWER_WITHIN_S) -> MoveResult:
         fleet = self._manager.fleet
         if agent not in fleet.config.agents:
-            raise UnknownAgentToMove(
-                f"no agent {agent!r} in fleet {fleet.name} ({', '.join(fleet.config.agents)})"
-            )
+            raise UnknownAgentToMove(unknown_agent(agent, fleet.name, fleet.config.agents))
         unit = f"flotilla-{fleet.name}-{agent}"
         await asyncio.to_thread(self._backend.check_move, unit, node)
         if self._controls.own_hold(agent) == "stopped":

@@ -230,6 +230,12 @@ class Backend(abc.ABC):
         wanted = set(agents)
         return [unit for unit in self.list({LABEL_FLEET: fleet}) if unit.agent in wanted]
 
+    def engine_says(self, unit: UnitInfo) -> str:
+        """What the engine says of the unit, for an operator asking why an agent is not ready: its
+        state and exit code here; an engine that keeps its own reason (a task's error) adds it."""
+        code = f", exit code {unit.exit_code}" if unit.exit_code is not None else ""
+        return f"unit {unit.state}{code}"
+
     @abc.abstractmethod
     def memory_usage(self, unit_id: str) -> int | None:
         """Resident memory of the unit in bytes, when known."""

@@ -42,6 +42,7 @@ from orchestrator.backends.base import (
     UnitInfo,
     UnitState,
 )
+from orchestrator.backends.docker_errors import engine_call
 from orchestrator.backends.docker_listing import InspectCache
 from orchestrator.backends.docker_sandbox import DockerSandbox, remove_sandboxes
 from orchestrator.backends.docker_snapshot import DockerSnapshotRun
@@ -252,6 +253,7 @@ class DockerBackend(Backend):
         ours = [network for network in exact if _is_ours(network.attrs.get("Labels"))]
         return (ours or exact or [None])[0]
 
+    @engine_call("making the fleet's network")
     def prepare_fleet(self, fleet: str) -> str:
         name = network_name(fleet)
         network = self._find_network(name)
@@ -293,6 +295,7 @@ class DockerBackend(Backend):
             raise BackendError(f"cannot fence the agents of fleet {fleet} in: {exc}") from exc
         return self.fence_warning
 
+    @engine_call("removing the fleet's network and sandboxes")
     def teardown_fleet(self, fleet: str) -> None:
         remove_sandboxes(self._client, fleet)
         try:
@@ -432,7 +435,10 @@ class DockerBackend(Backend):
                 f"agent image {spec.image} not found: build it with `flotilla image build`"
             ) from exc
         except docker.errors.NotFound as exc:
-            raise BackendError(f"network {network} does not exist: prepare the fleet first") from exc
+            raise BackendError(
+                f"network {network} does not exist (removed under the fleet?): "
+                "`flotilla down` then `flotilla up` makes it again"
+            ) from exc
         except docker.errors.APIError as exc:
             if exc.status_code == 409:
                 raise _NameTaken from exc
@@ -464,6 +470,7 @@ class DockerBackend(Backend):
         except docker.errors.NotFound:
             return
 
+    @engine_call("removing an agent's container")
     def remove(self, unit_id: str) -> None:
         container = self._get_ours(unit_id)
         if container is None:
@@ -504,6 +511,7 @@ class DockerBackend(Backend):
         if pending:
             yield pending.decode("utf-8", errors="replace")
 
+    @engine_call("listing the agents' containers")
     def list(self, labels: dict[str, str]) -> list[UnitInfo]:
         wanted = {LABEL_MANAGED: "true"} | labels
         filters = {"label": [f"{key}={value}" for key, value in wanted.items()]}
@@ -527,6 +535,23 @@ class DockerBackend(Backend):
         found = [unit_info(attrs, host) for attrs in self._inspected.resolve(summaries)]
         return [unit for unit in found if unit.agent in agents]
 
+    def engine_says(self, unit: UnitInfo) -> str:
+        attrs = self._inspect_attrs(unit.id)
+        if attrs is None:
+            return "no container"
+        state = attrs.get("State") or {}
+        said = [f"container {state.get('Status', unit.state)}"]
+        if state.get("Status") != "running" and state.get("ExitCode") is not None:
+            said.append(f"exit code {state['ExitCode']}")
+        if state.get("OOMKilled"):
+            said.append("killed for lack of memory")
+        if state.get("Error"):
+            said.append(str(state["Error"]))
+        checks = (state.get("Health") or {}).get("Log") or []
+        if checks and checks[-1].get("ExitCode"):
+            said.append(f"health check: {str(checks[-1].get('Output', '')).strip()[:200]}")
+        return ", ".join(said)
+
     def _inspect_attrs(self, container_id: str) -> dict[str, Any] | None:
         try:
             attrs: dict[str, Any] = self._client.api.inspect_container(container_id)
@@ -534,6 +559,7 @@ class DockerBackend(Backend):
             return None
         return attrs
 
+    @engine_call("releasing the agents' volumes")
     def release_storage(self, fleet: str, state_root: Path, delete: bool) -> builtins.list[str]:
         return self._volumes.release(fleet, state_root, delete)
 

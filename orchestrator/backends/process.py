@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from orchestrator.backends.base import (
     AGENT_OWNED,
@@ -58,6 +58,17 @@ class UnitRecord(BaseModel):
     started_at: datetime | None = None
     exit_code: int | None = None
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+
+def _read_record(path: Path) -> UnitRecord:
+    try:
+        return UnitRecord.model_validate_json(path.read_text())
+    except (OSError, ValidationError) as exc:
+        problem = str(exc).splitlines()[0]
+        raise BackendError(
+            f"the agent process record {path} cannot be read ({problem}): stop the process it "
+            "belongs to (`ps -ef | grep agent_runtime`) and delete the file"
+        ) from None
 
 
 def _proc_start_time(pid: int) -> str | None:
@@ -121,7 +132,7 @@ class ProcessBackend(Backend):
         path = self._record_path(unit_id)
         if not path.is_file():
             raise BackendError(f"no agent process {unit_id!r}")
-        return UnitRecord.model_validate_json(path.read_text())
+        return _read_record(path)
 
     def _save(self, record: UnitRecord) -> None:
         path = self._record_path(record.name)
@@ -183,17 +194,19 @@ class ProcessBackend(Backend):
         record = self._load(unit_id)
         if self._alive(record):
             return
-        log = self._log_path(unit_id).open("ab")
-        child = subprocess.Popen(
-            [self._python, "-m", "agent_runtime"],
-            env=record.env,
-            cwd=record.data_dir,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        log.close()
+        try:
+            with self._log_path(unit_id).open("ab") as log:
+                child = subprocess.Popen(
+                    [self._python, "-m", "agent_runtime"],
+                    env=record.env,
+                    cwd=record.data_dir,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+        except OSError as exc:
+            raise BackendError(f"cannot start the agent process {unit_id}: {exc}") from None
         self._children[unit_id] = child
         record.pid = child.pid
         record.proc_start = _proc_start_time(child.pid)
@@ -238,10 +251,17 @@ class ProcessBackend(Backend):
                 else:
                     time.sleep(0.2)
 
+    def engine_says(self, unit: UnitInfo) -> str:
+        said = super().engine_says(unit)
+        if unit.state == "running":
+            return said
+        last = [line.strip() for line in self.logs(unit.id, tail=1) if line.strip()]
+        return f"{said}, its last log line: {last[-1][:200]}" if last else said
+
     def list(self, labels: dict[str, str]) -> list[UnitInfo]:
         found = []
         for path in sorted(self._units.glob("*.json")):
-            record = UnitRecord.model_validate_json(path.read_text())
+            record = _read_record(path)
             if all(record.labels.get(k) == v for k, v in labels.items()):
                 found.append(self._info(record))
         return found

@@ -63,6 +63,7 @@ from orchestrator.backends.base import (
     UnitState,
 )
 from orchestrator.backends.docker import connect_docker
+from orchestrator.backends.docker_errors import engine_call, gone
 from orchestrator.backends.docker_sandbox import DockerSandbox
 from orchestrator.backends.swarm_move import fresh_volume_name, mounted_volume, remove_volume, wait_until
 
@@ -169,6 +170,7 @@ class SwarmBackend(Backend):
             raise BackendUnavailable("this node is a swarm worker: run Flotilla on a manager node")
         return str(swarm.get("NodeID", "")), True
 
+    @engine_call("making the fleet's overlay network")
     def prepare_fleet(self, fleet: str) -> str:
         """The uplink network; the address to listen on is this node's swarm gateway bridge."""
         self._ensure_network(uplink_name(fleet), _labels(fleet, "uplink"), internal=False)
@@ -186,6 +188,7 @@ class SwarmBackend(Backend):
         port = urlsplit(bind_url).port
         return f"http://{ORCHESTRATOR_ALIAS}:{port}"
 
+    @engine_call("removing the fleet's services, networks and secrets")
     def teardown_fleet(self, fleet: str) -> None:
         for service in self._client.services.list(filters={"label": [f"{LABEL_FLEET}={fleet}"]}):
             if (service.attrs["Spec"].get("Labels") or {}).get(LABEL_MANAGED) == "true":
@@ -222,12 +225,14 @@ class SwarmBackend(Backend):
             try:
                 network.remove()
                 return
-            except docker.errors.NotFound:
-                return
-            except docker.errors.APIError:
+            except docker.errors.APIError as exc:
+                if gone(exc):
+                    return
                 # Tasks leave a network a moment after their service is removed.
                 if time.monotonic() > deadline:
-                    raise
+                    raise BackendError(
+                        f"cannot remove network {network.name}: {exc.explanation or exc}"
+                    ) from exc
                 time.sleep(0.5)
 
     def _wait_tasks_gone(self, fleet: str) -> None:
@@ -242,6 +247,7 @@ class SwarmBackend(Backend):
                 return
             time.sleep(0.5)
 
+    @engine_call("removing the fleet's volumes")
     def release_storage(self, fleet: str, state_root: Path, delete: bool) -> builtins.list[str]:
         """With `delete`, the agents' volumes on this node go. Volumes on other nodes are named in
         the result: the engine removes volumes only on the node that holds them."""
@@ -450,6 +456,7 @@ class SwarmBackend(Backend):
         if current != replicas:
             service.scale(replicas)
 
+    @engine_call("removing an agent's service")
     def remove(self, unit_id: str) -> None:
         service = self._service(unit_id)
         if service is None:
@@ -527,6 +534,23 @@ class SwarmBackend(Backend):
         service = self._require(unit_id)
         return self._info(service)
 
+    def engine_says(self, unit: UnitInfo) -> str:
+        service = self._service(unit.id)
+        if service is None:
+            return "no service"
+        task, restarts = self._latest_task(service)
+        if task is None:
+            return "service without a task yet"
+        status = task.get("Status") or {}
+        said = [f"task {status.get('State', 'unknown')}"]
+        if status.get("Err"):
+            said.append(str(status["Err"]))
+        elif status.get("Message"):
+            said.append(str(status["Message"]))
+        if restarts:
+            said.append(f"{restarts} earlier task{'s' if restarts != 1 else ''}")
+        return ", ".join(said)
+
     def _info(self, service: Any, tasks: builtins.list[dict[str, Any]] | None = None) -> UnitInfo:
         spec = service.attrs["Spec"]
         labels = spec.get("Labels") or {}
@@ -583,6 +607,7 @@ class SwarmBackend(Backend):
         for chunk in service.logs(stdout=True, stderr=True, follow=follow, tail=tail):
             yield chunk.decode("utf-8", errors="replace").rstrip("\n")
 
+    @engine_call("listing the agents' services")
     def list(self, labels: dict[str, str]) -> list[UnitInfo]:
         wanted = [f"{k}={v}" for k, v in labels.items()] + [f"{LABEL_COMPONENT}=agent"]
         services = self._client.services.list(filters={"label": wanted})

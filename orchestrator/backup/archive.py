@@ -49,6 +49,7 @@ from orchestrator.backup.sources import (
     fleet_folder_files,
 )
 from orchestrator.backup.stopped_agents import StoppedSnapshots
+from orchestrator.config.wrong_names import unknown_agent
 from orchestrator.state.paths import StatePaths
 
 Progress = Callable[[str], None]
@@ -121,7 +122,7 @@ async def _take_backup(
 ) -> BackupResult:
     started = time.monotonic()
     if only_agent is not None and only_agent not in sources.agents:
-        raise BackupRefused(f"no agent named {only_agent!r} in fleet {sources.fleet}")
+        raise BackupRefused(unknown_agent(only_agent, sources.fleet, sources.agents))
     output = output.resolve()
     if not output.parent.is_dir():
         raise BackupRefused(f"the folder {output.parent} does not exist")

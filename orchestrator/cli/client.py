@@ -27,6 +27,10 @@ def _httpx() -> Any:
     return httpx
 
 
+# Error codes of the API that name a wrong argument of the command (exit code 2).
+WRONG_ARGUMENT = frozenset({"unknown_agent"})
+
+
 class ApiClient:
     def __init__(self, endpoint: Endpoint, timeout_s: float = 30.0) -> None:
         self.endpoint = endpoint
@@ -60,9 +64,13 @@ class ApiClient:
             body = response.json()
             message = body.get("message") or body.get("detail") or response.text
             details = body.get("details") or []
+            code = body.get("error")
         except (ValueError, AttributeError):
-            message, details = response.text, []
+            message, details, code = response.text, [], None
         extra = "".join(f"\n  - {d}" for d in details)
+        if code in WRONG_ARGUMENT:
+            # The operator's argument is wrong, and the message says which: no status to add.
+            raise BadInput(f"{message}{extra}")
         raise CliError(f"{message} (HTTP {response.status_code}){extra}")
 
     def _send(self, method: str, path: str, **kwargs: Any) -> Any:

@@ -22,15 +22,22 @@ def client_for(fleet_file: Path, timeout_s: float = 30.0) -> ApiClient:
 
 
 def load_or_exit(
-    fleet_file: Path, capacity: Capacity | None = None, *, contracts: bool = True, as_json: bool = False
+    fleet_file: Path,
+    capacity: Capacity | None = None,
+    *,
+    contracts: bool = True,
+    as_json: bool = False,
+    secrets: bool = True,
 ) -> LoadedFleet:
     """Load the fleet, or print every problem (file:line: path: message) and exit with code 2.
 
     Warnings (things that work but are likely mistakes) are for `validate` to print. With
-    `as_json`, the problems are printed as one JSON object on stdout.
+    `as_json`, the problems are printed as one JSON object on stdout. `secrets=False` is for
+    commands that stop or look at a fleet: they never use a secret's value, so one that cannot
+    be read (its environment variable unset) does not stop them.
     """
     try:
-        fleet = load_fleet(fleet_file, capacity, contracts=contracts)
+        fleet = load_fleet(fleet_file, capacity, contracts=contracts, secrets=secrets)
     except ConfigError as exc:
         if as_json:
             _exit_with_json(fleet_file, exc)

@@ -13,7 +13,6 @@ from orchestrator.backends.base import BackendError
 from orchestrator.cli.common import client_for, load_or_exit
 from orchestrator.cli.errors import NotRunning
 from orchestrator.cli.options import echo_json, fleet_file_option, json_option
-from orchestrator.fleet.reconcile import fleet_labels
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 
@@ -73,14 +72,12 @@ def exec_command(fleet_file: Path, agent: str, command: tuple[str, ...]) -> None
     What the command prints reaches the terminal raw, as with `docker exec`: it runs in the
     agent's container, so pipe it through `cat -v` when the agent may be hostile.
     """
-    from orchestrator.cli.fleet import _backend_or_exit, _runtime_of
+    from orchestrator.cli.fleet import _backend_or_exit, _runtime_of, _units_of
 
-    fleet = load_or_exit(fleet_file)
+    fleet = load_or_exit(fleet_file, secrets=False)
     paths = StatePaths.for_fleet_file(fleet.path)
     backend = _backend_or_exit(_runtime_of(paths, None, fleet), paths)
-    units = [u for u in backend.list(fleet_labels(fleet.name)) if u.agent == agent]
-    if not units:
-        raise click.BadParameter(f"agent {agent!r} has no unit in fleet {fleet.name!r}", param_hint="AGENT")
+    units = _units_of(backend, fleet, agent)
     try:
         code, output = backend.exec(units[0].id, list(command))
     except BackendError as exc:

@@ -16,7 +16,7 @@ from pathlib import Path
 from rich.console import Console
 
 from agent_runtime import collector_paused
-from orchestrator.backends.select import IMAGE_RUNTIMES
+from orchestrator.backends.select import IMAGE_RUNTIMES, Runtime
 from orchestrator.cli.client import ApiClient
 from orchestrator.cli.errors import CliError
 from orchestrator.cli.launch_options import LaunchOptions, ensure_agent_image, fleet_image
@@ -47,7 +47,7 @@ def launch_detached(fleet: LoadedFleet, options: LaunchOptions, paths: StatePath
     if options.runtime == "external":
         _wait_until_serving(paths, pid, console)
     else:
-        _wait_until_ready(paths, pid, console)
+        _wait_until_ready(paths, pid, console, options.runtime)
 
 
 def _fork_server(fleet: LoadedFleet, options: LaunchOptions, paths: StatePaths) -> int:
@@ -113,7 +113,7 @@ def _wait_until_serving(paths: StatePaths, pid: int, console: Console) -> None:
     raise CliError(f"the orchestrator did not start within {READY_TIMEOUT_S:.0f}s; see {paths.log_file}")
 
 
-def _wait_until_ready(paths: StatePaths, pid: int, console: Console) -> None:
+def _wait_until_ready(paths: StatePaths, pid: int, console: Console, runtime: Runtime) -> None:
     """Until every agent takes messages (its runtime loaded); prints when all had checked in
     and when all could take a message, counted from the start of this command."""
     started = time.monotonic()
@@ -150,20 +150,37 @@ def _wait_until_ready(paths: StatePaths, pid: int, console: Console) -> None:
             if answering >= total and not readiness.get("applying"):
                 for warning in readiness.get("warnings", []):
                     console.print(f"[bold red]warning: {warning}[/bold red]", highlight=False)
-                ready_s = _since_start()
-                console.print(
-                    f"{total} agent{'' if total == 1 else 's'} checked in after {checked_in_s or ready_s:.1f}s, "
-                    f"{'it takes' if total == 1 else 'all take'} messages after {ready_s:.1f}s"
-                    + (
-                        f"; {readiness['asleep']} asleep until they have work"
-                        if readiness.get("asleep")
-                        else ""
-                    )
-                )
+                console.print(_ready_line(total, readiness.get("asleep", 0), checked_in_s, _since_start()))
                 console.print(f"API and dashboard: {endpoint.url}/?token={endpoint.token}", highlight=False)
                 return
     waited_s = time.monotonic() - started
-    raise CliError(f"the agents did not all become ready within {waited_s:.0f}s; see `flotilla ps`")
+    raise CliError(
+        f"the agents did not all become ready within {waited_s:.0f}s:\n  "
+        + "\n  ".join(_not_ready(paths, runtime))
+        + "\nlook further with `flotilla ps` and `flotilla logs AGENT`"
+    )
+
+
+def _not_ready(paths: StatePaths, runtime: Runtime) -> list[str]:
+    from orchestrator.cli.not_ready import not_ready_lines
+
+    endpoint = read_endpoint(paths)
+    if endpoint is None:
+        return [f"the orchestrator stopped answering; see {paths.log_file}"]
+    with closing(ApiClient(endpoint)) as client:
+        return not_ready_lines(client, runtime, paths)
+
+
+def _ready_line(awake: int, asleep: int, checked_in_s: float | None, ready_s: float) -> str:
+    """What `up -d` says once the fleet is ready: sleeping agents are ready too (they wake on work)."""
+    sleeping = f"{asleep} agent{'' if asleep == 1 else 's'} asleep (wake{'s' if asleep == 1 else ''} on work)"
+    if awake == 0:
+        return f"ready after {ready_s:.1f}s: {sleeping}"
+    line = (
+        f"{awake} agent{'' if awake == 1 else 's'} checked in after {checked_in_s or ready_s:.1f}s, "
+        f"{'it takes' if awake == 1 else 'all take'} messages after {ready_s:.1f}s"
+    )
+    return f"{line}; {sleeping}" if asleep else line
 
 
 def _since_start() -> float:

@@ -13,3 +13,7 @@ class NotRunning(CliError):
 
 class BadInput(CliError):
     """The command's input is wrong, e.g. the fleet file it names does not exist (exit code 2)."""
+
+
+EXIT_INTERRUPTED = 130
+"""Ctrl-C, also where it is the usual way to end a command (`events -F`, `logs -F`)."""

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from orchestrator.cli.common import load_or_exit
-from orchestrator.cli.errors import CliError
+from orchestrator.cli.errors import BadInput, CliError
 from orchestrator.cli.options import echo_json, fleet_file_option, json_option
 from orchestrator.export.kubernetes import (
     ExportOptions,
@@ -78,10 +78,14 @@ def kubernetes(
         kubectl apply -k OUTPUT
     05-secrets.yaml holds the agents' tokens (mode 0600): keep it out of version control.
     """
-    fleet = load_or_exit(fleet_file)
+    fleet = load_or_exit(fleet_file, secrets=False)
+    try:
+        address = orchestrator_address(orchestrator_url)
+    except ExportRefused as refused:
+        raise BadInput(str(refused)) from None
     try:
         options = ExportOptions(
-            orchestrator=orchestrator_address(orchestrator_url),
+            orchestrator=address,
             agent_image=agent_image,
             storage_class=storage_class,
             namespace=namespace,

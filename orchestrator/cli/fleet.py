@@ -14,16 +14,17 @@ from urllib.parse import urlsplit
 
 import click
 
-from orchestrator.backends.base import Backend, BackendError, BackendUnavailable
+from orchestrator.backends.base import Backend, BackendError, BackendUnavailable, UnitInfo
 from orchestrator.backends.external import NEEDS_ADDRESS
 from orchestrator.backends.select import RUNTIMES, Runtime, open_backend, remembered_runtime
 from orchestrator.cli.apply_image import ImagePlan, image_for, planned_image
 from orchestrator.cli.common import DEFAULT_PORT, check_capacity_or_exit, client_for, load_or_exit
-from orchestrator.cli.errors import CliError
+from orchestrator.cli.errors import EXIT_INTERRUPTED, BadInput, CliError
 from orchestrator.cli.options import echo_json, fleet_file_option, follow_option, json_option
 from orchestrator.config.capacity import Capacity
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.schema import fleet_schema
+from orchestrator.config.wrong_names import unknown_agent
 from orchestrator.fleet.reconcile import fleet_labels, plan, remove_units
 from orchestrator.images.names import DEFAULT_IMAGE
 from orchestrator.state.check import check_state
@@ -256,7 +257,7 @@ def _apply_remote(
     return changed
 
 
-EXIT_CHANGES_PENDING = 1
+EXIT_CHANGES_PENDING = 5
 EXIT_CANNOT_PLAN = 3
 
 
@@ -266,7 +267,7 @@ EXIT_CANNOT_PLAN = 3
     "--dry-run",
     is_flag=True,
     help="Print the plan, naming the settings that change per agent; change nothing. "
-    "Exit 0: nothing to change, 1: changes pending, 2: the file is invalid, 3: no plan could be made.",
+    "Exit 0: nothing to change, 2: the file is invalid, 3: no plan could be made, 5: changes pending.",
 )
 @click.option("--runtime", type=click.Choice(RUNTIMES), default=None)
 @click.option(
@@ -369,12 +370,10 @@ def logs(
     from orchestrator.cli.log_since import lines_since, since_moment
 
     moment = since_moment(since, datetime.now()) if since else None
-    fleet = load_or_exit(fleet_file)
+    fleet = load_or_exit(fleet_file, secrets=False)
     paths = StatePaths.for_fleet_file(fleet.path)
     backend = _backend_or_exit(_runtime_of(paths, runtime, fleet), paths)
-    units = [u for u in backend.list(fleet_labels(fleet.name)) if u.agent == agent]
-    if not units:
-        raise CliError(f"agent {agent!r} has no unit in fleet {fleet.name!r}")
+    units = _units_of(backend, fleet, agent)
     try:
         # --since reads the whole log, then keeps the lines from the moment on (the last N of them).
         lines = backend.logs(units[0].id, follow=follow, tail=WHOLE_LOG if moment else tail)
@@ -383,9 +382,22 @@ def logs(
         for line in lines:
             click.echo(line.rstrip("\n"))
     except KeyboardInterrupt:
-        return
+        raise SystemExit(EXIT_INTERRUPTED) from None
     except BackendError as exc:
         raise CliError(str(exc)) from None
+
+
+def _units_of(backend: Backend, fleet: LoadedFleet, agent: str) -> list[UnitInfo]:
+    """The agent's units: BadInput for a name that is no agent of the fleet, CliError when it has none."""
+    if agent not in fleet.config.agents:
+        raise BadInput(unknown_agent(agent, fleet.name, fleet.config.agents))
+    try:
+        units = [u for u in backend.list(fleet_labels(fleet.name)) if u.agent == agent]
+    except BackendError as exc:
+        raise CliError(str(exc)) from None
+    if not units:
+        raise CliError(f"agent {agent!r} has no unit now; `flotilla ps` shows its state")
+    return units
 
 
 # As many lines as a log holds (`tail=0` means none to Docker).
@@ -417,7 +429,7 @@ def down(fleet_file: Path, volumes: bool, runtime: Runtime | None) -> None:
     The runtime the fleet ran on is forgotten: the next `up` runs on --runtime, fleet.yaml's
     `runtime:`, else docker.
     """
-    fleet = load_or_exit(fleet_file)
+    fleet = load_or_exit(fleet_file, secrets=False)
     paths = StatePaths.for_fleet_file(fleet.path)
     _stop_orchestrator(paths)
     ran_on = _runtime_of(paths, runtime, fleet)
@@ -429,7 +441,10 @@ def down(fleet_file: Path, volumes: bool, runtime: Runtime | None) -> None:
             click.echo(line)
         backend.teardown_fleet(fleet.name)
     except BackendError as exc:
-        raise CliError(str(exc)) from None
+        again = "flotilla down -v" if volumes else "flotilla down"
+        raise CliError(
+            f"{exc}; what was removed stays removed: once that is fixed, run `{again}` again"
+        ) from None
     paths.runtime_file.unlink(missing_ok=True)
     if volumes:
         _delete_state(paths)

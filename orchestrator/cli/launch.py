@@ -72,7 +72,9 @@ def prepare(
         agent_host = backend.prepare_fleet(fleet.name)
         listeners = bind_listeners(agent_host, options.port)
         fence_warning = backend.guard_fleet(fleet.name, agent_host, listeners.port)
-    except (BackendError, PortTaken) as exc:
+    except BackendError as exc:
+        raise CliError(f"{exc}; once that is fixed, run `flotilla up` again") from None
+    except PortTaken as exc:
         raise CliError(str(exc)) from None
     if fence_warning:
         console.print(f"[bold red]warning: {fence_warning}[/bold red]", highlight=False)

@@ -108,7 +108,7 @@ def cli() -> None:
 
     \b
     Exit codes: 0 done · 1 error · 2 invalid input (fleet.yaml, arguments) · 3 no orchestrator
-    running · 4 state.db damaged · 130 interrupted.
+    running · 4 state.db damaged · 5 changes pending (apply --dry-run) · 130 interrupted.
     Shell completion: flotilla completion bash|zsh|fish.
     """
 

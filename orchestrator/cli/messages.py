@@ -13,9 +13,10 @@ import click
 
 from orchestrator.cli.client import ApiClient
 from orchestrator.cli.common import client_for
-from orchestrator.cli.errors import CliError
+from orchestrator.cli.errors import BadInput, CliError
 from orchestrator.cli.options import fleet_file_option
 from orchestrator.cli.terminal import echo
+from orchestrator.config.wrong_names import unknown_agent
 
 HISTORY_FILE = Path("~/.flotilla_chat_history")
 HISTORY_LENGTH = 1000
@@ -74,7 +75,7 @@ def _require_agent(client: ApiClient, agent: str) -> None:
     fleet = client.get("/api/v1/fleet")
     names = [entry["name"] for entry in fleet["agents"]]
     if agent not in names:
-        raise click.BadParameter(f"no agent {agent!r} in fleet {fleet['fleet']} ({', '.join(names)})")
+        raise BadInput(unknown_agent(agent, fleet["fleet"], names))
 
 
 _timeout_option = click.option(

@@ -15,7 +15,7 @@ import click
 
 from orchestrator.cli.client import ApiClient
 from orchestrator.cli.common import client_for
-from orchestrator.cli.errors import CliError
+from orchestrator.cli.errors import EXIT_INTERRUPTED, CliError
 from orchestrator.cli.options import fleet_file_option, follow_option
 from orchestrator.cli.terminal import echo, one_line, secho
 
@@ -104,7 +104,7 @@ def _show_events(
             if of_types(event, types):
                 _echo_event(event, as_json)
     except KeyboardInterrupt:
-        return
+        raise SystemExit(EXIT_INTERRUPTED) from None
 
 
 # --------------------------------------------------------------------------------- workspace

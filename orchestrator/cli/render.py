@@ -9,7 +9,17 @@ from rich.table import Table
 from orchestrator.cli.terminal import markup_safe
 from orchestrator.config.units import format_bytes
 
-_HEALTH_STYLE = {"healthy": "green", "starting": "yellow", "unhealthy": "red", "down": "red"}
+ASLEEP = "asleep (wakes on work)"
+"""How a hibernated agent reads: sleeping is the default, not a fault."""
+
+
+_HEALTH_STYLE = {
+    "healthy": "green",
+    "starting": "yellow",
+    "unhealthy": "red",
+    "down": "red",
+    ASLEEP: "blue",
+}
 
 
 def _uptime(seconds: float | None) -> str:
@@ -71,10 +81,21 @@ def fold_asleep(status: dict[str, Any], show_all: bool) -> tuple[dict[str, Any],
     return status | {"agents": shown}, len(agents) - len(shown)
 
 
+def broken(agent: dict[str, Any]) -> bool:
+    """Neither asleep nor held by the operator, yet its unit is down or unhealthy."""
+    return bool(
+        not agent["hibernated"] and not agent.get("held") and agent["health"] in ("down", "unhealthy")
+    )
+
+
 def awake_summary(status: dict[str, Any]) -> str:
-    """'12 of 1000 agents awake (max_awake 100); 3 wait to be woken: a, b, c'."""
-    total = len(status["agents"])
-    line = f"{status.get('awake', 0)} of {total} agents awake"
+    """'12 of 1000 agents awake, 985 asleep (wake on work), 3 broken (max_awake 100); 3 wait to
+    be woken: a, b, c'."""
+    agents = status["agents"]
+    asleep = sum(1 for agent in agents if agent["hibernated"])
+    line = f"{status.get('awake', 0)} of {len(agents)} agents awake, {asleep} asleep (wake on work)"
+    failing = sum(1 for agent in agents if broken(agent))
+    line += f", [red]{failing} broken[/red]" if failing else ", 0 broken"
     if status.get("max_awake"):
         line += f" (max_awake {status['max_awake']})"
     queue = status.get("wake_queue") or []
@@ -104,14 +125,15 @@ def fleet_table(status: dict[str, Any]) -> Table:
     if with_node:
         table.add_column("node")
     for agent in status["agents"]:
-        state = "hibernated" if agent["hibernated"] else agent["state"]
+        asleep = agent["hibernated"] and agent["health"] == "down"
+        state = "asleep" if agent["hibernated"] else agent["state"]
         if agent.get("wake_position"):
             state += f", waits to wake (#{agent['wake_position']})"
         if agent.get("held"):
             state = f"{agent['held']} (operator)" if agent["held"] == "stopped" else f"{state}, paused"
         if agent.get("busy"):
             state += " (busy)"
-        health = agent["health"]
+        health = ASLEEP if asleep else agent["health"]
         shown_health = f"[{_HEALTH_STYLE.get(health, 'white')}]{health}[/]"
         if agent.get("disk_full"):
             free = agent.get("disk_free_bytes")

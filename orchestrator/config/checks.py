@@ -60,15 +60,17 @@ def check_fleet(
     raw: dict[str, Any],
     *,
     contracts: bool = True,
+    secrets: bool = True,
 ) -> None:
-    """`raw` is the file as parsed: rules are checked there, even where the schema failed."""
+    """`raw` is the file as parsed: rules are checked there, even where the schema failed.
+    `secrets=False`: a secret's value that cannot be read is a warning, not a problem."""
     known = _known_peers_only(fleet)
     _check_seeds(known, problems)
     if contracts:
         _check_contracts(known, problems)
     _check_rules(raw, problems)
-    _check_mcp_credentials(fleet, problems)
-    check_secrets(fleet, problems)
+    _check_mcp_credentials(fleet, problems, secrets)
+    check_secrets(fleet, problems, values_needed=secrets)
     _check_exec_runtime(fleet, problems)
     _check_host_tool_rules(fleet, problems)
     check_workflows(fleet, problems)
@@ -171,15 +173,16 @@ def _check_rules(raw: dict[str, Any], problems: Problems) -> None:
             problems.add((*where, "rules", error.line - 1), f"rule {error.text!r}: {error.message}")
 
 
-def _check_mcp_credentials(fleet: LoadedFleet, problems: Problems) -> None:
+def _check_mcp_credentials(fleet: LoadedFleet, problems: Problems, values_needed: bool) -> None:
     """Each ${NAME} in an HTTP MCP server's headers names a variable of the orchestrator host's
     environment: the orchestrator reads it there for every call (agents never see it)."""
+    report = problems.add if values_needed else problems.warn
     for agent_name, agent in fleet.config.agents.items():
         for index, server in enumerate(agent.tools.mcp):
             for header, names in server.header_variables().items():
                 for name in names:
                     if name not in os.environ:
-                        problems.add(
+                        report(
                             ("agents", agent_name, "tools", "mcp", index, "headers", header),
                             f"MCP server {server.name}: header {header} names the environment variable "
                             f"{name}, which is not set on the orchestrator host",

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from agent_runtime.memory import LOCAL_EMBEDDING_MODEL
 from orchestrator.config.edges import edge_problems
+from orchestrator.config.field_names import allowed_fields
 from orchestrator.config.fleet import (
     ConfigError,
     ConfigProblem,
@@ -33,12 +34,17 @@ from orchestrator.config.models import (
 )
 from orchestrator.config.paths import FleetFolder
 from orchestrator.config.safe_yaml import FieldPath, YamlRefused, load_yaml_file
+from orchestrator.config.wrong_names import did_you_mean
 from orchestrator.gateway.prices import unpriced_budget_problems
 
 if TYPE_CHECKING:
     from orchestrator.config.capacity import Capacity
 
 PROJECT_FILE = "PROJECT.md"
+NOT_FOUND = (
+    "file not found: run flotilla in a fleet's folder, name the file with -f, "
+    "or start a fleet with `flotilla init`"
+)
 SALVAGE_ROUNDS = 4
 
 
@@ -49,7 +55,8 @@ def _schema_problems(exc: ValidationError, problems: Problems) -> list[FieldPath
         loc = _clean_loc(error["loc"])
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
-            message = f"unknown field '{loc[-1]}'"
+            allowed = allowed_fields(FleetConfig, loc[:-1])
+            message = f"unknown field '{loc[-1]}'{did_you_mean(str(loc[-1]), allowed)}"
         problems.add(loc, message)
         locations.append(loc)
     return locations
@@ -194,16 +201,20 @@ def _resolve_files(
     return interfaces, project_md
 
 
-def load_fleet(path: str | Path, capacity: Capacity | None = None, *, contracts: bool = True) -> LoadedFleet:
+def load_fleet(
+    path: str | Path, capacity: Capacity | None = None, *, contracts: bool = True, secrets: bool = True
+) -> LoadedFleet:
     """Load and validate a fleet file. Raises ConfigError listing every problem found.
 
     With `capacity` (what the container engine can give), resources are checked against it too.
     `contracts=False` leaves the contracts to `flotilla contracts check`, which reports on them.
+    `secrets=False` makes an unreadable secret a warning: commands that stop or look at a fleet
+    never use a secret's value.
     """
     file_path = Path(path)
     file = str(file_path)
     if not file_path.is_file():
-        raise ConfigError([ConfigProblem(file, None, "", "file not found")])
+        raise ConfigError([ConfigProblem(file, None, "", NOT_FOUND)])
     try:
         document = load_yaml_file(file_path)
     except YamlRefused as refused:
@@ -221,7 +232,7 @@ def load_fleet(path: str | Path, capacity: Capacity | None = None, *, contracts:
     fleet = LoadedFleet(config, file_path, interfaces, project_md)
     from orchestrator.config.checks import check_fleet
 
-    check_fleet(fleet, problems, capacity, set_aside, data, contracts=contracts)
+    check_fleet(fleet, problems, capacity, set_aside, data, contracts=contracts, secrets=secrets)
     if problems.found:
         raise ConfigError(problems.sorted())
     return LoadedFleet(config, file_path, interfaces, project_md, problems.warnings, document.lines)

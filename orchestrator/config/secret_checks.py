@@ -12,13 +12,15 @@ if TYPE_CHECKING:
     from orchestrator.config.fleet import LoadedFleet, Problems
 
 
-def check_secrets(fleet: LoadedFleet, problems: Problems) -> None:
+def check_secrets(fleet: LoadedFleet, problems: Problems, *, values_needed: bool = True) -> None:
+    """`values_needed=False`: a value that cannot be read is only warned about."""
     declared = set(fleet.config.secrets)
     store = SecretStore(fleet.config.secrets, fleet.root)
+    report = problems.add if values_needed else problems.warn
     for name in sorted(declared):
         problem = store.problem(name)
         if problem is not None:
-            problems.add(("secrets", name), problem)
+            report(("secrets", name), problem)
     _warn_unbound(fleet, problems)
     for agent_name, agent in fleet.config.agents.items():
         where = ("agents", agent_name, "tools")

@@ -39,6 +39,7 @@ from agent_runtime.protocol import (
 )
 from orchestrator.agents.ask import AgentAsker
 from orchestrator.agents.requests import AgentChannels
+from orchestrator.config.wrong_names import unknown_agent
 from orchestrator.errors import BadRequest, Failed, Forbidden, Invalid, NotFound, Refused, TooLarge
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.view import FleetView
@@ -293,10 +294,9 @@ class WorkspaceAccess:
         self._channels = channels
 
     def open(self, agent: str) -> AgentWorkspace:
-        agents = self._fleet.current().config.agents
-        if agent not in agents:
-            known = ", ".join(sorted(agents))
-            raise NotFound("unknown_agent", f"no agent {agent!r} in this fleet (agents: {known})")
+        fleet = self._fleet.current()
+        if agent not in fleet.config.agents:
+            raise NotFound("unknown_agent", unknown_agent(agent, fleet.name, fleet.config.agents))
         return AgentWorkspace(agent, Workspace(self._paths.agent_dir(agent)))
 
     def write_file(

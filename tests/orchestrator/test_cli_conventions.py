@@ -121,7 +121,7 @@ def test_apply_dry_run_json(tmp_path: Path) -> None:
     result = CliRunner().invoke(
         cli, ["apply", "-f", str(fleet), "--dry-run", "--runtime", "process", "--json"]
     )
-    assert result.exit_code == 1, result.output  # changes pending
+    assert result.exit_code == 5, result.output  # changes pending
     plan = json.loads(result.output)
     assert plan["dry_run"] is True and plan["changed"] is True
     assert any("alpha" in action for action in plan["actions"])

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from orchestrator.cli.main import cli
 from orchestrator.config.fleet import ConfigError
-from orchestrator.config.loader import load_fleet
+from orchestrator.config.loader import NOT_FOUND, load_fleet
 from orchestrator.config.settings import container_hash, runtime_hash
 from orchestrator.config.units import parse_duration, parse_memory
 
@@ -120,7 +120,7 @@ def test_top_level_must_be_a_mapping(tmp_path: Path) -> None:
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    assert problems_of(tmp_path / "nope.yaml") == [f"{tmp_path / 'nope.yaml'}: file not found"]
+    assert problems_of(tmp_path / "nope.yaml") == [f"{tmp_path / 'nope.yaml'}: {NOT_FOUND}"]
 
 
 def test_config_hash_changes_only_with_the_agent(tmp_path: Path) -> None:

@@ -56,11 +56,11 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         run_flotilla(folder, "down", "-v")
 
 
-def test_apply_dry_run_names_the_fields_and_exits_1_when_changes_are_pending(live: Path) -> None:
+def test_apply_dry_run_names_the_fields_and_exits_4_when_changes_are_pending(live: Path) -> None:
     (live / "next.yaml").write_text(FLEET.replace("role: second", "role: the reviewer"))
     before = units(live)
     plan = run_flotilla(live, "apply", "--dry-run", file="next.yaml")
-    assert plan.returncode == 1, plan.stderr
+    assert plan.returncode == 5, plan.stderr
     assert "* update   beta" in plan.stdout and "role (the agent reloads its config)" in plan.stdout
     # alpha's AGENTS.md describes beta's role: rewritten in place, nothing else of alpha's changes.
     assert "* update   alpha                AGENTS.md (rewritten in place)\n" in plan.stdout

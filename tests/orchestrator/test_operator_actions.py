@@ -113,7 +113,7 @@ def test_restart_and_exec(fleet: Path) -> None:
     failed = run_flotilla(fleet, "exec", "beta", "--", sys.executable, "-c", "raise SystemExit(3)")
     assert failed.returncode == 3
     unknown = run_flotilla(fleet, "stop", "ghost")
-    assert unknown.returncode == 1 and "no agent 'ghost'" in unknown.stderr
+    assert unknown.returncode == 2 and "no agent 'ghost'" in unknown.stderr
 
 
 def test_the_operator_token_survives_restarts_until_rotated(fleet: Path) -> None:

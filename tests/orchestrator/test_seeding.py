@@ -63,7 +63,7 @@ def test_a_changed_seed_reaches_the_running_agent_without_a_restart(fleet: Path)
     pid = unit_pid(fleet)
     edit_fleet(fleet, "You are calm.", "You are calm and exact.")
     dry = run_flotilla(fleet, "apply", "--dry-run")
-    assert dry.returncode == 1 and "seed     scribe: SOUL.md from fleet.yaml" in dry.stdout
+    assert dry.returncode == 5 and "seed     scribe: SOUL.md from fleet.yaml" in dry.stdout
     assert "You are calm." in soul(fleet) and "exact" not in soul(fleet)  # a dry run changes nothing
     applied = run_flotilla(fleet, "apply")
     assert applied.returncode == 0, applied.stderr
@@ -99,7 +99,7 @@ def test_a_file_changed_since_it_was_seeded_is_not_overwritten(fleet: Path) -> N
     assert write.returncode == 0, write.stdout + write.stderr
     edit_fleet(fleet, "You are calm.", "You are bold.")
     dry = run_flotilla(fleet, "apply", "--dry-run")
-    assert dry.returncode == 1
+    assert dry.returncode == 5
     assert "conflict scribe: SOUL.md changed since fleet.yaml seeded it" in dry.stdout
     applied = run_flotilla(fleet, "apply")
     assert "conflict scribe: SOUL.md" in applied.stdout

@@ -92,7 +92,12 @@ class FleetStatus(BaseModel):
     )
 
 
-def _health(services: Services, agent: str, unit: UnitInfo | None) -> str:
+def _health(services: Services, agent: str, unit: UnitInfo | None, asleep: bool = False) -> str:
+    if unit is not None and unit.state == "created" and not asleep:
+        # Meant to run, the engine is starting it (a swarm task between pending and running), or
+        # the listing predates the agent's first check-in: neither is a unit that is down. An
+        # agent asleep keeps a unit made and never started.
+        return "healthy" if services.health.is_checking_in(agent) else "starting"
     if unit is None or unit.state != "running":
         return "down"
     if unit.health == "unhealthy":
@@ -142,7 +147,7 @@ def agent_status(services: Services, agent: str, facts: FleetFacts) -> AgentStat
         role=config.agents[agent].role,
         model=config.model_of(agent),
         state=unit.state if unit else "missing",
-        health=_health(services, agent, unit),
+        health=_health(services, agent, unit, asleep=agent in facts.hibernated),
         restarts=facts.restarts.get(agent, 0),
         uptime_s=uptime,
         memory_bytes=checkin.rss_bytes if checkin else None,

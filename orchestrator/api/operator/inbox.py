@@ -14,6 +14,7 @@ from orchestrator.api.errors import ApiError
 from orchestrator.broker.contracts_check import ContractsReport, check_running
 from orchestrator.broker.inbox import DeadLetter
 from orchestrator.broker.messages import MessageTrace
+from orchestrator.config.wrong_names import unknown_agent
 from orchestrator.services import Services
 
 router = APIRouter()
@@ -21,7 +22,9 @@ router = APIRouter()
 
 def _member(services: Services, agent: str) -> None:
     if agent not in services.fleet.config.agents:
-        raise ApiError(404, "not_found", f"there is no agent named {agent!r} in this fleet")
+        raise ApiError(
+            404, "unknown_agent", unknown_agent(agent, services.fleet.name, services.fleet.config.agents)
+        )
 
 
 @router.get("/api/v1/agents/{agent}/inbox", tags=["broker"])

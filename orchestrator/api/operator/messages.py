@@ -18,7 +18,9 @@ from orchestrator.api.deps import OperatorDep, ServicesDep
 from orchestrator.api.errors import ApiError
 from orchestrator.api.limits import check_message
 from orchestrator.api.state_damage import damage_ends_stream
+from orchestrator.api.operator.start_watch import StartWatch, cannot_start_message
 from orchestrator.approvals.store import ApprovalStore
+from orchestrator.config.wrong_names import unknown_agent
 from orchestrator.control.holds import Hold
 from orchestrator.services import Services
 
@@ -90,8 +92,9 @@ class _WaitWatch:
 
 def _require_agent(services: Services, agent: str) -> None:
     if agent not in services.fleet.config.agents:
-        known = ", ".join(services.fleet.config.agents)
-        raise ApiError(404, "unknown_agent", f"no agent {agent!r} in fleet {services.fleet.name} ({known})")
+        raise ApiError(
+            404, "unknown_agent", unknown_agent(agent, services.fleet.name, services.fleet.config.agents)
+        )
 
 
 @router.post("/agents/{agent}/messages", response_model=None)
@@ -105,21 +108,29 @@ async def send_message(
     """Queue an operator message. With ?stream=true, answer with the reply as server-sent events."""
     _require_agent(services, agent)
     check_message(services, body.text)
+    # Started before the item exists: a refusal of the start the item causes is not missed.
+    starts = await asyncio.to_thread(StartWatch, services, agent) if stream else None
     item = services.inbox.put(agent, ItemKind.OPERATOR_MESSAGE, "operator", body.text, priority=10)
-    if not stream:
+    if starts is None:
         return MessageAccepted(item_id=item.id)
     return StreamingResponse(
-        damage_ends_stream(services, _reply_events(services, agent, item.id, body.timeout_s)),
+        damage_ends_stream(services, _reply_events(services, agent, item.id, body.timeout_s, starts)),
         media_type="text/event-stream",
     )
 
 
-async def _reply_events(services: Services, agent: str, item_id: str, timeout_s: float) -> AsyncIterator[str]:
+async def _reply_events(
+    services: Services, agent: str, item_id: str, timeout_s: float, starts: StartWatch
+) -> AsyncIterator[str]:
     yield f"event: queued\ndata: {json.dumps({'item_id': item_id})}\n\n"
     deadline = time.monotonic() + timeout_s
     watch = _WaitWatch(services, agent, item_id)
-    async for event in _deltas_and_notices(services, watch, item_id, timeout_s):
+    async for event in _deltas_and_notices(services, watch, item_id, timeout_s, starts):
         yield event
+    if starts.failure is not None:
+        error = {"error": "cannot_start", "message": cannot_start_message(agent, item_id, starts.failure)}
+        yield f"event: error\ndata: {json.dumps(error)}\n\n"
+        return
     remaining = max(0.1, deadline - time.monotonic())
     result = await services.inbox.wait_result(item_id, remaining)
     if result is None:
@@ -155,9 +166,10 @@ async def item_status(
 
 
 async def _deltas_and_notices(
-    services: Services, watch: _WaitWatch, item_id: str, timeout_s: float
+    services: Services, watch: _WaitWatch, item_id: str, timeout_s: float, starts: StartWatch
 ) -> AsyncIterator[str]:
-    """The reply's parts as the agent streams them, and between them what holds the reply up."""
+    """The reply's parts as the agent streams them, and between them what holds the reply up;
+    ends early when the agent cannot start (`starts.failure`) before it began to reply."""
     parts: asyncio.Queue[str | None] = asyncio.Queue()
 
     async def pump() -> None:
@@ -167,12 +179,15 @@ async def _deltas_and_notices(
 
     task = asyncio.create_task(pump())
     next_look = 0.0
+    replying = False
     try:
         while True:
             if time.monotonic() >= next_look:
                 # Off the event loop: the approvals table is read (and expired) in SQLite.
                 for notice in await asyncio.to_thread(watch.news):
                     yield f"event: waiting\ndata: {notice.model_dump_json()}\n\n"
+                if not replying and await asyncio.to_thread(starts.look) is not None:
+                    return
                 next_look = time.monotonic() + WATCH_EVERY_S
             try:
                 delta = await asyncio.wait_for(parts.get(), WATCH_EVERY_S)
@@ -180,6 +195,7 @@ async def _deltas_and_notices(
                 continue
             if delta is None:
                 return
+            replying = True
             yield f"event: delta\ndata: {json.dumps({'delta': delta})}\n\n"
     finally:
         task.cancel()

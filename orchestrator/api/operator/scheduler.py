@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query
 
 from orchestrator.api.deps import OperatorDep, ServicesDep
 from orchestrator.api.errors import ApiError
+from orchestrator.config.wrong_names import unknown_agent
 from orchestrator.scheduler.models import HeartbeatStatus, TickResult
 from orchestrator.scheduler.runs import RunKind, RunView
 from orchestrator.services import Services
@@ -18,8 +19,9 @@ router = APIRouter(tags=["scheduler"])
 
 def _fleet_agent(services: Services, agent: str) -> str:
     if agent not in services.fleet.config.agents:
-        known = ", ".join(sorted(services.fleet.config.agents))
-        raise ApiError(404, "unknown_agent", f"no agent {agent!r} in fleet {services.fleet.name} ({known})")
+        raise ApiError(
+            404, "unknown_agent", unknown_agent(agent, services.fleet.name, services.fleet.config.agents)
+        )
     return agent
 
 

@@ -269,7 +269,7 @@ def test_one_agent_backup_and_unknown_agent(tmp_path: Path) -> None:
     assert manifest.only_agent == "alpha" and [a.name for a in manifest.agents] == ["alpha"]
     assert not any(e.path.startswith(("state/", "agents/beta")) for e in manifest.entries)
     sources, agents = make_fleet(tmp_path / "other")
-    with pytest.raises(BackupRefused, match="no agent named 'gamma'"):
+    with pytest.raises(BackupRefused, match="no agent 'gamma' in fleet"):
         asyncio.run(take_backup(sources, agents, tmp_path / "x.tar", only_agent="gamma"))
 
 

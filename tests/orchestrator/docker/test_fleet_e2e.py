@@ -266,7 +266,7 @@ def test_apply_dry_run_shows_the_plan_and_changes_nothing(
     )
     try:
         plan = running_fleet.flotilla("apply", "--dry-run", check=False)
-        assert plan.returncode == 1, plan.stdout + plan.stderr
+        assert plan.returncode == 5, plan.stdout + plan.stderr
         assert "~ recreate writer" in plan.stdout
         assert "resources.memory (new container)" in plan.stdout
         assert "role (the agent reloads its config)" in plan.stdout

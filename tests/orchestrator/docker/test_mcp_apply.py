@@ -86,7 +86,7 @@ def test_apply_adds_an_mcp_package_to_a_running_docker_fleet(
                     docker_client.images.remove(tag)
     (fleet_dir / "fleet.yaml").write_text((fleet_dir / "after.yaml").read_text())
     planned = run_flotilla(fleet_dir, "apply", "--dry-run")
-    assert planned.returncode == 1, planned.stdout + planned.stderr
+    assert planned.returncode == 5, planned.stdout + planned.stderr
     assert f"~ image    agents created or recreated would run {agent_image.tag}-ext-" in planned.stdout
     assert "built by this apply" in planned.stdout
     applied = run_flotilla(fleet_dir, "apply", timeout=900)

@@ -81,7 +81,7 @@ def test_adding_alerts_is_reported_as_a_change_in_text_and_json(running: tuple[P
     )
     (folder / "fleet.yaml").write_text(FLEET.format(model="test", url=url) + alerts)
     dry = run_flotilla(folder, "apply", "--dry-run")
-    assert dry.returncode == 1, dry.stdout + dry.stderr
+    assert dry.returncode == 5, dry.stdout + dry.stderr
     assert "* update   (fleet)              alerts (in force at once)" in dry.stdout
     applied = run_flotilla(folder, "apply", "--json")
     assert applied.returncode == 0, applied.stdout + applied.stderr
