@@ -17,8 +17,8 @@ from agent_runtime.protocol import ItemKind, WorkResult
 from orchestrator.api.deps import OperatorDep, ServicesDep
 from orchestrator.api.errors import ApiError
 from orchestrator.api.limits import check_message
-from orchestrator.api.state_damage import damage_ends_stream
 from orchestrator.api.operator.start_watch import StartWatch, cannot_start_message
+from orchestrator.api.state_damage import damage_ends_stream
 from orchestrator.approvals.store import ApprovalStore
 from orchestrator.config.wrong_names import unknown_agent
 from orchestrator.control.holds import Hold
