@@ -189,7 +189,14 @@ class MemoryConfig(BaseModel):
     duplicate_similarity: float = Field(
         default=0.97, description="Near-duplicate above this (and same words)"
     )
-    subject_similarity: float = Field(default=0.85, description="Same subject above this, in one category")
+    subject_similarity: float = Field(
+        default=0.85, description="A fact saved without a category joins the category of a fact this close"
+    )
+    attribute_similarity: float = Field(
+        default=0.5,
+        description="Same subject above this, in one category, when what differs is the value of one "
+        "attribute of one thing (set from the labelled memory benchmark, docs/memory.md)",
+    )
     contradiction_similarity: float | None = Field(
         default=None,
         ge=0,

@@ -264,14 +264,16 @@ class MemoryStore:
     def _save_prepared(self, candidate: truth.Candidate) -> SaveResult:
         now = iso(self._now())
         with self.transaction() as conn:
-            barrier = truth.find_barrier(conn, candidate.key, candidate.vector, self.config)
+            barrier = truth.find_barrier(conn, candidate.key, candidate.vector, self.config, candidate.text)
             if barrier is not None:
                 if candidate.source in BARRED_SOURCES:
+                    # Not the text: the log must not keep what was forgotten.
+                    log.info("%s save refused: it restates a forgotten fact (barrier %d)", candidate.source, barrier)
                     return SaveResult(
                         outcome=SaveOutcome.BLOCKED,
                         detail=f"this fact was forgotten on purpose (barrier {barrier})",
                     )
-                truth.lift_barriers(conn, candidate.key, candidate.vector, self.config)
+                truth.lift_barriers(conn, candidate.key, candidate.vector, self.config, candidate.text)
             category_id = self.index.category_id(candidate.category)
             neighbors: list[tuple[int, float]] = []
             if candidate.vector is not None:
