@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Literal
@@ -63,8 +64,10 @@ class Pair(BaseModel):
 
 
 class Query(BaseModel):
-    """A question put to a store that holds `target` among other facts."""
+    """A question put to a store that holds `target` among other facts: a paraphrase, or one
+    of the fact's own words (`keyword`, for keyword-only search)."""
 
+    kind: Literal["paraphrase", "keyword"]
     family: str
     language: str
     store: str
@@ -361,54 +364,55 @@ ENGLISH: list[tuple[str, str, tuple[str, ...]]] = [
     ("backup", "Backups of the database run every night at 2:00.", ("when are the data snapshots taken?", "how often is the DB copied?")),
 ]
 
-OTHER_LANGUAGES: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
+# The last item is one word of the fact, for the keyword-only queries.
+OTHER_LANGUAGES: dict[str, list[tuple[str, str, tuple[str, ...], str]]] = {
     "de": [
-        ("approver", "Rechnungen werden von {person} in der Buchhaltung freigegeben.", ("Wer genehmigt die Zahlungen?",)),
-        ("diet", "Der Nutzer isst kein Fleisch, aber Fisch.", ("Welche Ernährungseinschränkungen habe ich?",)),
-        ("home", "Der Nutzer wohnt in {city}.", ("Wo ist mein Zuhause?",)),
-        ("employer", "Der Nutzer arbeitet bei {company}.", ("Für welche Firma bin ich tätig?",)),
-        ("pet", "Der Nutzer hat einen Hund namens Bello.", ("Habe ich ein Haustier?",)),
-        ("standup", "Das tägliche Teamtreffen beginnt um {time}.", ("Wann ist unsere Morgenbesprechung?",)),
-        ("allergy", "Der Nutzer ist allergisch gegen Nüsse.", ("Was verträgt mein Körper nicht?",)),
-        ("car", "Der Nutzer fährt einen roten Volvo.", ("Welches Auto besitze ich?",)),
-        ("deploy", "Veröffentlichungen auf Produktion nur donnerstags.", ("An welchem Wochentag dürfen wir ausrollen?",)),
-        ("music", "Der Nutzer hört gerne Jazz.", ("Welche Musikrichtung mag ich?",)),
+        ("approver", "Rechnungen werden von {person} in der Buchhaltung freigegeben.", ("Wer genehmigt die Zahlungen?",), "Rechnungen"),
+        ("diet", "Der Nutzer isst kein Fleisch, aber Fisch.", ("Welche Ernährungseinschränkungen habe ich?",), "Fleisch"),
+        ("home", "Der Nutzer wohnt in {city}.", ("Wo ist mein Zuhause?",), "wohnt"),
+        ("employer", "Der Nutzer arbeitet bei {company}.", ("Für welche Firma bin ich tätig?",), "arbeitet"),
+        ("pet", "Der Nutzer hat einen Hund namens Bello.", ("Habe ich ein Haustier?",), "Hund"),
+        ("standup", "Das tägliche Teamtreffen beginnt um {time}.", ("Wann ist unsere Morgenbesprechung?",), "Teamtreffen"),
+        ("allergy", "Der Nutzer ist allergisch gegen Nüsse.", ("Was verträgt mein Körper nicht?",), "allergisch"),
+        ("car", "Der Nutzer fährt einen roten Volvo.", ("Welches Auto besitze ich?",), "Volvo"),
+        ("deploy", "Veröffentlichungen auf Produktion nur donnerstags.", ("An welchem Wochentag dürfen wir ausrollen?",), "donnerstags"),
+        ("music", "Der Nutzer hört gerne Jazz.", ("Welche Musikrichtung mag ich?",), "Jazz"),
     ],
     "es": [
-        ("approver", "Las facturas las aprueba {person} en contabilidad.", ("¿Quién autoriza los pagos?",)),
-        ("diet", "El usuario es pescetariano.", ("¿Qué restricciones alimentarias tengo?",)),
-        ("home", "El usuario vive en {city}.", ("¿Dónde está mi casa?",)),
-        ("employer", "El usuario trabaja en {company}.", ("¿Para qué empresa trabajo?",)),
-        ("pet", "El usuario tiene un perro llamado Toby.", ("¿Tengo mascota?",)),
-        ("standup", "La reunión diaria del equipo empieza a las {time}.", ("¿A qué hora es nuestra junta de la mañana?",)),
-        ("allergy", "El usuario es alérgico a los cacahuetes.", ("¿Qué alimento me hace daño?",)),
-        ("car", "El usuario conduce un Volvo rojo.", ("¿Qué coche tengo?",)),
-        ("deploy", "Los despliegues a producción solo se hacen los jueves.", ("¿Qué día podemos publicar versiones?",)),
-        ("music", "Al usuario le gusta escuchar jazz.", ("¿Qué género musical prefiero?",)),
+        ("approver", "Las facturas las aprueba {person} en contabilidad.", ("¿Quién autoriza los pagos?",), "facturas"),
+        ("diet", "El usuario es pescetariano.", ("¿Qué restricciones alimentarias tengo?",), "pescetariano"),
+        ("home", "El usuario vive en {city}.", ("¿Dónde está mi casa?",), "vive"),
+        ("employer", "El usuario trabaja en {company}.", ("¿Para qué empresa trabajo?",), "trabaja"),
+        ("pet", "El usuario tiene un perro llamado Toby.", ("¿Tengo mascota?",), "perro"),
+        ("standup", "La reunión diaria del equipo empieza a las {time}.", ("¿A qué hora es nuestra junta de la mañana?",), "reunión"),
+        ("allergy", "El usuario es alérgico a los cacahuetes.", ("¿Qué alimento me hace daño?",), "cacahuetes"),
+        ("car", "El usuario conduce un Volvo rojo.", ("¿Qué coche tengo?",), "Volvo"),
+        ("deploy", "Los despliegues a producción solo se hacen los jueves.", ("¿Qué día podemos publicar versiones?",), "jueves"),
+        ("music", "Al usuario le gusta escuchar jazz.", ("¿Qué género musical prefiero?",), "jazz"),
     ],
     "zh": [
-        ("approver", "发票由财务部的{person}审批。", ("谁负责批准付款？",)),
-        ("diet", "用户只吃鱼不吃肉。", ("我有什么饮食限制？",)),
-        ("home", "用户住在{city}。", ("我的家在哪里？",)),
-        ("employer", "用户在{company}公司工作。", ("我在哪家企业上班？",)),
-        ("pet", "用户养了一只叫旺财的狗。", ("我有宠物吗？",)),
-        ("standup", "团队每日例会在{time}开始。", ("我们早上的会议几点？",)),
-        ("allergy", "用户对花生过敏。", ("我不能吃什么食物？",)),
-        ("car", "用户开一辆红色的沃尔沃。", ("我的汽车是什么牌子？",)),
-        ("deploy", "生产环境只在星期四发布。", ("哪天可以上线新版本？",)),
-        ("music", "用户喜欢听爵士乐。", ("我喜欢什么类型的音乐？",)),
+        ("approver", "发票由财务部的{person}审批。", ("谁负责批准付款？",), "发票"),
+        ("diet", "用户只吃鱼不吃肉。", ("我有什么饮食限制？",), "吃鱼"),
+        ("home", "用户住在{city}。", ("我的家在哪里？",), "住在"),
+        ("employer", "用户在{company}公司工作。", ("我在哪家企业上班？",), "工作"),
+        ("pet", "用户养了一只叫旺财的狗。", ("我有宠物吗？",), "狗"),
+        ("standup", "团队每日例会在{time}开始。", ("我们早上的会议几点？",), "例会"),
+        ("allergy", "用户对花生过敏。", ("我不能吃什么食物？",), "花生"),
+        ("car", "用户开一辆红色的沃尔沃。", ("我的汽车是什么牌子？",), "沃尔沃"),
+        ("deploy", "生产环境只在星期四发布。", ("哪天可以上线新版本？",), "星期四"),
+        ("music", "用户喜欢听爵士乐。", ("我喜欢什么类型的音乐？",), "爵士乐"),
     ],
     "ja": [
-        ("approver", "請求書は経理の{person}さんが承認します。", ("支払いの許可は誰が出しますか？",)),
-        ("diet", "ユーザーは肉を食べませんが魚は食べます。", ("私の食事制限は何ですか？",)),
-        ("home", "ユーザーは{city}に住んでいます。", ("私の自宅はどこですか？",)),
-        ("employer", "ユーザーは{company}で働いています。", ("私の勤務先はどこですか？",)),
-        ("pet", "ユーザーはポチという犬を飼っています。", ("私はペットを飼っていますか？",)),
-        ("standup", "チームの朝会は毎日{time}に始まります。", ("毎朝のミーティングは何時ですか？",)),
-        ("allergy", "ユーザーはピーナッツアレルギーです。", ("私が食べてはいけないものは？",)),
-        ("car", "ユーザーは赤いボルボに乗っています。", ("私の車は何ですか？",)),
-        ("deploy", "本番環境へのリリースは木曜日だけです。", ("新しいバージョンを出せる曜日は？",)),
-        ("music", "ユーザーはジャズを聴くのが好きです。", ("私の好きな音楽のジャンルは？",)),
+        ("approver", "請求書は経理の{person}さんが承認します。", ("支払いの許可は誰が出しますか？",), "請求書"),
+        ("diet", "ユーザーは肉を食べませんが魚は食べます。", ("私の食事制限は何ですか？",), "魚"),
+        ("home", "ユーザーは{city}に住んでいます。", ("私の自宅はどこですか？",), "住んで"),
+        ("employer", "ユーザーは{company}で働いています。", ("私の勤務先はどこですか？",), "働いて"),
+        ("pet", "ユーザーはポチという犬を飼っています。", ("私はペットを飼っていますか？",), "犬"),
+        ("standup", "チームの朝会は毎日{time}に始まります。", ("毎朝のミーティングは何時ですか？",), "朝会"),
+        ("allergy", "ユーザーはピーナッツアレルギーです。", ("私が食べてはいけないものは？",), "ピーナッツ"),
+        ("car", "ユーザーは赤いボルボに乗っています。", ("私の車は何ですか？",), "ボルボ"),
+        ("deploy", "本番環境へのリリースは木曜日だけです。", ("新しいバージョンを出せる曜日は？",), "木曜日"),
+        ("music", "ユーザーはジャズを聴くのが好きです。", ("私の好きな音楽のジャンルは？",), "ジャズ"),
     ],
 }
 ENGLISH_STORES = 5
@@ -428,25 +432,31 @@ def _fill(template: str, rng: random.Random) -> str:
     )
 
 
+def _longest_word(text: str) -> str:
+    """An English fact's keyword: its longest word (ties: the first)."""
+    return max(re.findall(r"[A-Za-z]+", text), key=len)
+
+
 def _queries(rng: random.Random) -> tuple[list[Query], list[StoreFact]]:
     queries: list[Query] = []
     facts: list[StoreFact] = []
-    stores: list[tuple[str, str, list[tuple[str, str, tuple[str, ...]]]]] = [
-        (f"en-{number}", "en", ENGLISH) for number in range(ENGLISH_STORES)
+    stores: list[tuple[str, str, list[tuple[str, str, tuple[str, ...], str]]]] = [
+        (f"en-{number}", "en", [(*family, "") for family in ENGLISH]) for number in range(ENGLISH_STORES)
     ]
     stores += [(language, language, families) for language, families in OTHER_LANGUAGES.items()]
     for store, language, families in stores:
-        for family, template, questions in families:
+        for family, template, questions, keyword in families:
             text = _fill(template, rng)
             facts.append(StoreFact(store=store, text=text))
             # English stores ask one of the family's two questions in turn, so that five stores
             # ask each question more than once with different facts around it.
             question = questions[len(queries) % len(questions)]
-            queries.append(
-                Query(family=family, language=language, store=store, query=question, target=text, half="dev")
-            )
+            common = {"family": family, "language": language, "store": store, "target": text, "half": "dev"}
+            queries.append(Query(kind="paraphrase", query=question, **common))
+            queries.append(Query(kind="keyword", query=keyword or _longest_word(text), **common))
     for position, query in enumerate(queries):
-        query.half = "dev" if position % 2 == 0 else "held_out"
+        # Both queries of one fact fall in the same half.
+        query.half = "dev" if (position // 2) % 2 == 0 else "held_out"
     return queries, facts
 
 
@@ -468,7 +478,7 @@ def main() -> None:
             out.write(dataset.model_dump_json(indent=1))
     print(json.dumps({
         "pairs": dict(Counter(pair.label for pair in dataset.pairs)),
-        "queries": dict(Counter(query.language for query in dataset.queries)),
+        "queries": dict(Counter(f"{query.kind} {query.language}" for query in dataset.queries)),
     }))
 
 

@@ -33,6 +33,9 @@ NON_SEMANTIC_MODELS = frozenset({"test"})
 # The similarity above which two facts that disagree on a value are taken as contradicting,
 # measured per model on a labelled set of sentence pairs (docs/memory.md, "Contradictions").
 MEASURED_CONTRADICTION_SIMILARITY: dict[str, float] = {LOCAL_EMBEDDING_MODEL: 0.6}
+# The similarity under which search leaves a fact out unless a keyword matched, per model, set
+# from the paraphrase queries of the labelled memory benchmark (docs/memory.md, "Search floor").
+MEASURED_SEARCH_FLOOR: dict[str, float] = {LOCAL_EMBEDDING_MODEL: 0.2}
 MAX_BATCH = 128
 QUERY_CACHE_SIZE = 256
 

@@ -49,6 +49,7 @@ from agent_runtime.memory.models import (
     SaveResult,
 )
 from agent_runtime.memory.records import FACT_COLUMNS, FACT_FROM, Row, fact_from_row, iso
+from agent_runtime.memory.scripts import index_text
 from agent_runtime.memory.search import gather, rank
 from agent_runtime.memory.sqlite import Connection, connect
 from agent_runtime.memory.text import content_key, has_word
@@ -116,6 +117,7 @@ class MemoryStore:
         with self.transaction() as conn:
             prepared = migrate.prepare(conn, self.config, self.embeddings.embedder is not None)
             FactIndex(conn, prepared.dims).backfill_codes()
+            FactIndex(conn, prepared.dims).reindex_spaceless()
         self.index = FactIndex(self._conn, prepared.dims, self.config.matrix_max_mb)
         if not prepared.vectors_usable:
             self.vector_note = prepared.note
@@ -465,7 +467,7 @@ class MemoryStore:
                     "UPDATE facts SET text = ?, updated_at = ? WHERE id = ?",
                     (cleaned, iso(self._now()), fact_id),
                 )
-                conn.execute("UPDATE fact_fts SET text = ? WHERE rowid = ?", (cleaned, fact_id))
+                conn.execute("UPDATE fact_fts SET text = ? WHERE rowid = ?", (index_text(cleaned), fact_id))
             return SaveResult(
                 outcome=SaveOutcome.MERGED, fact_id=fact_id, replaced_id=fact_id, detail="wording fixed"
             )
