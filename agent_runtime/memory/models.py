@@ -110,6 +110,20 @@ class FactHit(BaseModel):
     tier: Literal["category", "flat", "keyword"] = "flat"
 
 
+class FactVersion(BaseModel):
+    """One version of a fact, with the time it was current (`timeline`)."""
+
+    fact: Fact
+    valid_from: datetime
+    valid_until: datetime | None = Field(description="When the version that replaced it was saved; None: current")
+    replaced_by: int | None = None
+    current: bool
+    score: float
+
+    def valid_at(self, moment: datetime) -> bool:
+        return self.valid_from <= moment and (self.valid_until is None or moment < self.valid_until)
+
+
 class Episode(BaseModel):
     id: int
     start: str

@@ -5,15 +5,20 @@ labelled memory set (`bench.memory_dataset`), with the test model's vectors."""
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 import pytest
-from conftest import DIMS, StoreFactory
+from conftest import DIMS, ManualClock, StoreFactory
 
 from agent_runtime.memory.embeddings import DeterministicEmbedder
 from agent_runtime.memory.models import FactSource, FactStatus, SaveOutcome
 from agent_runtime.memory.store import MemoryStore
+from agent_runtime.memory.tools import MemoryTools, ToolInputError
+from agent_runtime.protocol import AgentOp
+from agent_runtime.transport.serving import _memory_op
 from bench.memory_dataset import generate
 from bench.memory_scoring import CachedEmbedder, score_pairs
+from orchestrator.agent_memory.models import MemoryHistoryResult
 
 FORGOTTEN_PHONE = "The user's phone number is 555-0100"
 REWORDINGS = [
@@ -123,3 +128,44 @@ def test_the_fixed_subset_of_the_labelled_pairs(open_store: StoreFactory) -> Non
     assert scores.supersession_precision >= 0.98
     assert scores.supersession_recall >= 0.8
     assert scores.contradiction_precision >= 0.95
+
+
+def test_history_and_as_of_reach_superseded_facts_with_their_validity(
+    store: MemoryStore, clock: ManualClock
+) -> None:
+    tools = MemoryTools(store)
+    first = store.save("The design review meeting is at 15:00 on Tuesdays.", category="work")
+    clock.advance(86400)
+    moved_at = clock.now()
+    second = store.save("The design review meeting is at 16:30 on Tuesdays.", category="work")
+    assert second.outcome is SaveOutcome.SUPERSEDED
+    clock.advance(3600)
+    ordinary = tools.call("memory_search", {"query": "design review meeting time"})
+    assert [result["text"] for result in ordinary["results"] if result["from"] == "fact"] == [
+        "The design review meeting is at 16:30 on Tuesdays."
+    ]
+    history = tools.call("memory_search", {"query": "when was the design review before it moved", "history": True})
+    newest, oldest = history["results"]
+    assert newest["ref"] == f"fact:{second.fact_id}" and newest["current"] and newest["valid_until"] is None
+    assert oldest["ref"] == f"fact:{first.fact_id}" and not oldest["current"]
+    assert oldest["valid_until"] == moved_at.isoformat() and oldest["replaced_by"] == f"fact:{second.fact_id}"
+    before = (moved_at - timedelta(hours=1)).date().isoformat()
+    then = tools.call("memory_search", {"query": "design review meeting", "as_of": before})
+    assert [result["text"] for result in then["results"]] == ["The design review meeting is at 15:00 on Tuesdays."]
+    with pytest.raises(ToolInputError, match="as_of"):
+        tools.call("memory_search", {"query": "design review", "as_of": "last tuesday"})
+
+
+def test_the_operators_history_search_gives_validity_intervals(store: MemoryStore, clock: ManualClock) -> None:
+    store.save("Server db3 runs version 2.4.", category="servers")
+    clock.advance(3600)
+    upgraded = store.save("Server db3 runs version 2.9.", category="servers")
+    answer = _memory_op(store, AgentOp.MEMORY_HISTORY, {"q": "db3 version", "k": 5})
+    result = MemoryHistoryResult.model_validate(answer)
+    assert [version.fact.text for version in result.versions] == [
+        "Server db3 runs version 2.9.",
+        "Server db3 runs version 2.4.",
+    ]
+    assert result.versions[1].replaced_by == upgraded.fact_id and result.versions[0].current
+    with pytest.raises(ValueError, match="as_of 'soon'"):
+        _memory_op(store, AgentOp.MEMORY_HISTORY, {"q": "db3", "as_of": "soon"})
