@@ -18,8 +18,8 @@ from collections.abc import Sequence
 
 from agent_runtime.memory import DeterministicEmbedder, Embedder
 from bench.memory_dataset import Dataset, Pair, Query, generate
-from bench.memory_scoring import CachedEmbedder, Recall, score_pairs, score_queries
 from bench.memory_models import available_models
+from bench.memory_scoring import CachedEmbedder, Recall, score_pairs, score_queries
 
 Row = dict[str, str]
 TOPIC = "memory_labelled"

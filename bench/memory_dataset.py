@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001 - the Chinese and Japanese sentences end with full-width question marks.
 """The labelled memory set: fact pairs and paraphrase queries, generated from a fixed seed.
 
 Where each part comes from: every sentence is produced here by `generate(seed)` from templates
@@ -153,7 +154,10 @@ def _updated_makers() -> dict[str, PairMaker]:
         a, b = _date(rng), _date(rng)
         while b == a:
             b = _date(rng)
-        return f"Invoice {number} for {company} is due on {a}.", f"Invoice {number} for {company} is due on {b}."
+        return (
+            f"Invoice {number} for {company} is due on {a}.",
+            f"Invoice {number} for {company} is due on {b}.",
+        )
 
     def version(rng: random.Random) -> tuple[str, str]:
         host = f"{rng.choice(['db', 'web', 'cache'])}{rng.randrange(1, 20)}"
@@ -164,7 +168,10 @@ def _updated_makers() -> dict[str, PairMaker]:
     def budget(rng: random.Random) -> tuple[str, str]:
         project = rng.choice(PROJECTS)
         a, b = rng.randrange(10, 90) * 1000, rng.randrange(91, 200) * 1000
-        return f"The budget of project {project} is {a} euros.", f"The budget of project {project} is {b} euros."
+        return (
+            f"The budget of project {project} is {a} euros.",
+            f"The budget of project {project} is {b} euros.",
+        )
 
     return {
         "home_city": home,
@@ -191,7 +198,10 @@ def _distinct_makers() -> dict[str, PairMaker]:
     def observations(rng: random.Random) -> tuple[str, str]:
         ref, day = rng.choice(REFS), rng.randrange(1, 400)
         later = day + rng.randrange(1, 30)
-        (a, b), thing = _two(rng, PEOPLE), rng.choice(["the boiler", "the pump", "the backup job", "the door"])
+        (a, b), thing = (
+            _two(rng, PEOPLE),
+            rng.choice(["the boiler", "the pump", "the backup job", "the door"]),
+        )
         return (
             f"On day {day}, {a} noted that {thing} was checked (ref: {ref}-{day:03d}).",
             f"On day {later}, {b} noted that {thing} was checked (ref: {ref}-{later:03d}).",
@@ -337,57 +347,178 @@ def _sources(label: Label, rng: random.Random) -> dict[str, str]:
 # Paraphrase families: (family, fact template, query templates). Slots: {person}, {city},
 # {company}, {project}, {lang}, {food}, {time}, {number}.
 ENGLISH: list[tuple[str, str, tuple[str, ...]]] = [
-    ("approver", "Invoices are approved by {person} in finance.", ("who signs off on bills?", "whose OK do payments need?")),
-    ("diet", "The user is pescatarian.", ("What are my current dietary restrictions?", "what should I avoid cooking for them?")),
+    (
+        "approver",
+        "Invoices are approved by {person} in finance.",
+        ("who signs off on bills?", "whose OK do payments need?"),
+    ),
+    (
+        "diet",
+        "The user is pescatarian.",
+        ("What are my current dietary restrictions?", "what should I avoid cooking for them?"),
+    ),
     ("home", "The user lives in {city}.", ("where is my place of residence?", "which town is home?")),
-    ("employer", "The user works at {company} as an engineer.", ("who is my employer?", "what firm do I have a job with?")),
-    ("birthday", "The user's birthday is on 14 {month}.", ("when was I born?", "what day should we celebrate my anniversary of birth?")),
-    ("allergy", "The user is allergic to {food}.", ("what can give me a reaction?", "which ingredient makes me ill?")),
+    (
+        "employer",
+        "The user works at {company} as an engineer.",
+        ("who is my employer?", "what firm do I have a job with?"),
+    ),
+    (
+        "birthday",
+        "The user's birthday is on 14 {month}.",
+        ("when was I born?", "what day should we celebrate my anniversary of birth?"),
+    ),
+    (
+        "allergy",
+        "The user is allergic to {food}.",
+        ("what can give me a reaction?", "which ingredient makes me ill?"),
+    ),
     ("car", "The user drives a red Volvo.", ("what vehicle do I own?", "which automobile is mine?")),
-    ("pet", "The user has a dog called Biscuit.", ("do I have any animals at home?", "what is the name of my puppy?")),
-    ("standup", "The daily team meeting starts at {time}.", ("when is our morning sync?", "what hour is the everyday huddle?")),
+    (
+        "pet",
+        "The user has a dog called Biscuit.",
+        ("do I have any animals at home?", "what is the name of my puppy?"),
+    ),
+    (
+        "standup",
+        "The daily team meeting starts at {time}.",
+        ("when is our morning sync?", "what hour is the everyday huddle?"),
+    ),
     ("manager", "{person} is the user's boss.", ("who do I report to?", "who is my supervisor?")),
-    ("gym", "The user goes running on Tuesday evenings.", ("when do I exercise?", "what is my workout schedule?")),
-    ("coffee", "The user takes coffee black without sugar.", ("how do I like my morning drink?", "how should my espresso be served?")),
+    (
+        "gym",
+        "The user goes running on Tuesday evenings.",
+        ("when do I exercise?", "what is my workout schedule?"),
+    ),
+    (
+        "coffee",
+        "The user takes coffee black without sugar.",
+        ("how do I like my morning drink?", "how should my espresso be served?"),
+    ),
     ("spouse", "The user's wife is called {person}.", ("who am I married to?", "what is my partner's name?")),
     ("kids", "The user has two daughters.", ("how many children do I have?", "do I have kids?")),
-    ("language", "The user wants replies in {lang}.", ("which language should you answer me in?", "what tongue do I prefer for messages?")),
-    ("budget", "The marketing budget for this year is {number} euros.", ("how much money can we spend on advertising?", "what is the promotion spend limit?")),
-    ("deploy", "Deployments to production happen only on Thursdays.", ("when can we ship releases to live servers?", "which weekday are rollouts allowed?")),
-    ("vpn", "The office network needs the WireGuard client to connect remotely.", ("how do I get access from home?", "what do I install to work off-site?")),
+    (
+        "language",
+        "The user wants replies in {lang}.",
+        ("which language should you answer me in?", "what tongue do I prefer for messages?"),
+    ),
+    (
+        "budget",
+        "The marketing budget for this year is {number} euros.",
+        ("how much money can we spend on advertising?", "what is the promotion spend limit?"),
+    ),
+    (
+        "deploy",
+        "Deployments to production happen only on Thursdays.",
+        ("when can we ship releases to live servers?", "which weekday are rollouts allowed?"),
+    ),
+    (
+        "vpn",
+        "The office network needs the WireGuard client to connect remotely.",
+        ("how do I get access from home?", "what do I install to work off-site?"),
+    ),
     ("doctor", "The user's physician is Dr. {person}.", ("who is my GP?", "which medic treats me?")),
-    ("music", "The user enjoys listening to jazz.", ("what kind of songs do I like?", "which genre should the playlist be?")),
-    ("flight", "The user's flight to {city} leaves at {time}.", ("when does my plane depart?", "what time is takeoff for my trip?")),
-    ("rent", "The user pays {number} euros rent per month.", ("how much does my apartment cost?", "what is my monthly housing payment?")),
-    ("hotel", "The user booked the Grand Hotel for the conference.", ("where am I staying for the event?", "which accommodation did I reserve?")),
-    ("editor", "The user writes code in Neovim.", ("what text editor do I program with?", "which IDE do I use?")),
-    ("backup", "Backups of the database run every night at 2:00.", ("when are the data snapshots taken?", "how often is the DB copied?")),
+    (
+        "music",
+        "The user enjoys listening to jazz.",
+        ("what kind of songs do I like?", "which genre should the playlist be?"),
+    ),
+    (
+        "flight",
+        "The user's flight to {city} leaves at {time}.",
+        ("when does my plane depart?", "what time is takeoff for my trip?"),
+    ),
+    (
+        "rent",
+        "The user pays {number} euros rent per month.",
+        ("how much does my apartment cost?", "what is my monthly housing payment?"),
+    ),
+    (
+        "hotel",
+        "The user booked the Grand Hotel for the conference.",
+        ("where am I staying for the event?", "which accommodation did I reserve?"),
+    ),
+    (
+        "editor",
+        "The user writes code in Neovim.",
+        ("what text editor do I program with?", "which IDE do I use?"),
+    ),
+    (
+        "backup",
+        "Backups of the database run every night at 2:00.",
+        ("when are the data snapshots taken?", "how often is the DB copied?"),
+    ),
 ]
 
 # The last item is one word of the fact, for the keyword-only queries.
 OTHER_LANGUAGES: dict[str, list[tuple[str, str, tuple[str, ...], str]]] = {
     "de": [
-        ("approver", "Rechnungen werden von {person} in der Buchhaltung freigegeben.", ("Wer genehmigt die Zahlungen?",), "Rechnungen"),
-        ("diet", "Der Nutzer isst kein Fleisch, aber Fisch.", ("Welche Ernährungseinschränkungen habe ich?",), "Fleisch"),
+        (
+            "approver",
+            "Rechnungen werden von {person} in der Buchhaltung freigegeben.",
+            ("Wer genehmigt die Zahlungen?",),
+            "Rechnungen",
+        ),
+        (
+            "diet",
+            "Der Nutzer isst kein Fleisch, aber Fisch.",
+            ("Welche Ernährungseinschränkungen habe ich?",),
+            "Fleisch",
+        ),
         ("home", "Der Nutzer wohnt in {city}.", ("Wo ist mein Zuhause?",), "wohnt"),
         ("employer", "Der Nutzer arbeitet bei {company}.", ("Für welche Firma bin ich tätig?",), "arbeitet"),
         ("pet", "Der Nutzer hat einen Hund namens Bello.", ("Habe ich ein Haustier?",), "Hund"),
-        ("standup", "Das tägliche Teamtreffen beginnt um {time}.", ("Wann ist unsere Morgenbesprechung?",), "Teamtreffen"),
-        ("allergy", "Der Nutzer ist allergisch gegen Nüsse.", ("Was verträgt mein Körper nicht?",), "allergisch"),
+        (
+            "standup",
+            "Das tägliche Teamtreffen beginnt um {time}.",
+            ("Wann ist unsere Morgenbesprechung?",),
+            "Teamtreffen",
+        ),
+        (
+            "allergy",
+            "Der Nutzer ist allergisch gegen Nüsse.",
+            ("Was verträgt mein Körper nicht?",),
+            "allergisch",
+        ),
         ("car", "Der Nutzer fährt einen roten Volvo.", ("Welches Auto besitze ich?",), "Volvo"),
-        ("deploy", "Veröffentlichungen auf Produktion nur donnerstags.", ("An welchem Wochentag dürfen wir ausrollen?",), "donnerstags"),
+        (
+            "deploy",
+            "Veröffentlichungen auf Produktion nur donnerstags.",
+            ("An welchem Wochentag dürfen wir ausrollen?",),
+            "donnerstags",
+        ),
         ("music", "Der Nutzer hört gerne Jazz.", ("Welche Musikrichtung mag ich?",), "Jazz"),
     ],
     "es": [
-        ("approver", "Las facturas las aprueba {person} en contabilidad.", ("¿Quién autoriza los pagos?",), "facturas"),
+        (
+            "approver",
+            "Las facturas las aprueba {person} en contabilidad.",
+            ("¿Quién autoriza los pagos?",),
+            "facturas",
+        ),
         ("diet", "El usuario es pescetariano.", ("¿Qué restricciones alimentarias tengo?",), "pescetariano"),
         ("home", "El usuario vive en {city}.", ("¿Dónde está mi casa?",), "vive"),
         ("employer", "El usuario trabaja en {company}.", ("¿Para qué empresa trabajo?",), "trabaja"),
         ("pet", "El usuario tiene un perro llamado Toby.", ("¿Tengo mascota?",), "perro"),
-        ("standup", "La reunión diaria del equipo empieza a las {time}.", ("¿A qué hora es nuestra junta de la mañana?",), "reunión"),
-        ("allergy", "El usuario es alérgico a los cacahuetes.", ("¿Qué alimento me hace daño?",), "cacahuetes"),
+        (
+            "standup",
+            "La reunión diaria del equipo empieza a las {time}.",
+            ("¿A qué hora es nuestra junta de la mañana?",),
+            "reunión",
+        ),
+        (
+            "allergy",
+            "El usuario es alérgico a los cacahuetes.",
+            ("¿Qué alimento me hace daño?",),
+            "cacahuetes",
+        ),
         ("car", "El usuario conduce un Volvo rojo.", ("¿Qué coche tengo?",), "Volvo"),
-        ("deploy", "Los despliegues a producción solo se hacen los jueves.", ("¿Qué día podemos publicar versiones?",), "jueves"),
+        (
+            "deploy",
+            "Los despliegues a producción solo se hacen los jueves.",
+            ("¿Qué día podemos publicar versiones?",),
+            "jueves",
+        ),
         ("music", "Al usuario le gusta escuchar jazz.", ("¿Qué género musical prefiero?",), "jazz"),
     ],
     "zh": [
@@ -403,7 +534,12 @@ OTHER_LANGUAGES: dict[str, list[tuple[str, str, tuple[str, ...], str]]] = {
         ("music", "用户喜欢听爵士乐。", ("我喜欢什么类型的音乐？",), "爵士乐"),
     ],
     "ja": [
-        ("approver", "請求書は経理の{person}さんが承認します。", ("支払いの許可は誰が出しますか？",), "請求書"),
+        (
+            "approver",
+            "請求書は経理の{person}さんが承認します。",
+            ("支払いの許可は誰が出しますか？",),
+            "請求書",
+        ),
         ("diet", "ユーザーは肉を食べませんが魚は食べます。", ("私の食事制限は何ですか？",), "魚"),
         ("home", "ユーザーは{city}に住んでいます。", ("私の自宅はどこですか？",), "住んで"),
         ("employer", "ユーザーは{company}で働いています。", ("私の勤務先はどこですか？",), "働いて"),
@@ -434,7 +570,7 @@ def _fill(template: str, rng: random.Random) -> str:
 
 def _longest_word(text: str) -> str:
     """An English fact's keyword: its longest word (ties: the first)."""
-    return max(re.findall(r"[A-Za-z]+", text), key=len)
+    return str(max(re.findall(r"[A-Za-z]+", text), key=len))
 
 
 def _queries(rng: random.Random) -> tuple[list[Query], list[StoreFact]]:
@@ -476,10 +612,14 @@ def main() -> None:
     if args.dump:
         with open(args.dump, "w", encoding="utf-8") as out:
             out.write(dataset.model_dump_json(indent=1))
-    print(json.dumps({
-        "pairs": dict(Counter(pair.label for pair in dataset.pairs)),
-        "queries": dict(Counter(f"{query.kind} {query.language}" for query in dataset.queries)),
-    }))
+    print(
+        json.dumps(
+            {
+                "pairs": dict(Counter(pair.label for pair in dataset.pairs)),
+                "queries": dict(Counter(f"{query.kind} {query.language}" for query in dataset.queries)),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from difflib import SequenceMatcher
+from itertools import pairwise
 
 from agent_runtime.memory.text import NEGATIONS, STOP_WORDS
 
@@ -77,7 +78,7 @@ def identifiers(text: str) -> frozenset[str]:
     """The codes and introduced numbers of a sentence, lowercased."""
     words = _tokens(text)
     found = {word.lower() for word in words if _is_code(word)}
-    for before, word in zip(words, words[1:], strict=False):
+    for before, word in pairwise(words):
         if before.lower() in IDENTIFIER_NOUNS and any(ch.isdigit() for ch in word):
             found.add(f"{before.lower()} {word.lower()}")
     return frozenset(found)
@@ -113,7 +114,9 @@ def one_attribute_changed(old: str, new: str) -> bool:
         return False
     left = [w.lower() for w in _tokens(old) if w.lower() not in NEGATIONS]
     right = [w.lower() for w in _tokens(new) if w.lower() not in NEGATIONS]
-    regions = [op for op in SequenceMatcher(None, left, right, autojunk=False).get_opcodes() if op[0] != "equal"]
+    regions = [
+        op for op in SequenceMatcher(None, left, right, autojunk=False).get_opcodes() if op[0] != "equal"
+    ]
     if not regions:
         return True
     if len(regions) > 1:

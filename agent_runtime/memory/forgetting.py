@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent_runtime.memory.barred_values import Values, ValuePrint, restates, value_print
+from agent_runtime.memory.barred_values import ValuePrint, Values, restates, value_print
 from agent_runtime.memory.provenance import distinctive_words, states
 from agent_runtime.memory.sqlite import Connection
 from agent_runtime.memory.text import content_words, fts_query, words

@@ -115,7 +115,9 @@ class FactVersion(BaseModel):
 
     fact: Fact
     valid_from: datetime
-    valid_until: datetime | None = Field(description="When the version that replaced it was saved; None: current")
+    valid_until: datetime | None = Field(
+        description="When the version that replaced it was saved; None: current"
+    )
     replaced_by: int | None = None
     current: bool
     score: float

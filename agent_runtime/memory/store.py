@@ -270,7 +270,11 @@ class MemoryStore:
             if barrier is not None:
                 if candidate.source in BARRED_SOURCES:
                     # Not the text: the log must not keep what was forgotten.
-                    log.info("%s save refused: it restates a forgotten fact (barrier %d)", candidate.source, barrier)
+                    log.info(
+                        "%s save refused: it restates a forgotten fact (barrier %d)",
+                        candidate.source,
+                        barrier,
+                    )
                     return SaveResult(
                         outcome=SaveOutcome.BLOCKED,
                         detail=f"this fact was forgotten on purpose (barrier {barrier})",

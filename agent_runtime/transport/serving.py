@@ -354,7 +354,7 @@ def _memory_op(store: MemoryStore, op: AgentOp, body: dict[str, Any]) -> Any:
 
         as_of = utc(str(body["as_of"])) if body.get("as_of") else None
         versions = search_versions(store, str(body["q"]), int(body.get("k", 10)), as_of=as_of)
-        return {"mode": MemoryMode(store.embeddings.mode).value, "versions": _dump(versions)}
+        return {"mode": MemoryMode(store.embeddings.mode).value, "versions": _dump(list(versions))}
     if op == AgentOp.MEMORY_CONTRADICTIONS:
         status = str(body.get("status", "pending"))
         found = store.contradictions(None if status == "all" else ContradictionStatus(status))

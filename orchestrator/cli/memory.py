@@ -142,7 +142,10 @@ def list_facts(
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.option("--history", is_flag=True, help="Facts with their superseded versions and when each was valid.")
 @click.option(
-    "--as-of", "as_of", metavar="TIME", help="The facts as they were at TIME (ISO 8601 date or time; no zone: UTC)."
+    "--as-of",
+    "as_of",
+    metavar="TIME",
+    help="The facts as they were at TIME (ISO 8601 date or time; no zone: UTC).",
 )
 @click.argument("agent")
 @click.argument("query")
@@ -172,7 +175,9 @@ def search(
         echo("nothing found")
 
 
-def _search_history(fleet_file: Path, agent: str, query: str, k: int, as_of: str | None, as_json: bool) -> None:
+def _search_history(
+    fleet_file: Path, agent: str, query: str, k: int, as_of: str | None, as_json: bool
+) -> None:
     found = _request(fleet_file, "GET", f"{_base(agent)}/history", q=query, k=k, as_of=as_of)
     if as_json:
         click.echo(json.dumps(found, indent=2))
@@ -181,7 +186,9 @@ def _search_history(fleet_file: Path, agent: str, query: str, k: int, as_of: str
     for version in found["versions"]:
         until = version["valid_until"][:19] if version["valid_until"] else "now"
         replaced = f", replaced by #{version['replaced_by']}" if version["replaced_by"] else ""
-        echo(f"{_fact_line(version['fact'], version['score'])}  valid {version['valid_from'][:19]} .. {until}{replaced}")
+        echo(
+            f"{_fact_line(version['fact'], version['score'])}  valid {version['valid_from'][:19]} .. {until}{replaced}"
+        )
     if not found["versions"]:
         echo("nothing found")
 

@@ -144,19 +144,25 @@ def test_history_and_as_of_reach_superseded_facts_with_their_validity(
     assert [result["text"] for result in ordinary["results"] if result["from"] == "fact"] == [
         "The design review meeting is at 16:30 on Tuesdays."
     ]
-    history = tools.call("memory_search", {"query": "when was the design review before it moved", "history": True})
+    history = tools.call(
+        "memory_search", {"query": "when was the design review before it moved", "history": True}
+    )
     newest, oldest = history["results"]
     assert newest["ref"] == f"fact:{second.fact_id}" and newest["current"] and newest["valid_until"] is None
     assert oldest["ref"] == f"fact:{first.fact_id}" and not oldest["current"]
     assert oldest["valid_until"] == moved_at.isoformat() and oldest["replaced_by"] == f"fact:{second.fact_id}"
     before = (moved_at - timedelta(hours=1)).date().isoformat()
     then = tools.call("memory_search", {"query": "design review meeting", "as_of": before})
-    assert [result["text"] for result in then["results"]] == ["The design review meeting is at 15:00 on Tuesdays."]
+    assert [result["text"] for result in then["results"]] == [
+        "The design review meeting is at 15:00 on Tuesdays."
+    ]
     with pytest.raises(ToolInputError, match="as_of"):
         tools.call("memory_search", {"query": "design review", "as_of": "last tuesday"})
 
 
-def test_the_operators_history_search_gives_validity_intervals(store: MemoryStore, clock: ManualClock) -> None:
+def test_the_operators_history_search_gives_validity_intervals(
+    store: MemoryStore, clock: ManualClock
+) -> None:
     store.save("Server db3 runs version 2.4.", category="servers")
     clock.advance(3600)
     upgraded = store.save("Server db3 runs version 2.9.", category="servers")
