@@ -5,7 +5,8 @@ Similar wording is no evidence of one subject: "Invoice 1001 for Acme was paid o
 
 - `distinct_things`: the sentences name different identified things: an identifier that one
   holds and the other lacks (a code mixing letters and digits such as "INC-417" or "M12", a
-  "#" number, a number right after a word that introduces one, "invoice 1001", "day 14"), or a
+  "#" number, a number right after a word that introduces one, "invoice 1001", "day 14"), the
+  date of another event the sentence opens with ("On 3 March, ..." / "On 4 March, ..."), or a
   different person or thing named first ("Anna's flight" / "Omar's flight").
 - `one_attribute_changed`: what differs is one stretch of words holding the value of one
   attribute of the same thing: "Ticket OPS-41 is assigned to Anna" / "... to Omar". Not when
@@ -55,6 +56,11 @@ SET_VALUED = frozenset(
         "reads", "watched", "met", "cooks", "cook", "bakes", "eats", "drinks", "wears", "attends",
     }
 )  # fmt: skip
+_EVENT_DATE = re.compile(
+    r"^\s*(?:on|at|in|since|from)?\s*(?P<date>day\s+\d+|\d{1,2}(?:st|nd|rd|th)?\s+[A-Za-z]+|"
+    r"[A-Z][a-z]+\s+\d{1,2}(?:st|nd|rd|th)?\b|\d{4}-\d{2}-\d{2})",
+    re.IGNORECASE,
+)
 MAX_VALUE_WORDS = 4
 # A value is a small part of the sentence: most of it must be the thing it describes.
 MAX_VALUE_SHARE = 1 / 3
@@ -95,13 +101,44 @@ def _lead(text: str) -> str | None:
     return first.lower()
 
 
+def _event_date(text: str) -> str | None:
+    """The date a sentence opens with ("On 3 March, ...", "On day 14, ..."), lowercased."""
+    found = _EVENT_DATE.match(text)
+    return " ".join(found.group("date").lower().split()) if found else None
+
+
 def distinct_things(first: str, second: str) -> bool:
     """Whether the sentences name different identified things (see the module docstring)."""
     mine, theirs = identifiers(first), identifiers(second)
     if mine != theirs and (mine or theirs):
         return True
+    date_a, date_b = _event_date(first), _event_date(second)
+    if date_a is not None and date_b is not None and date_a != date_b:
+        return True
     lead_a, lead_b = _lead(first), _lead(second)
     return lead_a is not None and lead_b is not None and lead_a != lead_b
+
+
+def _regions(old: str, new: str) -> tuple[list[str], list[str], list[tuple[str, int, int, int, int]]]:
+    left = [w.lower() for w in _tokens(old) if w.lower() not in NEGATIONS]
+    right = [w.lower() for w in _tokens(new) if w.lower() not in NEGATIONS]
+    opcodes = SequenceMatcher(None, left, right, autojunk=False).get_opcodes()
+    return left, right, [op for op in opcodes if op[0] != "equal"]
+
+
+def _negated(text: str) -> bool:
+    return any(w.lower() in NEGATIONS or w.lower().endswith("n't") for w in _tokens(text))
+
+
+def another_value_of_a_set(first: str, second: str) -> bool:
+    """Whether the sentences give two values of a relation that holds many ("speaks German" /
+    "speaks Italian"): both can be true, so neither disputes the other."""
+    left, right, regions = _regions(first, second)
+    if len(regions) != 1 or regions[0][0] != "replace" or _negated(first) != _negated(second):
+        return False
+    _, start_a, end_a, start_b, end_b = regions[0]
+    values = "".join(left[start_a:end_a] + right[start_b:end_b])
+    return not any(ch.isdigit() for ch in values) and any(word in SET_VALUED for word in left[:start_a])
 
 
 def _content(words: list[str]) -> list[str]:
@@ -112,11 +149,7 @@ def one_attribute_changed(old: str, new: str) -> bool:
     """Whether `new` gives one attribute of `old`'s thing another value (module docstring)."""
     if distinct_things(old, new):
         return False
-    left = [w.lower() for w in _tokens(old) if w.lower() not in NEGATIONS]
-    right = [w.lower() for w in _tokens(new) if w.lower() not in NEGATIONS]
-    regions = [
-        op for op in SequenceMatcher(None, left, right, autojunk=False).get_opcodes() if op[0] != "equal"
-    ]
+    left, right, regions = _regions(old, new)
     if not regions:
         return True
     if len(regions) > 1:
@@ -131,5 +164,4 @@ def one_attribute_changed(old: str, new: str) -> bool:
         return False
     if any(word in LINKING_VERBS for word in after):
         return False
-    has_number = any(ch.isdigit() for ch in "".join(value_a + value_b))
-    return has_number or not any(word in SET_VALUED for word in before)
+    return not another_value_of_a_set(old, new)

@@ -15,6 +15,7 @@ search, so callers that know the subject (the extraction model, the agent) shoul
 Disputed by meaning. When no rule above finds the subject and the embedding model carries
 meaning, a fact of another rank (in any category) whose similarity is at least the model's
 contradiction threshold, that names no other identified thing (`attributes.distinct_things`)
+nor gives another value of a relation that holds many ("speaks German" / "speaks Italian"),
 and that states a different value (`disagreement`: numbers, a negation, names) is taken as on
 the same subject: "The user drinks coffee every morning"
 (user_stated) / "The user never drinks coffee" (inferred). Two facts of the same rank are
@@ -33,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agent_runtime.memory.attributes import distinct_things, one_attribute_changed
+from agent_runtime.memory.attributes import another_value_of_a_set, distinct_things, one_attribute_changed
 from agent_runtime.memory.disagreement import disagreement
 from agent_runtime.memory.forgetting import ForgottenMatcher
 from agent_runtime.memory.models import PRECEDENCE, FactSource, MemoryConfig
@@ -151,7 +152,9 @@ def disputed_by_meaning(
             continue  # both keyed: the keys already said these are different subjects
         if PRECEDENCE[FactSource(near["source"])] == PRECEDENCE[candidate.source]:
             continue
-        if distinct_things(near["text"], candidate.text):
+        if distinct_things(near["text"], candidate.text) or another_value_of_a_set(
+            near["text"], candidate.text
+        ):
             continue
         differs_on = disagreement(candidate.text, near["text"])
         if differs_on is not None:

@@ -157,13 +157,16 @@ def test_elaborations_facts_of_equal_rank_and_other_keys_are_left_side_by_side(
 
 
 def test_vectors_without_meaning_never_make_a_contradiction(open_store: StoreFactory) -> None:
-    """Keyword-only and test-model stores: contradictions only through a shared subject."""
+    """Keyword-only and test-model stores: contradictions only through a shared subject (a key,
+    or one attribute of one thing changed in the same words)."""
     hashed = open_store()
     assert hashed.contradiction_threshold() is None
     hashed.save("The user drinks coffee every morning", category="habits", source=FactSource.USER_STATED)
-    result = hashed.save("The user never drinks coffee", category="habits", source=FactSource.INFERRED)
+    result = hashed.save("Coffee is never drunk by the user", category="habits", source=FactSource.INFERRED)
     assert result.outcome is SaveOutcome.SAVED
     assert hashed.contradictions() == []
+    negated = hashed.save("The user never drinks coffee", category="habits", source=FactSource.INFERRED)
+    assert negated.outcome is SaveOutcome.CONTRADICTION
     assert not is_semantic(DeterministicEmbedder(8))
     assert not is_semantic(lambda texts: [[1.0] for _ in texts])
     assert not is_semantic(None)
