@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from agent_runtime.memory import LOCAL_EMBEDDING_MODEL, Embedder
-from agent_runtime.memory.embeddings import MEASURED_SEARCH_FLOOR
+from agent_runtime.memory import LOCAL_EMBEDDING_MODEL, Embedder, MemoryConfig, search_floor
 
 Model = tuple[str, Embedder, int, float]
 
@@ -29,6 +28,6 @@ class InProcess:
 def available_models() -> list[Model]:
     models: list[Model] = []
     if importlib.util.find_spec("wordllama") is not None:
-        floor = MEASURED_SEARCH_FLOOR.get(LOCAL_EMBEDDING_MODEL, 0.2)
-        models.append((LOCAL_EMBEDDING_MODEL, InProcess(LOCAL_EMBEDDING_MODEL), 256, floor))
+        embedder = InProcess(LOCAL_EMBEDDING_MODEL)
+        models.append((LOCAL_EMBEDDING_MODEL, embedder, 256, search_floor(MemoryConfig(), embedder)))
     return models

@@ -28,6 +28,7 @@ from agent_runtime.memory.embeddings import (
     EmbeddingService,
     embedder_model,
     is_semantic,
+    search_floor,
 )
 from agent_runtime.memory.factlog import FactLog
 from agent_runtime.memory.index import FactIndex
@@ -434,7 +435,11 @@ class MemoryStore:
                     return []
                 category_id = int(row[0])
             candidates = gather(self.index, query, query_vector, k, self.config, category_id)
-            floor = self.config.min_similarity if min_similarity is None else min_similarity
+            floor = (
+                search_floor(self.config, self.embeddings.embedder)
+                if min_similarity is None
+                else min_similarity
+            )
             hits = rank(
                 self.index,
                 candidates,

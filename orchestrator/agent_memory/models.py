@@ -6,8 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_runtime.memory import Contradiction, EpisodeHit, Fact, FactHit, MemoryMode
-from agent_runtime.memory.models import FactVersion
+from agent_runtime.memory import Contradiction, EpisodeHit, Fact, FactHit, FactVersion, MemoryMode
 
 
 class _Body(BaseModel):

@@ -10,8 +10,19 @@ from datetime import timedelta
 import pytest
 from conftest import DIMS, ManualClock, StoreFactory
 
-from agent_runtime.memory.embeddings import DeterministicEmbedder
-from agent_runtime.memory.models import FactSource, FactStatus, SaveOutcome
+from agent_runtime.memory.embeddings import (
+    MEASURED_SEARCH_FLOOR,
+    DeterministicEmbedder,
+    GatewayEmbedder,
+    search_floor,
+)
+from agent_runtime.memory.models import (
+    LOCAL_EMBEDDING_MODEL,
+    FactSource,
+    FactStatus,
+    MemoryConfig,
+    SaveOutcome,
+)
 from agent_runtime.memory.store import MemoryStore
 from agent_runtime.memory.tools import MemoryTools, ToolInputError
 from agent_runtime.protocol import AgentOp
@@ -175,3 +186,10 @@ def test_the_operators_history_search_gives_validity_intervals(
     assert result.versions[1].replaced_by == upgraded.fact_id and result.versions[0].current
     with pytest.raises(ValueError, match="as_of 'soon'"):
         _memory_op(store, AgentOp.MEMORY_HISTORY, {"q": "db3", "as_of": "soon"})
+
+
+def test_the_search_floor_is_the_models_measured_one_unless_set() -> None:
+    local = GatewayEmbedder("http://127.0.0.1:9", "token", LOCAL_EMBEDDING_MODEL, 256)
+    assert search_floor(MemoryConfig(), local) == MEASURED_SEARCH_FLOOR[LOCAL_EMBEDDING_MODEL]
+    assert search_floor(MemoryConfig(min_similarity=0.3), local) == 0.3
+    assert search_floor(MemoryConfig(), DeterministicEmbedder(8)) == MemoryConfig().min_similarity
