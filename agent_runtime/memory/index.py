@@ -35,9 +35,10 @@ RERANK_FACTOR = 4
 MIN_RERANK = 40
 # Set in `meta` once every indexed fact has its int8 code; the flag of the earlier level codes
 # is dropped with them.
-SPACELESS_FLAG = "fts_spaceless_pairs"
 CODES_FLAG = "int8_codes"
 OLD_CODES_FLAG = "level_codes"
+# Set in `meta` once the facts in spaceless scripts are indexed by characters and pairs.
+SPACELESS_FLAG = "fts_spaceless_pairs"
 BACKFILL_BATCH = 1000
 
 
