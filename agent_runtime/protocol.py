@@ -560,6 +560,8 @@ class AgentOp(StrEnum):
     MEMORY_EDIT = "memory.edit"
     MEMORY_FORGET = "memory.forget"
     MEMORY_SEARCH = "memory.search"
+    # {"q", "k", "as_of"?} -> MemoryHistoryResult: versions of the facts found, with their validity
+    MEMORY_HISTORY = "memory.history"
     MEMORY_CONTRADICTIONS = "memory.contradictions"
     MEMORY_RESOLVE = "memory.resolve"
     MEMORY_JOBS = "memory.jobs"  # {} -> MemoryJobs: run records and checkpoints

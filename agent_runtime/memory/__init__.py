@@ -16,6 +16,7 @@ from agent_runtime.memory.embeddings import (
     EmbeddingError,
     EmbeddingService,
     GatewayEmbedder,
+    search_floor,
 )
 from agent_runtime.memory.factlog import FactLog, is_fact_line
 from agent_runtime.memory.forgetting import forget_in_versions, scrub_forgotten
@@ -31,6 +32,7 @@ from agent_runtime.memory.models import (
     FactHit,
     FactSource,
     FactStatus,
+    FactVersion,
     ForgetResult,
     MemoryConfig,
     MemoryMode,
@@ -58,6 +60,7 @@ __all__ = [
     "FactNotFound",
     "FactSource",
     "FactStatus",
+    "FactVersion",
     "FileHit",
     "ForgetResult",
     "GatewayEmbedder",
@@ -79,4 +82,5 @@ __all__ = [
     "is_fact_line",
     "list_runs",
     "scrub_forgotten",
+    "search_floor",
 ]

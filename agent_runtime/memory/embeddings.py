@@ -21,7 +21,7 @@ from typing import Protocol
 from pydantic import BaseModel, ValidationError
 
 from agent_runtime.backoff import backoff_delay
-from agent_runtime.memory.models import LOCAL_EMBEDDING_MODEL, MemoryMode
+from agent_runtime.memory.models import LOCAL_EMBEDDING_MODEL, MemoryConfig, MemoryMode
 from agent_runtime.memory.vectors import VectorError, to_blob
 from agent_runtime.testing.embeddings import deterministic_embedding
 from agent_runtime.transport.http import http_client
@@ -33,6 +33,9 @@ NON_SEMANTIC_MODELS = frozenset({"test"})
 # The similarity above which two facts that disagree on a value are taken as contradicting,
 # measured per model on a labelled set of sentence pairs (docs/memory.md, "Contradictions").
 MEASURED_CONTRADICTION_SIMILARITY: dict[str, float] = {LOCAL_EMBEDDING_MODEL: 0.6}
+# The similarity under which search leaves a fact out unless a keyword matched, per model, set
+# from the paraphrase queries of the labelled memory benchmark (docs/memory.md, "Search floor").
+MEASURED_SEARCH_FLOOR: dict[str, float] = {LOCAL_EMBEDDING_MODEL: 0.1}
 MAX_BATCH = 128
 QUERY_CACHE_SIZE = 256
 
@@ -55,6 +58,15 @@ def is_semantic(embedder: Embedder | None) -> bool:
 def embedder_model(embedder: Embedder | None) -> str | None:
     model = getattr(embedder, "model", None)
     return model if isinstance(model, str) else None
+
+
+def search_floor(config: MemoryConfig, embedder: Embedder | None) -> float:
+    """The similarity under which search leaves a fact out (unless a keyword matched): the
+    config's when set, else the figure measured for the embedding model, else the default."""
+    if "min_similarity" in config.model_fields_set:
+        return config.min_similarity
+    model = embedder_model(embedder) or config.embedding_model
+    return MEASURED_SEARCH_FLOOR.get(model or "", config.min_similarity)
 
 
 class DeterministicEmbedder:

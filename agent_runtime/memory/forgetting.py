@@ -8,10 +8,11 @@ transaction:
   turns stay in history/ for the operator);
 - the run records of the maintenance jobs and the review flags, whose details quote facts;
 - pending contradictions whose claim states the fact.
-The barrier it leaves keeps a fingerprint of the fact's distinctive words (keyed hashes, not
-the words), so that text saved elsewhere that states the fact, such as a MEMORY.md line the
-consolidation job has not rewritten yet, is recognised (`ForgottenMatcher`) and kept out of
-search results.
+The barrier it leaves keeps a fingerprint of the fact's distinctive words and of its values
+(`barred_values`: numbers, codes, names), as keyed hashes, not the words, so that text saved
+elsewhere that states the fact, such as a MEMORY.md line the consolidation job has not
+rewritten yet or an agent's save in other words, is recognised (`ForgottenMatcher`), kept out
+of search results and refused.
 
 "States" is `provenance.states`: every word of the fact holding a digit, and most of its other
 distinctive words, are in the sentence.
@@ -28,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agent_runtime.memory.barred_values import ValuePrint, Values, restates, value_print
 from agent_runtime.memory.provenance import distinctive_words, states
 from agent_runtime.memory.sqlite import Connection
 from agent_runtime.memory.text import content_words, fts_query, words
@@ -55,19 +57,25 @@ def _hash(key: bytes, word: str) -> str:
 
 
 def fingerprint(text: str, key: bytes) -> str:
-    """The JSON fingerprint stored with a barrier: hashed words, those with digits apart."""
+    """The JSON fingerprint stored with a barrier: hashed words, those with digits apart, and
+    the hashed values (`barred_values`)."""
     wanted = distinctive_words(text)
     numbers = sorted(_hash(key, w) for w in wanted if any(ch.isdigit() for ch in w))
     others = sorted(_hash(key, w) for w in wanted if not any(ch.isdigit() for ch in w))
-    return json.dumps({"n": numbers, "w": others})
+    values = value_print(text, lambda value: _hash(key, value))
+    return json.dumps({"n": numbers, "w": others, "v": values.model_dump()})
 
 
 @dataclass(frozen=True)
 class _Print:
+    barrier: int
     numbers: frozenset[str]
     others: frozenset[str]
+    values: ValuePrint | None
 
-    def stated_by(self, said: set[str]) -> bool:
+    def stated_by(self, said: set[str], values: Values) -> bool:
+        if self.values is not None and restates(self.values, values, bool(self.others & said)):
+            return True
         if not (self.numbers or self.others) or not self.numbers <= said:
             return False
         return not self.others or len(self.others & said) >= STATEMENT_SHARE * len(self.others)
@@ -83,19 +91,27 @@ class ForgottenMatcher:
     @classmethod
     def load(cls, conn: Connection) -> ForgottenMatcher:
         prints = []
-        for (raw,) in conn.execute("SELECT words FROM barriers WHERE words IS NOT NULL").fetchall():
+        for barrier, raw in conn.execute("SELECT id, words FROM barriers WHERE words IS NOT NULL").fetchall():
             loaded = json.loads(raw)
-            prints.append(_Print(frozenset(loaded.get("n", [])), frozenset(loaded.get("w", []))))
+            values = ValuePrint.model_validate(loaded["v"]) if "v" in loaded else None
+            prints.append(
+                _Print(int(barrier), frozenset(loaded.get("n", [])), frozenset(loaded.get("w", [])), values)
+            )
         return cls(salt(conn) if prints else b"", prints)
 
     def __bool__(self) -> bool:
         return bool(self.prints)
 
     def states_forgotten(self, text: str) -> bool:
+        return bool(self.barriers_stated(text))
+
+    def barriers_stated(self, text: str) -> list[int]:
+        """The barriers whose forgotten fact the text states, in any wording."""
         if not self.prints:
-            return False
+            return []
         said = {_hash(self.key, word) for word in content_words(text)}
-        return any(p.stated_by(said) for p in self.prints)
+        values = Values.of(text).hashed(lambda value: _hash(self.key, value))
+        return [p.barrier for p in self.prints if p.stated_by(said, values)]
 
 
 def states_any(sentence: str, facts: Iterable[str]) -> bool:

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 
 from agent_runtime.memory.quantized import KERNEL_AVAILABLE, QuantizedMatrix, memory_budget
 from agent_runtime.memory.schema import vector_index
+from agent_runtime.memory.scripts import has_spaceless, index_text, query_text
 from agent_runtime.memory.sqlite import Connection
 from agent_runtime.memory.text import fts_query
 from agent_runtime.memory.vectors import int8_code
@@ -36,6 +37,8 @@ MIN_RERANK = 40
 # is dropped with them.
 CODES_FLAG = "int8_codes"
 OLD_CODES_FLAG = "level_codes"
+# Set in `meta` once the facts in spaceless scripts are indexed by characters and pairs.
+SPACELESS_FLAG = "fts_spaceless_pairs"
 BACKFILL_BATCH = 1000
 
 
@@ -73,7 +76,7 @@ class FactIndex:
     # Entering and leaving the index
 
     def add(self, fact_id: int, text: str, category_id: int, vector: bytes | None) -> None:
-        self.conn.execute("INSERT INTO fact_fts(rowid, text) VALUES (?, ?)", (fact_id, text))
+        self.conn.execute("INSERT INTO fact_fts(rowid, text) VALUES (?, ?)", (fact_id, index_text(text)))
         if vector is not None:
             self.attach_vector(fact_id, category_id, vector)
 
@@ -210,7 +213,7 @@ class FactIndex:
 
     def keyword(self, query: str, limit: int) -> dict[int, float]:
         """Active facts matching any query word, with their BM25 score (higher is better)."""
-        expression = fts_query(query)
+        expression = fts_query(query_text(query))
         if expression is None:
             return {}
         rows = self.conn.execute(
@@ -260,3 +263,16 @@ class FactIndex:
             done += len(rows)
         self.conn.execute("INSERT INTO meta(key, value) VALUES (?, '1')", (CODES_FLAG,))
         return done
+
+    def reindex_spaceless(self) -> int:
+        """Index again, by characters and pairs (`scripts`), the active facts in Chinese,
+        Japanese or Korean of a file written before that rule. Done once per file."""
+        if self.conn.execute("SELECT 1 FROM meta WHERE key = ?", (SPACELESS_FLAG,)).fetchone() is not None:
+            return 0
+        rows = self.conn.execute("SELECT id, text FROM facts WHERE status = 'active'").fetchall()
+        spaceless = [(int(row[0]), str(row[1])) for row in rows if has_spaceless(str(row[1]))]
+        for fact_id, text in spaceless:
+            self.conn.execute("DELETE FROM fact_fts WHERE rowid = ?", (fact_id,))
+            self.conn.execute("INSERT INTO fact_fts(rowid, text) VALUES (?, ?)", (fact_id, index_text(text)))
+        self.conn.execute("INSERT INTO meta(key, value) VALUES (?, '1')", (SPACELESS_FLAG,))
+        return len(spaceless)

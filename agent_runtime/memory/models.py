@@ -110,6 +110,22 @@ class FactHit(BaseModel):
     tier: Literal["category", "flat", "keyword"] = "flat"
 
 
+class FactVersion(BaseModel):
+    """One version of a fact, with the time it was current (`timeline`)."""
+
+    fact: Fact
+    valid_from: datetime
+    valid_until: datetime | None = Field(
+        description="When the version that replaced it was saved; None: current"
+    )
+    replaced_by: int | None = None
+    current: bool
+    score: float
+
+    def valid_at(self, moment: datetime) -> bool:
+        return self.valid_from <= moment and (self.valid_until is None or moment < self.valid_until)
+
+
 class Episode(BaseModel):
     id: int
     start: str
@@ -189,7 +205,14 @@ class MemoryConfig(BaseModel):
     duplicate_similarity: float = Field(
         default=0.97, description="Near-duplicate above this (and same words)"
     )
-    subject_similarity: float = Field(default=0.85, description="Same subject above this, in one category")
+    subject_similarity: float = Field(
+        default=0.85, description="A fact saved without a category joins the category of a fact this close"
+    )
+    attribute_similarity: float = Field(
+        default=0.5,
+        description="Same subject above this, in one category, when what differs is the value of one "
+        "attribute of one thing (set from the labelled memory benchmark, docs/memory.md)",
+    )
     contradiction_similarity: float | None = Field(
         default=None,
         ge=0,

@@ -28,6 +28,7 @@ from agent_runtime.memory.embeddings import (
     EmbeddingService,
     embedder_model,
     is_semantic,
+    search_floor,
 )
 from agent_runtime.memory.factlog import FactLog
 from agent_runtime.memory.index import FactIndex
@@ -49,6 +50,7 @@ from agent_runtime.memory.models import (
     SaveResult,
 )
 from agent_runtime.memory.records import FACT_COLUMNS, FACT_FROM, Row, fact_from_row, iso
+from agent_runtime.memory.scripts import index_text
 from agent_runtime.memory.search import gather, rank
 from agent_runtime.memory.sqlite import Connection, connect
 from agent_runtime.memory.text import content_key, has_word
@@ -116,6 +118,7 @@ class MemoryStore:
         with self.transaction() as conn:
             prepared = migrate.prepare(conn, self.config, self.embeddings.embedder is not None)
             FactIndex(conn, prepared.dims).backfill_codes()
+            FactIndex(conn, prepared.dims).reindex_spaceless()
         self.index = FactIndex(self._conn, prepared.dims, self.config.matrix_max_mb)
         if not prepared.vectors_usable:
             self.vector_note = prepared.note
@@ -264,14 +267,20 @@ class MemoryStore:
     def _save_prepared(self, candidate: truth.Candidate) -> SaveResult:
         now = iso(self._now())
         with self.transaction() as conn:
-            barrier = truth.find_barrier(conn, candidate.key, candidate.vector, self.config)
+            barrier = truth.find_barrier(conn, candidate.key, candidate.vector, self.config, candidate.text)
             if barrier is not None:
                 if candidate.source in BARRED_SOURCES:
+                    # Not the text: the log must not keep what was forgotten.
+                    log.info(
+                        "%s save refused: it restates a forgotten fact (barrier %d)",
+                        candidate.source,
+                        barrier,
+                    )
                     return SaveResult(
                         outcome=SaveOutcome.BLOCKED,
                         detail=f"this fact was forgotten on purpose (barrier {barrier})",
                     )
-                truth.lift_barriers(conn, candidate.key, candidate.vector, self.config)
+                truth.lift_barriers(conn, candidate.key, candidate.vector, self.config, candidate.text)
             category_id = self.index.category_id(candidate.category)
             neighbors: list[tuple[int, float]] = []
             if candidate.vector is not None:
@@ -426,7 +435,11 @@ class MemoryStore:
                     return []
                 category_id = int(row[0])
             candidates = gather(self.index, query, query_vector, k, self.config, category_id)
-            floor = self.config.min_similarity if min_similarity is None else min_similarity
+            floor = (
+                search_floor(self.config, self.embeddings.embedder)
+                if min_similarity is None
+                else min_similarity
+            )
             hits = rank(
                 self.index,
                 candidates,
@@ -463,7 +476,7 @@ class MemoryStore:
                     "UPDATE facts SET text = ?, updated_at = ? WHERE id = ?",
                     (cleaned, iso(self._now()), fact_id),
                 )
-                conn.execute("UPDATE fact_fts SET text = ? WHERE rowid = ?", (cleaned, fact_id))
+                conn.execute("UPDATE fact_fts SET text = ? WHERE rowid = ?", (index_text(cleaned), fact_id))
             return SaveResult(
                 outcome=SaveOutcome.MERGED, fact_id=fact_id, replaced_id=fact_id, detail="wording fixed"
             )

@@ -9,6 +9,8 @@ memory_search merges three sources, facts (the store), episodes (compacted conve
 workspace files (BM25), by reciprocal rank fusion: each source ranks its own results with its
 own score, and a result's fused score is the sum of 1 / (60 + rank) over the sources, which
 needs no common scale between a cosine and a BM25 score. Every result says where it came from.
+With `history` or `as_of` it answers questions about the past instead: facts only, with their
+earlier versions (or those current at that time) and when each was valid (`timeline`).
 
 What the model calls (`call`, `handlers`) is not trusted with provenance: the source of a fact it
 saves is stamped by `provenance.PersonWords` (a person's word only when a person's message
@@ -25,9 +27,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agent_runtime.memory.bm25 import FileHit, WorkspaceIndex
 from agent_runtime.memory.factlog import FactLog
@@ -35,6 +38,7 @@ from agent_runtime.memory.models import EpisodeHit, FactHit, FactSource, MemoryM
 from agent_runtime.memory.provenance import PersonWords
 from agent_runtime.memory.store import MemoryStore
 from agent_runtime.memory.text import content_key, one_line
+from agent_runtime.memory.timeline import search_versions, utc
 from agent_runtime.safety.redaction import redacted_note
 
 RRF_K = 60
@@ -62,6 +66,13 @@ class SaveArgs(_Args):
 class SearchArgs(_Args):
     query: str = Field(min_length=1)
     k: int = Field(default=8, ge=1, le=50)
+    history: bool = False
+    as_of: AwareDatetime | None = None
+
+    @field_validator("as_of", mode="before")
+    @classmethod
+    def _utc_unless_said(cls, value: object) -> object:
+        return utc(value) if isinstance(value, str) and value.strip() else value
 
 
 class ForgetArgs(_Args):
@@ -116,6 +127,14 @@ SEARCH_SPEC: dict[str, Any] = {
             "properties": {
                 "query": {"type": "string", "description": "What to look for, in words"},
                 "k": {"type": "integer", "minimum": 1, "maximum": 50, "description": "How many results (8)"},
+                "history": {
+                    "type": "boolean",
+                    "description": "Also the facts' earlier versions, each with when it was valid",
+                },
+                "as_of": {
+                    "type": "string",
+                    "description": "A date or time (ISO 8601): the facts as they were then",
+                },
             },
             "required": ["query"],
             "additionalProperties": False,
@@ -210,6 +229,8 @@ class MemoryTools:
             return result
         if name == "memory_search":
             search = _parse(SearchArgs, arguments)
+            if search.history or search.as_of is not None:
+                return self.memory_history(search.query, search.k, search.as_of)
             return self.memory_search(search.query, search.k)
         if name == "memory_forget":
             forget = _parse(ForgetArgs, arguments)
@@ -278,6 +299,22 @@ class MemoryTools:
             ranked.append((1 / (RRF_K + position + 1), SOURCE_ORDER["file"], self._file_result(passage)))
         ranked.sort(key=lambda item: (-item[0], item[1]))
         return {"mode": self.store.embeddings.mode.value, "results": [item[2] for item in ranked[:k]]}
+
+    def memory_history(self, query: str, k: int = 8, as_of: datetime | None = None) -> dict[str, Any]:
+        """Facts with their earlier versions (or those current at `as_of`), each with its
+        validity interval (`timeline`)."""
+        versions = search_versions(self.store, query, k, as_of=as_of, scopes=self.read_scopes)
+        results = [
+            {
+                **self._fact_result(FactHit(fact=version.fact, score=version.score)),
+                "valid_from": version.valid_from.isoformat(),
+                "valid_until": version.valid_until.isoformat() if version.valid_until else None,
+                "replaced_by": f"fact:{version.replaced_by}" if version.replaced_by else None,
+                "current": version.current,
+            }
+            for version in versions
+        ]
+        return {"mode": self.store.embeddings.mode.value, "results": results}
 
     def memory_forget(
         self,

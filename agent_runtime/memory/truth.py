@@ -4,17 +4,20 @@ barriers that keep forgotten facts from coming back.
 Same subject. Two facts are about the same subject when
 1. the caller names it: both carry the same `subject` key (e.g. "user.home_city"), or the new
    fact says which fact it `supersedes`; or
-2. without keys (or when only one fact has one), they are in the same category and their
-   embeddings have a cosine similarity of at least `subject_similarity` (0.85 by default):
-   "The user lives in Berlin" / "The user lives in Paris". Two facts with different keys are
-   never the same subject.
-Rule 2 is a heuristic: the store keeps the replaced fact as history, so a wrong guess loses
-nothing, and callers that know the subject (the extraction model, the agent) should pass it.
+2. without keys (or when only one fact has one), they are in the same category, their
+   embeddings have a cosine similarity of at least `attribute_similarity` (0.5 by default), and
+   what differs is the value of one attribute of one thing (`attributes.one_attribute_changed`):
+   "The user lives in Berlin" / "The user lives in Paris", never "Invoice 1001 ..." /
+   "Invoice 1002 ...". Two facts with different keys are never the same subject.
+Similarity alone never makes the subject: a wrong guess would take a distinct fact out of
+search, so callers that know the subject (the extraction model, the agent) should pass it.
 
 Disputed by meaning. When no rule above finds the subject and the embedding model carries
 meaning, a fact of another rank (in any category) whose similarity is at least the model's
-contradiction threshold and that states a different value (`disagreement`: numbers, a
-negation, names) is taken as on the same subject: "The user drinks coffee every morning"
+contradiction threshold, that names no other identified thing (`attributes.distinct_things`)
+nor gives another value of a relation that holds many ("speaks German" / "speaks Italian"),
+and that states a different value (`disagreement`: numbers, a negation, names) is taken as on
+the same subject: "The user drinks coffee every morning"
 (user_stated) / "The user never drinks coffee" (inferred). Two facts of the same rank are
 left side by side: a guess does not retire what a source of equal standing said.
 
@@ -31,7 +34,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agent_runtime.memory.attributes import another_value_of_a_set, distinct_things, one_attribute_changed
 from agent_runtime.memory.disagreement import disagreement
+from agent_runtime.memory.forgetting import ForgottenMatcher
 from agent_runtime.memory.models import PRECEDENCE, FactSource, MemoryConfig
 from agent_runtime.memory.records import FACT_COLUMNS, FACT_FROM, Row, dump_ids
 from agent_runtime.memory.sqlite import Connection
@@ -110,12 +115,14 @@ def same_subject(
         if row is not None:
             return row
     for fact_id, similarity in neighbors:
-        if similarity < config.subject_similarity:
+        if similarity < config.attribute_similarity:
             break
         near = active_fact(conn, fact_id)
         if near is None or near["scope"] != candidate.scope:
             continue
         if candidate.subject and near["subject"] and near["subject"] != candidate.subject:
+            continue
+        if not one_attribute_changed(near["text"], candidate.text):
             continue
         return near
     return None
@@ -145,6 +152,10 @@ def disputed_by_meaning(
             continue  # both keyed: the keys already said these are different subjects
         if PRECEDENCE[FactSource(near["source"])] == PRECEDENCE[candidate.source]:
             continue
+        if distinct_things(near["text"], candidate.text) or another_value_of_a_set(
+            near["text"], candidate.text
+        ):
+            continue
         differs_on = disagreement(candidate.text, near["text"])
         if differs_on is not None:
             return Dispute(near, differs_on, similarity)
@@ -154,21 +165,28 @@ def disputed_by_meaning(
 # Barriers
 
 
-def find_barrier(conn: Connection, key: str, vector: bytes | None, config: MemoryConfig) -> int | None:
-    """The barrier a candidate runs into: same normalized wording, or a very close embedding."""
+def find_barrier(
+    conn: Connection, key: str, vector: bytes | None, config: MemoryConfig, text: str = ""
+) -> int | None:
+    """The barrier a candidate runs into: same normalized wording, a very close embedding, or
+    a text that restates the forgotten fact's values or words (`forgetting.ForgottenMatcher`)."""
     row = conn.execute("SELECT id FROM barriers WHERE content_key = ? LIMIT 1", (key,)).fetchone()
     if row is not None:
         return int(row[0])
-    if vector is None:
-        return None
-    row = conn.execute(
-        "SELECT id FROM barriers WHERE embedding IS NOT NULL AND vec_distance_cosine(embedding, ?) <= ? LIMIT 1",
-        (vector, 1.0 - config.barrier_similarity),
-    ).fetchone()
-    return int(row[0]) if row is not None else None
+    if vector is not None:
+        row = conn.execute(
+            "SELECT id FROM barriers WHERE embedding IS NOT NULL AND vec_distance_cosine(embedding, ?) <= ? LIMIT 1",
+            (vector, 1.0 - config.barrier_similarity),
+        ).fetchone()
+        if row is not None:
+            return int(row[0])
+    stated = ForgottenMatcher.load(conn).barriers_stated(text) if text else []
+    return stated[0] if stated else None
 
 
-def lift_barriers(conn: Connection, key: str, vector: bytes | None, config: MemoryConfig) -> int:
+def lift_barriers(
+    conn: Connection, key: str, vector: bytes | None, config: MemoryConfig, text: str = ""
+) -> int:
     """Remove the barriers a candidate matches (a person restated the fact on purpose)."""
     removed = conn.execute("DELETE FROM barriers WHERE content_key = ?", (key,)).rowcount
     if vector is not None:
@@ -176,6 +194,8 @@ def lift_barriers(conn: Connection, key: str, vector: bytes | None, config: Memo
             "DELETE FROM barriers WHERE embedding IS NOT NULL AND vec_distance_cosine(embedding, ?) <= ?",
             (vector, 1.0 - config.barrier_similarity),
         ).rowcount
+    for barrier in ForgottenMatcher.load(conn).barriers_stated(text) if text else []:
+        removed += conn.execute("DELETE FROM barriers WHERE id = ?", (barrier,)).rowcount
     return int(removed)
 
 

@@ -349,6 +349,12 @@ def _memory_op(store: MemoryStore, op: AgentOp, body: dict[str, Any]) -> Any:
             "facts": _dump(list(store.search(query, k, record_access=False))),
             "episodes": _dump(list(store.search_episodes(query, min(k, 5)))),
         }
+    if op == AgentOp.MEMORY_HISTORY:
+        from agent_runtime.memory.timeline import search_versions, utc
+
+        as_of = utc(str(body["as_of"])) if body.get("as_of") else None
+        versions = search_versions(store, str(body["q"]), int(body.get("k", 10)), as_of=as_of)
+        return {"mode": MemoryMode(store.embeddings.mode).value, "versions": _dump(list(versions))}
     if op == AgentOp.MEMORY_CONTRADICTIONS:
         status = str(body.get("status", "pending"))
         found = store.contradictions(None if status == "all" else ContradictionStatus(status))

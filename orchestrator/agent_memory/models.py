@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_runtime.memory import Contradiction, EpisodeHit, Fact, FactHit, MemoryMode
+from agent_runtime.memory import Contradiction, EpisodeHit, Fact, FactHit, FactVersion, MemoryMode
 
 
 class _Body(BaseModel):
@@ -41,6 +41,14 @@ class MemorySearchResult(BaseModel):
     mode: MemoryMode
     facts: list[FactHit]
     episodes: list[EpisodeHit]
+
+
+class MemoryHistoryResult(BaseModel):
+    mode: MemoryMode
+    versions: list[FactVersion] = Field(
+        description="The facts found with their other versions (or those current at as_of), newest first "
+        "within each fact, each with when it was valid"
+    )
 
 
 class ForgetResult(BaseModel):

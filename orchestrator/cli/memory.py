@@ -140,10 +140,22 @@ def list_facts(
     help="How many results.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@click.option("--history", is_flag=True, help="Facts with their superseded versions and when each was valid.")
+@click.option(
+    "--as-of",
+    "as_of",
+    metavar="TIME",
+    help="The facts as they were at TIME (ISO 8601 date or time; no zone: UTC).",
+)
 @click.argument("agent")
 @click.argument("query")
-def search(fleet_file: Path, k: int, as_json: bool, agent: str, query: str) -> None:
+def search(
+    fleet_file: Path, k: int, as_json: bool, history: bool, as_of: str | None, agent: str, query: str
+) -> None:
     """Search AGENT's facts and episodes for QUERY."""
+    if history or as_of:
+        _search_history(fleet_file, agent, query, k, as_of, as_json)
+        return
     found = _request(fleet_file, "GET", f"{_base(agent)}/search", q=query, k=k)
     if as_json:
         click.echo(json.dumps(found, indent=2))
@@ -160,6 +172,24 @@ def search(fleet_file: Path, k: int, as_json: bool, agent: str, query: str) -> N
             )
         )
     if not found["facts"] and not found["episodes"]:
+        echo("nothing found")
+
+
+def _search_history(
+    fleet_file: Path, agent: str, query: str, k: int, as_of: str | None, as_json: bool
+) -> None:
+    found = _request(fleet_file, "GET", f"{_base(agent)}/history", q=query, k=k, as_of=as_of)
+    if as_json:
+        click.echo(json.dumps(found, indent=2))
+        return
+    echo(f"mode: {found['mode']}")
+    for version in found["versions"]:
+        until = version["valid_until"][:19] if version["valid_until"] else "now"
+        replaced = f", replaced by #{version['replaced_by']}" if version["replaced_by"] else ""
+        echo(
+            f"{_fact_line(version['fact'], version['score'])}  valid {version['valid_from'][:19]} .. {until}{replaced}"
+        )
+    if not found["versions"]:
         echo("nothing found")
 
 

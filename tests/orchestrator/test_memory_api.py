@@ -171,6 +171,27 @@ def test_search_ranks_like_the_agent_without_counting_accesses(
     assert operator.get(f"{base()}/search").status_code == 422
 
 
+def test_the_history_route_returns_superseded_versions_with_their_validity(
+    operator: httpx.Client, seeded: MemoryStore
+) -> None:
+    seeded.save("The user prefers aisle seats", category="travel", source="user_stated")
+    found = operator.get(f"{base()}/history", params={"q": "prefers seats", "k": 3}).json()
+    assert [(v["fact"]["text"], v["current"]) for v in found["versions"]] == [
+        ("The user prefers aisle seats", True),
+        ("The user prefers window seats", False),
+    ]
+    old = found["versions"][1]
+    assert old["valid_until"] == found["versions"][0]["valid_from"]
+    assert old["replaced_by"] == found["versions"][0]["fact"]["id"]
+    before = operator.get(
+        f"{base()}/history", params={"q": "prefers seats", "as_of": old["valid_from"]}
+    ).json()
+    assert [v["fact"]["text"] for v in before["versions"]] == ["The user prefers window seats"]
+    assert operator.get(f"{base()}/history", params={"q": "seats", "as_of": "soon"}).status_code == 422
+    current = operator.get(f"{base()}/search", params={"q": "prefers seats", "k": 3}).json()
+    assert [hit["fact"]["text"] for hit in current["facts"]] == ["The user prefers aisle seats"]
+
+
 def test_add_and_edit_as_the_operator(
     operator: httpx.Client, seeded: MemoryStore, services: Services
 ) -> None:
@@ -284,6 +305,10 @@ def test_cli_and_gateway_embeddings_against_a_live_orchestrator(
         assert edited.output.strip() == "saved as #3, replacing #2"
         shown = cli.invoke(memory, ["show", *fleet, "alpha", "3"])
         assert "versions:" in shown.output and "[superseded]" in shown.output
+        past = cli.invoke(memory, ["search", *fleet, "alpha", "seats", "--history"])
+        assert past.exit_code == 0, past.output
+        assert "#2 [superseded]  The user prefers window seats" in past.output
+        assert "replaced by #3" in past.output and ".. now" in past.output
 
         forgot = cli.invoke(memory, ["forget", *fleet, "alpha", "1"])
         assert forgot.output.strip() == "forgot #1"

@@ -8,6 +8,7 @@ settle contradictions. Operator token only.
     PUT    /api/v1/agents/{agent}/memory/facts/{id}            FactEdit -> SaveResult
     DELETE /api/v1/agents/{agent}/memory/facts/{id}?with_restatements=false  -> ForgetResult
     GET    /api/v1/agents/{agent}/memory/search?q=&k=          -> MemorySearchResult
+    GET    /api/v1/agents/{agent}/memory/history?q=&k=&as_of=  -> MemoryHistoryResult (past versions too)
     GET    /api/v1/agents/{agent}/memory/contradictions?status=pending
     POST   /api/v1/agents/{agent}/memory/contradictions/{id}/resolve   {"keep": "old"|"new"}
     GET    /api/v1/agents/{agent}/memory/jobs                  -> MemoryJobs (run records, checkpoints)
@@ -16,6 +17,7 @@ settle contradictions. Operator token only.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
@@ -35,6 +37,7 @@ from orchestrator.agent_memory.models import (
     FactEdit,
     FactList,
     ForgetResult,
+    MemoryHistoryResult,
     MemorySearchResult,
     ResolveContradiction,
     RunJob,
@@ -146,6 +149,24 @@ async def search_memory(
 ) -> MemorySearchResult:
     """Facts and episodes matching the query, ranked as the agent ranks them (accesses not counted)."""
     return await ask_memory(services.asker, agent, AgentOp.MEMORY_SEARCH, MemorySearchResult, q=q, k=k)
+
+
+@router.get("/history")
+async def search_memory_history(
+    agent: str,
+    _: OperatorDep,
+    services: ServicesDep,
+    q: Annotated[str, Query(min_length=1)],
+    k: Annotated[int, Query(ge=1, le=100)] = 10,
+    as_of: Annotated[
+        datetime | None, Query(description="Only the versions current at this time (ISO 8601; no zone: UTC)")
+    ] = None,
+) -> MemoryHistoryResult:
+    """Facts matching the query with their superseded versions and validity intervals."""
+    moment = as_of.isoformat() if as_of is not None else None
+    return await ask_memory(
+        services.asker, agent, AgentOp.MEMORY_HISTORY, MemoryHistoryResult, q=q, k=k, as_of=moment
+    )
 
 
 @router.get("/contradictions")

@@ -157,13 +157,16 @@ def test_elaborations_facts_of_equal_rank_and_other_keys_are_left_side_by_side(
 
 
 def test_vectors_without_meaning_never_make_a_contradiction(open_store: StoreFactory) -> None:
-    """Keyword-only and test-model stores: contradictions only through a shared subject."""
+    """Keyword-only and test-model stores: contradictions only through a shared subject (a key,
+    or one attribute of one thing changed in the same words)."""
     hashed = open_store()
     assert hashed.contradiction_threshold() is None
     hashed.save("The user drinks coffee every morning", category="habits", source=FactSource.USER_STATED)
-    result = hashed.save("The user never drinks coffee", category="habits", source=FactSource.INFERRED)
+    result = hashed.save("Coffee is never drunk by the user", category="habits", source=FactSource.INFERRED)
     assert result.outcome is SaveOutcome.SAVED
     assert hashed.contradictions() == []
+    negated = hashed.save("The user never drinks coffee", category="habits", source=FactSource.INFERRED)
+    assert negated.outcome is SaveOutcome.CONTRADICTION
     assert not is_semantic(DeterministicEmbedder(8))
     assert not is_semantic(lambda texts: [[1.0] for _ in texts])
     assert not is_semantic(None)
@@ -185,3 +188,19 @@ def test_which_threshold_a_store_uses(open_store: StoreFactory) -> None:
     set_by_hand.close()
     for embedder in (gateway_test, hosted):
         embedder.close()
+
+
+def test_close_facts_about_distinct_things_stay_side_by_side(open_store: StoreFactory) -> None:
+    store = semantic_store(open_store)
+    first = store.save("Invoice 1001 for Acme was paid on 3 March.", category="billing")
+    second = store.save("Invoice 1002 for Acme was paid on 5 March.", category="billing")
+    assert second.outcome is SaveOutcome.SAVED
+    assert store.get(first.fact_id or 0).status is FactStatus.ACTIVE  # type: ignore[union-attr]
+    names = ["Anna", "Omar", "Lena", "Ravi", "Chen"]
+    for day in range(1, 101):
+        note = f"On day {day}, {names[day % 5]} noted the boiler was checked (ref: MARK-{day:03d})."
+        store.save(note, category="observations")
+    assert store.status().facts_superseded == 0 and store.status().facts_active == 102
+    stated = store.save("The user wants replies in French", category="preferences", source="user_stated")
+    guessed = store.save("The user wants replies in English", category="preferences", source="inferred")
+    assert guessed.outcome is SaveOutcome.CONTRADICTION and guessed.fact_id == stated.fact_id
