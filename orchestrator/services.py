@@ -6,7 +6,7 @@ it uses when it is built).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from orchestrator.agents.actions import OperatorActions
 from orchestrator.agents.ask import AgentAsker
@@ -15,6 +15,7 @@ from orchestrator.agents.requests import AgentChannels
 from orchestrator.agents.snapshot import SnapshotTaker
 from orchestrator.agents.supervisor import Supervisor
 from orchestrator.backends.base import Backend
+from orchestrator.browser import BrowserSessions
 from orchestrator.broker.broker import Broker
 from orchestrator.broker.inbox import Inbox
 from orchestrator.channels import Notifier
@@ -76,6 +77,8 @@ class Services:
     agent_url: str
     """The orchestrator's address as agents dial it (the fleet network's gateway, or loopback;
     empty when no agent dials in)."""
+    browsers: BrowserSessions | None = field(default=None)
+    """The agents' browser sessions (tools.browser); made at the first browser call."""
 
     @property
     def fleet(self) -> LoadedFleet:

@@ -84,6 +84,8 @@ def create_app(services: Services) -> FastAPI:
         services.events.bind_loop(loop)
         services.inbox.bind_loop(loop)
         yield
+        if services.browsers is not None:
+            await services.browsers.close_all()
 
     # /openapi.json is served without a token (route and body shapes, no fleet data); the
     # interactive pages are not, as they load their scripts from a CDN.

@@ -1,0 +1,219 @@
+"""The browser tools as a user and as an attacker: real sandboxes on the local Docker engine, pages
+served on loopback only, every page request through the egress proxy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator.browser import BROWSER_ACTION, BROWSER_REFUSED
+from orchestrator.browser.arguments import (
+    BROWSER_CLICK,
+    BROWSER_EVALUATE,
+    BROWSER_NAVIGATE,
+    BROWSER_SCREENSHOT,
+    BROWSER_SNAPSHOT,
+    BROWSER_TYPE,
+)
+from orchestrator.browser.sandbox import LABEL_BROWSER_OF
+from orchestrator.host_tools.base import HostToolRefused
+from tests.orchestrator.browser.conftest import PASSWORD, Browsing, browse
+from tests.orchestrator.browser.pages import (
+    CDP_PROBE_PAGE,
+    FETCHER_PAGE,
+    JS_PAGE,
+    LOGIN_PAGE,
+    MEMORY_PAGE,
+    NEVER_ENDING,
+    Listener,
+    LocalSite,
+)
+
+pytestmark = pytest.mark.docker
+
+
+def ref_of(snapshot: str, line_start: str) -> str:
+    line = next(line for line in snapshot.splitlines() if line.startswith(line_start))
+    return line.rsplit("[ref=", 1)[1].rstrip("]")
+
+
+def test_a_page_whose_content_only_javascript_writes_reads_as_rendered(
+    tmp_path: Path, browser_image_tag: str, site: LocalSite
+) -> None:
+    site.pages["/js"] = JS_PAGE
+
+    async def scenario(b: Browsing) -> None:
+        result = await b.call(BROWSER_NAVIGATE, url=site.url("/js"))
+        assert result.ok, result.output
+        assert "title: Rendered" in result.output
+        assert "rendered by script 42" in result.output
+        shot = await b.call(BROWSER_SCREENSHOT)
+        assert shot.ok, shot.output
+        with pytest.raises(HostToolRefused, match="tools.browser.evaluate"):
+            await b.call(BROWSER_EVALUATE, expression="document.title")
+
+    browsing = browse(tmp_path, browser_image_tag, site, scenario)
+    assert "/js" in site.paths()
+    saved = list(browsing.shelf.folder("scout").glob("*.png"))
+    assert len(saved) == 1 and saved[0].read_bytes().startswith(b"\x89PNG")
+    assert f'"tool": "{BROWSER_NAVIGATE}"' in browsing.recorded()
+
+
+def test_a_login_form_gets_the_secret_the_agent_never_sees(
+    tmp_path: Path, browser_image_tag: str, site: LocalSite
+) -> None:
+    site.pages["/signin"] = LOGIN_PAGE
+    seen: dict[str, str] = {}
+
+    async def scenario(b: Browsing) -> None:
+        assert (await b.call(BROWSER_NAVIGATE, url=site.url("/signin"))).ok
+        snapshot = (await b.call(BROWSER_SNAPSHOT)).output
+        user, password = ref_of(snapshot, 'textbox "User"'), ref_of(snapshot, 'textbox "Password" [password]')
+        assert (await b.call(BROWSER_TYPE, ref=user, text="alice")).ok
+        typed = await b.call(BROWSER_TYPE, ref=password, text="{{secret:site_password}}")
+        assert typed.ok, typed.output
+        # The page echoes the field into its text: what reaches the agent is redacted.
+        seen["snapshot"] = (await b.call(BROWSER_SNAPSHOT)).output
+        assert "you typed" in seen["snapshot"]
+        assert ref_of(seen["snapshot"], 'textbox "User"') == user  # refs stay on their elements
+        signed_in = await b.call(BROWSER_CLICK, ref=ref_of(seen["snapshot"], 'button "Sign in"'))
+        assert signed_in.ok, signed_in.output
+        assert "signed in" in signed_in.output
+        seen["after"] = signed_in.output
+
+    browsing = browse(tmp_path, browser_image_tag, site, scenario)
+    posted = [s.body.decode() for s in site.seen if s.method == "POST"]
+    assert posted == [f"user=alice&password={PASSWORD}"]
+    for text in [*seen.values(), browsing.recorded()]:
+        assert PASSWORD not in text
+
+
+def test_a_redirect_to_a_refused_host_is_refused(
+    tmp_path: Path, browser_image_tag: str, site: LocalSite, listener: Listener
+) -> None:
+    async def scenario(b: Browsing) -> None:
+        target = f"http://127.0.0.1:{listener.port}/internal"
+        result = await b.call(BROWSER_NAVIGATE, url=site.url(f"/redirect?to={target}"))
+        assert "tools.http.allow" in result.output
+
+    browsing = browse(tmp_path, browser_image_tag, site, scenario)
+    assert listener.hits == []
+    assert "tools.http.allow" in browsing.recorded()
+
+
+def test_a_page_reaching_for_private_addresses_and_other_host_ports_reaches_nothing(
+    tmp_path: Path, browser_image_tag: str, site: LocalSite, listener: Listener
+) -> None:
+    site.pages["/fetch"] = FETCHER_PAGE
+    site.pages["/start"] = JS_PAGE
+
+    async def resolver(host: str, port: int) -> list[str]:
+        return ["127.0.0.1"]  # what an attacker's DNS answers for its own name
+
+    async def scenario(b: Browsing) -> None:
+        assert (await b.call(BROWSER_NAVIGATE, url=site.url("/start"))).ok
+        opened = next(iter(b.sessions._sessions.values()))
+        targets = [
+            f"http://127.0.0.1:{listener.port}/loopback",
+            f"http://{opened.sandbox.gateway}:{listener.port}/gateway",
+            f"http://attacker.example:{listener.port}/rebound",
+            f"https://127.0.0.1:{listener.port}/tunnel",
+        ]
+        result = await b.call(BROWSER_NAVIGATE, url=site.url("/fetch?targets=" + ",".join(targets)))
+        assert result.ok, result.output
+        assert "title: Fetched" in result.output
+        assert "requests refused by your egress policy" in result.output
+
+    browse(tmp_path, browser_image_tag, site, scenario, resolver=resolver)
+    assert listener.hits == []
+
+
+def test_a_page_that_never_stops_loading_is_cut_at_the_time_cap(
+    tmp_path: Path, browser_image_tag: str, site: LocalSite
+) -> None:
+    async def scenario(b: Browsing) -> None:
+        result = await b.call(BROWSER_NAVIGATE, url=site.url(NEVER_ENDING))
+        assert not result.ok
+        assert "tools.browser.timeout_s (4 s)" in result.output
+
+    browse(tmp_path, browser_image_tag, site, scenario, browser={"timeout_s": 4})
+
+
+def test_a_page_allocating_memory_without_end_stops_at_the_memory_cap(
+    tmp_path: Path, browser_image_tag: str, site: LocalSite, docker_client: Any
+) -> None:
+    site.pages["/hungry"] = MEMORY_PAGE
+    site.pages["/js"] = JS_PAGE
+    cap = 384 * 1024 * 1024
+
+    async def scenario(b: Browsing) -> None:
+        await b.call(BROWSER_NAVIGATE, url=site.url("/hungry"))
+        opened = next(iter(b.sessions._sessions.values()), None)
+        if opened is not None:
+            limits = docker_client.api.inspect_container(opened.sandbox.container)["HostConfig"]
+            assert limits["Memory"] == cap and limits["MemorySwap"] == cap
+        result = await b.call(BROWSER_SNAPSHOT)
+        assert not result.ok
+        assert "crashed" in result.output or "timeout_s" in result.output
+        # The agent goes on with a fresh sandbox.
+        again = await b.call(BROWSER_NAVIGATE, url=site.url("/js"))
+        assert again.ok, again.output
+
+    browse(tmp_path, browser_image_tag, site, scenario, browser={"memory": "384m", "timeout_s": 20})
+
+
+def test_a_hostile_page_cannot_reach_the_devtools_port(
+    tmp_path: Path, browser_image_tag: str, site: LocalSite
+) -> None:
+    site.pages["/probe"] = CDP_PROBE_PAGE
+
+    async def scenario(b: Browsing) -> None:
+        result = await b.call(BROWSER_NAVIGATE, url=site.url("/probe"))
+        assert result.ok, result.output
+        snapshot = (await b.call(BROWSER_SNAPSHOT)).output
+        assert "title: Probed" in snapshot
+        assert "READ" not in snapshot and "websocket OPEN" not in snapshot
+        assert snapshot.count("blocked") == 4
+
+    browsing = browse(tmp_path, browser_image_tag, site, scenario)
+    assert "127.0.0.1:9222" in browsing.recorded()
+
+
+def test_the_sandbox_is_fenced_and_removed_with_its_session(
+    tmp_path: Path, browser_image_tag: str, site: LocalSite, docker_client: Any
+) -> None:
+    site.pages["/js"] = JS_PAGE
+    found: dict[str, Any] = {}
+
+    async def scenario(b: Browsing) -> None:
+        assert (await b.call(BROWSER_NAVIGATE, url=site.url("/js"))).ok
+        opened = next(iter(b.sessions._sessions.values()))
+        found["container"] = docker_client.api.inspect_container(opened.sandbox.container)
+        found["network"] = docker_client.api.inspect_network(opened.sandbox.network)
+
+    browse(tmp_path, browser_image_tag, site, scenario)
+    config, host = found["container"]["Config"], found["container"]["HostConfig"]
+    assert config["User"] == "10001:10001"
+    assert host["ReadonlyRootfs"] is True and host["CapDrop"] == ["ALL"]
+    assert "no-new-privileges:true" in host["SecurityOpt"]
+    assert found["network"]["Internal"] is True
+    left = docker_client.api.containers(all=True, filters={"label": f"{LABEL_BROWSER_OF}=flt-test-browser/scout"})
+    assert left == []
+
+
+def test_a_url_outside_the_policy_is_refused_before_any_sandbox(
+    tmp_path: Path, browser_image_tag: str, site: LocalSite
+) -> None:
+    async def scenario(b: Browsing) -> None:
+        with pytest.raises(HostToolRefused, match="tools.http.allow"):
+            await b.call(BROWSER_NAVIGATE, url="http://127.0.0.1:1/")
+        assert b.sessions.open_count() == 0
+        with pytest.raises(HostToolRefused, match="tools.http.secrets"):
+            await b.call(BROWSER_TYPE, ref="e1", text="{{secret:undeclared}}")
+        assert (await b.call(BROWSER_CLICK, ref="nonsense")).ok is False
+
+    browsing = browse(tmp_path, browser_image_tag, site, scenario)
+    assert BROWSER_REFUSED in browsing.recorded()
+    assert BROWSER_ACTION in browsing.recorded()
