@@ -37,6 +37,9 @@ def chromium_command(proxy: str, window: str) -> list[str]:
         "--user-data-dir=/tmp/profile",
         f"--proxy-server=http://{proxy}",
         "--proxy-bypass-list=<-loopback>",
+        # WebRTC would otherwise send UDP straight to any address: only through the proxy (TCP).
+        "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+        "--webrtc-ip-handling-policy=disable_non_proxied_udp",
         f"--window-size={window.replace('x', ',')}",
         f"--remote-debugging-port={DEVTOOLS_PORT}",
         "about:blank",

@@ -26,10 +26,10 @@ import docker
 import docker.errors
 
 from orchestrator.backends.docker import connect_docker
-from orchestrator.browser import container_main
 from orchestrator.images.names import DEFAULT_IMAGE
 
 BUILD_SCRIPT = Path("images/browser/build.sh")
+PROGRAM = Path(__file__).with_name("container_main.py")
 ROOT_TAG = "flotilla/browser-root:bookworm"
 LABEL_INPUTS_HASH = "io.flotilla.inputs-hash"
 LABEL_ROOT_RECIPE = "io.flotilla.base-recipe"
@@ -71,7 +71,7 @@ def ensure_browser_image(repo_root: Path, tag: str | None = None, force: bool = 
     tag = tag or browser_image()
     started = time.monotonic()
     script = (repo_root / BUILD_SCRIPT).read_bytes()
-    program = Path(container_main.__file__).read_bytes()
+    program = PROGRAM.read_bytes()
     root_recipe = _digest(script)
     wanted = _digest(script, program, _dockerfile("", "").encode())
     client = connect_docker()

@@ -85,12 +85,14 @@ class EgressProxy:
         self._client = client
         self._record = record
         self._server: asyncio.Server | None = None
+        self.port = 0
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def start(self, host: str, port: int = 0) -> int:
         """Listen on host:port (0: any free port); the port listened on."""
         self._server = await asyncio.start_server(self._accept, host=host, port=port)
-        return int(self._server.sockets[0].getsockname()[1])
+        self.port = int(self._server.sockets[0].getsockname()[1])
+        return self.port
 
     def serve_only(self, client: str) -> None:
         """Serve `client` (the sandbox's address) and nobody else; before this, nobody is served."""

@@ -4,7 +4,8 @@ a network of its own, whose only way out is the orchestrator's egress proxy.
 The network is `internal` (no route out) with inter-container traffic off; the orchestrator holds
 the gateway address, where the proxy listens. The container runs as uid 10001 with a read-only
 root, every capability dropped, no-new-privileges, /tmp in memory and the memory (swap included),
-CPU and pid caps of `tools.browser`. Chromium keeps its DevTools endpoint on the container's
+CPU and pid caps of `tools.browser`. A host firewall chain (`fence`) lets the network reach the
+session's proxy port on the gateway and no other address or port of the host. Chromium keeps its DevTools endpoint on the container's
 loopback; the container relays one port to it for the gateway address only, which is where the
 orchestrator connects from. Agents are on other networks and never get either address.
 """
@@ -25,6 +26,7 @@ import requests.exceptions
 from docker.types import LogConfig, Ulimit
 
 from orchestrator.backends.base import LABEL_PREFIX
+from orchestrator.browser.fence import FenceFailed, install_fence, remove_fence
 from orchestrator.config.browser import BrowserPolicy
 
 LABEL_BROWSER_OF = f"{LABEL_PREFIX}.browser-of"
@@ -57,10 +59,16 @@ class SandboxSpec:
 class BrowserSandbox:
     """One running sandbox: where the orchestrator reaches its DevTools relay."""
 
+    name: str
     network: str
     container: str
     gateway: str
     address: str
+    fenced: bool = False
+
+    @property
+    def bridge(self) -> str:
+        return f"br-{self.network[:12]}"
 
     @property
     def devtools_url(self) -> str:
@@ -79,9 +87,10 @@ class DockerBrowsers:
         name = f"flotilla-browser-{spec.agent[:24]}-{secrets.token_hex(4)}"
         labels = {LABEL_BROWSER_OF: f"{spec.fleet}/{spec.agent}", LABEL_BROWSER_FLEET: spec.fleet}
         network, gateway = await asyncio.to_thread(self._network, name, labels)
-        sandbox = BrowserSandbox(network, "", gateway, "")
+        sandbox = BrowserSandbox(name, network, "", gateway, "")
         try:
             proxy_port = await start_proxy(gateway)
+            sandbox.fenced = await asyncio.to_thread(install_fence, name, sandbox.bridge, gateway, proxy_port)
             environment = {
                 "FLOTILLA_PROXY": f"{gateway}:{proxy_port}",
                 "FLOTILLA_CONTROLLER": gateway,
@@ -100,6 +109,8 @@ class DockerBrowsers:
         if sandbox.container:
             with contextlib.suppress(*DOCKER_ERRORS):
                 self._api.remove_container(sandbox.container, force=True)
+        with contextlib.suppress(FenceFailed):
+            remove_fence(sandbox.name, sandbox.bridge)
         with contextlib.suppress(*DOCKER_ERRORS):
             self._api.remove_network(sandbox.network)
 

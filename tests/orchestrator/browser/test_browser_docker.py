@@ -17,6 +17,7 @@ from orchestrator.browser.arguments import (
     BROWSER_SNAPSHOT,
     BROWSER_TYPE,
 )
+from orchestrator.browser.fence import fence_rules, fence_usable
 from orchestrator.browser.sandbox import LABEL_BROWSER_OF
 from orchestrator.host_tools.base import HostToolRefused
 from tests.orchestrator.browser.conftest import PASSWORD, Browsing, browse
@@ -192,6 +193,8 @@ def test_the_sandbox_is_fenced_and_removed_with_its_session(
         opened = next(iter(b.sessions._sessions.values()))
         found["container"] = docker_client.api.inspect_container(opened.sandbox.container)
         found["network"] = docker_client.api.inspect_network(opened.sandbox.network)
+        found["fence"] = fence_rules(opened.sandbox.name)
+        found["proxy port"] = opened.proxy.port
 
     browse(tmp_path, browser_image_tag, site, scenario)
     config, host = found["container"]["Config"], found["container"]["HostConfig"]
@@ -199,6 +202,9 @@ def test_the_sandbox_is_fenced_and_removed_with_its_session(
     assert host["ReadonlyRootfs"] is True and host["CapDrop"] == ["ALL"]
     assert "no-new-privileges:true" in host["SecurityOpt"]
     assert found["network"]["Internal"] is True
+    if fence_usable():
+        assert found["fence"][-1].endswith("-j REJECT")
+        assert any(f"--dport {found['proxy port']} -j ACCEPT" in rule for rule in found["fence"])
     left = docker_client.api.containers(all=True, filters={"label": f"{LABEL_BROWSER_OF}=flt-test-browser/scout"})
     assert left == []
 
