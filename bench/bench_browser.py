@@ -86,7 +86,10 @@ class _Agents:
         self.db = Database(root / "state.db")
         self.sessions = BrowserSessions(self.db, connect_docker)
         tools = ToolsConfig.model_validate(
-            {"http": {"allow": [{"url": url, "allow_private": True}], "requests_per_day": 100_000}, "browser": {}}
+            {
+                "http": {"allow": [{"url": url, "allow_private": True}], "requests_per_day": 100_000},
+                "browser": {},
+            }
         )
         assert tools.http is not None and tools.browser is not None
         shelf = ScreenshotShelf(root / "browser", {})
@@ -116,7 +119,9 @@ class _Agents:
         return time.perf_counter() - started
 
 
-async def _cold_and_warm(agents: _Agents, url: str, cold_n: int, warm_n: int) -> tuple[list[float], list[float], int]:
+async def _cold_and_warm(
+    agents: _Agents, url: str, cold_n: int, warm_n: int
+) -> tuple[list[float], list[float], int]:
     cold = []
     for n in range(cold_n):
         await agents.sessions.close_agent("agent0")  # outside the timing: each navigate opens a sandbox
@@ -201,8 +206,17 @@ def run(quick: bool) -> list[Row]:
             cold, warm, memory = asyncio.run(_cold_and_warm(agents, url, cold_n, warm_n))
             rows.append(_row("browser_navigate, cold (new sandbox each time)", _ms(cold)))
             rows.append(_row("browser_navigate, warm (same session)", _ms(warm)))
-            rows.append(_row("chromium --headless --dump-dom on the host (new process each time)", _ms(_dump_dom(url, dump_n))))
-            rows.append(_row("memory of one sandbox with the page loaded", f"{memory / 2**20:.0f} MiB", "< 768 MiB cap"))
+            rows.append(
+                _row(
+                    "chromium --headless --dump-dom on the host (new process each time)",
+                    _ms(_dump_dom(url, dump_n)),
+                )
+            )
+            rows.append(
+                _row(
+                    "memory of one sandbox with the page loaded", f"{memory / 2**20:.0f} MiB", "< 768 MiB cap"
+                )
+            )
             wall, samples = asyncio.run(_together(_Agents(Path(root), image, url, together), url, rounds))
             rows.append(
                 _row(
@@ -213,10 +227,10 @@ def run(quick: bool) -> list[Row]:
             direct, proxied = asyncio.run(_proxy_overhead(url, 30 if quick else 200))
             overhead = (statistics.median(proxied) - statistics.median(direct)) * 1000
             rows.append(_row("GET direct (new connection each)", _ms(direct)))
-            rows.append(_row("GET through the egress proxy", f"{_ms(proxied)}; overhead p50 {overhead:.2f} ms"))
+            rows.append(
+                _row("GET through the egress proxy", f"{_ms(proxied)}; overhead p50 {overhead:.2f} ms")
+            )
     finally:
         server.shutdown()
         server.server_close()
     return rows
-
-

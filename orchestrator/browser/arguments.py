@@ -28,7 +28,9 @@ class _Arguments(BaseModel):
 
 
 class NavigateArguments(_Arguments):
-    url: str = Field(max_length=4000, description="http:// or https:// address allowed by your tools.http policy")
+    url: str = Field(
+        max_length=4000, description="http:// or https:// address allowed by your tools.http policy"
+    )
 
 
 class SnapshotArguments(_Arguments):
@@ -85,7 +87,10 @@ TOOLS: dict[str, tuple[type[_Arguments], str]] = {
         "Take a PNG screenshot of the current page; it is kept by the orchestrator for the operator",
     ),
     BROWSER_EVALUATE: (EvaluateArguments, "Run JavaScript in the current page and return its JSON result"),
-    BROWSER_CLOSE: (CloseArguments, "Close a browser session (it also closes when idle or when the item ends)"),
+    BROWSER_CLOSE: (
+        CloseArguments,
+        "Close a browser session (it also closes when idle or when the item ends)",
+    ),
 }
 
 

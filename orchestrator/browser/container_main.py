@@ -11,6 +11,7 @@ allowed on the relay), FLOTILLA_RELAY_PORT, FLOTILLA_WINDOW (WIDTHxHEIGHT).
 """
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -34,6 +35,23 @@ def chromium_command(proxy: str, window: str) -> list[str]:
         "--disable-breakpad",
         "--no-first-run",
         "--no-default-browser-check",
+        # Chromium's own calls home (sign-in, safe browsing, hints, translation, metrics): off,
+        # so that the proxy sees only what pages ask for.
+        "--disable-client-side-phishing-detection",
+        "--disable-component-extensions-with-background-pages",
+        "--disable-field-trial-config",
+        "--disable-search-engine-choice-screen",
+        "--disable-default-apps",
+        "--disable-domain-reliability",
+        "--disable-features=Translate,OptimizationHints,MediaRouter,AutofillServerCommunication,"
+        "InterestFeedContentSuggestions,CertificateTransparencyComponentUpdater,DialMediaRouteProvider,"
+        "OptimizationGuideModelDownloading,SafeBrowsingEnhancedProtection,NetworkTimeServiceQuerying",
+        "--metrics-recording-only",
+        "--no-pings",
+        "--safebrowsing-disable-auto-update",
+        "--password-store=basic",
+        "--use-mock-keychain",
+        "--no-service-autorun",
         "--user-data-dir=/tmp/profile",
         f"--proxy-server=http://{proxy}",
         "--proxy-bypass-list=<-loopback>",
@@ -76,19 +94,15 @@ async def main() -> int:
     port = int(os.environ.get("FLOTILLA_RELAY_PORT", "9223"))
     window = os.environ.get("FLOTILLA_WINDOW", "1280x800")
     browser = subprocess.Popen(chromium_command(proxy, window), stdin=subprocess.DEVNULL)
-    server = await asyncio.start_server(
-        lambda r, w: relay(controller, r, w), host="0.0.0.0", port=port
-    )
+    server = await asyncio.start_server(lambda r, w: relay(controller, r, w), host="0.0.0.0", port=port)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     async with server:
         while not stop.is_set() and browser.poll() is None:
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), 1.0)
-            except TimeoutError:
-                pass
     browser.terminate()
     return browser.wait(timeout=5) or 0
 

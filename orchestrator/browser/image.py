@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import subprocess
 import tarfile
@@ -36,6 +37,29 @@ LABEL_ROOT_RECIPE = "io.flotilla.base-recipe"
 RECIPE_VERSION = "1"
 ROOT_BUILD_TIMEOUT_S = 1800
 PROGRAM_PATH = "/opt/flotilla/container_main.py"
+POLICY_PATH = "/etc/chromium/policies/managed/flotilla.json"
+# Chromium's enterprise policies: none of its own calls home, so that the egress proxy sees only
+# what pages ask for (flags alone leave sign-in, GCM and variations requests).
+CHROMIUM_POLICY = {
+    "BrowserSignin": 0,
+    "SyncDisabled": True,
+    "MetricsReportingEnabled": False,
+    "SafeBrowsingProtectionLevel": 0,
+    "TranslateEnabled": False,
+    "SearchSuggestEnabled": False,
+    "NetworkPredictionOptions": 2,
+    "UrlKeyedAnonymizedDataCollectionEnabled": False,
+    "SpellCheckServiceEnabled": False,
+    "ComponentUpdatesEnabled": False,
+    "BackgroundModeEnabled": False,
+    "AlternateErrorPagesEnabled": False,
+    "AutofillAddressEnabled": False,
+    "AutofillCreditCardEnabled": False,
+    "PasswordManagerEnabled": False,
+    "DefaultNotificationsSetting": 2,
+    "PromotionsEnabled": False,
+    "DnsOverHttpsMode": "off",
+}
 BROWSER_UID = 10001
 
 
@@ -73,7 +97,7 @@ def ensure_browser_image(repo_root: Path, tag: str | None = None, force: bool = 
     script = (repo_root / BUILD_SCRIPT).read_bytes()
     program = PROGRAM.read_bytes()
     root_recipe = _digest(script)
-    wanted = _digest(script, program, _dockerfile("", "").encode())
+    wanted = _digest(script, program, _dockerfile("", "").encode(), _policy())
     client = connect_docker()
     try:
         if not force:
@@ -123,11 +147,16 @@ def _dockerfile(root: str, inputs_hash: str) -> str:
     return (
         f"FROM {root}\n"
         f"COPY container_main.py {PROGRAM_PATH}\n"
+        f"COPY policy.json {POLICY_PATH}\n"
         f"USER {BROWSER_UID}:{BROWSER_UID}\n"
         "ENV HOME=/tmp\n"
         f'CMD ["python3", "-I", "{PROGRAM_PATH}"]\n'
         f"LABEL io.flotilla.component=browser {LABEL_INPUTS_HASH}={inputs_hash}\n"
     )
+
+
+def _policy() -> bytes:
+    return json.dumps(CHROMIUM_POLICY, indent=2, sort_keys=True).encode()
 
 
 def _build_image(client: docker.DockerClient, tag: str, program: bytes, inputs_hash: str) -> None:
@@ -136,6 +165,7 @@ def _build_image(client: docker.DockerClient, tag: str, program: bytes, inputs_h
         for name, data in (
             ("Dockerfile", _dockerfile(ROOT_TAG, inputs_hash).encode()),
             ("container_main.py", program),
+            ("policy.json", _policy()),
         ):
             entry = tarfile.TarInfo(name)
             entry.size = len(data)

@@ -131,7 +131,9 @@ class EgressProxy:
             with contextlib.suppress(OSError):
                 await writer.wait_closed()
 
-    async def _tunnel(self, authority: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _tunnel(
+        self, authority: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         url = f"https://{authority}/"
         try:
             target = parse_target(url)
@@ -179,7 +181,9 @@ class EgressProxy:
         self, target: Target, allow_private: bool
     ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         try:
-            address = await pinned_address(target.host, target.port, self._resolver, allow_private=allow_private)
+            address = await pinned_address(
+                target.host, target.port, self._resolver, allow_private=allow_private
+            )
             await self._admit()
         except (AddressRefused, ResolveFailed, BudgetSpent) as refused:
             raise ProxyRefused(str(refused)) from None
@@ -194,7 +198,11 @@ def _host_rule(policy: HttpPolicy, target: Target) -> AllowedUrl:
     """The allow pattern naming the tunnel's scheme, host and port (its path is not visible)."""
     for rule in policy.rules():
         pattern = rule.pattern
-        if pattern.scheme == target.scheme and pattern.matches_host(target.host) and pattern.port == target.port:
+        if (
+            pattern.scheme == target.scheme
+            and pattern.matches_host(target.host)
+            and pattern.port == target.port
+        ):
             if "GET" not in policy.methods:
                 raise ProxyRefused("tools.http.methods: the browser needs GET")
             return rule
@@ -241,7 +249,11 @@ def _origin_head(method: str, target: Target, headers: list[tuple[str, str]]) ->
     parts = target.url.split("/", 3)
     path = "/" + (parts[3] if len(parts) > 3 else "")
     kept = [(name, value) for name, value in headers if name.lower() not in HOP_BY_HOP]
-    lines = [f"{method} {path.split('#', 1)[0]} HTTP/1.1", *(f"{n}: {v}" for n, v in kept), "Connection: close"]
+    lines = [
+        f"{method} {path.split('#', 1)[0]} HTTP/1.1",
+        *(f"{n}: {v}" for n, v in kept),
+        "Connection: close",
+    ]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 

@@ -153,7 +153,10 @@ class DockerBrowsers:
             memswap_limit=policy.memory_bytes,
             nano_cpus=int(policy.cpus * 1e9),
             pids_limit=policy.pids,
-            ulimits=[Ulimit(name="nofile", soft=OPEN_FILES, hard=OPEN_FILES), Ulimit(name="core", soft=0, hard=0)],
+            ulimits=[
+                Ulimit(name="nofile", soft=OPEN_FILES, hard=OPEN_FILES),
+                Ulimit(name="core", soft=0, hard=0),
+            ],
             log_config=LogConfig(type="none"),
         )
         try:

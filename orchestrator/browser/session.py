@@ -7,6 +7,7 @@ through the fleet's redaction, so a secret typed into a form is never read back.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import time
@@ -95,7 +96,9 @@ class BrowserSession:
 
     async def read(self, status: int | None = None) -> PageText:
         title = await self._act("read", self._page.title())
-        text = await self._act("read", self._page.evaluate("() => document.body ? document.body.innerText : ''"))
+        text = await self._act(
+            "read", self._page.evaluate("() => document.body ? document.body.innerText : ''")
+        )
         return PageText(self._page.url, str(title), status, str(text)[: self._policy.text_chars])
 
     async def snapshot(self) -> str:
@@ -129,11 +132,9 @@ class BrowserSession:
     async def close(self) -> None:
         from playwright.async_api import Error as PlaywrightError
 
-        try:
+        with contextlib.suppress(PlaywrightError):
             await self._context.close()
             await self._browser.close()
-        except PlaywrightError:
-            pass
 
     def _element(self, ref: str) -> Any:
         if not (ref.startswith(REF) and ref[1:].isdigit()):
@@ -144,10 +145,8 @@ class BrowserSession:
         """A click or a submit may start a navigation: let it load, within the time cap."""
         from playwright.async_api import Error as PlaywrightError
 
-        try:
+        with contextlib.suppress(PlaywrightError):
             await self._page.wait_for_load_state("load", timeout=self._policy.timeout_s * 1000)
-        except PlaywrightError:
-            pass
 
     async def _act(self, action: str, pending: Any) -> Any:
         from playwright.async_api import Error as PlaywrightError

@@ -4,10 +4,10 @@ events (a refusal as `browser.refused`), redacted, with the page requests each a
 
 from __future__ import annotations
 
+import builtins
 import logging
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import urlsplit
 
 from agent_runtime.protocol import (
@@ -17,13 +17,10 @@ from agent_runtime.protocol import (
     OrchestratorTools,
 )
 from orchestrator.browser.arguments import (
-    BROWSER_CLICK,
     BROWSER_CLOSE,
     BROWSER_EVALUATE,
-    BROWSER_NAVIGATE,
     BROWSER_SCREENSHOT,
     BROWSER_SNAPSHOT,
-    BROWSER_TYPE,
     TOOLS,
     ClickArguments,
     EvaluateArguments,
@@ -86,7 +83,11 @@ class BrowserTools:
         return OrchestratorTools(
             tools=[
                 OrchestratorTool(
-                    name=name, server="browser", kind="host", description=TOOLS[name][1], input_schema=input_schema(name)
+                    name=name,
+                    server="browser",
+                    kind="host",
+                    description=TOOLS[name][1],
+                    input_schema=input_schema(name),
                 )
                 for name in self._offered()
             ]
@@ -95,7 +96,9 @@ class BrowserTools:
     async def call(self, request: OrchestratorToolCall) -> OrchestratorToolResult:
         if request.name == BROWSER_EVALUATE and not self._parts.browser.evaluate:
             raise self._refused(
-                request.name, "", "tools.browser.evaluate: running the agent's JavaScript in pages is not allowed"
+                request.name,
+                "",
+                "tools.browser.evaluate: running the agent's JavaScript in pages is not allowed",
             )
         parsed = parse(request.name, request.arguments)
         if isinstance(parsed, str):
@@ -120,28 +123,30 @@ class BrowserTools:
             return self._failed(
                 request.name, parsed.session, session.page.url, str(failed), session.requests.drain(), started
             )
-        shown = self._parts.secrets.redact(output)
-        self._publish(request.name, parsed.session, session.page.url, True, "", size, session.requests.drain(), started)
+        requests = session.requests.drain()
+        self._publish(request.name, parsed.session, session.page.url, True, "", size, requests, started)
+        # Page requests refused since the last action, whichever action the page made them in.
+        shown = self._parts.secrets.redact(output + _refusals_note(requests))
         return OrchestratorToolResult(ok=True, output=shown)
 
     async def _run(self, session: OpenSession, name: str, parsed: object, text: str) -> tuple[str, int]:
         page = session.page
         if isinstance(parsed, NavigateArguments):
             read = await page.navigate(parsed.url)
-            return _page_answer(read, session.requests.requests), len(read.text)
+            return _page_answer(read), len(read.text)
         if name == BROWSER_SNAPSHOT:
             snapshot = await page.snapshot()
             return snapshot, len(snapshot)
         if isinstance(parsed, ClickArguments):
             await page.click(parsed.ref)
             read = await page.read()
-            return _page_answer(read, session.requests.requests), len(read.text)
+            return _page_answer(read), len(read.text)
         if isinstance(parsed, TypeArguments):
             await page.type(parsed.ref, text, parsed.submit)
             if not parsed.submit:
                 return f"typed into {parsed.ref}", 0
             read = await page.read()
-            return _page_answer(read, session.requests.requests), len(read.text)
+            return _page_answer(read), len(read.text)
         if name == BROWSER_SCREENSHOT:
             png = await page.screenshot()
             saved = self._parts.screenshots.keep(self._parts.agent, png)
@@ -151,7 +156,7 @@ class BrowserTools:
             return result[: self._parts.browser.text_chars], len(result)
         raise SessionFailed(f"{name}: not a browser tool")
 
-    def _offered(self) -> list[str]:
+    def _offered(self) -> builtins.list[str]:
         return [name for name in TOOLS if name != BROWSER_EVALUATE or self._parts.browser.evaluate]
 
     def _check_url(self, tool: str, session: str, url: str) -> None:
@@ -177,7 +182,13 @@ class BrowserTools:
         return BrowserRefused(reason)
 
     def _failed(
-        self, tool: str, session: str, url: str, problem: str, requests: list[ProxiedRequest], started: float
+        self,
+        tool: str,
+        session: str,
+        url: str,
+        problem: str,
+        requests: builtins.list[ProxiedRequest],
+        started: float,
     ) -> OrchestratorToolResult:
         problem = self._parts.secrets.redact(problem)
         self._publish(tool, session, url, False, problem, 0, requests, started)
@@ -191,11 +202,15 @@ class BrowserTools:
         ok: bool,
         detail: str,
         size: int,
-        requests: list[ProxiedRequest],
+        requests: builtins.list[ProxiedRequest],
         started: float,
     ) -> None:
         redact = self._parts.secrets.redact
-        refused = [redact(f"{r.method} {r.url}: {r.refused}")[:DETAIL_CHARS] for r in requests if r.refused]
+        refused = list(
+            dict.fromkeys(
+                redact(f"{r.method} {r.url}: {r.refused}")[:DETAIL_CHARS] for r in requests if r.refused
+            )
+        )
         self._parts.events.publish(
             BROWSER_ACTION,
             self._parts.agent,
@@ -212,16 +227,16 @@ class BrowserTools:
         )
 
 
-def _page_answer(read: PageText, requests: list[ProxiedRequest]) -> str:
+def _page_answer(read: PageText) -> str:
     status = f" (HTTP {read.status})" if read.status is not None else ""
     lines = [f"url: {read.url}{status}", f"title: {read.title}", "", read.text]
-    return "\n".join(lines) + _refusals_note(requests)
+    return "\n".join(lines)
 
 
 def _refusals_note(requests: list[ProxiedRequest]) -> str:
-    refused = [r for r in requests if r.refused]
+    """The distinct requests refused, the page's and Chromium's own (sign-in, updates) alike."""
+    refused = list(dict.fromkeys(f"- {r.method} {r.url[:200]}: {r.refused}" for r in requests if r.refused))
     if not refused:
         return ""
-    shown = [f"- {r.method} {r.url[:200]}: {r.refused}" for r in refused[:REFUSALS_SHOWN]]
     more = f"\n(and {len(refused) - REFUSALS_SHOWN} more)" if len(refused) > REFUSALS_SHOWN else ""
-    return "\n\n--- requests refused by your egress policy ---\n" + "\n".join(shown) + more
+    return "\n\n--- requests refused by your egress policy ---\n" + "\n".join(refused[:REFUSALS_SHOWN]) + more

@@ -3,6 +3,7 @@ of `tools.http`, the results read back as title, URL and snippet, and a `web_sea
 
 from __future__ import annotations
 
+import builtins
 import logging
 import time
 from urllib.parse import urlsplit
@@ -113,15 +114,20 @@ class WebSearchTool:
     def _outgoing(self, query: str, shown: str) -> Outgoing:
         granted = self._provider.secrets()
         try:
-            headers = {name: self._secrets.substitute(value, granted) for name, value in self._provider.headers.items()}
+            headers = {
+                name: self._secrets.substitute(value, granted)
+                for name, value in self._provider.headers.items()
+            }
         except SecretError as unusable:
             raise self._refused(shown, f"tools.search.headers: {unusable}") from None
-        with_secrets = frozenset(name for name, value in self._provider.headers.items() if "{{secret:" in value)
+        with_secrets = frozenset(
+            name for name, value in self._provider.headers.items() if "{{secret:" in value
+        )
         headers.setdefault("accept", "application/json")
         return Outgoing("GET", search_url(self._provider, query), headers, None, with_secrets)
 
     def _answer(
-        self, query: str, started: float, results: list[SearchResult], problem: str
+        self, query: str, started: float, results: builtins.list[SearchResult], problem: str
     ) -> OrchestratorToolResult:
         self._events.publish(
             WEB_SEARCHED,
@@ -142,5 +148,7 @@ class WebSearchTool:
 
     def _refused(self, query: str, reason: str) -> WebSearchRefused:
         log.warning("agent %s: web_search refused: %s", self._agent, reason)
-        self._events.publish(WEB_SEARCHED, self._agent, query=query[:DETAIL_CHARS], ok=False, refused=reason[:DETAIL_CHARS])
+        self._events.publish(
+            WEB_SEARCHED, self._agent, query=query[:DETAIL_CHARS], ok=False, refused=reason[:DETAIL_CHARS]
+        )
         return WebSearchRefused(reason)

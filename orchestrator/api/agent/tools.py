@@ -13,8 +13,8 @@ from agent_runtime.protocol import (
 from orchestrator.api.agent.peers import approval_rules
 from orchestrator.api.deps import AgentDep, ServicesDep
 from orchestrator.api.errors import ApiError
-from orchestrator.backends.docker import connect_docker
 from orchestrator.approvals import ApprovalStore
+from orchestrator.backends.docker import connect_docker
 from orchestrator.browser import BrowserContextParts, BrowserSessions, BrowserTools
 from orchestrator.browser.image import browser_image
 from orchestrator.browser.screenshots import ScreenshotShelf

@@ -14,7 +14,7 @@ from agent_runtime.protocol import OrchestratorToolCall, OrchestratorToolResult
 from orchestrator.backends.base import BackendUnavailable
 from orchestrator.backends.docker import connect_docker
 from orchestrator.browser import BrowserContextParts, BrowserSessions, BrowserTools
-from orchestrator.browser.image import browser_image, ensure_browser_image
+from orchestrator.browser.image import ensure_browser_image
 from orchestrator.browser.screenshots import ScreenshotShelf
 from orchestrator.config.secrets import SecretSource
 from orchestrator.config.tools import ToolsConfig
@@ -38,6 +38,13 @@ def browser_image_tag() -> str:
             pytest.fail(f"CI needs Docker: {exc}")
         pytest.skip(str(exc))
     return ensure_browser_image(default_repo_root()).tag
+
+
+@pytest.fixture
+def docker_client(browser_image_tag: str) -> Iterator[Any]:
+    client = connect_docker()
+    yield client
+    client.close()
 
 
 @pytest.fixture
@@ -85,7 +92,9 @@ class Browsing:
         )
 
     async def call(self, name: str, **arguments: Any) -> OrchestratorToolResult:
-        return await self.provider.call(OrchestratorToolCall(name=name, arguments=arguments, item_id="item-1"))
+        return await self.provider.call(
+            OrchestratorToolCall(name=name, arguments=arguments, item_id="item-1")
+        )
 
     def recorded(self) -> str:
         """Everything the events hold, as text."""

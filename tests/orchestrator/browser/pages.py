@@ -32,9 +32,10 @@ Promise.all(targets.map((t) => fetch(t, {mode: 'no-cors'}).then((r) => t + ' -> 
 </script></body></html>"""
 
 # Tries the browser's DevTools endpoint on the sandbox's loopback, by fetch and by WebSocket.
-CDP_PROBE_PAGE = """<html><head><title>Probe</title></head><body><pre id="out"></pre><script>
+CDP_PROBE_PAGE = """<html><head><title>Probe</title></head><body><script>
 const out = [];
-const done = () => { document.getElementById('out').textContent = out.join('\\n'); document.title = 'Probed'; };
+const done = () => { for (const line of out) { const p = document.createElement('p'); p.textContent = line;
+  document.body.appendChild(p); } document.title = 'Probed'; };
 const probes = ['http://127.0.0.1:9222/json/version', 'http://localhost:9222/json/list',
                 'http://127.0.0.1:9223/json/version'].map((u) =>
   fetch(u).then((r) => r.text()).then((t) => out.push(u + ' READ ' + t.slice(0, 80)), () => out.push(u + ' blocked')));

@@ -61,7 +61,10 @@ def through_proxy(site: LocalSite, scenario: Scenario, *, client_address: str = 
     the site (a private address, named exactly) and http://public.test/, GET only."""
     policy = HttpPolicy.model_validate(
         {
-            "allow": [{"url": f"http://127.0.0.1:{site.port}/", "allow_private": True}, "http://public.test/"],
+            "allow": [
+                {"url": f"http://127.0.0.1:{site.port}/", "allow_private": True},
+                "http://public.test/",
+            ],
             "methods": ["GET"],
         }
     )

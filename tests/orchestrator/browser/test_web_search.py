@@ -69,7 +69,9 @@ def provider() -> Iterator[FakeProvider]:
     server.server_close()
 
 
-def searcher(tmp_path: Path, provider: FakeProvider, kind: str = "searxng", per_day: int = 10) -> tuple[WebSearchTool, Database]:
+def searcher(
+    tmp_path: Path, provider: FakeProvider, kind: str = "searxng", per_day: int = 10
+) -> tuple[WebSearchTool, Database]:
     db = Database(tmp_path / "state.db")
     secrets = SecretStore({"search_key": SecretSource(env="SEARCH_KEY")}, tmp_path, {"SEARCH_KEY": KEY})
     secrets.load_all()
@@ -77,7 +79,12 @@ def searcher(tmp_path: Path, provider: FakeProvider, kind: str = "searxng", per_
     tools = ToolsConfig.model_validate(
         {
             "http": {"allow": [{"url": base, "allow_private": True}], "requests_per_day": per_day},
-            "search": {"kind": kind, "url": base + "search", "headers": {"X-Api-Key": "{{secret:search_key}}"}, "results": 2},
+            "search": {
+                "kind": kind,
+                "url": base + "search",
+                "headers": {"X-Api-Key": "{{secret:search_key}}"},
+                "results": 2,
+            },
         }
     )
     assert tools.search is not None and tools.http is not None
@@ -92,7 +99,11 @@ def search(tool: WebSearchTool, query: str) -> OrchestratorToolResult:
 def test_a_searxng_search_returns_titles_urls_and_snippets(tmp_path: Path, provider: FakeProvider) -> None:
     provider.answer = {
         "results": [
-            {"title": "Flotilla docs", "url": "https://docs.example/flotilla", "content": "Fleets  of agents"},
+            {
+                "title": "Flotilla docs",
+                "url": "https://docs.example/flotilla",
+                "content": "Fleets  of agents",
+            },
             {"title": "No URL"},
             {"title": "Script", "url": "javascript:alert(1)", "content": "x"},
             {"title": "Second", "url": "https://two.example/", "content": f"leaks {KEY}"},
@@ -102,24 +113,36 @@ def test_a_searxng_search_returns_titles_urls_and_snippets(tmp_path: Path, provi
     tool, db = searcher(tmp_path, provider)
     result = search(tool, "agent fleets")
     assert result.ok, result.output
-    assert result.output.splitlines()[:3] == ["1. Flotilla docs", "   https://docs.example/flotilla", "   Fleets of agents"]
-    assert "2. Second" in result.output and "Third" not in result.output and "javascript:" not in result.output
+    assert result.output.splitlines()[:3] == [
+        "1. Flotilla docs",
+        "   https://docs.example/flotilla",
+        "   Fleets of agents",
+    ]
+    assert (
+        "2. Second" in result.output and "Third" not in result.output and "javascript:" not in result.output
+    )
     assert KEY not in result.output
-    assert provider.asked == [{"path": "/search", "query": {"q": ["agent fleets"], "format": ["json"]}, "key": KEY}]
+    assert provider.asked == [
+        {"path": "/search", "query": {"q": ["agent fleets"], "format": ["json"]}, "key": KEY}
+    ]
     assert sent_today(db, "scout") == 1
     events = db.query("SELECT data FROM events WHERE type = ?", (WEB_SEARCHED,))
     assert json.loads(events[0]["data"])["results"] == 2
 
 
 def test_a_brave_style_answer_is_read(tmp_path: Path, provider: FakeProvider) -> None:
-    provider.answer = {"web": {"results": [{"title": "B", "url": "https://b.example/", "description": "bee"}]}}
+    provider.answer = {
+        "web": {"results": [{"title": "B", "url": "https://b.example/", "description": "bee"}]}
+    }
     tool, _ = searcher(tmp_path, provider, kind="brave")
     result = search(tool, "bees")
     assert result.ok and "https://b.example/" in result.output and "bee" in result.output
     assert provider.asked[0]["query"]["count"] == ["2"]
 
 
-def test_a_provider_answer_that_is_not_results_is_a_clear_failure(tmp_path: Path, provider: FakeProvider) -> None:
+def test_a_provider_answer_that_is_not_results_is_a_clear_failure(
+    tmp_path: Path, provider: FakeProvider
+) -> None:
     provider.answer = ["not", "an", "object"]
     tool, _ = searcher(tmp_path, provider)
     result = search(tool, "anything")
@@ -132,12 +155,14 @@ def test_searches_count_against_the_daily_budget(tmp_path: Path, provider: FakeP
     tool, db = searcher(tmp_path, provider, per_day=2)
     assert search(tool, "one").output == "no results for 'one'"
     assert search(tool, "two").ok
-    with pytest.raises(HostToolRefused, match="requests_per_day"):
+    with pytest.raises(HostToolRefused, match=r"requests_per_day"):
         search(tool, "three")
     assert len(provider.asked) == 2 and sent_today(db, "scout") == 2
 
 
-def test_a_provider_outside_tools_http_is_refused_before_sending(tmp_path: Path, provider: FakeProvider) -> None:
+def test_a_provider_outside_tools_http_is_refused_before_sending(
+    tmp_path: Path, provider: FakeProvider
+) -> None:
     db = Database(tmp_path / "state.db")
     secrets = SecretStore({}, tmp_path, {})
     tools = ToolsConfig.model_validate(
@@ -148,15 +173,15 @@ def test_a_provider_outside_tools_http_is_refused_before_sending(tmp_path: Path,
     )
     assert tools.search is not None and tools.http is not None
     tool = WebSearchTool("scout", tools.search, tools.http, secrets=secrets, events=EventBus(db), db=db)
-    with pytest.raises(HostToolRefused, match="tools.http.allow"):
+    with pytest.raises(HostToolRefused, match=r"tools\.http\.allow"):
         search(tool, "x")
     assert provider.asked == []
 
 
 def test_search_and_browser_need_tools_http() -> None:
-    with pytest.raises(ValueError, match="tools.search needs tools.http"):
+    with pytest.raises(ValueError, match=r"tools\.search needs tools\.http"):
         ToolsConfig.model_validate({"search": {"kind": "searxng", "url": "https://searx.example/search"}})
-    with pytest.raises(ValueError, match="tools.browser needs tools.http"):
+    with pytest.raises(ValueError, match=r"tools\.browser needs tools\.http"):
         ToolsConfig.model_validate({"browser": {}})
-    with pytest.raises(ValueError, match="below the floor"):
+    with pytest.raises(ValueError, match=r"below the floor"):
         ToolsConfig.model_validate({"http": {}, "browser": {"memory": "16m"}})
