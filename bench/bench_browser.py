@@ -133,16 +133,23 @@ async def _cold_and_warm(
     return cold, warm, memory
 
 
-async def _together(agents: _Agents, url: str, rounds: int) -> tuple[float, list[float]]:
+async def _together(agents: _Agents, url: str, rounds: int) -> tuple[float, list[float], list[str]]:
+    """Every agent opens its sandbox and navigates `rounds` times, all at once; the wall time,
+    each navigate's time, and the failures (a sandbox not up in time on a loaded machine)."""
     started = time.perf_counter()
+    failures: list[str] = []
 
     async def browse(agent: int) -> list[float]:
-        return [await agents.navigate(agent, url) for _ in range(rounds)]
+        try:
+            return [await agents.navigate(agent, url) for _ in range(rounds)]
+        except RuntimeError as failed:
+            failures.append(str(failed)[:120])
+            return []
 
     per_agent = await asyncio.gather(*(browse(n) for n in range(len(agents.tools))))
     wall = time.perf_counter() - started
     await agents.sessions.close_all()
-    return wall, [sample for samples in per_agent for sample in samples]
+    return wall, [sample for samples in per_agent for sample in samples], failures
 
 
 def _dump_dom(url: str, n: int) -> list[float]:
@@ -217,11 +224,14 @@ def run(quick: bool) -> list[Row]:
                     "memory of one sandbox with the page loaded", f"{memory / 2**20:.0f} MiB", "< 768 MiB cap"
                 )
             )
-            wall, samples = asyncio.run(_together(_Agents(Path(root), image, url, together), url, rounds))
+            wall, samples, failures = asyncio.run(
+                _together(_Agents(Path(root), image, url, together), url, rounds)
+            )
+            failed = f"; {len(failures)} of {together} failed: {failures[0]}" if failures else ""
             rows.append(
                 _row(
                     f"{together} agents browsing at once ({rounds} navigations each, sandboxes opened together)",
-                    f"wall {wall:.1f} s; per navigate {_ms(samples)}",
+                    f"wall {wall:.1f} s; per navigate {_ms(samples) if samples else '-'}{failed}",
                 )
             )
             direct, proxied = asyncio.run(_proxy_overhead(url, 30 if quick else 200))

@@ -6,7 +6,7 @@ it uses when it is built).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from orchestrator.agents.actions import OperatorActions
 from orchestrator.agents.ask import AgentAsker
@@ -77,7 +77,7 @@ class Services:
     agent_url: str
     """The orchestrator's address as agents dial it (the fleet network's gateway, or loopback;
     empty when no agent dials in)."""
-    browsers: BrowserSessions | None = field(default=None)
+    browsers: BrowserSessions | None = None
     """The agents' browser sessions (tools.browser); made at the first browser call."""
 
     @property

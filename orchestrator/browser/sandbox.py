@@ -37,7 +37,8 @@ BROWSER_UID = 10001
 TMP_BYTES = 256 * 1024 * 1024
 SHM_BYTES = 64 * 1024 * 1024
 OPEN_FILES = 4096
-READY_WAIT_S = 30.0
+# Chromium starts in about a second on an idle machine; ten at once on two loaded cores take longer.
+READY_WAIT_S = 90.0
 DOCKER_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException)
 ProxyStarter = Callable[[str], Awaitable[int]]
 """Starts the session's egress proxy on the gateway address; the port it listens on."""

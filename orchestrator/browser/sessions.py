@@ -1,7 +1,7 @@
 """The browser sessions of the fleet: opened on an agent's first browser call of an item, closed
-when idle past `tools.browser.idle_timeout`, when the agent holds more than `tools.browser.sessions`
-(the least recently used goes), when a later item of the agent opens one, or at the
-orchestrator's stop.
+when the item ends, when idle past `tools.browser.idle_timeout`, when the agent holds more than
+`tools.browser.sessions` (the least recently used goes), when a later item of the agent opens one,
+or at the orchestrator's stop.
 
 Each session is a sandbox (`orchestrator.browser.sandbox`), its egress proxy
 (`orchestrator.browser.proxy`) holding the agent's `tools.http` policy and daily budget, and the
@@ -79,6 +79,8 @@ class BrowserSessions:
         self._sessions: dict[SessionKey, OpenSession] = {}
         self._opening: dict[SessionKey, asyncio.Lock] = {}
         self._reaper: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closing: set[asyncio.Task[None]] = set()
 
     def open_count(self, agent: str | None = None) -> int:
         return sum(1 for key in self._sessions if agent is None or key[0] == agent)
@@ -94,6 +96,7 @@ class BrowserSessions:
             if found is not None:
                 await self.close(key)
             await self._make_room(browsing, item)
+            self._loop = asyncio.get_running_loop()
             opened = await self._open(browsing, key)
             self._sessions[key] = opened
             self._start_reaper()
@@ -108,11 +111,29 @@ class BrowserSessions:
         await asyncio.to_thread(self._docker().remove, found.sandbox)
         log.info("browser session %s of agent %s closed", key[2], key[0])
 
+    def item_ended(self, agent: str, item: str) -> None:
+        """The agent's item is done: its sessions close (callable from any thread)."""
+        loop = self._loop
+        if loop is None or not any(key[:2] == (agent, item) for key in list(self._sessions)):
+            return
+        loop.call_soon_threadsafe(self._close_item_soon, agent, item)
+
+    def _close_item_soon(self, agent: str, item: str) -> None:
+        task = asyncio.get_running_loop().create_task(self._close_item(agent, item))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    async def _close_item(self, agent: str, item: str) -> None:
+        for key in [key for key in self._sessions if key[:2] == (agent, item)]:
+            await self.close(key)
+
     async def close_agent(self, agent: str) -> None:
         for key in [key for key in self._sessions if key[0] == agent]:
             await self.close(key)
 
     async def close_all(self) -> None:
+        if self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)
         if self._reaper is not None:
             self._reaper.cancel()
             with contextlib.suppress(asyncio.CancelledError):

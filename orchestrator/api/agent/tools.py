@@ -19,6 +19,8 @@ from orchestrator.browser import BrowserContextParts, BrowserSessions, BrowserTo
 from orchestrator.browser.image import browser_image
 from orchestrator.browser.screenshots import ScreenshotShelf
 from orchestrator.channels import NotifyTools
+from orchestrator.config.browser import BrowserPolicy
+from orchestrator.config.egress import HttpPolicy
 from orchestrator.egress import HttpRequestTool
 from orchestrator.host_tools import HostToolCatalog, HostToolProvider, HostToolRefused
 from orchestrator.host_tools.sandbox import ExecContext, ExecTool
@@ -49,7 +51,7 @@ def _catalog(services: Services, agent: str) -> HostToolCatalog:
             )
         )
     if tools.http is not None and tools.browser is not None:
-        providers.append(BrowserTools(_browser_parts(services, agent, secrets)))
+        providers.append(BrowserTools(_browser_parts(services, agent, tools.http, tools.browser, secrets)))
     if tools.http is not None and tools.search is not None:
         providers.append(
             WebSearchTool(
@@ -59,10 +61,10 @@ def _catalog(services: Services, agent: str) -> HostToolCatalog:
     return HostToolCatalog(agent, providers)
 
 
-def _browser_parts(services: Services, agent: str, secrets: SecretStore) -> BrowserContextParts:
+def _browser_parts(
+    services: Services, agent: str, http: HttpPolicy, browser: BrowserPolicy, secrets: SecretStore
+) -> BrowserContextParts:
     fleet = services.fleet.config
-    tools = fleet.agents[agent].tools
-    assert tools.http is not None and tools.browser is not None
     if services.browsers is None:
         services.browsers = BrowserSessions(services.db, connect_docker)
     policies = {name: a.tools.browser for name, a in fleet.agents.items() if a.tools.browser is not None}
@@ -70,8 +72,8 @@ def _browser_parts(services: Services, agent: str, secrets: SecretStore) -> Brow
         fleet=services.fleet.name,
         agent=agent,
         image=browser_image(),
-        http=tools.http,
-        browser=tools.browser,
+        http=http,
+        browser=browser,
         sessions=services.browsers,
         secrets=secrets,
         events=services.events,

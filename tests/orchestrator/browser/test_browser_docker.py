@@ -3,6 +3,7 @@ served on loopback only, every page request through the egress proxy."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -234,3 +235,24 @@ def test_a_url_outside_the_policy_is_refused_before_any_sandbox(
     browsing = browse(tmp_path, browser_image_tag, site, scenario)
     assert BROWSER_REFUSED in browsing.recorded()
     assert BROWSER_ACTION in browsing.recorded()
+
+
+def test_the_session_closes_when_its_item_ends(
+    tmp_path: Path, browser_image_tag: str, site: LocalSite
+) -> None:
+    site.pages["/js"] = JS_PAGE
+
+    async def scenario(b: Browsing) -> None:
+        assert (await b.call(BROWSER_NAVIGATE, url=site.url("/js"))).ok
+        await asyncio.to_thread(b.sessions.item_ended, "scout", "another-item")
+        await asyncio.sleep(0.2)
+        assert b.sessions.open_count("scout") == 1
+        # The agent's acknowledgement arrives on another thread than the sessions' loop.
+        await asyncio.to_thread(b.sessions.item_ended, "scout", "item-1")
+        for _ in range(100):
+            if b.sessions.open_count("scout") == 0:
+                break
+            await asyncio.sleep(0.1)
+        assert b.sessions.open_count("scout") == 0
+
+    browse(tmp_path, browser_image_tag, site, scenario)
