@@ -35,6 +35,7 @@ from orchestrator.api.operator import (
     move,
     notifications,
     scheduler,
+    screenshots,
     trace,
     workspace,
 )
@@ -67,6 +68,7 @@ ROUTERS = [
     metrics.router,
     dashboard.router,
     history.router,
+    screenshots.router,
     trace.router,
     backup.router,
     attention.router,

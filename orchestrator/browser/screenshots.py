@@ -13,6 +13,7 @@ from orchestrator.browser.session import SessionFailed
 from orchestrator.config.browser import BrowserPolicy
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+SCREENSHOT_NAME = r"screenshot-[0-9]{8}T[0-9]{12}Z\.png"
 
 
 class ScreenshotShelf:

@@ -45,11 +45,21 @@ log = logging.getLogger(__name__)
 
 BROWSER_ACTION = "browser.action"
 """A browser action ran: tool, session, url, ok, detail, bytes (of what came back to the agent
-or was saved), requests (page requests it made through the proxy) and refused (their refusals)."""
+or was saved), requests (page requests it made through the proxy), refused (their refusals) and,
+for a screenshot, file (its name on the operator's side)."""
 BROWSER_REFUSED = "browser.refused"
 """A browser call refused by the policy: tool, session, rule."""
 REFUSALS_SHOWN = 5
 DETAIL_CHARS = 300
+
+
+@dataclass(frozen=True)
+class ActionOutcome:
+    """What an action returns to the agent, its size, and the screenshot it saved (if any)."""
+
+    output: str
+    size: int
+    file: str = ""
 
 
 class BrowserRefused(HostToolRefused):
@@ -116,7 +126,7 @@ class BrowserTools:
         except (SandboxFailed, SessionFailed) as failed:
             return self._failed(request.name, parsed.session, "", str(failed), [], started)
         try:
-            output, size = await self._run(session, request.name, parsed, text)
+            outcome = await self._run(session, request.name, parsed, text)
         except SessionFailed as failed:
             if isinstance(failed, SessionEnded):
                 await self._parts.sessions.close(session.key)
@@ -124,36 +134,48 @@ class BrowserTools:
                 request.name, parsed.session, session.page.url, str(failed), session.requests.drain(), started
             )
         requests = session.requests.drain()
-        self._publish(request.name, parsed.session, session.page.url, True, "", size, requests, started)
+        self._publish(
+            request.name,
+            parsed.session,
+            session.page.url,
+            True,
+            "",
+            outcome.size,
+            requests,
+            started,
+            outcome.file,
+        )
         # Page requests refused since the last action, whichever action the page made them in.
-        shown = self._parts.secrets.redact(output + _refusals_note(requests))
+        shown = self._parts.secrets.redact(outcome.output + _refusals_note(requests))
         return OrchestratorToolResult(ok=True, output=shown)
 
-    async def _run(self, session: OpenSession, name: str, parsed: object, text: str) -> tuple[str, int]:
+    async def _run(self, session: OpenSession, name: str, parsed: object, text: str) -> ActionOutcome:
         page = session.page
         if isinstance(parsed, NavigateArguments):
             read = await page.navigate(parsed.url)
-            return _page_answer(read), len(read.text)
+            return ActionOutcome(_page_answer(read), len(read.text))
         if name == BROWSER_SNAPSHOT:
             snapshot = await page.snapshot()
-            return snapshot, len(snapshot)
+            return ActionOutcome(snapshot, len(snapshot))
         if isinstance(parsed, ClickArguments):
             await page.click(parsed.ref)
             read = await page.read()
-            return _page_answer(read), len(read.text)
+            return ActionOutcome(_page_answer(read), len(read.text))
         if isinstance(parsed, TypeArguments):
             await page.type(parsed.ref, text, parsed.submit)
             if not parsed.submit:
-                return f"typed into {parsed.ref}", 0
+                return ActionOutcome(f"typed into {parsed.ref}", 0)
             read = await page.read()
-            return _page_answer(read), len(read.text)
+            return ActionOutcome(_page_answer(read), len(read.text))
         if name == BROWSER_SCREENSHOT:
             png = await page.screenshot()
             saved = self._parts.screenshots.keep(self._parts.agent, png)
-            return f"screenshot saved as {saved} ({len(png)} bytes, PNG) for the operator", len(png)
+            return ActionOutcome(
+                f"screenshot saved as {saved} ({len(png)} bytes, PNG) for the operator", len(png), saved
+            )
         if isinstance(parsed, EvaluateArguments):
             result = await page.evaluate(parsed.expression)
-            return result[: self._parts.browser.text_chars], len(result)
+            return ActionOutcome(result[: self._parts.browser.text_chars], len(result))
         raise SessionFailed(f"{name}: not a browser tool")
 
     def _offered(self) -> builtins.list[str]:
@@ -204,6 +226,7 @@ class BrowserTools:
         size: int,
         requests: builtins.list[ProxiedRequest],
         started: float,
+        file: str = "",
     ) -> None:
         redact = self._parts.secrets.redact
         refused = list(
@@ -224,6 +247,7 @@ class BrowserTools:
             requests=len(requests),
             refused=refused[:REFUSALS_SHOWN],
             duration_s=round(time.monotonic() - started, 3),
+            **({"file": file} if file else {}),
         )
 
 

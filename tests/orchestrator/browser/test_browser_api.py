@@ -1,5 +1,6 @@
 """The browser tools through the agent API, as an agent calls them: offered only to an agent with
-tools.browser, approvable per tool, their sandboxes closed when the orchestrator stops."""
+tools.browser, approvable per tool, their screenshots served to the operator alone, their
+sandboxes closed when the orchestrator stops."""
 
 from __future__ import annotations
 
@@ -60,6 +61,21 @@ def test_an_agent_browses_through_the_api_under_its_rules(
         assert unapproved.status_code == 403
         assert "approval" in unapproved.json()["message"]
         assert services.browsers is not None and services.browsers.open_count("scout") == 1
+
+        shot = {"name": "browser_screenshot", "arguments": {}, "item_id": "item-7"}
+        taken = client.post("/agent/v1/tools/call", headers=scout, json=shot)
+        assert taken.status_code == 200, taken.text
+        name = taken.json()["output"].split()[3]
+        operator = {"authorization": f"Bearer {services.operator_token}"}
+        png = client.get(f"/api/v1/agents/scout/screenshots/{name}", headers=operator)
+        assert png.status_code == 200 and png.headers["content-type"] == "image/png"
+        assert png.content.startswith(b"\x89PNG")
+        assert client.get(f"/api/v1/agents/scout/screenshots/{name}", headers=scout).status_code == 403
+        for wrong in ("screenshot-..%2F..%2Fstate.db", "state.db", name.replace("screenshot", "shot")):
+            assert (
+                client.get(f"/api/v1/agents/scout/screenshots/{wrong}", headers=operator).status_code == 404
+            )
+        assert client.get(f"/api/v1/agents/plain/screenshots/{name}", headers=operator).status_code == 404
     left = docker_client.api.containers(
         all=True, filters={"label": f"{LABEL_BROWSER_FLEET}=flt-test-browser-api"}
     )
