@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 HEAD_BYTES = 64 * 1024
 CHUNK = 64 * 1024
 HEAD_TIMEOUT_S = 15.0
+LOG_KEPT = 1000
 # A tunnel carries many responses (keep-alive, HTTP/2): its cap is this many response caps.
 TUNNEL_RESPONSES = 16
 HOP_BY_HOP = frozenset(
@@ -54,15 +55,20 @@ class ProxiedRequest:
 
 @dataclass
 class ProxyLog:
-    """What went through the proxy since the last `drain`: the records of the session's actions."""
+    """What went through the proxy since the last `drain`: the records of the session's actions.
+    A page that keeps requesting between two actions fills it to LOG_KEPT; the rest are counted."""
 
     requests: list[ProxiedRequest] = field(default_factory=list)
+    uncounted: int = 0
 
     def add(self, request: ProxiedRequest) -> None:
-        self.requests.append(request)
+        if len(self.requests) < LOG_KEPT:
+            self.requests.append(request)
+        else:
+            self.uncounted += 1
 
     def drain(self) -> list[ProxiedRequest]:
-        taken, self.requests = self.requests, []
+        taken, self.requests, self.uncounted = self.requests, [], 0
         return taken
 
 

@@ -103,6 +103,9 @@ class BrowserSessions:
             return opened
 
     async def close(self, key: SessionKey) -> None:
+        lock = self._opening.get(key)
+        if lock is not None and not lock.locked():
+            del self._opening[key]
         found = self._sessions.pop(key, None)
         if found is None:
             return
