@@ -18,8 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from orchestrator.backends.base import BackendUnavailable
 from orchestrator.browser.proxy import EgressProxy, ProxyLog
-from orchestrator.browser.sandbox import BrowserSandbox, DockerBrowsers, SandboxSpec
+from orchestrator.browser.sandbox import BrowserSandbox, DockerBrowsers, SandboxFailed, SandboxSpec
 from orchestrator.browser.session import BrowserSession, start_driver
 from orchestrator.config.browser import BrowserPolicy
 from orchestrator.config.egress import HttpPolicy
@@ -210,5 +211,10 @@ class BrowserSessions:
 
     def _docker(self) -> DockerBrowsers:
         if self._browsers is None:
-            self._browsers = DockerBrowsers(self._docker_client())
+            try:
+                self._browsers = DockerBrowsers(self._docker_client())
+            except BackendUnavailable as unavailable:
+                raise SandboxFailed(
+                    f"the browser runs in a Docker sandbox and no Docker engine answers: {unavailable}"
+                ) from None
         return self._browsers

@@ -176,12 +176,3 @@ def test_a_provider_outside_tools_http_is_refused_before_sending(
     with pytest.raises(HostToolRefused, match=r"tools\.http\.allow"):
         search(tool, "x")
     assert provider.asked == []
-
-
-def test_search_and_browser_need_tools_http() -> None:
-    with pytest.raises(ValueError, match=r"tools\.search needs tools\.http"):
-        ToolsConfig.model_validate({"search": {"kind": "searxng", "url": "https://searx.example/search"}})
-    with pytest.raises(ValueError, match=r"tools\.browser needs tools\.http"):
-        ToolsConfig.model_validate({"browser": {}})
-    with pytest.raises(ValueError, match=r"below the floor"):
-        ToolsConfig.model_validate({"http": {}, "browser": {"memory": "16m"}})
