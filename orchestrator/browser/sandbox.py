@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -28,6 +29,8 @@ from docker.types import LogConfig, Ulimit
 from orchestrator.backends.base import LABEL_PREFIX
 from orchestrator.browser.fence import FenceFailed, install_fence, remove_fence
 from orchestrator.config.browser import BrowserPolicy
+
+log = logging.getLogger(__name__)
 
 LABEL_BROWSER_OF = f"{LABEL_PREFIX}.browser-of"
 LABEL_BROWSER_FLEET = f"{LABEL_PREFIX}.browser-fleet"
@@ -91,7 +94,7 @@ class DockerBrowsers:
         sandbox = BrowserSandbox(name, network, "", gateway, "")
         try:
             proxy_port = await start_proxy(gateway)
-            sandbox.fenced = await asyncio.to_thread(install_fence, name, sandbox.bridge, gateway, proxy_port)
+            sandbox.fenced = await asyncio.to_thread(self._fence, sandbox, proxy_port)
             environment = {
                 "FLOTILLA_PROXY": f"{gateway}:{proxy_port}",
                 "FLOTILLA_CONTROLLER": gateway,
@@ -105,6 +108,35 @@ class DockerBrowsers:
             await asyncio.to_thread(self.remove, sandbox)
             raise
         return sandbox
+
+    def remove_left_behind(self, fleet: str) -> int:
+        """Remove the fleet's sandboxes (container, fence, network) that a stopped orchestrator left."""
+        removed = 0
+        try:
+            networks = self._api.networks(filters={"label": f"{LABEL_BROWSER_FLEET}={fleet}"})
+        except DOCKER_ERRORS:
+            return 0
+        for found in networks:
+            name = str(found.get("Name", ""))
+            containers = self._api.containers(all=True, filters={"name": f"^/{name}$"})
+            container = str(containers[0]["Id"]) if containers else ""
+            self.remove(BrowserSandbox(name, str(found["Id"]), container, "", ""))
+            removed += 1
+        return removed
+
+    def _fence(self, sandbox: BrowserSandbox, proxy_port: int) -> bool:
+        try:
+            fenced = install_fence(sandbox.name, sandbox.bridge, sandbox.gateway, proxy_port)
+        except FenceFailed as failed:
+            raise SandboxFailed(f"the browser sandbox's firewall could not be set: {failed}") from None
+        if not fenced:
+            log.warning(
+                "browser sandbox %s is not fenced (no root or no iptables): a page's own traffic is held "
+                "by the proxy, but the sandbox can reach host services listening on %s",
+                sandbox.name,
+                sandbox.gateway,
+            )
+        return fenced
 
     def remove(self, sandbox: BrowserSandbox) -> None:
         if sandbox.container:

@@ -82,6 +82,7 @@ class BrowserSessions:
         self._reaper: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closing: set[asyncio.Task[None]] = set()
+        self._swept: set[str] = set()
 
     def open_count(self, agent: str | None = None) -> int:
         return sum(1 for key in self._sessions if agent is None or key[0] == agent)
@@ -168,6 +169,13 @@ class BrowserSessions:
             return await proxy.start(gateway)
 
         spec = SandboxSpec(browsing.fleet, browsing.agent, browsing.image, browsing.browser)
+        if browsing.fleet not in self._swept:
+            self._swept.add(browsing.fleet)
+            left = await asyncio.to_thread(self._docker().remove_left_behind, browsing.fleet)
+            if left:
+                log.info(
+                    "removed %d browser sandboxes of fleet %s left by an earlier run", left, browsing.fleet
+                )
         try:
             sandbox = await self._docker().open(spec, start_proxy)
         except BaseException:

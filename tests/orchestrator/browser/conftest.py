@@ -67,6 +67,7 @@ class Browsing:
     def __init__(
         self, tmp_path: Path, image: str, tools: dict[str, Any], resolver: Resolver = system_resolver
     ) -> None:
+        tmp_path.mkdir(parents=True, exist_ok=True)
         self.db = Database(tmp_path / "state.db")
         self.events = EventBus(self.db)
         self.secrets = SecretStore(

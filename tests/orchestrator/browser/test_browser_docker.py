@@ -256,3 +256,30 @@ def test_the_session_closes_when_its_item_ends(
         assert b.sessions.open_count("scout") == 0
 
     browse(tmp_path, browser_image_tag, site, scenario)
+
+
+def test_sandboxes_left_by_a_stopped_orchestrator_are_removed(
+    tmp_path: Path, browser_image_tag: str, site: LocalSite, docker_client: Any
+) -> None:
+    site.pages["/js"] = JS_PAGE
+    left: dict[str, Any] = {}
+
+    async def stopped_without_closing(b: Browsing) -> None:
+        assert (await b.call(BROWSER_NAVIGATE, url=site.url("/js"))).ok
+        opened = next(iter(b.sessions._sessions.values()))
+        b.sessions._sessions.clear()
+        await opened.page.close()
+        await opened.proxy.close()
+        left["sandbox"] = opened.sandbox
+
+    browse(tmp_path / "first", browser_image_tag, site, stopped_without_closing)
+    sandbox = left["sandbox"]
+    assert docker_client.api.inspect_container(sandbox.container)["State"]["Running"]
+
+    async def next_run(b: Browsing) -> None:
+        assert (await b.call(BROWSER_NAVIGATE, url=site.url("/js"))).ok
+
+    browse(tmp_path / "second", browser_image_tag, site, next_run)
+    assert docker_client.api.containers(all=True, filters={"id": sandbox.container}) == []
+    assert docker_client.api.networks(ids=[sandbox.network]) == []
+    assert fence_rules(sandbox.name) == []
