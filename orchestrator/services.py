@@ -17,6 +17,7 @@ from orchestrator.agents.supervisor import Supervisor
 from orchestrator.backends.base import Backend
 from orchestrator.broker.broker import Broker
 from orchestrator.broker.inbox import Inbox
+from orchestrator.browser import BrowserSessions
 from orchestrator.channels import Notifier
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.control.auth import TokenStore
@@ -79,6 +80,8 @@ class Services:
     agent_url: str
     """The orchestrator's address as agents dial it (the fleet network's gateway, or loopback;
     empty when no agent dials in)."""
+    browsers: BrowserSessions | None = None
+    """The agents' browser sessions (tools.browser); made at the first browser call."""
 
     @property
     def fleet(self) -> LoadedFleet:

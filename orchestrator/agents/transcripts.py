@@ -19,7 +19,9 @@ from orchestrator.scheduler.runs import RunView
 
 CONTEXT_EVENTS = frozenset({"context.flushed", "compaction.done", "context.pruned", "context.warning"})
 # What the orchestrator did for the agent during a turn, as it recorded it (not as the agent says).
-HOST_TOOL_EVENTS = frozenset({"http.requested", "http.refused"})
+HOST_TOOL_EVENTS = frozenset(
+    {"http.requested", "http.refused", "browser.action", "browser.refused", "web_search.ran"}
+)
 MARKED_EVENTS = CONTEXT_EVENTS | HOST_TOOL_EVENTS
 
 

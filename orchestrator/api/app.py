@@ -35,6 +35,7 @@ from orchestrator.api.operator import (
     move,
     notifications,
     scheduler,
+    screenshots,
     trace,
     workspace,
 )
@@ -69,6 +70,7 @@ ROUTERS = [
     metrics.router,
     dashboard.router,
     history.router,
+    screenshots.router,
     trace.router,
     backup.router,
     attention.router,
@@ -87,6 +89,8 @@ def create_app(services: Services) -> FastAPI:
         services.events.bind_loop(loop)
         services.inbox.bind_loop(loop)
         yield
+        if services.browsers is not None:
+            await services.browsers.close_all()
 
     # /openapi.json is served without a token (route and body shapes, no fleet data); the
     # interactive pages are not, as they load their scripts from a CDN.

@@ -55,10 +55,18 @@ def image() -> None:
 @click.option("--tag", default=DEFAULT_TAG, show_default=True, help="Tag of the agent image.")
 @click.option("--force", is_flag=True, help="Rebuild even when an image of the same inputs exists.")
 @click.option("--verbose", "-v", is_flag=True, help="Show every line of build output.")
+@click.option(
+    "--browser",
+    is_flag=True,
+    help="Build the browser sandbox image instead (tools.browser; `flotilla up` builds it when needed).",
+)
 @_source_option
-def build(base: str | None, tag: str, force: bool, verbose: bool, source: Path | None) -> None:
+def build(base: str | None, tag: str, force: bool, verbose: bool, browser: bool, source: Path | None) -> None:
     """Build the agent image (skipped when the sources have not changed)."""
     console = Console(highlight=False)
+    if browser:
+        _build_browser(console, source, force)
+        return
     with console.status("preparing") as status:
 
         def progress(stage: BuildStage, line: str) -> None:
@@ -74,6 +82,20 @@ def build(base: str | None, tag: str, force: bool, verbose: bool, source: Path |
     console.print(
         f"[green]{verb}[/green] {escape(result.tag)} ({result.image_id[7:19]}, "
         f"{format_bytes(result.size_bytes)}, inputs {result.inputs_hash[:12]}) in {result.duration_s:.1f}s"
+    )
+
+
+def _build_browser(console: Console, source: Path | None, force: bool) -> None:
+    from orchestrator.browser.image import BrowserImageError, ensure_browser_image
+
+    with console.status("browser image: debootstrap and chromium (minutes the first time)"):
+        try:
+            result = ensure_browser_image(source or default_repo_root(), force=force)
+        except BrowserImageError as exc:
+            raise click.ClickException(str(exc)) from exc
+    verb = "built" if result.built else "up to date:"
+    console.print(
+        f"[green]{verb}[/green] {escape(result.tag)} ({format_bytes(result.size_bytes)}) in {result.duration_s:.1f}s"
     )
 
 

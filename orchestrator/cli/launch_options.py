@@ -88,4 +88,20 @@ def fleet_image(image: str, config: FleetConfig, console: Console, verbose: bool
     if output.built:
         packages = ", ".join(extension_packages(config))
         console.print(f"built {tag} ({packages}) in {time.monotonic() - started:.0f}s")
+    ensure_fleet_browser_image(config, console)
     return tag
+
+
+def ensure_fleet_browser_image(config: FleetConfig, console: Console) -> None:
+    """Build the browser sandbox image when some agent has tools.browser (and only then)."""
+    if not any(agent.tools.browser is not None for agent in config.agents.values()):
+        return
+    from orchestrator.browser.image import BrowserImageError, ensure_browser_image
+    from orchestrator.images.build import default_repo_root
+
+    try:
+        result = ensure_browser_image(default_repo_root())
+    except BrowserImageError as exc:
+        raise CliError(f"cannot get the browser image: {exc}") from None
+    if result.built:
+        console.print(f"built {result.tag} in {result.duration_s:.0f}s")

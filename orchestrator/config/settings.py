@@ -139,6 +139,12 @@ def _tool_settings(tools: ToolsConfig) -> Settings:
         # The tool is offered when the agent's worker starts; its caps are read on each call.
         found["tools.exec"] = ("recreate", True)
         found |= _flat("tools.exec", "live", tools.exec.model_dump(mode="json"))
+    if tools.browser is not None:
+        # Offered when the worker starts; caps are read when a session opens.
+        found["tools.browser"] = ("recreate", True)
+        found |= _flat("tools.browser", "live", tools.browser.model_dump(mode="json"))
+    if tools.search is not None:
+        found["tools.search"] = ("recreate", True)
     if tools.rules or "approval_timeout" in tools.model_fields_set or tools.http is not None:
         found["tools.approval"] = ("reload", [tools.approval_required(), tools.approval_timeout])
     return found

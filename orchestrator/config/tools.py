@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from orchestrator.config.browser import BrowserPolicy, SearchProvider
 from orchestrator.config.egress import HttpPolicy
 from orchestrator.config.exec_tool import ExecPolicy
 from orchestrator.config.secrets import secret_handles
@@ -186,6 +187,15 @@ class ToolsConfig(_Strict):
         description="The exec tool: commands run in a throwaway sandbox with these caps, "
         "e.g. {timeout_s: 10}; unset: no exec",
     )
+    browser: BrowserPolicy | None = Field(
+        default=None,
+        description="The browser_* tools: a headless browser in a throwaway sandbox whose pages open "
+        "only what tools.http allows, with these caps ({} for the defaults); unset: no browser",
+    )
+    search: SearchProvider | None = Field(
+        default=None,
+        description="The web_search tool: the provider the orchestrator calls under tools.http; unset: none",
+    )
     rules: dict[str, ToolRule] = Field(
         default_factory=dict,
         description="Per tool: a built-in name (write_file), a host tool (http_request, exec, notify), "
@@ -208,6 +218,12 @@ class ToolsConfig(_Strict):
         twice = sorted({name for name in names if names.count(name) > 1})
         if twice:
             raise ValueError(f"MCP server names must be unique: {', '.join(twice)} given twice")
+        for section in ("browser", "search"):
+            if getattr(self, section) is not None and self.http is None:
+                raise ValueError(
+                    f"tools.{section} needs tools.http: its requests go out under that policy "
+                    "(allowed URLs, addresses, daily budget)"
+                )
         for key in self.rules:
             if not (TOOL_NAME.match(key) or PEER_OPERATION.match(key)):
                 raise ValueError(

@@ -57,6 +57,8 @@ def acknowledge(services: Services, agent: str, item_id: str, result: WorkResult
         session.fail_refused_result(services.inbox, agent, item_id, refused.body.message)
         raise
     session.complete(services.inbox, agent, item_id, result)
+    if services.browsers is not None:
+        services.browsers.item_ended(agent, item_id)
 
 
 @router.get("/config")

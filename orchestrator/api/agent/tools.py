@@ -14,12 +14,20 @@ from orchestrator.api.agent.peers import approval_rules
 from orchestrator.api.deps import AgentDep, ServicesDep
 from orchestrator.api.errors import ApiError
 from orchestrator.approvals import ApprovalStore
+from orchestrator.backends.docker import connect_docker
+from orchestrator.browser import BrowserContextParts, BrowserSessions, BrowserTools
+from orchestrator.browser.image import browser_image
+from orchestrator.browser.screenshots import ScreenshotShelf
 from orchestrator.channels import NotifyTools
+from orchestrator.config.browser import BrowserPolicy
+from orchestrator.config.egress import HttpPolicy
 from orchestrator.egress import HttpRequestTool
 from orchestrator.host_tools import HostToolCatalog, HostToolProvider, HostToolRefused
 from orchestrator.host_tools.sandbox import ExecContext, ExecTool
 from orchestrator.mcp_http import OrchestratorMcpCalls
+from orchestrator.secrets import SecretStore
 from orchestrator.services import Services
+from orchestrator.web_search import WebSearchTool
 
 router = APIRouter(prefix=AGENT_API_PREFIX, tags=["agent"])
 
@@ -53,7 +61,35 @@ def _catalog(services: Services, agent: str) -> HostToolCatalog:
                 charge_refusal=charge_refusal,
             )
         )
+    if tools.http is not None and tools.browser is not None:
+        providers.append(BrowserTools(_browser_parts(services, agent, tools.http, tools.browser, secrets)))
+    if tools.http is not None and tools.search is not None:
+        providers.append(
+            WebSearchTool(
+                agent, tools.search, tools.http, secrets=secrets, events=services.events, db=services.db
+            )
+        )
     return HostToolCatalog(agent, providers)
+
+
+def _browser_parts(
+    services: Services, agent: str, http: HttpPolicy, browser: BrowserPolicy, secrets: SecretStore
+) -> BrowserContextParts:
+    fleet = services.fleet.config
+    if services.browsers is None:
+        services.browsers = BrowserSessions(services.db, connect_docker)
+    policies = {name: a.tools.browser for name, a in fleet.agents.items() if a.tools.browser is not None}
+    return BrowserContextParts(
+        fleet=services.fleet.name,
+        agent=agent,
+        image=browser_image(),
+        http=http,
+        browser=browser,
+        sessions=services.browsers,
+        secrets=secrets,
+        events=services.events,
+        screenshots=ScreenshotShelf(services.paths.root / "browser", policies),
+    )
 
 
 def _exec_context(services: Services, agent: str, approvals: ApprovalStore) -> ExecContext:

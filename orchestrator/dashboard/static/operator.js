@@ -184,7 +184,20 @@ window.FlotillaOperator = function (ui) {
     return h("div", { class: "mark mark-http" }, `${text} · ${when(mark.at)}`);
   }
 
-  function markBlock(mark) {
+  // A browser action the orchestrator ran for the agent; a screenshot is shown as taken.
+  function browserMark(agent, mark) {
+    const d = mark.data || {};
+    if (mark.type === "web_search.ran") {
+      return h("div", { class: "mark mark-http" }, `⌕ search ${short(d.query, 80)} → ${d.ok ? `${d.results} results` : `failed: ${short(d.detail || d.refused, 100)}`} · ${when(mark.at)}`);
+    }
+    const outcome = mark.type === "browser.refused" ? `refused: ${short(d.rule, 100)}` : d.ok ? `${d.requests} page requests` : `failed: ${short(d.detail, 100)}`;
+    const line = h("div", {}, `◧ ${d.tool} ${short(d.url || "", 80)} · ${outcome} · ${when(mark.at)}`);
+    const shot = d.file ? h("img", { class: "screenshot", alt: `screenshot ${d.file}`, loading: "lazy", src: `/api/v1/agents/${enc(agent)}/screenshots/${enc(d.file)}` }) : "";
+    return h("div", { class: "mark mark-http" }, line, shot);
+  }
+
+  function markBlock(agent, mark) {
+    if (String(mark.type).startsWith("browser.") || mark.type === "web_search.ran") return browserMark(agent, mark);
     if (String(mark.type).startsWith("http.")) return requestMark(mark);
     const kind = String(mark.type).includes("compaction") ? "compaction" : "flush";
     const detail = Object.entries(mark.data || {})
@@ -208,7 +221,7 @@ window.FlotillaOperator = function (ui) {
         turns
           .slice()
           .reverse()
-          .map((turn) => h("li", { class: "turn" }, turnHead(turn), (turn.marks || []).map(markBlock), (turn.messages || []).map((message) => messageBlock(message, turn.run ? turn.run.tool_sources : null))))
+          .map((turn) => h("li", { class: "turn" }, turnHead(turn), (turn.marks || []).map((mark) => markBlock(agent, mark)), (turn.messages || []).map((message) => messageBlock(message, turn.run ? turn.run.tool_sources : null))))
       )
     );
   }
