@@ -105,6 +105,16 @@ def awake_summary(status: dict[str, Any]) -> str:
     return line
 
 
+def cooling_lines(status: dict[str, Any]) -> list[str]:
+    """One line per model the fallback chains skip for now: which, for how long, and why."""
+    return [
+        f"model {markup_safe(cooling['model'])} skipped by the fallback chains for "
+        f"{cooling['seconds_left']:.0f}s more, after {cooling['failures']} failed calls in a row: "
+        f"{markup_safe(cooling['error'])}"
+        for cooling in status.get("models_cooling", [])
+    ]
+
+
 def fleet_table(status: dict[str, Any]) -> Table:
     table = Table(title=f"fleet {status['fleet']} ({status['runtime']})", title_justify="left")
     with_node = any(agent.get("node") for agent in status["agents"])

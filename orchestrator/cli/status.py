@@ -14,7 +14,7 @@ import click
 
 from orchestrator.cli.client import ApiClient
 from orchestrator.cli.options import fleet_file_option
-from orchestrator.cli.render import FOLD_ASLEEP_ABOVE, awake_summary, fleet_table, fold_asleep
+from orchestrator.cli.render import FOLD_ASLEEP_ABOVE, awake_summary, cooling_lines, fleet_table, fold_asleep
 from orchestrator.cli.terminal import markup_safe
 
 
@@ -51,6 +51,8 @@ def ps(fleet_file: Path, as_json: bool, show_all: bool, quiet: bool) -> None:
             f"{folded} more agents asleep with nothing to do (`ps --all` lists them)", highlight=False
         )
     console.print(awake_summary(status), highlight=False)
+    for line in cooling_lines(status):
+        console.print(f"[yellow]{line}[/yellow]", highlight=False)
     for problem in status["problems"]:
         console.print(f"[red]problem: {markup_safe(problem)}[/red]", highlight=False)
     for warning in status.get("warnings", []):

@@ -13,6 +13,7 @@ import httpx
 import pytest
 from gateway_harness import Launch, Orchestrator
 
+from orchestrator.cli.render import cooling_lines
 from orchestrator.config.fleet import ConfigError
 from orchestrator.config.loader import load_fleet
 from orchestrator.control.auth import OPERATOR
@@ -79,6 +80,9 @@ def test_the_chain_skips_a_failing_model_for_60_then_300_then_1500_seconds(
     [cooldown] = cooling(orch)
     assert (cooldown["model"], cooldown["failures"], cooldown["seconds_left"]) == ("fake:fake-model", 1, 60)
     assert "first is down" in cooldown["error"]
+    [shown] = cooling_lines({"models_cooling": [cooldown]})  # what `ps` prints under its table
+    assert shown.startswith("model fake:fake-model skipped by the fallback chains for 60s more")
+    assert "1 failed calls in a row" in shown and "first is down" in shown
     assert metric(orch, "flotilla_model_cooldown_seconds", "fake:fake-model") == 60
     assert metric(orch, "flotilla_model_failures_in_a_row", "fake:fake-model") == 1
     assert metric(orch, "flotilla_model_cooldown_seconds", "second:fake-model") == 0
