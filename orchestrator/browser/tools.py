@@ -36,6 +36,7 @@ from orchestrator.browser.session import PageText, SessionEnded, SessionFailed
 from orchestrator.browser.sessions import AgentBrowsing, BrowserSessions, OpenSession
 from orchestrator.config.browser import BrowserPolicy
 from orchestrator.config.egress import HttpPolicy
+from orchestrator.config.secrets import secret_handles
 from orchestrator.egress.policy import PolicyRefused, allowed_rule, parse_target
 from orchestrator.events import EventBus
 from orchestrator.host_tools.base import HostToolRefused
@@ -125,6 +126,8 @@ class BrowserTools:
             session = await self._parts.sessions.get(self._browsing, item, parsed.session)
         except (SandboxFailed, SessionFailed) as failed:
             return self._failed(request.name, parsed.session, "", str(failed), [], started)
+        if isinstance(parsed, TypeArguments):
+            self._check_secret_hosts(request.name, parsed, session.page.url)
         try:
             outcome = await self._run(session, request.name, parsed, text)
         except SessionFailed as failed:
@@ -195,6 +198,13 @@ class BrowserTools:
         except SecretError as unusable:
             raise self._refused(tool, parsed.session, f"tools.http.secrets: {unusable}") from None
 
+    def _check_secret_hosts(self, tool: str, parsed: TypeArguments, page_url: str) -> None:
+        """A secret typed into a page goes to that page's host: only one its secret names, and
+        only when the secret may be put in a request's body (what a form sends)."""
+        problem = typed_secret_problem(self._parts.secrets, parsed.text, page_url)
+        if problem is not None:
+            raise self._refused(tool, parsed.session, problem)
+
     def _refused(self, tool: str, session: str, reason: str) -> BrowserRefused:
         reason = self._parts.secrets.redact(reason)
         log.warning("agent %s: %s refused: %s", self._parts.agent, tool, reason)
@@ -264,3 +274,17 @@ def _refusals_note(requests: list[ProxiedRequest]) -> str:
         return ""
     more = f"\n(and {len(refused) - REFUSALS_SHOWN} more)" if len(refused) > REFUSALS_SHOWN else ""
     return "\n\n--- requests refused by your egress policy ---\n" + "\n".join(refused[:REFUSALS_SHOWN]) + more
+
+
+def typed_secret_problem(store: SecretStore, text: str, page_url: str) -> str | None:
+    """Why the secrets named in `text` may not be typed into the page at `page_url`, or None."""
+    host = urlsplit(page_url).hostname or ""
+    for name in secret_handles(text):
+        source = store.source(name)
+        if source is None or source.hosts is None:
+            continue  # undeclared: substitute() refuses it; unbound: any allowed page (deprecated)
+        if not source.allows_host(host):
+            return f"secrets.{name}.hosts: the secret goes only to {', '.join(source.hosts)}, not to {host or page_url!r}"
+        if "body" not in source.allowed_places():
+            return f"secrets.{name}.places: typing it into a page sends it in a request's body, which the secret does not allow"
+    return None

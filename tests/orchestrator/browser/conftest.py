@@ -65,13 +65,20 @@ class Browsing:
     """One agent's browser tools over real sandboxes, with its events and secrets at hand."""
 
     def __init__(
-        self, tmp_path: Path, image: str, tools: dict[str, Any], resolver: Resolver = system_resolver
+        self,
+        tmp_path: Path,
+        image: str,
+        tools: dict[str, Any],
+        resolver: Resolver = system_resolver,
+        secret: SecretSource | None = None,
     ) -> None:
         tmp_path.mkdir(parents=True, exist_ok=True)
         self.db = Database(tmp_path / "state.db")
         self.events = EventBus(self.db)
         self.secrets = SecretStore(
-            {"site_password": SecretSource(env="SITE_PASSWORD")}, tmp_path, {"SITE_PASSWORD": PASSWORD}
+            {"site_password": secret or SecretSource(env="SITE_PASSWORD")},
+            tmp_path,
+            {"SITE_PASSWORD": PASSWORD},
         )
         self.secrets.load_all()
         self.tools = ToolsConfig.model_validate(tools)
@@ -111,6 +118,7 @@ def browse(
     *,
     browser: dict[str, Any] | None = None,
     resolver: Resolver = system_resolver,
+    secret: SecretSource | None = None,
 ) -> Browsing:
     """Run `scenario` with an agent allowed the local site only (GET and POST), then close its sessions."""
     tools = {
@@ -121,7 +129,7 @@ def browse(
         },
         "browser": browser or {},
     }
-    browsing = Browsing(tmp_path, image, tools, resolver)
+    browsing = Browsing(tmp_path, image, tools, resolver, secret)
 
     async def run() -> None:
         try:

@@ -21,6 +21,7 @@ from orchestrator.browser.arguments import (
 from orchestrator.browser.fence import fence_rules, fence_usable
 from orchestrator.browser.proxy import ProxiedRequest, ProxyLog
 from orchestrator.browser.sandbox import LABEL_BROWSER_OF
+from orchestrator.config.secrets import SecretSource
 from orchestrator.host_tools.base import HostToolRefused
 from tests.orchestrator.browser.conftest import PASSWORD, Browsing, browse
 from tests.orchestrator.browser.pages import (
@@ -103,6 +104,23 @@ def test_a_login_form_gets_the_secret_the_agent_never_sees(
     assert posted == [f"user=alice&password={PASSWORD}"]
     for text in [*seen.values(), browsing.recorded()]:
         assert PASSWORD not in text
+
+
+def test_a_secret_bound_to_another_host_is_not_typed_into_an_allowed_page(
+    tmp_path: Path, browser_image_tag: str, site: LocalSite
+) -> None:
+    site.pages["/signin"] = LOGIN_PAGE
+    bound = SecretSource(env="SITE_PASSWORD", hosts=["login.bank.test"], places=["body"])
+
+    async def scenario(b: Browsing) -> None:
+        assert (await b.call(BROWSER_NAVIGATE, url=site.url("/signin"))).ok
+        password = ref_of((await b.call(BROWSER_SNAPSHOT)).output, 'textbox "Password" [password]')
+        with pytest.raises(HostToolRefused, match=r"secrets\.site_password\.hosts"):
+            await b.call(BROWSER_TYPE, ref=password, text="{{secret:site_password}}", submit=True)
+
+    browsing = browse(tmp_path, browser_image_tag, site, scenario, secret=bound)
+    assert [s for s in site.seen if s.method == "POST"] == []
+    assert PASSWORD not in browsing.recorded()
 
 
 def test_a_redirect_to_a_refused_host_is_refused(
