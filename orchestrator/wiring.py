@@ -22,6 +22,7 @@ from orchestrator.control.auth import TokenStore
 from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.manager import FleetManager
+from orchestrator.fleet.validation import register_fleet_checks
 from orchestrator.fleet.view import FleetView
 from orchestrator.images.names import DEFAULT_IMAGE
 from orchestrator.scheduler.store import SchedulerStore
@@ -31,6 +32,8 @@ from orchestrator.state.paths import StatePaths
 from orchestrator.workspaces.access import WorkspaceAccess
 
 log = logging.getLogger(__name__)
+# Config validates fleet.yaml with the checks the packages above it register.
+register_fleet_checks()
 
 if TYPE_CHECKING:
     from orchestrator.agents.supervisor import SupervisorPolicy

@@ -1,8 +1,9 @@
 """The product's import graph, read from the code with `ast`: no cycles, no upward imports.
 
-Layers, lowest first: the domain (every module not named below) < `orchestrator.api` (with
-`orchestrator.services`, the record of built parts that the routes read) <
-the composition root (`orchestrator.wiring`, `orchestrator.server`) < `orchestrator.cli`.
+Layers, lowest first: `agent_runtime` (the wire models both sides share) < the foundation (`orchestrator.errors`, `orchestrator.state`,
+`orchestrator.events`, `orchestrator.config`) < the domain (every module not named here) <
+`orchestrator.api` (with `orchestrator.services`, the record of built parts that the routes
+read) < the composition root (`orchestrator.wiring`, `orchestrator.server`) < `orchestrator.cli`.
 `agent_runtime` never imports `orchestrator`; `orchestrator.testing` may import anything below
 the CLI. Imports under `if TYPE_CHECKING:` count: they are the same dependency, only deferred.
 """
@@ -16,13 +17,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("orchestrator", "agent_runtime")
 
-DOMAIN, API, ROOT_LAYER, CLI = 0, 1, 2, 3
+RUNTIME, FOUNDATION, DOMAIN, API, ROOT_LAYER, CLI = 0, 1, 2, 3, 4, 5
 LAYER_NAMES = {
+    RUNTIME: "agent_runtime",
+    FOUNDATION: "the foundation",
     DOMAIN: "the domain",
     API: "orchestrator.api",
     ROOT_LAYER: "the composition root",
     CLI: "the CLI",
 }
+# What every part stands on; a check of fleet.yaml that needs an upper package's knowledge is
+# registered by that package (`orchestrator.config.fleet_checks`).
+FOUNDATION_LAYER = ("orchestrator.errors", "orchestrator.state", "orchestrator.events", "orchestrator.config")
 API_LAYER = ("orchestrator.api", "orchestrator.services")
 COMPOSITION_ROOT = ("orchestrator.wiring", "orchestrator.server")
 TESTING = "orchestrator.testing"
@@ -79,12 +85,16 @@ def _within(module: str, package: str) -> bool:
 
 
 def layer_of(module: str) -> int:
+    if _within(module, "agent_runtime"):
+        return RUNTIME
     if _within(module, "orchestrator.cli"):
         return CLI
     if any(_within(module, root) for root in COMPOSITION_ROOT):
         return ROOT_LAYER
     if any(_within(module, package) for package in API_LAYER):
         return API
+    if any(_within(module, package) for package in FOUNDATION_LAYER):
+        return FOUNDATION
     return DOMAIN
 
 
