@@ -29,6 +29,10 @@ def load_or_exit(
     Warnings (things that work but are likely mistakes) are for `validate` to print. With
     `as_json`, the problems are printed as one JSON object on stdout.
     """
+    # Imported here: the checks' packages load only for a command that reads fleet.yaml.
+    from orchestrator.fleet.validation import register_fleet_checks
+
+    register_fleet_checks()
     try:
         fleet = load_fleet(fleet_file, capacity, contracts=contracts)
     except ConfigError as exc:
