@@ -1,9 +1,11 @@
 """The product's import graph, read from the code with `ast`: no cycles, no upward imports.
 
-Layers, lowest first: `agent_runtime` (the wire models both sides share) < the foundation (`orchestrator.errors`, `orchestrator.state`,
-`orchestrator.events`, `orchestrator.config`) < the domain (every module not named here) <
-`orchestrator.api` (with `orchestrator.services`, the record of built parts that the routes
-read) < the composition root (`orchestrator.wiring`, `orchestrator.server`) < `orchestrator.cli`.
+Layers, lowest first: `agent_runtime` (the wire models both sides share) < the foundation
+(`orchestrator.errors`, `orchestrator.state`, `orchestrator.events`, `orchestrator.config`) <
+the domain (every module not named here) < `orchestrator.api` (with `orchestrator.services`,
+the record of built parts that the routes read) < the composition root (`orchestrator.wiring`,
+`orchestrator.server`) < `orchestrator.cli`. Every package names its public surface in
+`__all__`, and no package imports another's private modules or names.
 `agent_runtime` never imports `orchestrator`; `orchestrator.testing` may import anything below
 the CLI. Imports under `if TYPE_CHECKING:` count: they are the same dependency, only deferred.
 """
