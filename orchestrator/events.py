@@ -9,12 +9,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
 from agent_runtime.protocol import utcnow
-from orchestrator.secrets.redaction import NO_REDACTION, Redaction
 from orchestrator.state.db import Database, TextRewrite, max_id, rewrite_agent_texts, safe_query
 
 SCHEMA = """
@@ -85,6 +84,21 @@ class Event(BaseModel):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
+class DataRedaction(Protocol):
+    """What takes the secret values out of an event's data (`orchestrator.secrets.redaction`
+    gives it; events stand below the secrets package, so they only name what they call)."""
+
+    def redact_data(self, data: Any) -> Any: ...
+
+
+class _NoRedaction:
+    def redact_data(self, data: Any) -> Any:
+        return data
+
+
+NO_REDACTION: DataRedaction = _NoRedaction()
+
+
 class EventBus:
     """Publish from any thread; subscribe from the asyncio loop that serves HTTP."""
 
@@ -94,7 +108,7 @@ class EventBus:
         self._subscribers: set[asyncio.Queue[Event]] = set()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.redaction: Callable[[], Redaction] = lambda: NO_REDACTION
+        self.redaction: Callable[[], DataRedaction] = lambda: NO_REDACTION
         """The secret values no event may hold: taken out of every string of its data before it
         is capped, stored and fanned out."""
 

@@ -23,6 +23,7 @@ from orchestrator.control.auth import TokenStore
 from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.manager import FleetManager
+from orchestrator.fleet.validation import register_fleet_checks
 from orchestrator.fleet.view import FleetView
 from orchestrator.images.names import DEFAULT_IMAGE
 from orchestrator.scheduler.store import SchedulerStore
@@ -33,6 +34,8 @@ from orchestrator.state.paths import StatePaths
 from orchestrator.workspaces.access import WorkspaceAccess
 
 log = logging.getLogger(__name__)
+# Config validates fleet.yaml with the checks the packages above it register.
+register_fleet_checks()
 
 if TYPE_CHECKING:
     from orchestrator.agents.supervisor import SupervisorPolicy
@@ -185,7 +188,7 @@ def attach_subsystems(
         clock=clock,
         notifier=notifier,
     )
-    scheduler.runs.redaction = events.redaction
+    scheduler.runs.redaction = lambda: fleet.secrets().redaction
     broker = Broker(db, inbox, fleet, events, core.paths)
     # Who asks pays: a peer's item is worked on at the peer's expense, and refused once it can't pay.
     gateway.payer_of = inbox.payer_of_work

@@ -1,8 +1,11 @@
 """The product's import graph, read from the code with `ast`: no cycles, no upward imports.
 
-Layers, lowest first: the domain (every module not named below) < `orchestrator.api` (with
-`orchestrator.services`, the record of built parts that the routes read) <
-the composition root (`orchestrator.wiring`, `orchestrator.server`) < `orchestrator.cli`.
+Layers, lowest first: `agent_runtime` (the wire models both sides share) < the foundation
+(`orchestrator.errors`, `orchestrator.state`, `orchestrator.events`, `orchestrator.config`) <
+the domain (every module not named here) < `orchestrator.api` (with `orchestrator.services`,
+the record of built parts that the routes read) < the composition root (`orchestrator.wiring`,
+`orchestrator.server`) < `orchestrator.cli`. Every package names its public surface in
+`__all__`, and no package imports another's private modules or names.
 `agent_runtime` never imports `orchestrator`; `orchestrator.testing` may import anything below
 the CLI. Imports under `if TYPE_CHECKING:` count: they are the same dependency, only deferred.
 """
@@ -10,19 +13,25 @@ the CLI. Imports under `if TYPE_CHECKING:` count: they are the same dependency, 
 from __future__ import annotations
 
 import ast
+import importlib
 from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("orchestrator", "agent_runtime")
 
-DOMAIN, API, ROOT_LAYER, CLI = 0, 1, 2, 3
+RUNTIME, FOUNDATION, DOMAIN, API, ROOT_LAYER, CLI = 0, 1, 2, 3, 4, 5
 LAYER_NAMES = {
+    RUNTIME: "agent_runtime",
+    FOUNDATION: "the foundation",
     DOMAIN: "the domain",
     API: "orchestrator.api",
     ROOT_LAYER: "the composition root",
     CLI: "the CLI",
 }
+# What every part stands on; a check of fleet.yaml that needs an upper package's knowledge is
+# registered by that package (`orchestrator.config.fleet_checks`).
+FOUNDATION_LAYER = ("orchestrator.errors", "orchestrator.state", "orchestrator.events", "orchestrator.config")
 API_LAYER = ("orchestrator.api", "orchestrator.services")
 COMPOSITION_ROOT = ("orchestrator.wiring", "orchestrator.server")
 TESTING = "orchestrator.testing"
@@ -79,12 +88,16 @@ def _within(module: str, package: str) -> bool:
 
 
 def layer_of(module: str) -> int:
+    if _within(module, "agent_runtime"):
+        return RUNTIME
     if _within(module, "orchestrator.cli"):
         return CLI
     if any(_within(module, root) for root in COMPOSITION_ROOT):
         return ROOT_LAYER
     if any(_within(module, package) for package in API_LAYER):
         return API
+    if any(_within(module, package) for package in FOUNDATION_LAYER):
+        return FOUNDATION
     return DOMAIN
 
 
@@ -229,3 +242,73 @@ def test_every_package_says_what_it_owns() -> None:
         if not ast.get_docstring(ast.parse(init.read_text()))
     )
     assert not silent, f"packages without a docstring: {silent}"
+
+
+PACKAGE_INITS = sorted(
+    init for init in (ROOT / "orchestrator").rglob("__init__.py") if init.parent != ROOT / "orchestrator"
+)
+
+
+def _surface(init: Path) -> list[str] | None:
+    """The names a package's `__init__` lists in `__all__`, or None when it lists none."""
+    for node in ast.parse(init.read_text()).body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        if any(isinstance(target, ast.Name) and target.id == "__all__" for target in targets):
+            listed = ast.literal_eval(value)
+            return list(listed) if isinstance(listed, list) else None
+    return None
+
+
+def _package_name(init: Path) -> str:
+    return ".".join(init.parent.relative_to(ROOT).parts)
+
+
+def test_every_package_names_its_public_surface() -> None:
+    silent = sorted(_package_name(init) for init in PACKAGE_INITS if _surface(init) is None)
+    assert not silent, f"packages without a literal list __all__: {silent}"
+
+
+def test_what_a_surface_names_exists() -> None:
+    missing = []
+    for init in PACKAGE_INITS:
+        package = importlib.import_module(_package_name(init))
+        for name in _surface(init) or []:
+            is_module = (init.parent / f"{name}.py").is_file() or (
+                init.parent / name / "__init__.py"
+            ).is_file()
+            if not is_module and not hasattr(package, name):
+                missing.append(f"{_package_name(init)}.{name}")
+    assert not missing, f"names in __all__ that do not exist: {missing}"
+
+
+def _package_of(module: str) -> str:
+    return module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _private_imports() -> Iterator[str]:
+    """Imports, from outside a package, of a module or a name that is private to it (`_name`)."""
+    for module, targets in GRAPH.items():
+        for target in targets:
+            if not _within(module, _package_of(target)) and any(map(_is_private, target.split("."))):
+                yield f"{module} -> {target}"
+    for module, file in MODULES.items():
+        for node in ast.walk(ast.parse(file.read_text(), str(file))):
+            if not isinstance(node, ast.ImportFrom) or node.level or node.module not in MODULES:
+                continue
+            if _within(module, _package_of(node.module)):
+                continue
+            yield from (f"{module} -> {node.module}.{a.name}" for a in node.names if _is_private(a.name))
+
+
+def test_no_package_imports_what_another_keeps_private() -> None:
+    crossing = sorted(set(_private_imports()))
+    assert not crossing, "imports of another package's private modules or names:\n" + "\n".join(crossing)

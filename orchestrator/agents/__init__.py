@@ -7,3 +7,6 @@ operator's actions on it (`actions`: stop, start, pause, resume).
 Builds on `orchestrator.fleet` (the fleet as declared) and `orchestrator.control`; must not import
 the HTTP layer (`orchestrator.api`), the CLI or the composition root (`wiring`, `services`, `server`).
 """
+
+# The modules other packages may import; the rest are this package's own.
+__all__ = ["actions", "ask", "health", "move", "requests", "session", "snapshot", "supervisor", "transcripts"]

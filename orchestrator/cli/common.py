@@ -36,6 +36,10 @@ def load_or_exit(
     commands that stop or look at a fleet: they never use a secret's value, so one that cannot
     be read (its environment variable unset) does not stop them.
     """
+    # Imported here: the checks' packages load only for a command that reads fleet.yaml.
+    from orchestrator.fleet.validation import register_fleet_checks
+
+    register_fleet_checks()
     try:
         fleet = load_fleet(fleet_file, capacity, contracts=contracts, secrets=secrets)
     except ConfigError as exc:

@@ -91,6 +91,10 @@ def init(directory: Path, name: str | None, force: bool) -> None:
     interface.write_text(STARTER_INTERFACE, encoding="utf-8")
     schema_file = directory / SCHEMA_FILE_NAME
     schema_file.write_text(json.dumps(fleet_schema(), indent=2) + "\n", encoding="utf-8")
+    # Imported here: the checks' packages load only for a command that reads fleet.yaml.
+    from orchestrator.fleet.validation import register_fleet_checks
+
+    register_fleet_checks()
     try:
         load_fleet(fleet_file)
     except ConfigError as exc:

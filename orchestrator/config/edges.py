@@ -36,7 +36,6 @@ def edge_problems(config: FleetConfig) -> list[tuple[FieldPath, str]]:
                     )
                 )
         found += _chat_problems(config, name, settings)
-    found += _notify_rule_problems(config)
     for name, hook in config.hooks.items():
         if hook.agent not in config.agents:
             found.append((("hooks", name, "agent"), f"unknown agent {hook.agent!r}"))
@@ -44,28 +43,6 @@ def edge_problems(config: FleetConfig) -> list[tuple[FieldPath, str]]:
             found.append(
                 (("hooks", name, "secret"), f"secret {hook.secret!r} is not declared under secrets:")
             )
-    return found
-
-
-def _notify_rule_problems(config: FleetConfig) -> list[tuple[FieldPath, str]]:
-    """Heartbeat rules `notify CHANNEL: TEXT` in fleet.yaml that name a channel the agent may not
-    use (HEARTBEAT.md edited later is checked when the rule is due)."""
-    from orchestrator.scheduler.rules import parse_rule_lines
-
-    found: list[tuple[FieldPath, str]] = []
-    for name, agent in config.agents.items():
-        heartbeat = config.heartbeat_of(name)
-        if heartbeat is None:
-            continue
-        base: FieldPath = ("agents", name, "heartbeat") if agent.heartbeat else ("defaults", "heartbeat")
-        for rule in parse_rule_lines(heartbeat.rules, heartbeat.tz).rules:
-            if rule.notify is not None and rule.notify[0] not in agent.channels:
-                found.append(
-                    (
-                        (*base, "rules", rule.line - 1),
-                        f"the rule notifies channel {rule.notify[0]!r}, which is not in agents.{name}.channels",
-                    )
-                )
     return found
 
 

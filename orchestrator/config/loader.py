@@ -25,6 +25,7 @@ from orchestrator.config.fleet import (
     format_path,
     set_aside_under,
 )
+from orchestrator.config.fleet_checks import FLEET_CHECKS
 from orchestrator.config.models import (
     LOCAL_EMBEDDING_DIMENSIONS,
     TEST_MODEL,
@@ -35,7 +36,6 @@ from orchestrator.config.models import (
 from orchestrator.config.paths import FleetFolder
 from orchestrator.config.safe_yaml import FieldPath, YamlRefused, load_yaml_file
 from orchestrator.config.wrong_names import did_you_mean
-from orchestrator.gateway.prices import unpriced_budget_problems
 
 if TYPE_CHECKING:
     from orchestrator.config.capacity import Capacity
@@ -140,7 +140,12 @@ def _cross_checks(config: FleetConfig, names: set[str], set_aside: set[str], pro
     if not set_aside_under(set_aside, "llm"):
         _fleet_model_checks(config, set_aside, problems)
     if not problems.found and not set_aside_under(set_aside, "llm"):
-        for path, why in unpriced_budget_problems(config):
+        _registered_model_checks(config, problems)
+
+
+def _registered_model_checks(config: FleetConfig, problems: Problems) -> None:
+    for model_check in FLEET_CHECKS.models.values():
+        for path, why in model_check(config):
             problems.add(path, why)
 
 
@@ -158,6 +163,9 @@ def _agent_model_checks(config: FleetConfig, name: str, problems: Problems) -> N
 def _edge_checks(config: FleetConfig, problems: Problems) -> None:
     for path, why in edge_problems(config):
         problems.add(path, why)
+    for reference_check in FLEET_CHECKS.references.values():
+        for path, why in reference_check(config):
+            problems.add(path, why)
 
 
 def _fleet_model_checks(config: FleetConfig, set_aside: set[str], problems: Problems) -> None:
@@ -211,6 +219,7 @@ def load_fleet(
     `secrets=False` makes an unreadable secret a warning: commands that stop or look at a fleet
     never use a secret's value.
     """
+    FLEET_CHECKS.require()
     file_path = Path(path)
     file = str(file_path)
     if not file_path.is_file():

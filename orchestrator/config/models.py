@@ -33,7 +33,7 @@ from orchestrator.config.limits import LimitsConfig
 from orchestrator.config.secrets import SecretSource, secret_name_problem
 from orchestrator.config.tools import ToolsConfig
 from orchestrator.config.units import parse_duration, parse_memory
-from orchestrator.workflows.model import WorkflowConfig, workflow_name_problem
+from orchestrator.config.workflows import WorkflowConfig, workflow_name_problem
 
 EXTRA_FIELD_NAME = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"
 DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from agent_runtime.protocol import DEFAULT_SHARED_WRITERS
 from orchestrator.config.windows import window_for
+from orchestrator.config.workspace_texts import render_agents_md, render_system_md
 
 if TYPE_CHECKING:
     from orchestrator.config.fleet import LoadedFleet
@@ -66,8 +67,6 @@ def agent_settings(fleet: LoadedFleet, agent: str) -> Settings:
 
 
 def _agent_settings(fleet: LoadedFleet, agent: str) -> Settings:
-    from orchestrator.fleet.scaffold import render_agents_md, render_system_md
-
     config = fleet.config
     own = config.agents[agent]
     model = config.model_of(agent)

@@ -5,3 +5,6 @@ would otherwise wake or start one.
 Depends only on `orchestrator.config` and `orchestrator.state`; must not import the fleet, the
 agents, the HTTP layer, the CLI or the composition root.
 """
+
+# The modules other packages may import; the rest are this package's own.
+__all__ = ["auth", "holds"]

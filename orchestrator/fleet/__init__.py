@@ -5,3 +5,6 @@ where agents were placed by hand (`placement`).
 Must not import `orchestrator.agents` (which builds on it), the HTTP layer (`orchestrator.api`),
 the CLI or the composition root.
 """
+
+# The modules other packages may import; the rest are this package's own.
+__all__ = ["manager", "placement", "reconcile", "scaffold", "seeding", "unit_board", "validation", "view"]

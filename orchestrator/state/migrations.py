@@ -57,6 +57,32 @@ def add_column(conn: sqlite3.Connection, table: str, column: str, definition: st
         conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
 
 
+# The tables a migration creates, as they were at its version: a migration replays history, so
+# it keeps its own copy of the shape instead of reading the owner's schema of today (a later
+# change to that schema comes with a migration of its own).
+_PRINCIPAL_TOKENS_V2 = """
+CREATE TABLE IF NOT EXISTS principal_tokens (
+    kind TEXT NOT NULL CHECK (kind IN ('operator', 'agent')),
+    name TEXT NOT NULL,
+    digest TEXT NOT NULL UNIQUE,
+    PRIMARY KEY (kind, name)
+);
+"""
+_SETTLED_ANSWERS_V5 = """
+CREATE TABLE IF NOT EXISTS gateway_settled_answers (
+    agent TEXT NOT NULL,
+    key TEXT NOT NULL,
+    at TEXT NOT NULL,
+    usage_id INTEGER NOT NULL,
+    request_sha256 TEXT NOT NULL,
+    route_model TEXT NOT NULL,
+    completion TEXT NOT NULL,
+    PRIMARY KEY (agent, key)
+);
+CREATE INDEX IF NOT EXISTS gateway_settled_answers_at ON gateway_settled_answers(at);
+"""
+
+
 def _stamp_release_0_1(conn: sqlite3.Connection) -> None:
     """Release 0.1.0's tables are version 1 as they are."""
 
@@ -67,13 +93,10 @@ def _split_token_namespaces(conn: sqlite3.Connection) -> None:
     The old table stays as it was; nothing reads it any more."""
     if not table_exists(conn, "tokens"):
         return
-    from orchestrator.control.auth import OPERATOR, SCHEMA
-
-    conn.execute(SCHEMA)
+    conn.execute(_PRINCIPAL_TOKENS_V2)
     conn.execute(
         "INSERT OR IGNORE INTO principal_tokens(kind, name, digest) SELECT "
-        "CASE WHEN principal = ? THEN 'operator' ELSE 'agent' END, principal, digest FROM tokens",
-        (OPERATOR,),
+        "CASE WHEN principal = 'operator' THEN 'operator' ELSE 'agent' END, principal, digest FROM tokens"
     )
 
 
@@ -89,9 +112,7 @@ def _settled_answers(conn: sqlite3.Connection) -> None:
     """A fleet whose gateway has run gets the table of settled answers kept by idempotency key."""
     if not table_exists(conn, "gateway_usage"):
         return
-    from orchestrator.gateway.settled_answers import SCHEMA
-
-    for statement in filter(str.strip, SCHEMA.split(";")):
+    for statement in filter(str.strip, _SETTLED_ANSWERS_V5.split(";")):
         conn.execute(statement)
 
 

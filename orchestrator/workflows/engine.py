@@ -23,12 +23,12 @@ from agent_runtime.workspace.wire import OperationSpec
 from orchestrator.approvals.store import ApprovalStore, UnknownApproval
 from orchestrator.broker.inbox import Inbox
 from orchestrator.config.units import parse_duration
+from orchestrator.config.workflows import StepConfig, WorkflowConfig
 from orchestrator.events import EventBus
 from orchestrator.fleet.view import FleetView
 from orchestrator.gateway.ledger import run_spend
 from orchestrator.state.db import Database
 from orchestrator.workflows.expressions import ExpressionError, evaluate, is_true
-from orchestrator.workflows.model import StepConfig, WorkflowConfig
 from orchestrator.workflows.store import (
     FINISHED_STEP_STATES,
     StepRun,

@@ -14,8 +14,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from agent_runtime.protocol import utcnow
+from orchestrator.config.workflows import WorkflowConfig
 from orchestrator.state.db import Database
-from orchestrator.workflows.model import WorkflowConfig
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS workflow_runs (

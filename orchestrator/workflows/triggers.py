@@ -11,11 +11,11 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from orchestrator.config.units import parse_duration
+from orchestrator.config.workflows import TriggerConfig
 from orchestrator.events import Event
 from orchestrator.fleet.view import FleetView
 from orchestrator.scheduler.cadence import cron_next
 from orchestrator.workflows.engine import WorkflowEngine, WorkflowRefused
-from orchestrator.workflows.model import TriggerConfig
 
 log = logging.getLogger(__name__)
 

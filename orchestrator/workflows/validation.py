@@ -9,8 +9,8 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agent_runtime.workspace.contracts import ContractError, Interface, parse_interface
+from orchestrator.config.workflows import StepConfig, WorkflowConfig
 from orchestrator.workflows.expressions import ROOTS, STEP_FIELDS, ExpressionError, root_paths
-from orchestrator.workflows.model import StepConfig, WorkflowConfig
 
 if TYPE_CHECKING:
     from orchestrator.config.fleet import LoadedFleet, Problems

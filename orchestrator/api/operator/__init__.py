@@ -1,2 +1,30 @@
 """Routes the operator calls (the CLI, the dashboard, a scraper): the fleet, messages and inboxes,
 workspaces, memory, events, metrics, controls, alerts, runs and costs. Operator token only."""
+
+# The modules other packages may import; the rest are this package's own.
+__all__ = [
+    "alerts",
+    "apply",
+    "approvals",
+    "attention",
+    "backup",
+    "chat",
+    "controls",
+    "costs",
+    "dashboard",
+    "events",
+    "fleet",
+    "fleet_status",
+    "history",
+    "hooks",
+    "inbox",
+    "limits",
+    "memory",
+    "messages",
+    "metrics",
+    "move",
+    "notifications",
+    "scheduler",
+    "trace",
+    "workspace",
+]

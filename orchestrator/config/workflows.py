@@ -3,7 +3,7 @@
 A workflow is a graph of named steps. Each step sends one item to one agent (an INTERFACE.md
 operation with its input, or a free-form instruction), or only waits for an operator's
 approval; `depends_on` orders them, `when` skips one, `input` builds its input from the run's
-input and earlier steps' outputs (both JMESPath expressions, see `expressions`).
+input and earlier steps' outputs (both JMESPath expressions, see `orchestrator.workflows.expressions`).
 """
 
 from __future__ import annotations
