@@ -17,9 +17,8 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from agent_runtime.protocol import ApprovalRequest, ItemKind, WorkResult, utcnow
-from agent_runtime.workspace.contracts import ContractError, parse_interface, validate_payload
-from agent_runtime.workspace.wire import OperationSpec
+from agent_runtime import ContractError, parse_interface, validate_payload
+from agent_runtime.protocol import ApprovalRequest, ItemKind, OperationSpec, WorkResult, utcnow
 from orchestrator.approvals.store import ApprovalStore, UnknownApproval
 from orchestrator.broker.inbox import Inbox
 from orchestrator.config.units import parse_duration

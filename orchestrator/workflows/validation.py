@@ -8,7 +8,7 @@ import graphlib
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from agent_runtime.workspace.contracts import ContractError, Interface, parse_interface
+from agent_runtime import ContractError, Interface, parse_interface
 from orchestrator.config.workflows import StepConfig, WorkflowConfig
 from orchestrator.workflows.expressions import ROOTS, STEP_FIELDS, ExpressionError, root_paths
 
