@@ -144,6 +144,15 @@ def test_its_cosines_taken_as_they_are_would_lose_them(monkeypatch: pytest.Monke
     assert len(_found(InProcessE5(), 384)) <= 1
 
 
+def test_a_long_text_is_read_up_to_the_models_window() -> None:
+    window = "The user keeps the spare keys in the blue box. " * 50
+    assert len(window) > multilingual_embedding.MAX_CHARS
+    long, cut = multilingual_embedding.embed_multilingual(
+        [window * 40, window[: multilingual_embedding.MAX_CHARS]]
+    )
+    assert long == pytest.approx(cut, abs=1e-6)
+
+
 def test_the_scale_maps_floor_and_ceiling_to_0_and_1() -> None:
     scale = embeddings.MEASURED_SIMILARITY_SCALE[MULTILINGUAL_EMBEDDING_MODEL]
     assert scale.score(scale.floor) == 0.0 and scale.score(0.5) == 0.0
