@@ -12,6 +12,7 @@ from the store's query cache.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -28,6 +29,7 @@ from agent_runtime.memory import (
     MemoryStore,
 )
 from bench.memory_dataset import generate
+from bench.memory_models import InProcess
 
 Row = dict[str, str]
 TOPIC = "embedding_cost"
@@ -42,30 +44,6 @@ class Cost(BaseModel):
     query_cpu_ms: float
     embed_cpu_ms: float
     model_rss_mib: float
-
-
-class GatewayFunction:
-    """The gateway's embedding function for a model, called in-process."""
-
-    semantic = True
-
-    def __init__(self, model: str) -> None:
-        self.model = model
-        self.dimensions = 384 if model == MULTILINGUAL_EMBEDDING_MODEL else 256
-        self._embed = _embed_function(model)
-
-    def __call__(self, texts: list[str]) -> list[list[float]]:
-        return self._embed(texts, self.dimensions)
-
-
-def _embed_function(model: str) -> Callable[[list[str], int], list[list[float]]]:
-    if model == MULTILINGUAL_EMBEDDING_MODEL:
-        from orchestrator.gateway.providers.multilingual_embedding import embed_multilingual
-
-        return embed_multilingual
-    from orchestrator.gateway.providers.local_embedding import embed_texts
-
-    return embed_texts
 
 
 def _rss_mib() -> float:
@@ -87,12 +65,13 @@ def measure(model: str, quick: bool) -> Cost:
     facts = list(dict.fromkeys(fact.text for fact in dataset.facts))[: 40 if quick else 200]
     queries = list(dict.fromkeys(q.query for q in dataset.queries if q.kind == "paraphrase"))
     queries = queries[: 40 if quick else 150]
-    embedder = GatewayFunction(model)
+    embedder = InProcess(model)
+    dimensions = 384 if model == MULTILINGUAL_EMBEDDING_MODEL else 256
     before = _rss_mib()
     embedder(["load the weights"])
     loaded = _rss_mib() - before
     embed_ms = _cpu_ms_each(lambda text: embedder([text]), queries)
-    config = MemoryConfig(dimensions=embedder.dimensions)
+    config = MemoryConfig(dimensions=dimensions)
     with MemoryStore(":memory:", embedder=embedder, config=config) as store:
         save_ms = _cpu_ms_each(lambda text: store.save(text, category="notes", source="user_stated"), facts)
         query_ms = _cpu_ms_each(lambda text: store.search(text, 3, record_access=False), queries)
@@ -116,8 +95,6 @@ def _in_own_process(model: str, quick: bool) -> Cost:
 
 
 def run(quick: bool) -> list[Row]:
-    import importlib.util
-
     rows: list[Row] = []
     for model, package in PACKAGES.items():
         if importlib.util.find_spec(package) is None:

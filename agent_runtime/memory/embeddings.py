@@ -40,9 +40,6 @@ NON_SEMANTIC_MODELS = frozenset({"test"})
 # The similarity above which two facts that disagree on a value are taken as contradicting,
 # measured per model on a labelled set of sentence pairs (docs/memory.md, "Contradictions").
 MEASURED_CONTRADICTION_SIMILARITY: dict[str, float] = {LOCAL_EMBEDDING_MODEL: 0.6}
-# multilingual-e5-small's cosines of unrelated facts and of the fact asked for (below).
-FLOOR_E5 = 0.8
-CEILING_E5 = 0.84
 # The similarity under which search leaves a fact out unless a keyword matched, per model, set
 # from the paraphrase queries of the labelled memory benchmark (docs/memory.md, "Search floor").
 MEASURED_SEARCH_FLOOR: dict[str, float] = {LOCAL_EMBEDDING_MODEL: 0.1, MULTILINGUAL_EMBEDDING_MODEL: 0.78}
@@ -50,7 +47,7 @@ MEASURED_SEARCH_FLOOR: dict[str, float] = {LOCAL_EMBEDDING_MODEL: 0.1, MULTILING
 # (`python -m bench.memory_calibration`; docs/memory.md, "Similarity scale"). A model without
 # one (wordllama-256, the test model, hosted models) has its cosines taken as they are.
 MEASURED_SIMILARITY_SCALE: dict[str, SimilarityScale] = {
-    MULTILINGUAL_EMBEDDING_MODEL: SimilarityScale(floor=FLOOR_E5, ceiling=CEILING_E5),
+    MULTILINGUAL_EMBEDDING_MODEL: SimilarityScale(floor=0.8, ceiling=0.84),
 }
 MAX_BATCH = 128
 QUERY_CACHE_SIZE = 256
