@@ -24,6 +24,7 @@ from agent_runtime.memory.jobs import JobRun, JobSchedule, Outcome
 from agent_runtime.memory.maintenance import MaintenanceRunner, list_runs
 from agent_runtime.memory.models import (
     LOCAL_EMBEDDING_MODEL,
+    MULTILINGUAL_EMBEDDING_MODEL,
     Contradiction,
     ContradictionStatus,
     Episode,
@@ -45,6 +46,7 @@ from agent_runtime.memory.tools import MemoryTools, ToolInputError
 
 __all__ = [
     "LOCAL_EMBEDDING_MODEL",
+    "MULTILINGUAL_EMBEDDING_MODEL",
     "Contradiction",
     "ContradictionNotFound",
     "ContradictionStatus",

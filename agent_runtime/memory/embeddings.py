@@ -21,7 +21,14 @@ from typing import Protocol
 from pydantic import BaseModel, ValidationError
 
 from agent_runtime.backoff import backoff_delay
-from agent_runtime.memory.models import LOCAL_EMBEDDING_MODEL, MemoryConfig, MemoryMode
+from agent_runtime.memory.models import (
+    IDENTITY_SCALE,
+    LOCAL_EMBEDDING_MODEL,
+    MULTILINGUAL_EMBEDDING_MODEL,
+    MemoryConfig,
+    MemoryMode,
+    SimilarityScale,
+)
 from agent_runtime.memory.vectors import VectorError, to_blob
 from agent_runtime.testing.embeddings import deterministic_embedding
 from agent_runtime.transport.http import http_client
@@ -35,7 +42,13 @@ NON_SEMANTIC_MODELS = frozenset({"test"})
 MEASURED_CONTRADICTION_SIMILARITY: dict[str, float] = {LOCAL_EMBEDDING_MODEL: 0.6}
 # The similarity under which search leaves a fact out unless a keyword matched, per model, set
 # from the paraphrase queries of the labelled memory benchmark (docs/memory.md, "Search floor").
-MEASURED_SEARCH_FLOOR: dict[str, float] = {LOCAL_EMBEDDING_MODEL: 0.1}
+MEASURED_SEARCH_FLOOR: dict[str, float] = {LOCAL_EMBEDDING_MODEL: 0.1, MULTILINGUAL_EMBEDDING_MODEL: 0.78}
+# Each model's similarity scale, measured on the dev half of the labelled memory benchmark
+# (`python -m bench.memory_calibration`; docs/memory.md, "Similarity scale"). A model without
+# one (wordllama-256, the test model, hosted models) has its cosines taken as they are.
+MEASURED_SIMILARITY_SCALE: dict[str, SimilarityScale] = {
+    MULTILINGUAL_EMBEDDING_MODEL: SimilarityScale(floor=0.8, ceiling=0.84),
+}
 MAX_BATCH = 128
 QUERY_CACHE_SIZE = 256
 
@@ -58,6 +71,12 @@ def is_semantic(embedder: Embedder | None) -> bool:
 def embedder_model(embedder: Embedder | None) -> str | None:
     model = getattr(embedder, "model", None)
     return model if isinstance(model, str) else None
+
+
+def similarity_scale(config: MemoryConfig, embedder: Embedder | None) -> SimilarityScale:
+    """The scale search weighs the embedder's cosines on: the one measured for its model."""
+    model = embedder_model(embedder) or config.embedding_model
+    return MEASURED_SIMILARITY_SCALE.get(model or "", IDENTITY_SCALE)
 
 
 def search_floor(config: MemoryConfig, embedder: Embedder | None) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Literal
@@ -10,6 +11,31 @@ from pydantic import BaseModel, ConfigDict, Field
 
 # The gateway's built-in embedding model, computed offline in the orchestrator's process.
 LOCAL_EMBEDDING_MODEL = "wordllama-256"
+# The gateway's built-in multilingual model (multilingual-e5-small), also computed offline there.
+MULTILINGUAL_EMBEDDING_MODEL = "multilingual-e5-small"
+
+
+@dataclass(frozen=True)
+class SimilarityScale:
+    """Where a model's cosines lie: `floor`, the cosine of a fact a query does not ask for, and
+    `ceiling`, the cosine of the fact it asks for. Search weighs the vector part of its score on
+    this scale, so that a model whose cosines all sit between 0.7 and 0.9 counts as much beside
+    the keyword part as one whose cosines spread from 0 to 1."""
+
+    floor: float = 0.0
+    ceiling: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.ceiling > self.floor:
+            raise ValueError(f"similarity scale: ceiling {self.ceiling} is not above floor {self.floor}")
+
+    def score(self, cosine: float) -> float:
+        """The cosine mapped onto 0..1 by the model's floor and ceiling."""
+        return min(1.0, max(0.0, (cosine - self.floor) / (self.ceiling - self.floor)))
+
+
+# Cosines taken as they are (clipped to 0..1).
+IDENTITY_SCALE = SimilarityScale()
 
 
 class FactSource(StrEnum):

@@ -1,4 +1,8 @@
-"""Hybrid fact search: (vector_weight x cosine + keyword_weight x BM25) x decay.
+"""Hybrid fact search: (vector_weight x scaled cosine + keyword_weight x BM25) x decay.
+
+The cosine is put on the embedding model's own scale first (`SimilarityScale`: 0 at the cosine
+of an unrelated fact, 1 at that of the fact asked for), so vectors and keywords weigh the same
+for every model; the search floor is a plain cosine.
 
 Vector candidates come in up to three tiers:
 1. categories: the query is compared with each category's centroid;
@@ -22,7 +26,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agent_runtime.memory.index import FactIndex
-from agent_runtime.memory.models import FactHit, MemoryConfig
+from agent_runtime.memory.models import IDENTITY_SCALE, FactHit, MemoryConfig, SimilarityScale
 from agent_runtime.memory.records import FACT_COLUMNS, FACT_FROM, Row, fact_from_row
 
 Tier = Literal["category", "flat", "keyword"]
@@ -36,7 +40,12 @@ class Candidates:
 
 
 def _vector_candidates(
-    index: FactIndex, vector: bytes, k: int, config: MemoryConfig, category_id: int | None
+    index: FactIndex,
+    vector: bytes,
+    k: int,
+    config: MemoryConfig,
+    category_id: int | None,
+    scale: SimilarityScale,
 ) -> tuple[dict[int, float], dict[int, Tier]]:
     pool = max(k * config.candidate_factor, config.min_candidates)
     similarity: dict[int, float] = {}
@@ -50,7 +59,7 @@ def _vector_candidates(
         found = index.similarities(vector, index.knn(vector, pool, partition))
         similarity.update(found)
         tier.update(dict.fromkeys(found, "category"))
-    good = sum(1 for sim in similarity.values() if sim >= config.good_similarity)
+    good = sum(1 for sim in similarity.values() if scale.score(sim) >= config.good_similarity)
     if category_id is None and good < k:
         found = {i: sim for i, sim in index.nearest(vector, pool) if i not in similarity}
         similarity.update(found)
@@ -59,12 +68,18 @@ def _vector_candidates(
 
 
 def gather(
-    index: FactIndex, query: str, vector: bytes | None, k: int, config: MemoryConfig, category_id: int | None
+    index: FactIndex,
+    query: str,
+    vector: bytes | None,
+    k: int,
+    config: MemoryConfig,
+    category_id: int | None,
+    scale: SimilarityScale = IDENTITY_SCALE,
 ) -> Candidates:
     keyword = index.keyword(query, max(config.keyword_candidates, k * 2))
     if vector is None:
         return Candidates({}, keyword, dict.fromkeys(keyword, "keyword"))
-    similarity, tier = _vector_candidates(index, vector, k, config, category_id)
+    similarity, tier = _vector_candidates(index, vector, k, config, category_id, scale)
     missing = [fact_id for fact_id in keyword if fact_id not in similarity]
     similarity.update(index.similarities(vector, missing))
     for fact_id in missing:
@@ -86,6 +101,7 @@ def rank(
     category_id: int | None,
     min_similarity: float,
     scopes: frozenset[str] | None = None,
+    scale: SimilarityScale = IDENTITY_SCALE,
 ) -> list[FactHit]:
     ids = set(candidates.similarity) | set(candidates.keyword)
     if not ids:
@@ -108,7 +124,7 @@ def rank(
         if vector_mode:
             if keyword == 0.0 and similarity < min_similarity:
                 continue
-            base = config.vector_weight * similarity + config.keyword_weight * keyword
+            base = config.vector_weight * scale.score(similarity) + config.keyword_weight * keyword
         else:
             base = keyword
         if base <= 0.0:

@@ -29,6 +29,7 @@ from agent_runtime.memory.embeddings import (
     embedder_model,
     is_semantic,
     search_floor,
+    similarity_scale,
 )
 from agent_runtime.memory.factlog import FactLog
 from agent_runtime.memory.index import FactIndex
@@ -434,7 +435,8 @@ class MemoryStore:
                 if row is None:
                     return []
                 category_id = int(row[0])
-            candidates = gather(self.index, query, query_vector, k, self.config, category_id)
+            scale = similarity_scale(self.config, self.embeddings.embedder)
+            candidates = gather(self.index, query, query_vector, k, self.config, category_id, scale)
             floor = (
                 search_floor(self.config, self.embeddings.embedder)
                 if min_similarity is None
@@ -449,6 +451,7 @@ class MemoryStore:
                 category_id,
                 floor,
                 frozenset(scopes) if scopes is not None else None,
+                scale,
             )
         if record_access and hits:
             self.record_access([hit.fact.id for hit in hits])

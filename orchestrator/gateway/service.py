@@ -20,7 +20,7 @@ from typing import Literal, TypeVar
 
 import anyio
 
-from agent_runtime.memory import LOCAL_EMBEDDING_MODEL
+from agent_runtime.memory import LOCAL_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL
 from agent_runtime.protocol import TokenCountRequest, TokenCountResult, utcnow
 from orchestrator.config.models import BUILT_IN_MODELS, TEST_MODEL, FleetConfig
 from orchestrator.control.holds import Controls
@@ -50,6 +50,7 @@ from orchestrator.gateway.models import (
 from orchestrator.gateway.prices import price_of
 from orchestrator.gateway.providers.base import Provider, UpstreamError
 from orchestrator.gateway.providers.local_embedding import LocalEmbeddingProvider
+from orchestrator.gateway.providers.multilingual_embedding import multilingual_provider
 from orchestrator.gateway.providers.openai_compat import OpenAICompatProvider
 from orchestrator.gateway.providers.test import TestModelProvider
 from orchestrator.gateway.retry import RetryPolicy
@@ -128,6 +129,7 @@ class Gateway:
         self._in_flight: dict[tuple[str, str], asyncio.Event] = {}
         self._test = TestModelProvider(self.counter)
         self._local_embedding = LocalEmbeddingProvider(self.counter)
+        self._multilingual_embedding = multilingual_provider(self.counter)
         self._upstreams: dict[str, OpenAICompatProvider] = {}
         self._retired: list[OpenAICompatProvider] = []
         self.payer_of: Callable[[str], str | None] = lambda agent: None
@@ -226,6 +228,8 @@ class Gateway:
             return Route(model, self._test, TEST_MODEL)
         if model == LOCAL_EMBEDDING_MODEL:
             return Route(model, self._local_embedding, LOCAL_EMBEDDING_MODEL)
+        if model == MULTILINGUAL_EMBEDDING_MODEL:
+            return Route(model, self._multilingual_embedding, MULTILINGUAL_EMBEDDING_MODEL)
         self._check_exists(model)
         name, _, upstream_model = model.partition(":")
         config = self._config.llm.providers[name]
@@ -637,6 +641,7 @@ class Gateway:
         self._upstreams.clear()
         self._retired.clear()
         await self._local_embedding.aclose()
+        await self._multilingual_embedding.aclose()
 
 
 def _check_supported(request: ChatCompletionRequest) -> None:

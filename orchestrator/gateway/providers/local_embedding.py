@@ -16,7 +16,7 @@ import asyncio
 import base64
 import struct
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
@@ -95,29 +95,40 @@ def embed_texts(texts: list[str], dimensions: int = DIMENSIONS) -> list[list[flo
     return [[float(value) for value in row] for row in matrix / norms]
 
 
+EmbedTexts = Callable[[list[str], int], list[list[float]]]
+
+
 class LocalEmbeddingProvider(Provider):
-    """Serves `wordllama-256` embeddings in-process; it answers no chat."""
+    """Serves a local embedding model in-process (`wordllama-256` unless told another); it
+    answers no chat."""
 
-    name = LOCAL_EMBEDDING_MODEL
-
-    def __init__(self, counter: TokenCounter) -> None:
+    def __init__(
+        self,
+        counter: TokenCounter,
+        model: str = LOCAL_EMBEDDING_MODEL,
+        embed: EmbedTexts = embed_texts,
+        dimensions: int = DIMENSIONS,
+    ) -> None:
+        self.name = model
+        self._embed = embed
+        self._dimensions = dimensions
         self._counter = counter
         # One thread: however many agents ask at once, the model takes at most one core of the
         # orchestrator's, and the shared default pool stays free for everything else.
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="local-embedding")
 
     async def complete(self, request: ChatCompletionRequest) -> ChatCompletion:
-        raise UpstreamError(_not_a_chat_model(), status=400)
+        raise UpstreamError(_not_a_chat_model(self.name), status=400)
 
     async def stream(self, request: ChatCompletionRequest) -> AsyncIterator[ChatCompletionChunk]:
-        raise UpstreamError(_not_a_chat_model(), status=400)
+        raise UpstreamError(_not_a_chat_model(self.name), status=400)
         yield  # pragma: no cover - makes this an async generator, as the interface wants
 
     async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
         texts = request.texts
         # Loading and embedding are CPU work: off the event loop.
         vectors = await asyncio.get_running_loop().run_in_executor(
-            self._worker, embed_texts, texts, request.dimensions or DIMENSIONS
+            self._worker, self._embed, texts, request.dimensions or self._dimensions
         )
         data = []
         for index, vector in enumerate(vectors):
@@ -128,12 +139,12 @@ class LocalEmbeddingProvider(Provider):
         tokens = sum(self._counter.count_many(texts))
         usage = {"prompt_tokens": tokens, "total_tokens": tokens}
         return EmbeddingResponse.model_validate(
-            {"object": "list", "data": data, "model": LOCAL_EMBEDDING_MODEL, "usage": usage}
+            {"object": "list", "data": data, "model": self.name, "usage": usage}
         )
 
     async def aclose(self) -> None:
         self._worker.shutdown(wait=False, cancel_futures=True)
 
 
-def _not_a_chat_model() -> str:
-    return f"{LOCAL_EMBEDDING_MODEL} is an embedding model: it answers no chat completion"
+def _not_a_chat_model(model: str) -> str:
+    return f"{model} is an embedding model: it answers no chat completion"

