@@ -75,7 +75,12 @@ def through_proxy(site: LocalSite, scenario: Scenario, *, client_address: str = 
         proxy = EgressProxy(policy, fixed_resolver, budget.take, client=client_address, record=record)
         port = await proxy.start("127.0.0.1")
         try:
-            async with httpx.AsyncClient(proxy=f"http://127.0.0.1:{port}", trust_env=False) as client:
+            # The proxy serves one request a connection, then closes it: a client that keeps
+            # connections alive could reuse one just as it closes.
+            fresh = httpx.Limits(max_keepalive_connections=0)
+            async with httpx.AsyncClient(
+                proxy=f"http://127.0.0.1:{port}", trust_env=False, limits=fresh
+            ) as client:
                 await scenario(Proxied(client, record, budget, port))
         finally:
             await proxy.close()
