@@ -193,11 +193,9 @@ class WorkflowEngine:
     ) -> bool:
         assert step.item_id is not None
         state = self._inbox.state(step.item_id)
-        if state == "done":
-            result = self._inbox.result(step.item_id) or WorkResult(ok=False, error="no result stored")
-            self._finish_attempt(run, workflow, step, config, result)
-        elif state in INBOX_FAILED_STATES or state is None:
-            result = self._inbox.result(step.item_id) or WorkResult(ok=False, error=f"item {state or 'gone'}")
+        if state == "done" or state in INBOX_FAILED_STATES or state is None:
+            missing = "no result stored" if state == "done" else f"item {state or 'gone'}"
+            result = self._inbox.result(step.item_id) or WorkResult(ok=False, error=missing)
             self._finish_attempt(run, workflow, step, config, result)
         elif step.queued_at is not None and self._now() - step.queued_at > timedelta(
             seconds=parse_duration(config.timeout)
