@@ -3,6 +3,7 @@ every request that reaches them."""
 
 from __future__ import annotations
 
+import ssl
 import threading
 import time
 from dataclasses import dataclass, field
@@ -70,13 +71,15 @@ class LocalSite:
     pages: dict[str, str]
     seen: list[Seen] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
+    scheme: str = "http"
+    hosts: list[str] = field(default_factory=list)
 
     @property
     def port(self) -> int:
         return int(self.server.server_address[1])
 
     def url(self, path: str = "/") -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+        return f"{self.scheme}://127.0.0.1:{self.port}{path}"
 
     def paths(self) -> list[str]:
         return [seen.path for seen in self.seen]
@@ -87,7 +90,10 @@ class LocalSite:
         self.server.server_close()
 
 
-def start_site(pages: dict[str, str] | None = None, host: str = "127.0.0.1") -> LocalSite:
+def start_site(
+    pages: dict[str, str] | None = None, host: str = "127.0.0.1", tls: ssl.SSLContext | None = None
+) -> LocalSite:
+    """The site over HTTP, or over HTTPS with `tls` (a server context holding its certificate)."""
     site: LocalSite
 
     class Handler(BaseHTTPRequestHandler):
@@ -100,6 +106,7 @@ def start_site(pages: dict[str, str] | None = None, host: str = "127.0.0.1") -> 
             length = int(self.headers.get("content-length") or 0)
             body = self.rfile.read(length) if length else b""
             site.seen.append(Seen(self.command, self.path, body))
+            site.hosts.append(self.headers.get("host", ""))
             parts = urlsplit(self.path)
             query = {key: values[0] for key, values in parse_qs(parts.query).items()}
             if parts.path == "/redirect":
@@ -140,7 +147,9 @@ def start_site(pages: dict[str, str] | None = None, host: str = "127.0.0.1") -> 
 
     server = ThreadingHTTPServer((host, 0), Handler)
     server.daemon_threads = True
-    site = LocalSite(server, dict(pages or {}))
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    site = LocalSite(server, dict(pages or {}), scheme="https" if tls else "http")
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return site
 
