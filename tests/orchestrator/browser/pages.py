@@ -8,7 +8,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from orchestrator.browser.interception import self_signed_certificate
 
 JS_PAGE = """<html><head><title>Written later</title></head><body><div id="out"></div>
 <script>document.getElementById('out').textContent = 'rendered by script ' + (6 * 7);
@@ -192,3 +198,27 @@ def start_listener(host: str = "127.0.0.1") -> Listener:
     listener = Listener(server)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return listener
+
+
+@dataclass(frozen=True)
+class SiteKey:
+    """A local HTTPS site's key: `server` serves its certificate, `trusted` verifies it."""
+
+    server: ssl.SSLContext
+    trusted: ssl.SSLContext
+
+
+def make_site_key(folder: Path) -> SiteKey:
+    """A certificate for 127.0.0.1, signed by its own key."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    certificate = self_signed_certificate(key, "127.0.0.1").public_bytes(serialization.Encoding.PEM)
+    chain = folder / "site.pem"
+    chain.write_bytes(
+        certificate
+        + key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(chain)
+    return SiteKey(server, ssl.create_default_context(cadata=certificate.decode()))

@@ -17,35 +17,16 @@ import httpx
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
 
-from orchestrator.browser.interception import Interception, self_signed_certificate
+from orchestrator.browser.interception import Interception
 from orchestrator.browser.proxy import EgressProxy, ProxyLog
 from orchestrator.config.egress import HttpPolicy
-from tests.orchestrator.browser.pages import JS_PAGE, LocalSite, start_site
-
-
-@dataclass(frozen=True)
-class SiteKey:
-    server: ssl.SSLContext
-    trusted: ssl.SSLContext
+from tests.orchestrator.browser.pages import JS_PAGE, LocalSite, SiteKey, make_site_key, start_site
 
 
 @pytest.fixture
 def site_key(tmp_path: Path) -> SiteKey:
-    """A certificate for 127.0.0.1: the site serves it, the proxy's upstream check trusts it."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    certificate = self_signed_certificate(key, "127.0.0.1").public_bytes(serialization.Encoding.PEM)
-    chain = tmp_path / "site.pem"
-    chain.write_bytes(
-        certificate
-        + key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    server.load_cert_chain(chain)
-    return SiteKey(server, ssl.create_default_context(cadata=certificate.decode()))
+    return make_site_key(tmp_path)
 
 
 @pytest.fixture
