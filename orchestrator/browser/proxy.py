@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 HEAD_BYTES = 64 * 1024
 CHUNK = 64 * 1024
 HEAD_TIMEOUT_S = 15.0
+CLOSE_WAIT_S = 2.0
 LOG_KEPT = 1000
 # A tunnel carries many responses (keep-alive, HTTP/2): its cap is this many response caps.
 TUNNEL_RESPONSES = 16
@@ -153,9 +154,7 @@ class EgressProxy:
         except (OSError, asyncio.IncompleteReadError, TimeoutError):
             pass
         finally:
-            writer.close()
-            with contextlib.suppress(OSError):
-                await writer.wait_closed()
+            await _close(writer)
 
     async def _tunnel(
         self, authority: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
@@ -228,7 +227,11 @@ class EgressProxy:
             await up_writer.drain()
             size = await self._answer(up_reader, writer)
         finally:
-            up_writer.close()
+            # The answer is complete (or cut): a TLS goodbye to the site would only delay this.
+            if target.scheme == "https":
+                up_writer.transport.abort()
+            else:
+                up_writer.close()
         self._record.add(ProxiedRequest(method, url[:500], target.host, bytes=size))
 
     async def _answer(self, up_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> int:
@@ -350,6 +353,20 @@ async def _refuse(writer: asyncio.StreamWriter, reason: str) -> None:
     )
     with contextlib.suppress(OSError):
         await writer.drain()
+
+
+async def _close(writer: asyncio.StreamWriter) -> None:
+    """Close the client's connection; one that does not close in time (a TLS peer that never says
+    goodbye) or whose task is cancelled is cut, so that no socket outlives the proxy."""
+    writer.close()
+    try:
+        async with asyncio.timeout(CLOSE_WAIT_S):
+            await writer.wait_closed()
+    except (OSError, TimeoutError):
+        writer.transport.abort()
+    except asyncio.CancelledError:
+        writer.transport.abort()
+        raise
 
 
 async def _bad_gateway(writer: asyncio.StreamWriter, reason: str) -> None:
