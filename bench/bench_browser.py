@@ -26,14 +26,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from agent_runtime.protocol import OrchestratorToolCall
 from orchestrator.backends.docker import connect_docker
 from orchestrator.browser import BrowserContextParts, BrowserSessions, BrowserTools
 from orchestrator.browser.image import ensure_browser_image
-from orchestrator.browser.interception import Interception, self_signed_certificate
+from orchestrator.browser.interception import Interception, certificate_chain
 from orchestrator.browser.proxy import EgressProxy, ProxyLog
 from orchestrator.browser.screenshots import ScreenshotShelf
 from orchestrator.config.tools import ToolsConfig
@@ -223,22 +222,15 @@ async def _loopback(host: str, port: int) -> list[str]:
 
 def _tls_site(folder: Path) -> tuple[ThreadingHTTPServer, ssl.SSLContext]:
     """The page over HTTPS on loopback, with a certificate of its own; a context trusting it."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    certificate = self_signed_certificate(key, "127.0.0.1").public_bytes(serialization.Encoding.PEM)
     chain = folder / "site.pem"
-    chain.write_bytes(
-        certificate
-        + key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
+    chain.write_bytes(certificate_chain(ec.generate_private_key(ec.SECP256R1()), "127.0.0.1"))
     serving = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     serving.load_cert_chain(chain)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Site)
     server.daemon_threads = True
     server.socket = serving.wrap_socket(server.socket, server_side=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, ssl.create_default_context(cadata=certificate.decode())
+    return server, ssl.create_default_context(cafile=chain)
 
 
 def _https_rows(folder: Path, n: int) -> list[Row]:

@@ -57,16 +57,21 @@ class Interception:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         context.set_alpn_protocols(["http/1.1"])
-        key_pem = self._key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-        cert_pem = self_signed_certificate(self._key, host).public_bytes(serialization.Encoding.PEM)
         # The ssl module loads a chain only from files: a private temporary directory, removed at once.
         with tempfile.TemporaryDirectory(prefix="flotilla-tls-") as folder:
             chain = Path(folder) / "chain.pem"
-            chain.write_bytes(cert_pem + key_pem)
+            chain.write_bytes(certificate_chain(self._key, host))
             context.load_cert_chain(chain)
         return context
+
+
+def certificate_chain(key: ec.EllipticCurvePrivateKey, host: str) -> bytes:
+    """PEM of a certificate for `host` signed by `key`, then of the key: a file `load_cert_chain` reads."""
+    certificate = self_signed_certificate(key, host).public_bytes(serialization.Encoding.PEM)
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return certificate + private
 
 
 def self_signed_certificate(key: ec.EllipticCurvePrivateKey, host: str) -> x509.Certificate:

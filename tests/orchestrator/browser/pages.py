@@ -11,10 +11,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from orchestrator.browser.interception import self_signed_certificate
+from orchestrator.browser.interception import certificate_chain
 
 JS_PAGE = """<html><head><title>Written later</title></head><body><div id="out"></div>
 <script>document.getElementById('out').textContent = 'rendered by script ' + (6 * 7);
@@ -210,15 +209,8 @@ class SiteKey:
 
 def make_site_key(folder: Path) -> SiteKey:
     """A certificate for 127.0.0.1, signed by its own key."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    certificate = self_signed_certificate(key, "127.0.0.1").public_bytes(serialization.Encoding.PEM)
     chain = folder / "site.pem"
-    chain.write_bytes(
-        certificate
-        + key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
+    chain.write_bytes(certificate_chain(ec.generate_private_key(ec.SECP256R1()), "127.0.0.1"))
     server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server.load_cert_chain(chain)
-    return SiteKey(server, ssl.create_default_context(cadata=certificate.decode()))
+    return SiteKey(server, ssl.create_default_context(cafile=chain))
