@@ -1,6 +1,7 @@
 """TLS keys that let a session's egress proxy read what a page sends inside HTTPS.
 
-Each session gets one key pair, made at run time and never written to disk. The proxy answers a
+Each session gets one key pair, made at run time and kept in the orchestrator's memory (the ssl
+module loads it from a private temporary folder, removed at once). The proxy answers a
 tunnel's TLS with a certificate for the tunnel's host, signed with that key, and the sandbox's
 Chromium is told to accept certificates carrying exactly this public key
 (`--ignore-certificate-errors-spki-list`). Nothing else trusts the key: no system store holds it,
