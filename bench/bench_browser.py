@@ -5,7 +5,8 @@
   (`chromium --headless --dump-dom`, a new process each time: the limit);
 - the memory of one sandbox with the page loaded (the container's cgroup, as Docker reports it);
 - 10 agents browsing at once (10 sandboxes opened together, then each navigates 3 times);
-- the egress proxy's overhead per request: a GET through it against the same GET sent directly.
+- the egress proxy's overhead per request: a GET through it against the same GET sent directly,
+  over HTTP and over HTTPS (the proxy ending the client's TLS and opening its own to the site).
 
 Needs Docker and the browser image (`flotilla image build --browser`); nothing leaves loopback
 and the sandboxes' own networks.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 import statistics
 import subprocess
 import tempfile
@@ -24,11 +26,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from agent_runtime.protocol import OrchestratorToolCall
 from orchestrator.backends.docker import connect_docker
 from orchestrator.browser import BrowserContextParts, BrowserSessions, BrowserTools
 from orchestrator.browser.image import ensure_browser_image
+from orchestrator.browser.interception import Interception, certificate_chain
 from orchestrator.browser.proxy import EgressProxy, ProxyLog
 from orchestrator.browser.screenshots import ScreenshotShelf
 from orchestrator.config.tools import ToolsConfig
@@ -169,22 +173,39 @@ def _dump_dom(url: str, n: int) -> list[float]:
     return samples
 
 
-async def _proxy_overhead(url: str, n: int) -> tuple[list[float], list[float]]:
+async def _proxy_overhead(
+    url: str, n: int, site_tls: ssl.SSLContext | None = None
+) -> tuple[list[float], list[float]]:
+    """GETs sent directly and through the proxy, alternately; over HTTPS when `site_tls` (a
+    context trusting the site) is given: the proxy then intercepts, as for the sandboxes."""
     tools = ToolsConfig.model_validate({"http": {"allow": [{"url": url, "allow_private": True}]}})
     assert tools.http is not None
 
     async def admit() -> None:
         return None
 
-    proxy = EgressProxy(tools.http, _loopback, admit, client="127.0.0.1", record=ProxyLog())
+    interception = Interception() if site_tls is not None else None
+    proxy = EgressProxy(
+        tools.http,
+        _loopback,
+        admit,
+        client="127.0.0.1",
+        record=ProxyLog(),
+        interception=interception,
+        upstream_tls=site_tls,
+    )
     port = await proxy.start("127.0.0.1")
     direct: list[float] = []
     proxied: list[float] = []
     limits = httpx.Limits(max_keepalive_connections=0)  # the proxy opens a connection per request
+    # The client stands in for Chromium, which accepts the proxy's key by its hash.
+    verify: ssl.SSLContext | bool = site_tls if site_tls is not None else True
     try:
         async with (
-            httpx.AsyncClient(trust_env=False, limits=limits) as plain,
-            httpx.AsyncClient(proxy=f"http://127.0.0.1:{port}", trust_env=False, limits=limits) as through,
+            httpx.AsyncClient(trust_env=False, limits=limits, verify=verify) as plain,
+            httpx.AsyncClient(
+                proxy=f"http://127.0.0.1:{port}", trust_env=False, limits=limits, verify=False
+            ) as through,
         ):
             for client, samples in ((plain, direct), (through, proxied)) * n:
                 started = time.perf_counter()
@@ -197,6 +218,37 @@ async def _proxy_overhead(url: str, n: int) -> tuple[list[float], list[float]]:
 
 async def _loopback(host: str, port: int) -> list[str]:
     return ["127.0.0.1"]
+
+
+def _tls_site(folder: Path) -> tuple[ThreadingHTTPServer, ssl.SSLContext]:
+    """The page over HTTPS on loopback, with a certificate of its own; a context trusting it."""
+    chain = folder / "site.pem"
+    chain.write_bytes(certificate_chain(ec.generate_private_key(ec.SECP256R1()), "127.0.0.1"))
+    serving = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    serving.load_cert_chain(chain)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Site)
+    server.daemon_threads = True
+    server.socket = serving.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, ssl.create_default_context(cafile=chain)
+
+
+def _https_rows(folder: Path, n: int) -> list[Row]:
+    server, trusted = _tls_site(folder)
+    try:
+        url = f"https://127.0.0.1:{server.server_address[1]}/page"
+        direct, proxied = asyncio.run(_proxy_overhead(url, n, trusted))
+    finally:
+        server.shutdown()
+        server.server_close()
+    overhead = (statistics.median(proxied) - statistics.median(direct)) * 1000
+    return [
+        _row("HTTPS GET direct (new connection each)", _ms(direct)),
+        _row(
+            "HTTPS GET through the egress proxy, intercepted (TLS ended and opened again)",
+            f"{_ms(proxied)}; overhead p50 {overhead:.2f} ms",
+        ),
+    ]
 
 
 def run(quick: bool) -> list[Row]:
@@ -240,6 +292,7 @@ def run(quick: bool) -> list[Row]:
             rows.append(
                 _row("GET through the egress proxy", f"{_ms(proxied)}; overhead p50 {overhead:.2f} ms")
             )
+            rows.extend(_https_rows(Path(root), 30 if quick else 200))
     finally:
         server.shutdown()
         server.server_close()

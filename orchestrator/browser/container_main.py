@@ -6,8 +6,9 @@ nothing else), every page request sent to the orchestrator's egress proxy (loopb
 relays one TCP port to that endpoint for the orchestrator only: a connection from any other
 address is closed unread.
 
-Environment: FLOTILLA_PROXY (host:port of the egress proxy), FLOTILLA_CONTROLLER (the one address
-allowed on the relay), FLOTILLA_RELAY_PORT, FLOTILLA_WINDOW (WIDTHxHEIGHT).
+Environment: FLOTILLA_PROXY (host:port of the egress proxy), FLOTILLA_PROXY_KEY (the SPKI hash of
+the key the proxy answers HTTPS with, so that it can check each request inside), FLOTILLA_CONTROLLER
+(the one address allowed on the relay), FLOTILLA_RELAY_PORT, FLOTILLA_WINDOW (WIDTHxHEIGHT).
 """
 
 import asyncio
@@ -21,7 +22,7 @@ DEVTOOLS_PORT = 9222
 CHUNK = 65536
 
 
-def chromium_command(proxy: str, window: str) -> list[str]:
+def chromium_command(proxy: str, window: str, proxy_key: str) -> list[str]:
     return [
         "chromium",
         "--headless",
@@ -55,6 +56,11 @@ def chromium_command(proxy: str, window: str) -> list[str]:
         "--user-data-dir=/tmp/profile",
         f"--proxy-server=http://{proxy}",
         "--proxy-bypass-list=<-loopback>",
+        # Certificates with the proxy's key are accepted (it verifies the sites' own); only
+        # HTTP/1.1 inside tunnels, one request each, so that the proxy sees every request.
+        f"--ignore-certificate-errors-spki-list={proxy_key}",
+        "--disable-http2",
+        "--disable-quic",
         # WebRTC would otherwise send UDP straight to any address: only through the proxy (TCP).
         "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
         "--webrtc-ip-handling-policy=disable_non_proxied_udp",
@@ -93,7 +99,8 @@ async def main() -> int:
     controller = os.environ["FLOTILLA_CONTROLLER"]
     port = int(os.environ.get("FLOTILLA_RELAY_PORT", "9223"))
     window = os.environ.get("FLOTILLA_WINDOW", "1280x800")
-    browser = subprocess.Popen(chromium_command(proxy, window), stdin=subprocess.DEVNULL)
+    proxy_key = os.environ.get("FLOTILLA_PROXY_KEY", "")
+    browser = subprocess.Popen(chromium_command(proxy, window, proxy_key), stdin=subprocess.DEVNULL)
     server = await asyncio.start_server(lambda r, w: relay(controller, r, w), host="0.0.0.0", port=port)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()

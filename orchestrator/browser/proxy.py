@@ -1,13 +1,17 @@
 """The egress proxy of one browser sandbox: every request a page makes arrives here and goes out
 only under the agent's `tools.http` policy, as `http_request` would send it.
 
-Plain HTTP: the method, scheme, host, port and path are checked against the allow patterns, the
-name is resolved and every address checked (private ranges refused unless the pattern allows that
-exact host), and the request goes to the one address checked, one request per connection.
-HTTPS: a CONNECT tunnel is opened only to an allowed host and port, to the address checked; what
-travels inside (method, path) is encrypted and not seen. A redirect is the browser's next request,
-so it is checked like any other. Each request (each tunnel) counts one against the daily budget.
-Only the sandbox's own address may use the proxy.
+Each request is checked for its method, scheme, host, port and path against the allow patterns;
+the name is resolved and every address checked (private ranges refused unless the pattern allows
+that exact host), and the request goes to the one address checked, one request per connection:
+the answer says `Connection: close`, and the proxy closes the connection after it.
+HTTPS: a CONNECT tunnel is accepted only for an allowed host and port. With an `Interception` (the
+sessions' setting) the proxy ends the page's TLS itself, with a key only the sandbox's Chromium
+accepts, checks the one request inside like a plain one, and sends it on over TLS of its own,
+the site's certificate verified as `http_request` verifies it. Without one, the tunnel is passed
+through blind (host and port checked, method and path unseen). A redirect is the browser's next
+request, so it is checked like any other. Each request that leaves counts one against the daily
+budget. Only the sandbox's own address may use the proxy.
 """
 
 from __future__ import annotations
@@ -15,25 +19,38 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from orchestrator.config.egress import AllowedUrl, HttpPolicy
 from orchestrator.egress.addresses import AddressRefused, ResolveFailed, Resolver, pinned_address
 from orchestrator.egress.budget import BudgetSpent
+from orchestrator.egress.fetch import verified_tls
 from orchestrator.egress.policy import PolicyRefused, Target, allowed_rule, parse_target, private_allowed
+
+if TYPE_CHECKING:
+    # Made by the sessions, which load `cryptography` (the browser extra) only when one opens.
+    from orchestrator.browser.interception import Interception
 
 log = logging.getLogger(__name__)
 
 HEAD_BYTES = 64 * 1024
 CHUNK = 64 * 1024
 HEAD_TIMEOUT_S = 15.0
+CLOSE_WAIT_S = 2.0
 LOG_KEPT = 1000
 # A tunnel carries many responses (keep-alive, HTTP/2): its cap is this many response caps.
 TUNNEL_RESPONSES = 16
 HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "proxy-authorization", "proxy-connection", "te", "trailer", "upgrade"}
 )
+# Request headers not passed on: hop-by-hop ones, `host` (set from the URL checked, so that a page
+# cannot name another site of the same address) and `expect` (the body is read before sending).
+NOT_FORWARDED = HOP_BY_HOP | {"host", "expect"}
+# Answer headers replaced by `Connection: close`: the proxy serves one request a connection.
+ANSWER_HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection"})
 RefusalHook = Callable[["ProxiedRequest"], None]
 Admit = Callable[[], Awaitable[None]]
 
@@ -84,8 +101,12 @@ class EgressProxy:
         *,
         client: str = "",
         record: ProxyLog,
+        interception: Interception | None = None,
+        upstream_tls: ssl.SSLContext | None = None,
     ) -> None:
         self._policy = policy
+        self._interception = interception
+        self._upstream_tls = upstream_tls or verified_tls()
         self._resolver = resolver
         self._admit = admit
         self._client = client
@@ -133,9 +154,7 @@ class EgressProxy:
         except (OSError, asyncio.IncompleteReadError, TimeoutError):
             pass
         finally:
-            writer.close()
-            with contextlib.suppress(OSError):
-                await writer.wait_closed()
+            await _close(writer)
 
     async def _tunnel(
         self, authority: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
@@ -144,17 +163,45 @@ class EgressProxy:
         try:
             target = parse_target(url)
             rule = _host_rule(self._policy, target)
-            upstream = await self._open(target, private_allowed(rule, target))
-        except ProxyRefused as refused:
-            self._record.add(ProxiedRequest("CONNECT", url, _host_of(authority), str(refused)))
+            if self._interception is None:
+                upstream = await self._open(target, private_allowed(rule, target))
+        except (ProxyRefused, PolicyRefused) as refused:
+            self._record.add(ProxiedRequest("CONNECT", url[:500], _host_of(authority), str(refused)))
             await _refuse(writer, str(refused))
             return
-        up_reader, up_writer = upstream
         writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         await writer.drain()
+        if self._interception is not None:
+            await self._intercept(target, reader, writer, self._interception)
+            return
+        up_reader, up_writer = upstream
         cap = self._policy.response_cap * TUNNEL_RESPONSES
         size = await _pipe_both(reader, writer, up_reader, up_writer, cap, self._policy.timeout_s)
         self._record.add(ProxiedRequest("CONNECT", url, target.host, bytes=size))
+
+    async def _intercept(
+        self,
+        tunnel: Target,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        interception: Interception,
+    ) -> None:
+        """End the page's TLS inside the tunnel, then check and forward the one request in it."""
+        try:
+            await writer.start_tls(
+                interception.server_context(tunnel.host), ssl_handshake_timeout=HEAD_TIMEOUT_S
+            )
+        except (ssl.SSLError, ConnectionError):
+            return
+        head = await _read_head(reader)
+        if head is None:
+            return
+        method, path, headers = head
+        if not path.startswith("/"):
+            await _refuse(writer, f"a request inside a tunnel must name a path, not {path[:100]!r}")
+            return
+        origin = tunnel.url.rstrip("/")
+        await self._forward(method, origin + path, headers, reader, writer)
 
     async def _forward(
         self,
@@ -178,10 +225,27 @@ class EgressProxy:
             if length:
                 up_writer.write(await reader.readexactly(length))
             await up_writer.drain()
-            size = await _copy(up_reader, writer, self._policy.response_cap, self._policy.timeout_s)
+            size = await self._answer(up_reader, writer)
         finally:
-            up_writer.close()
+            # The answer is complete (or cut): a TLS goodbye to the site would only delay this.
+            if target.scheme == "https":
+                up_writer.transport.abort()
+            else:
+                up_writer.close()
         self._record.add(ProxiedRequest(method, url[:500], target.host, bytes=size))
+
+    async def _answer(self, up_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> int:
+        """The site's answer to the client, its head saying `Connection: close`; the bytes sent."""
+        try:
+            async with asyncio.timeout(self._policy.timeout_s):
+                raw = await up_reader.readuntil(b"\r\n\r\n")
+        except (asyncio.LimitOverrunError, asyncio.IncompleteReadError):
+            await _bad_gateway(writer, "the site's answer has no readable head")
+            return 0
+        head = _answer_head(raw)
+        writer.write(head)
+        cap = max(self._policy.response_cap - len(head), 0)
+        return len(head) + await _copy(up_reader, writer, cap, self._policy.timeout_s)
 
     async def _open(
         self, target: Target, allow_private: bool
@@ -195,7 +259,11 @@ class EgressProxy:
             raise ProxyRefused(str(refused)) from None
         try:
             async with asyncio.timeout(self._policy.timeout_s):
-                return await asyncio.open_connection(str(address), target.port)
+                if target.scheme != "https":
+                    return await asyncio.open_connection(str(address), target.port)
+                return await asyncio.open_connection(
+                    str(address), target.port, ssl=self._upstream_tls, server_hostname=target.host
+                )
         except (OSError, TimeoutError) as failed:
             raise ProxyRefused(f"{target.host}:{target.port} could not be reached: {failed}") from None
 
@@ -250,17 +318,29 @@ def _content_length(headers: list[tuple[str, str]]) -> int:
 
 
 def _origin_head(method: str, target: Target, headers: list[tuple[str, str]]) -> bytes:
-    """The request as the server gets it: origin-form path, no proxy or hop-by-hop headers, one
-    request per connection."""
+    """The request as the server gets it: origin-form path, the host checked, no proxy or
+    hop-by-hop headers, one request per connection."""
     parts = target.url.split("/", 3)
     path = "/" + (parts[3] if len(parts) > 3 else "")
-    kept = [(name, value) for name, value in headers if name.lower() not in HOP_BY_HOP]
+    kept = [(name, value) for name, value in headers if name.lower() not in NOT_FORWARDED]
     lines = [
         f"{method} {path.split('#', 1)[0]} HTTP/1.1",
+        f"Host: {parts[2]}",
         *(f"{n}: {v}" for n, v in kept),
         "Connection: close",
     ]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def _answer_head(raw: bytes) -> bytes:
+    """The answer's head as the client gets it: its connection headers replaced by `close`."""
+    lines = raw.decode("latin-1").split("\r\n")
+    kept = [lines[0]]
+    for line in lines[1:]:
+        if line and line.partition(":")[0].strip().lower() not in ANSWER_HOP_BY_HOP:
+            kept.append(line)
+    kept.append("Connection: close")
+    return ("\r\n".join(kept) + "\r\n\r\n").encode("latin-1")
 
 
 async def _refuse(writer: asyncio.StreamWriter, reason: str) -> None:
@@ -268,6 +348,31 @@ async def _refuse(writer: asyncio.StreamWriter, reason: str) -> None:
     writer.write(
         b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\n"
         b"X-Flotilla-Refused: 1\r\nConnection: close\r\n"
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    with contextlib.suppress(OSError):
+        await writer.drain()
+
+
+async def _close(writer: asyncio.StreamWriter) -> None:
+    """Close the client's connection; one that does not close in time (a TLS peer that never says
+    goodbye) or whose task is cancelled is cut, so that no socket outlives the proxy."""
+    writer.close()
+    try:
+        async with asyncio.timeout(CLOSE_WAIT_S):
+            await writer.wait_closed()
+    except (OSError, TimeoutError):
+        writer.transport.abort()
+    except asyncio.CancelledError:
+        writer.transport.abort()
+        raise
+
+
+async def _bad_gateway(writer: asyncio.StreamWriter, reason: str) -> None:
+    body = f"{reason}\n".encode()
+    writer.write(
+        b"HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n"
         + f"Content-Length: {len(body)}\r\n\r\n".encode()
         + body
     )

@@ -57,6 +57,9 @@ class SandboxSpec:
     agent: str
     image: str
     policy: BrowserPolicy
+    # The proxy's TLS key for this session: the one certificate key Chromium accepts besides the
+    # sites' own, which the proxy verifies.
+    proxy_key_hash: str
 
 
 @dataclass
@@ -100,6 +103,7 @@ class DockerBrowsers:
                 "FLOTILLA_CONTROLLER": gateway,
                 "FLOTILLA_RELAY_PORT": str(RELAY_PORT),
                 "FLOTILLA_WINDOW": spec.policy.window,
+                "FLOTILLA_PROXY_KEY": spec.proxy_key_hash,
             }
             sandbox.container = await asyncio.to_thread(self._create, name, spec, labels, environment)
             sandbox.address = await asyncio.to_thread(self._start, sandbox.container, network)

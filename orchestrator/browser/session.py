@@ -7,6 +7,7 @@ through the fleet's redaction, so a secret typed into a form is never read back.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import secrets
@@ -15,14 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.browser.snapshot import SNAPSHOT_SCRIPT
+from orchestrator.browser.snapshot import REF_PREFIX, AxTree, RefBook, is_password, render
 from orchestrator.config.browser import BrowserPolicy
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser, BrowserContext, Page, Playwright
+    from playwright.async_api import Browser, BrowserContext, CDPSession, Page, Playwright
 
 SNAPSHOT_LINES = 2000
-REF = "e"
+# Sets the session's ref attribute on the element a ref names, so that Playwright can act on it.
+TAG_ELEMENT = "function(attribute, ref) { this.setAttribute(attribute, ref); }"
 Redact = Callable[[str], str]
 
 
@@ -45,7 +47,7 @@ class PageText:
 @dataclass
 class SessionState:
     pages: int = 0
-    next_ref: int = 1
+    refs: RefBook = field(default_factory=RefBook)
     last_used: float = field(default_factory=time.monotonic)
     crashed: bool = False
 
@@ -59,6 +61,7 @@ class BrowserSession:
         self._page = page
         self._policy = policy
         self._ref_attribute = f"data-fl-{secrets.token_hex(4)}"
+        self._cdp: CDPSession | None = None
         self.state = SessionState()
         page.on("crash", lambda _: self._crashed())
 
@@ -102,20 +105,21 @@ class BrowserSession:
         return PageText(self._page.url, str(title), status, str(text)[: self._policy.text_chars])
 
     async def snapshot(self) -> str:
-        found = await self._act(
-            "snapshot",
-            self._page.evaluate(SNAPSHOT_SCRIPT, [self._ref_attribute, self.state.next_ref, SNAPSHOT_LINES]),
-        )
-        self.state.next_ref = int(found["next"])
-        lines = [f"page: {self._page.url}", f"title: {await self._page.title()}", *found["lines"]]
+        cdp = await self._devtools()
+        answer = await self._act("snapshot", cdp.send("Accessibility.getFullAXTree"))
+        tree = AxTree.model_validate(answer)
+        passwords = await self._password_fields(cdp, tree.fields())
+        found = render(tree, self.state.refs, passwords, SNAPSHOT_LINES)
+        lines = [f"page: {self._page.url}", f"title: {await self._page.title()}", *found]
         return "\n".join(lines)[: self._policy.text_chars]
 
     async def click(self, ref: str) -> None:
-        await self._act("click", self._element(ref).click())
+        element = await self._element(ref)
+        await self._act("click", element.click())
         await self._settle()
 
     async def type(self, ref: str, text: str, submit: bool) -> None:
-        element = self._element(ref)
+        element = await self._element(ref)
         await self._act("type", element.fill(text))
         if submit:
             await self._act("type", element.press("Enter"))
@@ -136,9 +140,45 @@ class BrowserSession:
             await self._context.close()
             await self._browser.close()
 
-    def _element(self, ref: str) -> Any:
-        if not (ref.startswith(REF) and ref[1:].isdigit()):
+    async def _devtools(self) -> CDPSession:
+        if self._cdp is None:
+            self._cdp = await self._act("snapshot", self._context.new_cdp_session(self._page))
+        return self._cdp
+
+    async def _password_fields(self, cdp: CDPSession, fields: list[int]) -> set[int]:
+        described = await self._act(
+            "snapshot",
+            asyncio.gather(*(cdp.send("DOM.describeNode", {"backendNodeId": node}) for node in fields)),
+        )
+        return {node for node, answer in zip(fields, described, strict=True) if is_password(answer)}
+
+    async def _element(self, ref: str) -> Any:
+        """The element a snapshot's ref names, marked with the session's attribute for Playwright."""
+        if not (ref.startswith(REF_PREFIX) and ref[1:].isdigit()):
             raise SessionFailed(f"ref {ref[:40]!r}: give a ref from browser_snapshot, such as e3")
+        node = self.state.refs.node_of(ref)
+        if node is None:
+            raise SessionFailed(f"ref {ref}: no such ref in this session; take a new browser_snapshot")
+        cdp = await self._devtools()
+        try:
+            resolved = await self._act("act", cdp.send("DOM.resolveNode", {"backendNodeId": node}))
+        except SessionEnded:
+            raise
+        except SessionFailed:
+            raise SessionFailed(
+                f"ref {ref}: that element is no longer on the page; take a new browser_snapshot"
+            ) from None
+        await self._act(
+            "act",
+            cdp.send(
+                "Runtime.callFunctionOn",
+                {
+                    "objectId": resolved["object"]["objectId"],
+                    "functionDeclaration": TAG_ELEMENT,
+                    "arguments": [{"value": self._ref_attribute}, {"value": ref}],
+                },
+            ),
+        )
         return self._page.locator(f"[{self._ref_attribute}='{ref}']")
 
     async def _settle(self) -> None:

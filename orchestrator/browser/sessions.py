@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -71,10 +72,13 @@ class BrowserSessions:
         db: Database,
         docker_client: Callable[[], Any],
         resolver: Resolver = system_resolver,
+        upstream_tls: ssl.SSLContext | None = None,
     ) -> None:
+        """`upstream_tls` verifies the sites' certificates (default: certifi's authorities)."""
         self._db = db
         self._docker_client = docker_client
         self._resolver = resolver
+        self._upstream_tls = upstream_tls
         self._browsers: DockerBrowsers | None = None
         self._driver: Playwright | None = None
         self._sessions: dict[SessionKey, OpenSession] = {}
@@ -163,12 +167,25 @@ class BrowserSessions:
             async with spending(self._db, browsing.agent, policy.requests_per_day):
                 record_sent(self._db, browsing.agent, 1)
 
-        proxy = EgressProxy(policy, self._resolver, admit, record=requests)
+        # The browser extra's `cryptography`, loaded when a fleet first browses.
+        from orchestrator.browser.interception import Interception
+
+        interception = Interception()
+        proxy = EgressProxy(
+            policy,
+            self._resolver,
+            admit,
+            record=requests,
+            interception=interception,
+            upstream_tls=self._upstream_tls,
+        )
 
         async def start_proxy(gateway: str) -> int:
             return await proxy.start(gateway)
 
-        spec = SandboxSpec(browsing.fleet, browsing.agent, browsing.image, browsing.browser)
+        spec = SandboxSpec(
+            browsing.fleet, browsing.agent, browsing.image, browsing.browser, interception.spki_hash
+        )
         if browsing.fleet not in self._swept:
             self._swept.add(browsing.fleet)
             left = await asyncio.to_thread(self._docker().remove_left_behind, browsing.fleet)

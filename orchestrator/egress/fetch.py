@@ -110,7 +110,10 @@ async def _fetch(
     try:
         async with asyncio.timeout(timeout_s):
             async with httpx.AsyncClient(
-                follow_redirects=False, trust_env=False, timeout=httpx.Timeout(timeout_s), verify=_tls()
+                follow_redirects=False,
+                trust_env=False,
+                timeout=httpx.Timeout(timeout_s),
+                verify=verified_tls(),
             ) as client:
                 return await _follow(client, policy, request, resolver, sent, reading)
     except TimeoutError:
@@ -128,7 +131,7 @@ async def _fetch(
 
 
 @functools.cache
-def _tls() -> ssl.SSLContext:
+def verified_tls() -> ssl.SSLContext:
     """Certificates checked against certifi's authorities; loaded once (some 40 ms each time)."""
     return ssl.create_default_context(cafile=certifi.where())
 

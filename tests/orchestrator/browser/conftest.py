@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import ssl
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,7 @@ class Browsing:
         tools: dict[str, Any],
         resolver: Resolver = system_resolver,
         secret: SecretSource | None = None,
+        upstream_tls: ssl.SSLContext | None = None,
     ) -> None:
         tmp_path.mkdir(parents=True, exist_ok=True)
         self.db = Database(tmp_path / "state.db")
@@ -83,7 +85,7 @@ class Browsing:
         self.secrets.load_all()
         self.tools = ToolsConfig.model_validate(tools)
         assert self.tools.http is not None and self.tools.browser is not None
-        self.sessions = BrowserSessions(self.db, connect_docker, resolver)
+        self.sessions = BrowserSessions(self.db, connect_docker, resolver, upstream_tls)
         self.shelf = ScreenshotShelf(tmp_path / "browser", {"scout": self.tools.browser})
         self.provider = BrowserTools(
             BrowserContextParts(

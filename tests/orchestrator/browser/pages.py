@@ -3,11 +3,17 @@ every request that reaches them."""
 
 from __future__ import annotations
 
+import ssl
 import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
+
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from orchestrator.browser.interception import certificate_chain
 
 JS_PAGE = """<html><head><title>Written later</title></head><body><div id="out"></div>
 <script>document.getElementById('out').textContent = 'rendered by script ' + (6 * 7);
@@ -70,13 +76,15 @@ class LocalSite:
     pages: dict[str, str]
     seen: list[Seen] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
+    scheme: str = "http"
+    hosts: list[str] = field(default_factory=list)
 
     @property
     def port(self) -> int:
         return int(self.server.server_address[1])
 
     def url(self, path: str = "/") -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+        return f"{self.scheme}://127.0.0.1:{self.port}{path}"
 
     def paths(self) -> list[str]:
         return [seen.path for seen in self.seen]
@@ -87,7 +95,10 @@ class LocalSite:
         self.server.server_close()
 
 
-def start_site(pages: dict[str, str] | None = None, host: str = "127.0.0.1") -> LocalSite:
+def start_site(
+    pages: dict[str, str] | None = None, host: str = "127.0.0.1", tls: ssl.SSLContext | None = None
+) -> LocalSite:
+    """The site over HTTP, or over HTTPS with `tls` (a server context holding its certificate)."""
     site: LocalSite
 
     class Handler(BaseHTTPRequestHandler):
@@ -100,6 +111,7 @@ def start_site(pages: dict[str, str] | None = None, host: str = "127.0.0.1") -> 
             length = int(self.headers.get("content-length") or 0)
             body = self.rfile.read(length) if length else b""
             site.seen.append(Seen(self.command, self.path, body))
+            site.hosts.append(self.headers.get("host", ""))
             parts = urlsplit(self.path)
             query = {key: values[0] for key, values in parse_qs(parts.query).items()}
             if parts.path == "/redirect":
@@ -140,7 +152,9 @@ def start_site(pages: dict[str, str] | None = None, host: str = "127.0.0.1") -> 
 
     server = ThreadingHTTPServer((host, 0), Handler)
     server.daemon_threads = True
-    site = LocalSite(server, dict(pages or {}))
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    site = LocalSite(server, dict(pages or {}), scheme="https" if tls else "http")
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return site
 
@@ -183,3 +197,20 @@ def start_listener(host: str = "127.0.0.1") -> Listener:
     listener = Listener(server)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return listener
+
+
+@dataclass(frozen=True)
+class SiteKey:
+    """A local HTTPS site's key: `server` serves its certificate, `trusted` verifies it."""
+
+    server: ssl.SSLContext
+    trusted: ssl.SSLContext
+
+
+def make_site_key(folder: Path) -> SiteKey:
+    """A certificate for 127.0.0.1, signed by its own key."""
+    chain = folder / "site.pem"
+    chain.write_bytes(certificate_chain(ec.generate_private_key(ec.SECP256R1()), "127.0.0.1"))
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(chain)
+    return SiteKey(server, ssl.create_default_context(cafile=chain))

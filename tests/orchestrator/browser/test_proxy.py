@@ -184,3 +184,24 @@ def test_a_garbage_request_is_closed_without_reaching_anything(site: LocalSite) 
 
     through_proxy(site, scenario)
     assert site.seen == []
+
+
+def test_a_keep_alive_client_is_told_each_answer_closes_the_connection(site: LocalSite) -> None:
+    async def scenario(p: Proxied) -> None:
+        async with httpx.AsyncClient(proxy=f"http://127.0.0.1:{p.port}", trust_env=False) as keeping:
+            for _ in range(3):
+                answer = await keeping.get(site.url("/page"))
+                assert answer.status_code == 200
+                assert answer.headers["connection"] == "close"
+
+    through_proxy(site, scenario)
+    assert site.paths() == ["/page"] * 3
+
+
+def test_a_page_cannot_name_another_site_in_its_host_header(site: LocalSite) -> None:
+    async def scenario(p: Proxied) -> None:
+        answer = await p.client.get(site.url("/page"), headers={"host": "internal.example"})
+        assert answer.status_code == 200
+
+    through_proxy(site, scenario)
+    assert site.hosts == [f"127.0.0.1:{site.port}"]
