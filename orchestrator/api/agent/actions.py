@@ -10,11 +10,14 @@ refusal into a response. A check added here therefore holds on every transport.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Literal
 
 from agent_runtime.protocol import (
     AgentEvent,
     AgentRuntimeConfig,
+    ApprovalItem,
+    ApprovalRequest,
     AskRequest,
     AskResult,
     CheckIn,
@@ -37,9 +40,10 @@ from orchestrator.api.agent.tool_catalog import tool_catalog
 from orchestrator.api.errors import ApiError
 from orchestrator.api.fair_share import admit_event, admit_message, admit_run
 from orchestrator.api.forget_copies import forget_copies
-from orchestrator.api.limits import check_event, check_payload, check_result, check_run
-from orchestrator.approvals import ApprovalRules, ApprovalStore
+from orchestrator.api.limits import check_approval, check_event, check_payload, check_result, check_run
+from orchestrator.approvals import ApprovalRules, ApprovalStore, UnknownApproval
 from orchestrator.broker.broker import MAX_TIMEOUT_S
+from orchestrator.errors import RateLimited
 from orchestrator.events import EventType
 from orchestrator.host_tools import HostToolRefused
 from orchestrator.services import Services
@@ -200,6 +204,49 @@ async def call_tool(services: Services, agent: str, call: OrchestratorToolCall) 
         return await tool_catalog(services, agent).call(call)
     except HostToolRefused as refused:
         raise ApiError(403, "forbidden", str(refused)) from None
+
+
+# When an agent at its cap of undecided approval requests may try again (a decision frees one).
+PENDING_RETRY_S = 30.0
+# How often a wait for a decision looks again.
+DECISION_POLL_S = 0.25
+
+
+def request_approval(services: Services, agent: str, request: ApprovalRequest) -> ApprovalItem:
+    """The approval item for this call (the same key answers with the same item). A new one is
+    stored whole and announced with an event: its arguments are capped like a payload, it is
+    charged to the agent's event rate, and an agent has at most `limits.pending_approvals`
+    undecided."""
+    store = ApprovalStore(services.db, services.events)
+    known = store.find(agent, request.key)
+    if known is not None:
+        return known
+    check_approval(services, request.arguments)
+    cap = services.fleet.config.limits.pending_approvals
+    if store.pending_count(agent) >= cap:
+        raise RateLimited(
+            "too_many_pending",
+            f"agent {agent} has {cap} approval requests waiting for a decision, "
+            f"the most limits.pending_approvals allows",
+            PENDING_RETRY_S,
+            [f"limit: limits.pending_approvals = {cap}"],
+        )
+    admit_event(services, agent)
+    return store.request(agent, request)
+
+
+async def await_decision(services: Services, agent: str, approval_id: str, wait_s: float) -> ApprovalItem:
+    """The agent's approval item, once decided or after `wait_s` seconds (still pending then)."""
+    store = ApprovalStore(services.db, services.events)
+    deadline = asyncio.get_running_loop().time() + wait_s
+    while True:
+        try:
+            item = store.get(approval_id, agent)
+        except UnknownApproval as unknown:
+            raise ApiError(404, "not_found", str(unknown)) from None
+        if item.state != "pending" or asyncio.get_running_loop().time() >= deadline:
+            return item
+        await asyncio.sleep(DECISION_POLL_S)
 
 
 # --- its workspace and memory ----------------------------------------------------------------

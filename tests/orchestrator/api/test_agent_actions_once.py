@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[3] / "orchestrator" / "api" / "agent"
-TRANSPORTS = ["channel.py", "routes.py", "peers.py", "tools.py"]
+TRANSPORTS = ["channel.py", "routes.py", "peers.py", "tools.py", "approvals.py"]
 # Where an action's work and checks live: a transport importing one of these does an action's work.
 DOMAIN_MODULES = {
     "orchestrator.agents.session",
