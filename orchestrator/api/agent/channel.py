@@ -8,8 +8,9 @@ the orchestrator asks the agent for what lives in its own storage.
 
 The agent dials it, like every other route; its bearer token is checked once, at the handshake.
 Each frame is one call of its action (`actions`), answered as the matching HTTP route would
-answer: the same checks, statuses and error bodies. Frames that wait (an ask, a long-poll) run as tasks of their own so one connection can
-carry many at once; the others are answered in order of arrival.
+answer: the same checks, statuses and error bodies. Frames that wait (an ask, a long-poll) run as
+tasks of their own so one connection can carry many at once; the others are answered in order of
+arrival.
 """
 
 from __future__ import annotations
