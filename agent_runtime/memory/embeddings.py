@@ -31,8 +31,7 @@ from agent_runtime.memory.models import (
 )
 from agent_runtime.memory.vectors import VectorError, to_blob
 from agent_runtime.testing.embeddings import deterministic_embedding
-from agent_runtime.transport.http import http_client
-from agent_runtime.transport.httpclient import HttpClient, HttpError
+from agent_runtime.transport.httpclient import HttpClient, HttpError, http_client
 
 EMBEDDINGS_PATH = "/v1/embeddings"
 # Models whose vectors carry no meaning: the `test` model's are hashes of the words.

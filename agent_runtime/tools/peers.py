@@ -32,8 +32,7 @@ from agent_runtime.protocol import (
 from agent_runtime.tools.registry import Tool, ToolError
 from agent_runtime.transport.channel import AgentChannel
 from agent_runtime.transport.errors import OrchestratorError
-from agent_runtime.transport.http import http_client
-from agent_runtime.transport.httpclient import HttpClient, HttpError, Response
+from agent_runtime.transport.httpclient import HttpClient, HttpError, Response, http_client
 
 CurrentItem = Callable[[], str | None]
 Model = TypeVar("Model", bound=BaseModel)

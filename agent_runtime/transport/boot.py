@@ -2,28 +2,27 @@
 
 A new agent process fetches its config and reports in before it loads the rest of its runtime
 (pydantic, the wire models, the channel: about 0.15 CPU-s, 0.3 s under the default 0.5-CPU
-limit), so the orchestrator sees it up that much sooner. These two calls use the plain HTTP
-routes, `GET /agent/v1/config` and `POST /agent/v1/checkin`; the runtime validates the config
+limit), so the orchestrator sees it up that much sooner. These two calls are the plain HTTP
+routes `GET /agent/v1/config` and `POST /agent/v1/checkin`, made by the standard-library part of
+the agent's client (`agent_runtime.transport.base_client`); the runtime validates the config
 with the wire models once they are loaded, and everything after goes over the agent channel.
 """
 
 from __future__ import annotations
 
-import http.client
-import json
+import http
 import logging
 import os
 import threading
 import time
-from urllib.parse import urlsplit
 
 from agent_runtime.backoff import Backoff
-from agent_runtime.process.settings import Settings, SettingsError, read_token
+from agent_runtime.process.settings import Settings, SettingsError
+from agent_runtime.transport.base_client import BaseClient
+from agent_runtime.transport.httpclient import HttpError
 
 log = logging.getLogger("agent_runtime")
 
-AGENT_ROUTES = "/agent/v1"
-REQUEST_TIMEOUT_S = 30.0
 BACKOFF_START_S = 0.5
 BACKOFF_MAX_S = 15.0
 GONE = 410
@@ -38,25 +37,29 @@ def report_in(settings: Settings, stopping: threading.Event) -> bytes | None:
     agent."""
     backoff = Backoff(BACKOFF_START_S, BACKOFF_MAX_S)
     _make_own_folders(settings)
-    while not stopping.is_set():
-        try:
-            token = read_token(settings.token_file)  # read each time: it may have been rotated
-            status, body = _request(settings.orchestrator_url, "GET", f"{AGENT_ROUTES}/config", token)
-        except SettingsError as unreadable:
-            log.warning("%s; retrying", unreadable)
-        except OSError as failed:
-            log.info("orchestrator not answering yet: %s", failed)
-        else:
-            if status == http.HTTPStatus.OK:
-                _note_alive(settings)
-                _first_checkin(settings.orchestrator_url, token)
-                return body
-            if status == GONE:
-                log.error("the orchestrator no longer knows this agent: %s", _message(body))
-                return None
-            log.warning("config refused (HTTP %d), retrying: %s", status, _message(body))
-        stopping.wait(backoff.next())
-    return None
+    client = BaseClient(settings.orchestrator_url, settings.token_file)
+    try:
+        while not stopping.is_set():
+            try:
+                client.reread_token()  # read each time: it may have been rotated
+                answer = client.config_over_http()
+            except SettingsError as unreadable:
+                log.warning("%s; retrying", unreadable)
+            except HttpError as failed:
+                log.info("orchestrator not answering yet: %s", failed)
+            else:
+                if answer.status == http.HTTPStatus.OK:
+                    _note_alive(settings)
+                    _first_checkin(client)
+                    return answer.body
+                if answer.status == GONE:
+                    log.error("the orchestrator no longer knows this agent: %s", answer.message())
+                    return None
+                log.warning("config refused (HTTP %d), retrying: %s", answer.status, answer.message())
+            stopping.wait(backoff.next())
+        return None
+    finally:
+        client.close()
 
 
 OWN_FOLDERS = ("workspace", "workspace/memory", "workspace/learnings", "history", ".runtime")
@@ -80,10 +83,10 @@ def _note_alive(settings: Settings) -> None:
         log.warning("cannot touch %s: %s", settings.alive_file, failed)
 
 
-def _first_checkin(base_url: str, token: str) -> None:
+def _first_checkin(client: BaseClient) -> None:
     """A best effort: the check-in thread reports again as soon as the runtime is loaded."""
     started = float(os.environ.get(STARTED_ENV) or time.monotonic())
-    body = {
+    checkin = {
         "state": "starting",
         "pid": os.getpid(),
         "uptime_s": round(time.monotonic() - started, 3),
@@ -92,12 +95,12 @@ def _first_checkin(base_url: str, token: str) -> None:
         "turns": _carried_turns(),
     }
     try:
-        status, answer = _request(base_url, "POST", f"{AGENT_ROUTES}/checkin", token, json.dumps(body))
-    except OSError as failed:
+        answer = client.checkin_over_http(checkin)
+    except HttpError as failed:
         log.info("first check-in failed: %s", failed)
         return
-    if status != http.HTTPStatus.OK:
-        log.info("first check-in refused (HTTP %d): %s", status, _message(answer))
+    if answer.status != http.HTTPStatus.OK:
+        log.info("first check-in refused (HTTP %d): %s", answer.status, answer.message())
 
 
 def _carried_turns() -> int:
@@ -105,25 +108,3 @@ def _carried_turns() -> int:
         return max(int(os.environ.get(TURNS_ENV) or 0), 0)
     except ValueError:
         return 0
-
-
-def _request(base_url: str, method: str, path: str, token: str, body: str | None = None) -> tuple[int, bytes]:
-    url = urlsplit(base_url)
-    connection_type = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
-    connection = connection_type(url.netloc, timeout=REQUEST_TIMEOUT_S)
-    headers = {"Authorization": f"Bearer {token}"}
-    if body is not None:
-        headers["Content-Type"] = "application/json"
-    try:
-        connection.request(method, url.path.rstrip("/") + path, body=body, headers=headers)
-        response = connection.getresponse()
-        return response.status, response.read()
-    finally:
-        connection.close()
-
-
-def _message(body: bytes) -> str:
-    try:
-        return str(json.loads(body).get("message", ""))[:200]
-    except (ValueError, AttributeError):
-        return body[:200].decode("utf-8", "replace")

@@ -1,9 +1,11 @@
-"""The agent's client for the orchestrator (see `agent_runtime.protocol`).
+"""The agent's one client for the orchestrator (see `agent_runtime.protocol`).
 
 Part of the idle path: it imports only the standard library, pydantic, websockets and the wire
-models. Everything an agent does all the time (config, check-ins, the inbox long-poll,
-acknowledgements, progress) goes over the channel (`agent_runtime.transport.channel`); the rest are
-plain HTTP requests (`agent_runtime.transport.http`), loaded with the first of them.
+models. A new process's first config and check-in are this client's standard-library part
+(`agent_runtime.transport.base_client`, used by `agent_runtime.transport.boot`). Everything an
+agent does all the time (config, check-ins, the inbox long-poll, acknowledgements, progress) goes
+over the channel (`agent_runtime.transport.channel`); the rest are plain HTTP requests
+(`agent_runtime.transport.http`) on the same kept-alive connections, loaded with the first of them.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from agent_runtime.process.settings import read_token
 from agent_runtime.protocol import (
     AGENT_API_PREFIX,
     AgentEvent,
@@ -36,6 +37,7 @@ from agent_runtime.protocol import (
     WorkspaceWrite,
     WorkspaceWriteResult,
 )
+from agent_runtime.transport.base_client import BaseClient
 from agent_runtime.transport.channel import MAX_FRAME_BYTES, AgentChannel
 from agent_runtime.transport.errors import OrchestratorError
 
@@ -47,35 +49,25 @@ REQUEST_TIMEOUT_S = 30.0
 LONG_POLL_MARGIN_S = 15.0
 
 
-class OrchestratorClient:
+class OrchestratorClient(BaseClient):
     """Calls the agent routes with the agent's bearer token, re-read from disk on a 401."""
 
     def __init__(self, base_url: str, token_file: Path) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.token_file = token_file
-        self._token = read_token(token_file)
+        super().__init__(base_url, token_file)
+        self.reread_token()  # there from the start: written before the agent starts
         self._http: AgentHttp | None = None
-        self.channel = AgentChannel(self.base_url, lambda: self._token, refresh_token=self._reread_token)
-
-    @property
-    def token(self) -> str:
-        return self._token
+        self.channel = AgentChannel(self.base_url, lambda: self.token, refresh_token=self.reread_token)
 
     def close(self) -> None:
         self.channel.close()
-        if self._http is not None:
-            self._http.close()
-
-    def _reread_token(self) -> str:
-        self._token = read_token(self.token_file)
-        return self._token
+        super().close()
 
     @property
     def http(self) -> AgentHttp:
         if self._http is None:
             from agent_runtime.transport.http import AgentHttp
 
-            self._http = AgentHttp(self.base_url, lambda: self._token, self._reread_token)
+            self._http = AgentHttp(self.base_url, lambda: self.token, self.reread_token, self.plain_http)
         return self._http
 
     def use_limits(self, config: AgentRuntimeConfig) -> None:

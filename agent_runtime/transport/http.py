@@ -5,8 +5,6 @@ Over `agent_runtime.transport.httpclient` (the standard library's `http.client`,
 
 from __future__ import annotations
 
-import functools
-import ssl
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -14,45 +12,25 @@ from pydantic import BaseModel, ValidationError
 
 from agent_runtime.protocol import ErrorBody
 from agent_runtime.transport.errors import OrchestratorError, OrchestratorRefused, OrchestratorUnavailable
-from agent_runtime.transport.httpclient import HttpClient, HttpError, Response
+from agent_runtime.transport.httpclient import HttpClient, HttpError, Response, http_client
 
 Model = TypeVar("Model", bound=BaseModel)
-CONNECT_TIMEOUT_S = 5.0
-REQUEST_TIMEOUT_S = 30.0
-
-
-def http_client(base_url: str, timeout_s: float = REQUEST_TIMEOUT_S) -> HttpClient:
-    """A client for requests to `base_url`, verifying its server as `tls_context` says."""
-    return HttpClient(
-        base_url, timeout_s=timeout_s, connect_timeout_s=CONNECT_TIMEOUT_S, tls=tls_context(base_url)
-    )
-
-
-def tls_context(url: str) -> ssl.SSLContext:
-    """What verifies the server of `url`: the system's trust store for https, loaded once per
-    process (each load costs tens of milliseconds of CPU, and an agent has several clients); for
-    plain http, which never uses it, a context that trusts nothing, so a redirect to https fails
-    closed instead of going unverified."""
-    if url.startswith("https:"):
-        return _trust_store()
-    return _TRUSTS_NOTHING
-
-
-@functools.cache
-def _trust_store() -> ssl.SSLContext:
-    return ssl.create_default_context()
-
-
-_TRUSTS_NOTHING = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 class AgentHttp:
     """Requests with the agent's bearer token; one fresh read of the token after a 401."""
 
-    def __init__(self, base_url: str, token: Callable[[], str], reread_token: Callable[[], str]) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        token: Callable[[], str],
+        reread_token: Callable[[], str],
+        http: HttpClient | None = None,
+    ) -> None:
+        """`http`: the connections to share, when the caller holds some to `base_url` already."""
         self._token = token
         self._reread_token = reread_token
-        self._http = http_client(base_url)
+        self._http = http or http_client(base_url)
 
     def close(self) -> None:
         self._http.close()

@@ -27,6 +27,33 @@ from urllib.parse import urlsplit
 # it is read: such a request is sent once more, on a new connection.
 _STALE_CONNECTION = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
 _READ_SIZE = 64 * 1024
+CONNECT_TIMEOUT_S = 5.0
+REQUEST_TIMEOUT_S = 30.0
+
+
+def http_client(base_url: str, timeout_s: float = REQUEST_TIMEOUT_S) -> HttpClient:
+    """A client for requests to `base_url`, verifying its server as `tls_context` says."""
+    return HttpClient(
+        base_url, timeout_s=timeout_s, connect_timeout_s=CONNECT_TIMEOUT_S, tls=tls_context(base_url)
+    )
+
+
+def tls_context(url: str) -> ssl.SSLContext:
+    """What verifies the server of `url`: the system's trust store for https, loaded once per
+    process (each load costs tens of milliseconds of CPU, and an agent has several clients); for
+    plain http, which never uses it, a context that trusts nothing, so a redirect to https fails
+    closed instead of going unverified."""
+    if url.startswith("https:"):
+        return _trust_store()
+    return _TRUSTS_NOTHING
+
+
+@functools.cache
+def _trust_store() -> ssl.SSLContext:
+    return ssl.create_default_context()
+
+
+_TRUSTS_NOTHING = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 class HttpError(Exception):

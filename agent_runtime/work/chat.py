@@ -19,8 +19,7 @@ from typing import Any
 
 from agent_runtime.protocol import IDEMPOTENCY_HEADER
 from agent_runtime.sse import iter_sse
-from agent_runtime.transport.http import http_client
-from agent_runtime.transport.httpclient import ConnectFailed, HttpClient, HttpError, Response
+from agent_runtime.transport.httpclient import ConnectFailed, HttpClient, HttpError, Response, http_client
 
 # A model may think for minutes before its first token.
 READ_TIMEOUT_S = 600.0

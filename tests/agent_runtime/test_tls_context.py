@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ssl
 
-from agent_runtime.transport.http import tls_context
+from agent_runtime.transport.httpclient import tls_context
 
 
 def test_https_endpoints_share_one_loaded_trust_store() -> None:

@@ -1,6 +1,7 @@
-"""Routes an agent calls with its own token: its config, check-ins, inbox, events and run
-records; ask and tell to its peers; and the channel, one WebSocket that carries the same calls as
-frames. Served on the agent address (see orchestrator.api.surfaces)."""
+"""What an agent asks of the orchestrator with its own token: each action once (`actions`), and
+the transports over them: the channel, one WebSocket that carries them as frames, and the HTTP
+routes (`routes`, `peers`, `tools`, `approvals`). Served on the agent address (see
+orchestrator.api.surfaces); the routes are listed in docs/agent-api.md."""
 
 # The modules other packages may import; the rest are this package's own.
-__all__ = ["approvals", "channel", "peers", "routes", "tools"]
+__all__ = ["actions", "approvals", "channel", "peers", "routes", "tools"]

@@ -7,9 +7,10 @@ of the operator's copy. The open channel is registered in `services.channels`, t
 the orchestrator asks the agent for what lives in its own storage.
 
 The agent dials it, like every other route; its bearer token is checked once, at the handshake.
-Each frame is answered as its HTTP route would answer, with the same checks, statuses and error
-bodies. Frames that wait (an ask, a long-poll) run as tasks of their own so one connection can
-carry many at once; the others are answered in order of arrival.
+Each frame is one call of its action (`actions`), answered as the matching HTTP route would
+answer: the same checks, statuses and error bodies. Frames that wait (an ask, a long-poll) run as
+tasks of their own so one connection can carry many at once; the others are answered in order of
+arrival.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import logging
 import sqlite3
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -44,14 +45,9 @@ from agent_runtime.protocol import (
     ChannelWorkspaceWrite,
     ErrorBody,
 )
-from orchestrator.agents import session
-from orchestrator.api.agent.peers import approval_rules, check_ask_timeout
-from orchestrator.api.agent.routes import acknowledge
+from orchestrator.api.agent import actions
 from orchestrator.api.deps import bearer_token
 from orchestrator.api.errors import ApiError
-from orchestrator.api.fair_share import admit_event, admit_message
-from orchestrator.api.forget_copies import forget_copies
-from orchestrator.api.limits import check_payload
 from orchestrator.api.state_damage import SERVICE_UNAVAILABLE, damage_body, note_damage
 from orchestrator.api.storage_errors import INSUFFICIENT_STORAGE, disk_full_body
 from orchestrator.errors import Refused
@@ -198,75 +194,40 @@ class ChannelSession:
         return disk_full_body(path, what)
 
     async def _perform(self, frame: Answered) -> tuple[int, BaseModel | None]:
-        services = self.services
+        """The frame's action (`actions`), with its status when it succeeds."""
+        services, agent = self.services, self.agent
         if isinstance(frame, ChannelCheckIn):
-            return 200, session.record_checkin(
-                services.fleet,
-                services.health,
-                services.inbox,
-                self.agent,
-                frame.checkin,
-                services.scheduler.memory_due.note,
-                services.events,
-            )
+            return 200, actions.check_in(services, agent, frame.checkin)
         if isinstance(frame, ChannelConfig):
-            return 200, session.serve_config(
-                services.fleet, services.health, services.inbox, self.agent, frame.reload
-            )
+            return 200, actions.serve_config(services, agent, frame.reload)
         if isinstance(frame, ChannelAsk):
-            check_ask_timeout(frame.request)
-            check_payload(self.services, frame.request)
-            admit_message(self.services, self.agent, frame.request)
-            approval_rules(services, self.agent).check_ask(frame.request)
-            return 200, await self.services.broker.ask(self.agent, frame.request)
+            return 200, await actions.ask(services, agent, frame.request)
         if isinstance(frame, ChannelTell):
-            check_payload(self.services, frame.request)
-            admit_message(self.services, self.agent, frame.request)
-            approval_rules(services, self.agent).check_tell(frame.request)
-            return 200, await self.services.broker.tell(self.agent, frame.request)
+            return 200, await actions.tell(services, agent, frame.request)
         if isinstance(frame, ChannelWorkspaceWrite):
-            return 200, await asyncio.to_thread(self._write_workspace, frame)
-        if isinstance(frame, ChannelForgotten):
-            # Charged as the event it publishes: each report rewrites rows of state.db.
-            admit_event(services, self.agent)
-            return 200, await forget_copies(services, self.agent, frame.texts, asked_by_agent=True)
-        if isinstance(frame, ChannelRetiring):
-            services.channels.retire(self.agent, self)
-            return 204, None
-        if isinstance(frame, ChannelDone):
-            acknowledge(self.services, self.agent, frame.item_id, frame.result)
-        else:
-            session.add_progress(self.services.inbox, self.agent, frame.item_id, frame.delta)
-        return 204, None
-
-    def _write_workspace(self, frame: ChannelWorkspaceWrite) -> BaseModel:
-        """The agent's write, through the operator copy's one write path. The agent cannot
-        write as the operator: anything but a maintenance job counts as the agent. Under an
-        approval rule on `update_workspace` every write of the agent needs its approved item,
-        whoever it claims to be (a job's write included: the agent names the author)."""
-        access = self.services.workspaces.open(self.agent)
-        canonical = workspace_access.canonical_identity(frame.name)
-        if canonical is not None:
-            current = access.workspace.read(canonical)
-            approval_rules(self.services, self.agent).check_workspace_write(
-                canonical, frame.write.content, current
+            return 200, await asyncio.to_thread(
+                actions.write_workspace, services, agent, frame.name, frame.write
             )
-        author: Literal["agent", "job"] = "job" if frame.write.author == "job" else "agent"
-        return self.services.workspaces.write_file(
-            access, frame.name, frame.write.content, frame.write.reason, author, "agent"
-        )
+        if isinstance(frame, ChannelForgotten):
+            return 200, await actions.forgotten(services, agent, frame.texts)
+        if isinstance(frame, ChannelRetiring):
+            services.channels.retire(agent, self)
+        elif isinstance(frame, ChannelDone):
+            actions.finish(services, agent, frame.item_id, frame.result)
+        else:
+            actions.add_progress(services, agent, frame.item_id, frame.delta)
+        return 204, None
 
     async def _next(self, frame: ChannelNext) -> None:
         """The long-poll: an item claimed but not delivered goes back in the queue."""
-        item = await self.services.inbox.next(self.agent, min(frame.wait_s, session.MAX_WAIT_S))
+        item = await actions.claim_next(self.services, self.agent, frame.wait_s)
         if item is None:
             await self._reply(frame.id, 204, None)
             return
         try:
-            item = self.services.snapshots.stamp(self.agent, item)
             await self._reply(frame.id, 200, item)
         except BaseException:
-            self.services.inbox.release(item.id)
+            actions.release(self.services, item)
             raise
 
     async def _reply(self, frame_id: int, status: int, body: BaseModel | None) -> None:
