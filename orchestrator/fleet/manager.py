@@ -33,6 +33,7 @@ from orchestrator.fleet.seeding import SeedChange, plan_seeds, record_seed
 from orchestrator.fleet.unit_board import UnitBoard
 from orchestrator.fleet.view import FleetView
 from orchestrator.images.names import DEFAULT_IMAGE
+from orchestrator.lifecycle import Lifecycle, LifecycleEvent, Policy, state_of
 from orchestrator.scheduler.store import SchedulerStore
 from orchestrator.state.paths import StatePaths
 from orchestrator.workspaces.access import WorkspaceAccess
@@ -58,6 +59,7 @@ class FleetManager:
         self._fleet = fleet
         self._paths = paths
         self._backend = backend
+        self._lifecycle = Lifecycle(backend)
         self._tokens = tokens
         self._controls = controls
         self._events = events
@@ -157,7 +159,7 @@ class FleetManager:
                 continue
             for unit in self.units():
                 if unit.agent == agent:
-                    self._backend.remove(unit.id)
+                    self._remove(unit)
             imported = import_previous_layout(self._paths, agent)
             kept = previous_layout_folder(self._paths, agent)
             if kept is not None:
@@ -375,13 +377,21 @@ class FleetManager:
         finally:
             executor.shutdown(wait=False)
 
+    def _remove(self, unit: UnitInfo) -> None:
+        self._lifecycle.transition(
+            unit.agent,
+            LifecycleEvent.REMOVE,
+            policy=Policy.FLEET_MANAGER,
+            unit_id=unit.id,
+            current=state_of(unit),
+        )
+
     def recreate(self, agent: str) -> UnitInfo:
         """Replace an agent's unit from scratch (it vanished, or it cannot be started again)."""
-        backend = self._backend
         for unit in self.units():
             if unit.agent == agent:
-                backend.remove(unit.id)
+                self._remove(unit)
         try:
-            return backend.run(self.spec_for(agent))
+            return self._backend.run(self.spec_for(agent))
         finally:
             self.board.forget(agent)

@@ -18,13 +18,13 @@ from orchestrator.broker.inbox import Inbox
 from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.view import FleetView
+from orchestrator.lifecycle import Lifecycle, LifecycleEvent, Policy, TransitionRefused, state_of
 from orchestrator.scheduler.admission import WakeQueue
 from orchestrator.scheduler.clock import Clock
 from orchestrator.scheduler.store import SchedulerStore
 from orchestrator.scheduler.wake_boost import WakeBoost
 
 log = logging.getLogger(__name__)
-STOP_TIMEOUT_S = 10.0
 YIELD_AFTER_S = 10.0
 """While agents wait for a place, an awake agent idle this long goes to sleep and gives its
 place up, whatever its `hibernate_after`."""
@@ -47,6 +47,7 @@ class Hibernation:
         self._fleet = fleet
         self._boost = boost
         self._backend = backend
+        self._lifecycle = Lifecycle(backend)
         self._events = events
         self._inbox = inbox
         self._store = store
@@ -69,6 +70,9 @@ class Hibernation:
     def _units(self, agent: str) -> list[UnitInfo]:
         labels = {LABEL_FLEET: self._fleet.current().name, LABEL_AGENT: agent}
         return self._backend.list(labels)
+
+    def _move(self, agent: str, event: LifecycleEvent, policy: Policy, unit: UnitInfo) -> None:
+        self._lifecycle.transition(agent, event, policy=policy, unit_id=unit.id, current=state_of(unit))
 
     def is_hibernated(self, agent: str) -> bool:
         return self._store.is_hibernated(agent)
@@ -126,9 +130,9 @@ class Hibernation:
         try:
             for unit in units:
                 if unit.state == "running":
-                    self._backend.stop(unit.id, timeout_s=STOP_TIMEOUT_S)
+                    self._move(agent, LifecycleEvent.HIBERNATE, Policy.HIBERNATION, unit)
                     stopped.append(unit.name)
-        except BackendError as exc:
+        except (BackendError, TransitionRefused) as exc:
             log.error("hibernating %s failed: %s", agent, exc)
             self._store.set_hibernated(agent, False, now)
             self._events.publish(
@@ -200,9 +204,9 @@ class Hibernation:
             for unit in self._units(agent):
                 if unit.state != "running":
                     self._boost.before_start(agent, unit.id)
-                    self._backend.start(unit.id)
+                    self._move(agent, LifecycleEvent.WAKE, Policy.ADMISSION, unit)
                     started.append(unit.name)
-        except BackendError as exc:
+        except (BackendError, TransitionRefused) as exc:
             # Left awake: the supervisor now owns the agent and retries with backoff.
             log.error("waking %s failed: %s", agent, exc)
             self._events.publish(

@@ -1,0 +1,39 @@
+"""Each agent's lifecycle: its states, the events that move it, which policy may ask for what,
+and the one owner that calls the engine's start, stop, remove and CPU limit. See
+docs/architecture.md."""
+
+from orchestrator.lifecycle.machine import (
+    REQUESTERS,
+    TRANSITIONS,
+    AgentState,
+    LifecycleEvent,
+    Policy,
+    refusal,
+    state_from_engine,
+    state_of,
+)
+from orchestrator.lifecycle.owner import (
+    STOP_TIMEOUT_S,
+    Lifecycle,
+    Transitioned,
+    TransitionRefused,
+    TransitionRequest,
+)
+
+__all__ = [
+    "REQUESTERS",
+    "STOP_TIMEOUT_S",
+    "TRANSITIONS",
+    "AgentState",
+    "Lifecycle",
+    "LifecycleEvent",
+    "Policy",
+    "TransitionRefused",
+    "TransitionRequest",
+    "Transitioned",
+    "machine",
+    "owner",
+    "refusal",
+    "state_from_engine",
+    "state_of",
+]
