@@ -2,6 +2,7 @@
 and the one owner that calls the engine's start, stop, remove and CPU limit. See
 docs/architecture.md."""
 
+from orchestrator.lifecycle.arrivals import WorkArrivals, WorkArrived
 from orchestrator.lifecycle.machine import (
     REQUESTERS,
     TRANSITIONS,
@@ -31,6 +32,9 @@ __all__ = [
     "TransitionRefused",
     "TransitionRequest",
     "Transitioned",
+    "WorkArrivals",
+    "WorkArrived",
+    "arrivals",
     "machine",
     "owner",
     "refusal",
