@@ -26,8 +26,7 @@ from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.validation import register_fleet_checks
 from orchestrator.fleet.view import FleetView
 from orchestrator.images.names import DEFAULT_IMAGE
-from orchestrator.lifecycle import WorkArrivals
-from orchestrator.scheduler.store import SchedulerStore
+from orchestrator.lifecycle import DesiredStates, WorkArrivals
 from orchestrator.state.check import check_state
 from orchestrator.state.db import Database
 from orchestrator.state.migrations import migrate_state
@@ -119,7 +118,7 @@ def fleet_manager(core: Core, image: str = DEFAULT_IMAGE) -> FleetManager:
         core.tokens,
         core.controls,
         core.events,
-        SchedulerStore(core.db),
+        DesiredStates(core.db),
         core.workspaces,
         image,
     )

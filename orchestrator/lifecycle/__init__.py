@@ -1,8 +1,9 @@
 """Each agent's lifecycle: its states, the events that move it, which policy may ask for what,
-and the one owner that calls the engine's start, stop, remove and CPU limit. See
-docs/architecture.md."""
+the one owner that calls the engine's start, stop, remove and CPU limit, and the table of each
+agent's desired state. See docs/architecture.md."""
 
 from orchestrator.lifecycle.arrivals import WorkArrivals, WorkArrived
+from orchestrator.lifecycle.desired import Desired, DesiredStates
 from orchestrator.lifecycle.machine import (
     REQUESTERS,
     TRANSITIONS,
@@ -26,6 +27,8 @@ __all__ = [
     "STOP_TIMEOUT_S",
     "TRANSITIONS",
     "AgentState",
+    "Desired",
+    "DesiredStates",
     "Lifecycle",
     "LifecycleEvent",
     "Policy",
@@ -35,6 +38,7 @@ __all__ = [
     "WorkArrivals",
     "WorkArrived",
     "arrivals",
+    "desired",
     "machine",
     "owner",
     "refusal",

@@ -90,7 +90,7 @@ class Hibernation:
             after_s = config.hibernate_after_of(agent) if self._backend.runs_on_demand else None
             if after_s is None:
                 continue
-            last_activity, asleep = known.get(agent) or (self._store.state(agent, now).last_activity, False)
+            last_activity, asleep = known.get(agent) or self._first_sight(agent, now)
             if asleep:
                 continue
             deadline = last_activity + timedelta(seconds=min(after_s, YIELD_AFTER_S) if yielding else after_s)
@@ -100,6 +100,10 @@ class Hibernation:
                 hibernated.append(agent)
         self.admit()
         return hibernated, min(upcoming, default=None)
+
+    def _first_sight(self, agent: str, now: datetime) -> tuple[datetime, bool]:
+        state = self._store.state(agent, now)
+        return state.last_activity, state.hibernated
 
     def _wake_for_waiting_work(self) -> None:
         """Sleeping agents with queued items are woken (or queued), oldest item first: items that
