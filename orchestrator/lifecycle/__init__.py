@@ -3,7 +3,7 @@ the one owner that calls the engine's start, stop, remove and CPU limit, and the
 agent's desired state. See docs/architecture.md."""
 
 from orchestrator.lifecycle.arrivals import WorkArrivals, WorkArrived
-from orchestrator.lifecycle.desired import Desired, DesiredStates
+from orchestrator.lifecycle.desired import Desired, DesiredStates, Hold, stopped_in_file
 from orchestrator.lifecycle.machine import (
     REQUESTERS,
     TRANSITIONS,
@@ -29,6 +29,7 @@ __all__ = [
     "AgentState",
     "Desired",
     "DesiredStates",
+    "Hold",
     "Lifecycle",
     "LifecycleEvent",
     "Policy",
@@ -44,4 +45,5 @@ __all__ = [
     "refusal",
     "state_from_engine",
     "state_of",
+    "stopped_in_file",
 ]
