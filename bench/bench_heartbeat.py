@@ -47,6 +47,7 @@ from orchestrator.scheduler.service import DEFAULT_MAX_SLEEP_S, Scheduler  # noq
 from orchestrator.state.db import Database  # noqa: E402
 from orchestrator.state.paths import StatePaths  # noqa: E402
 from orchestrator.testing.fake_backend import FakeBackend  # noqa: E402
+from orchestrator.wiring import connect_work_arrivals  # noqa: E402
 
 Row = dict[str, str]
 BENCH = "heartbeat"
@@ -71,7 +72,7 @@ class _Parts:
     inbox: Inbox
 
     def scheduler(self, clock: Clock | None = None, max_sleep_s: float = DEFAULT_MAX_SLEEP_S) -> Scheduler:
-        return Scheduler(
+        scheduler = Scheduler(
             self.db,
             self.paths,
             self.fleet_view,
@@ -82,6 +83,8 @@ class _Parts:
             clock=clock,
             max_sleep_s=max_sleep_s,
         )
+        connect_work_arrivals(self.inbox, scheduler)
+        return scheduler
 
 
 def _services(root: Path, fleet_yaml: str) -> _Parts:

@@ -26,7 +26,7 @@ from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.validation import register_fleet_checks
 from orchestrator.fleet.view import FleetView
 from orchestrator.images.names import DEFAULT_IMAGE
-from orchestrator.scheduler.store import SchedulerStore
+from orchestrator.lifecycle import DesiredStates, WorkArrivals
 from orchestrator.state.check import check_state
 from orchestrator.state.db import Database
 from orchestrator.state.migrations import migrate_state
@@ -39,8 +39,10 @@ register_fleet_checks()
 
 if TYPE_CHECKING:
     from orchestrator.agents.supervisor import SupervisorPolicy
+    from orchestrator.broker.inbox import Inbox
     from orchestrator.gateway.service import Gateway
     from orchestrator.scheduler.clock import Clock
+    from orchestrator.scheduler.service import Scheduler
     from orchestrator.services import Services
 
 
@@ -116,7 +118,7 @@ def fleet_manager(core: Core, image: str = DEFAULT_IMAGE) -> FleetManager:
         core.tokens,
         core.controls,
         core.events,
-        SchedulerStore(core.db),
+        DesiredStates(core.db),
         core.workspaces,
         image,
     )
@@ -129,6 +131,15 @@ def reconciling_services(
     core = core_services(fleet, backend, paths)
     adopt_operator_token(core)
     return core, fleet_manager(core, image)
+
+
+def connect_work_arrivals(inbox: Inbox, scheduler: Scheduler) -> WorkArrivals:
+    """An item put in an inbox is work arrived for its agent, told to the lifecycle; the
+    scheduler's wake admission answers it."""
+    arrivals = WorkArrivals()
+    inbox.on_put.append(arrivals.from_inbox)
+    arrivals.answer_with(scheduler.on_work_arrived)
+    return arrivals
 
 
 def attach_subsystems(
@@ -189,6 +200,7 @@ def attach_subsystems(
         notifier=notifier,
     )
     scheduler.runs.redaction = lambda: fleet.secrets().redaction
+    connect_work_arrivals(inbox, scheduler)
     broker = Broker(db, inbox, fleet, events, core.paths)
     # Who asks pays: a peer's item is worked on at the peer's expense, and refused once it can't pay.
     gateway.payer_of = inbox.payer_of_work

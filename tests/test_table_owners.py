@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Each table of state.db and the module(s) whose SQL may name it.
 TABLE_OWNERS: dict[str, frozenset[str]] = {
-    "agent_controls": frozenset({"orchestrator.control.holds"}),
+    "agent_lifecycle": frozenset({"orchestrator.lifecycle.desired"}),
     "agent_restarts": frozenset({"orchestrator.agents.supervisor"}),
     "alerts": frozenset({"orchestrator.alerts.store"}),
     "approvals": frozenset({"orchestrator.approvals.store"}),

@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from orchestrator.agents.health import HealthBoard
-from orchestrator.backends.base import Backend
+from orchestrator.backends.base import Backend, UnitInfo
 from orchestrator.broker.inbox import Inbox
 from orchestrator.config.wrong_names import unknown_agent
 from orchestrator.control.auth import TokenStore
@@ -17,6 +17,7 @@ from orchestrator.control.holds import WHOLE_FLEET, Controls
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.view import FleetView
+from orchestrator.lifecycle import Lifecycle, LifecycleEvent, Policy, state_of
 from orchestrator.state.paths import StatePaths
 
 ActionName = Literal["stop", "start", "restart", "pause", "resume"]
@@ -47,7 +48,7 @@ class OperatorActions:
     ) -> None:
         self._fleet = fleet
         self._manager = manager
-        self._backend = backend
+        self._lifecycle = Lifecycle(backend)
         self._controls = controls
         self._health = health
         self._inbox = inbox
@@ -58,13 +59,18 @@ class OperatorActions:
         if agent not in fleet.config.agents:
             raise UnknownAgent(unknown_agent(agent, fleet.name, fleet.config.agents))
 
+    def _request(self, agent: str, event: LifecycleEvent, unit: UnitInfo) -> None:
+        self._lifecycle.transition(
+            agent, event, policy=Policy.OPERATOR, unit_id=unit.id, current=state_of(unit)
+        )
+
     def stop_agent(self, agent: str) -> ActionResult:
         """Stop the agent's unit; it stays down (the supervisor and apply leave it) until started."""
         self._require(agent)
         self._controls.set(agent, "stopped")
         unit = self._manager.units_by_agent([agent]).get(agent)
         if unit is not None and unit.state == "running":
-            self._backend.stop(unit.id, timeout_s=10.0)
+            self._request(agent, LifecycleEvent.STOP, unit)
         self._health.forget(agent)
         self._manager.board.forget(agent)
         self._events.publish(EventType.AGENT_STOPPED, agent=agent, reason="stopped by the operator")
@@ -80,7 +86,7 @@ class OperatorActions:
         if unit is None:
             self._manager.recreate(agent)
         elif unit.state != "running":
-            self._backend.start(unit.id)
+            self._request(agent, LifecycleEvent.START, unit)
         self._inbox.wake(agent)
         self._manager.board.forget(agent)
         self._events.publish(EventType.AGENT_STARTED, agent=agent, reason="started by the operator")
@@ -93,8 +99,7 @@ class OperatorActions:
         if unit is None:
             self._manager.recreate(agent)
         else:
-            self._backend.stop(unit.id, timeout_s=10.0)
-            self._backend.start(unit.id)
+            self._request(agent, LifecycleEvent.RESTART, unit)
         self._health.forget(agent)
         self._manager.board.forget(agent)
         self._events.publish(EventType.AGENT_RESTARTED, agent=agent, reason="restarted by the operator")

@@ -16,6 +16,7 @@ from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.view import FleetView
+from orchestrator.lifecycle import Lifecycle, LifecycleEvent, Policy, TransitionRefused, state_of
 from orchestrator.state.db import Database
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,7 @@ class Supervisor:
         self._fleet = fleet
         self._manager = manager
         self._backend = backend
+        self._lifecycle = Lifecycle(backend)
         self._controls = controls
         self._health = health
         self._events = events
@@ -155,9 +157,14 @@ class Supervisor:
             if unit is None:
                 self._manager.recreate(agent)
             else:
-                self._backend.stop(unit.id, timeout_s=5.0)
-                self._backend.start(unit.id)
-        except BackendError as exc:
+                self._lifecycle.transition(
+                    agent,
+                    LifecycleEvent.RESTART,
+                    policy=Policy.SUPERVISOR,
+                    unit_id=unit.id,
+                    current=state_of(unit),
+                )
+        except (BackendError, TransitionRefused) as exc:
             log.error("restart of %s failed: %s", agent, exc)
             self._events.publish(EventType.AGENT_UNHEALTHY, agent=agent, reason=reason, error=str(exc))
             return False

@@ -7,37 +7,26 @@
   (`flotilla pause --all`) is the kill switch for spend.
 
 Reads come from memory (the inbox and the gateway ask on every claim and call); writes go to
-SQLite first. Owns the table `agent_controls`.
+the lifecycle's table of desired states (`orchestrator.lifecycle.desired`) first.
 """
 
 from __future__ import annotations
 
 import threading
-from pathlib import Path
-from typing import Literal
 
 from agent_runtime.protocol import utcnow
+from orchestrator.lifecycle import DesiredStates, Hold
 from orchestrator.state.db import Database
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS agent_controls (
-    agent TEXT PRIMARY KEY,
-    hold TEXT NOT NULL CHECK (hold IN ('stopped', 'paused')),
-    since TEXT NOT NULL
-);
-"""
-Hold = Literal["stopped", "paused"]
 WHOLE_FLEET = "*"
 """The row that pauses every agent (agent names are DNS labels, never `*`)."""
 
 
 class Controls:
     def __init__(self, db: Database) -> None:
-        self._db = db
-        db.ensure_schema(SCHEMA)
+        self._desired = DesiredStates(db)
         self._lock = threading.Lock()
-        rows = db.query("SELECT agent, hold FROM agent_controls")
-        self._holds: dict[str, Hold] = {row["agent"]: row["hold"] for row in rows}
+        self._holds: dict[str, Hold] = self._desired.holds()
 
     def hold_of(self, agent: str) -> Hold | None:
         """The agent's own hold, or `paused` when the whole fleet is."""
@@ -67,34 +56,9 @@ class Controls:
 
     def set(self, agent: str, hold: Hold | None) -> None:
         """Hold an agent (or, with WHOLE_FLEET, pause them all); None releases it."""
-        if hold is None:
-            self._db.execute("DELETE FROM agent_controls WHERE agent = ?", (agent,))
-        else:
-            self._db.execute(
-                "INSERT INTO agent_controls(agent, hold, since) VALUES (?, ?, ?) "
-                "ON CONFLICT(agent) DO UPDATE SET hold = excluded.hold, since = excluded.since",
-                (agent, hold, utcnow().isoformat()),
-            )
+        self._desired.set_hold(agent, hold, utcnow())
         with self._lock:
             if hold is None:
                 self._holds.pop(agent, None)
             else:
                 self._holds[agent] = hold
-
-
-def stopped_in_file(db_path: Path) -> frozenset[str]:
-    """The agents held stopped in a fleet's state.db, read without opening it for writing (for
-    `flotilla doctor`, with or without a running orchestrator); none when it has no holds."""
-    import sqlite3
-
-    try:
-        conn = sqlite3.connect(f"{db_path.as_uri()}?mode=ro", uri=True, timeout=10)
-    except sqlite3.Error:
-        return frozenset()
-    try:
-        rows = conn.execute("SELECT agent FROM agent_controls WHERE hold = 'stopped'").fetchall()
-    except sqlite3.Error:
-        return frozenset()
-    finally:
-        conn.close()
-    return frozenset(str(row[0]) for row in rows)

@@ -6,11 +6,11 @@ from pathlib import Path
 
 from orchestrator.backends.select import remembered_runtime
 from orchestrator.config.fleet import LoadedFleet
-from orchestrator.control.holds import stopped_in_file
 from orchestrator.doctor import engine_checks
 from orchestrator.doctor.live_checks import LiveStatus, check_live
 from orchestrator.doctor.models import DoctorReport, Finding
 from orchestrator.doctor.state_checks import check_backups, check_state_db
+from orchestrator.lifecycle import stopped_in_file
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 

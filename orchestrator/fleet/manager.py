@@ -33,7 +33,7 @@ from orchestrator.fleet.seeding import SeedChange, plan_seeds, record_seed
 from orchestrator.fleet.unit_board import UnitBoard
 from orchestrator.fleet.view import FleetView
 from orchestrator.images.names import DEFAULT_IMAGE
-from orchestrator.scheduler.store import SchedulerStore
+from orchestrator.lifecycle import DesiredStates, Lifecycle, LifecycleEvent, Policy, state_of
 from orchestrator.state.paths import StatePaths
 from orchestrator.workspaces.access import WorkspaceAccess
 
@@ -49,15 +49,15 @@ class FleetManager:
         tokens: TokenStore,
         controls: Controls,
         events: EventBus,
-        heartbeats: SchedulerStore,
+        desired: DesiredStates,
         workspaces: WorkspaceAccess,
         image: str = DEFAULT_IMAGE,
     ) -> None:
-        """`heartbeats`: the scheduler's store, read for the agents it hibernated (the first
-        apply runs before the scheduler exists)."""
+        """`desired`: each agent's desired state, asleep or awake, which apply keeps and reads."""
         self._fleet = fleet
         self._paths = paths
         self._backend = backend
+        self._lifecycle = Lifecycle(backend)
         self._tokens = tokens
         self._controls = controls
         self._events = events
@@ -67,7 +67,7 @@ class FleetManager:
         """The orchestrator's address as agents dial it (the fleet network's gateway, or loopback)."""
         self.problems: list[str] = []
         """What the last apply could not do, for `ps`, the dashboard and `up -d`."""
-        self._heartbeats = heartbeats
+        self._desired = desired
         self.seeded: list[SeedChange] = []
         """What the last apply did with fleet.yaml's seeds (writes and conflicts)."""
         self._carry: dict[str, Path] = {}
@@ -157,7 +157,7 @@ class FleetManager:
                 continue
             for unit in self.units():
                 if unit.agent == agent:
-                    self._backend.remove(unit.id)
+                    self._remove(unit)
             imported = import_previous_layout(self._paths, agent)
             kept = previous_layout_folder(self._paths, agent)
             if kept is not None:
@@ -167,9 +167,8 @@ class FleetManager:
         return migrated
 
     def hibernated(self) -> frozenset[str]:
-        # Read from the scheduler's table, not through the scheduler: the first apply runs
-        # before the scheduler exists (see orchestrator.cli.launch).
-        return self._heartbeats.hibernated_agents().intersection(self.fleet.config.agents)
+        """The agents of the fleet whose desired state is asleep."""
+        return self._desired.asleep().intersection(self.fleet.config.agents)
 
     def plan(self, candidate: LoadedFleet | None = None) -> list[reconcile.PlanAction]:
         """What applying `candidate` (by default the fleet in force) would do, field by field."""
@@ -344,7 +343,7 @@ class FleetManager:
         now = datetime.now(UTC)
         for action in actions:
             if not action.start:
-                self._heartbeats.put_to_sleep(action.agent, now)
+                self._desired.set(action.agent, "asleep", now)
 
     def _note_started(
         self, actions: list[reconcile.PlanAction], results: list[reconcile.ApplyResult], running: set[str]
@@ -358,7 +357,7 @@ class FleetManager:
             if result.ok and result.action.start and result.action.kind in ("create", "recreate", "start"):
                 awake.add(result.action.agent)
         for agent in awake & self.hibernated():
-            self._heartbeats.set_hibernated(agent, False, now)
+            self._desired.set(agent, "awake", now)
 
     def _plan_failed(self, problem: str) -> list[reconcile.ApplyResult]:
         self.problems = [problem]
@@ -375,13 +374,21 @@ class FleetManager:
         finally:
             executor.shutdown(wait=False)
 
+    def _remove(self, unit: UnitInfo) -> None:
+        self._lifecycle.transition(
+            unit.agent,
+            LifecycleEvent.REMOVE,
+            policy=Policy.FLEET_MANAGER,
+            unit_id=unit.id,
+            current=state_of(unit),
+        )
+
     def recreate(self, agent: str) -> UnitInfo:
         """Replace an agent's unit from scratch (it vanished, or it cannot be started again)."""
-        backend = self._backend
         for unit in self.units():
             if unit.agent == agent:
-                backend.remove(unit.id)
+                self._remove(unit)
         try:
-            return backend.run(self.spec_for(agent))
+            return self._backend.run(self.spec_for(agent))
         finally:
             self.board.forget(agent)

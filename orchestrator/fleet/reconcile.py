@@ -19,9 +19,18 @@ from orchestrator.backends.base import (
     Backend,
     BackendError,
     UnitInfo,
+    UnitState,
 )
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.settings import EFFECT_NOTES, FieldChange, changes, container_hash
+from orchestrator.lifecycle import (
+    Lifecycle,
+    LifecycleEvent,
+    Policy,
+    TransitionRefused,
+    state_from_engine,
+    state_of,
+)
 
 ActionKind = Literal["create", "recreate", "update", "remove", "start", "keep"]
 PARALLEL_STARTS = 16
@@ -46,6 +55,8 @@ class PlanAction:
     """The settings that differ from the fleet in force, when it is known."""
     start: bool = True
     """False for an agent that sleeps until it has work: its unit is made, not started."""
+    unit_state: UnitState | None = None
+    """What the engine said of the unit `unit_id` when the plan was made."""
 
     def __str__(self) -> str:
         return f"{SYMBOLS[self.kind]} {self.kind:<8} {self.agent:<20} {self.reason}"
@@ -96,7 +107,8 @@ def plan(
         actions.append(_asleep(action, found[0] if found else None) if agent in sleepers else action)
     for agent, leftovers in sorted(by_agent.items()):
         actions += [PlanAction("remove", agent, "no longer in fleet.yaml", unit.id) for unit in leftovers]
-    return actions
+    seen = {unit.id: unit.state for unit in units}
+    return [replace(action, unit_state=seen.get(action.unit_id or "")) for action in actions]
 
 
 def _action_for(
@@ -176,10 +188,12 @@ def apply(
     before a `start`, so a stopped agent starts with them.
     """
 
+    lifecycle = Lifecycle(backend)
+
     def run(action: PlanAction) -> ApplyResult:
         try:
-            _apply_one(action, backend, make_spec, update)
-        except (BackendError, OSError) as exc:
+            _apply_one(action, backend, lifecycle, make_spec, update)
+        except (BackendError, OSError, TransitionRefused) as exc:
             result = ApplyResult(action, False, str(exc))
         except Exception as exc:
             # Last resort: one agent's failure, whatever it is, must end neither the others' apply
@@ -201,19 +215,28 @@ def apply(
 def _apply_one(
     action: PlanAction,
     backend: Backend,
+    lifecycle: Lifecycle,
     make_spec: Callable[[str], AgentSpec],
     update: Callable[[PlanAction], None],
 ) -> None:
     if action.kind in ("update", "start"):
         update(action)
     if action.kind in ("remove", "recreate") and action.unit_id:
-        backend.remove(action.unit_id)
+        _request(lifecycle, action, LifecycleEvent.REMOVE)
     if action.kind in ("create", "recreate") and not action.start:
         backend.create(make_spec(action.agent))
     elif action.kind in ("create", "recreate"):
         backend.run(make_spec(action.agent))
     elif action.kind == "start" and action.unit_id:
-        backend.start(action.unit_id)
+        _request(lifecycle, action, LifecycleEvent.START)
+
+
+def _request(lifecycle: Lifecycle, action: PlanAction, event: LifecycleEvent) -> None:
+    assert action.unit_id is not None
+    current = state_from_engine(action.unit_state) if action.unit_state is not None else None
+    lifecycle.transition(
+        action.agent, event, policy=Policy.RECONCILE, unit_id=action.unit_id, current=current
+    )
 
 
 def remove_units(
@@ -221,8 +244,16 @@ def remove_units(
 ) -> None:
     """Remove every unit labelled with this fleet, several at a time. Nothing else is touched."""
 
+    lifecycle = Lifecycle(backend)
+
     def remove(unit: UnitInfo) -> None:
-        backend.remove(unit.id)
+        lifecycle.transition(
+            unit.agent,
+            LifecycleEvent.REMOVE,
+            policy=Policy.RECONCILE,
+            unit_id=unit.id,
+            current=state_of(unit),
+        )
         on_removed(unit)
 
     with ThreadPoolExecutor(max_workers=PARALLEL_STARTS) as pool:

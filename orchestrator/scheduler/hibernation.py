@@ -18,13 +18,13 @@ from orchestrator.broker.inbox import Inbox
 from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.view import FleetView
+from orchestrator.lifecycle import Lifecycle, LifecycleEvent, Policy, TransitionRefused, state_of
 from orchestrator.scheduler.admission import WakeQueue
 from orchestrator.scheduler.clock import Clock
 from orchestrator.scheduler.store import SchedulerStore
 from orchestrator.scheduler.wake_boost import WakeBoost
 
 log = logging.getLogger(__name__)
-STOP_TIMEOUT_S = 10.0
 YIELD_AFTER_S = 10.0
 """While agents wait for a place, an awake agent idle this long goes to sleep and gives its
 place up, whatever its `hibernate_after`."""
@@ -47,6 +47,7 @@ class Hibernation:
         self._fleet = fleet
         self._boost = boost
         self._backend = backend
+        self._lifecycle = Lifecycle(backend)
         self._events = events
         self._inbox = inbox
         self._store = store
@@ -70,6 +71,9 @@ class Hibernation:
         labels = {LABEL_FLEET: self._fleet.current().name, LABEL_AGENT: agent}
         return self._backend.list(labels)
 
+    def _move(self, agent: str, event: LifecycleEvent, policy: Policy, unit: UnitInfo) -> None:
+        self._lifecycle.transition(agent, event, policy=policy, unit_id=unit.id, current=state_of(unit))
+
     def is_hibernated(self, agent: str) -> bool:
         return self._store.is_hibernated(agent)
 
@@ -86,7 +90,7 @@ class Hibernation:
             after_s = config.hibernate_after_of(agent) if self._backend.runs_on_demand else None
             if after_s is None:
                 continue
-            last_activity, asleep = known.get(agent) or (self._store.state(agent, now).last_activity, False)
+            last_activity, asleep = known.get(agent) or self._first_sight(agent, now)
             if asleep:
                 continue
             deadline = last_activity + timedelta(seconds=min(after_s, YIELD_AFTER_S) if yielding else after_s)
@@ -96,6 +100,10 @@ class Hibernation:
                 hibernated.append(agent)
         self.admit()
         return hibernated, min(upcoming, default=None)
+
+    def _first_sight(self, agent: str, now: datetime) -> tuple[datetime, bool]:
+        state = self._store.state(agent, now)
+        return state.last_activity, state.hibernated
 
     def _wake_for_waiting_work(self) -> None:
         """Sleeping agents with queued items are woken (or queued), oldest item first: items that
@@ -126,9 +134,9 @@ class Hibernation:
         try:
             for unit in units:
                 if unit.state == "running":
-                    self._backend.stop(unit.id, timeout_s=STOP_TIMEOUT_S)
+                    self._move(agent, LifecycleEvent.HIBERNATE, Policy.HIBERNATION, unit)
                     stopped.append(unit.name)
-        except BackendError as exc:
+        except (BackendError, TransitionRefused) as exc:
             log.error("hibernating %s failed: %s", agent, exc)
             self._store.set_hibernated(agent, False, now)
             self._events.publish(
@@ -200,9 +208,9 @@ class Hibernation:
             for unit in self._units(agent):
                 if unit.state != "running":
                     self._boost.before_start(agent, unit.id)
-                    self._backend.start(unit.id)
+                    self._move(agent, LifecycleEvent.WAKE, Policy.ADMISSION, unit)
                     started.append(unit.name)
-        except BackendError as exc:
+        except (BackendError, TransitionRefused) as exc:
             # Left awake: the supervisor now owns the agent and retries with backoff.
             log.error("waking %s failed: %s", agent, exc)
             self._events.publish(

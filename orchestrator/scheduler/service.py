@@ -28,6 +28,7 @@ from orchestrator.config.models import HeartbeatConfig
 from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.view import FleetView
+from orchestrator.lifecycle import WorkArrived
 from orchestrator.loop_calls import call_in_loop
 from orchestrator.scheduler.admission import QueuedWake
 from orchestrator.scheduler.cadence import Cadence
@@ -113,7 +114,6 @@ class Scheduler:
         self._cadences: dict[str, tuple[HeartbeatConfig, Cadence]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._replan: asyncio.Event | None = None
-        inbox.on_put.append(self._on_inbox_put)
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -484,12 +484,13 @@ class Scheduler:
         hibernated, _ = self._hibernation.sweep(now or self.clock.now())
         return hibernated
 
-    def _on_inbox_put(self, agent: str, item: InboxItem) -> None:
-        """Inbox hook: a message counts as activity, and wakes a hibernated agent."""
+    def on_work_arrived(self, work: WorkArrived) -> None:
+        """An item arrived for an agent: it counts as activity, and wakes a hibernated agent."""
+        agent = work.agent
         self.store.note_activity(agent, self.clock.now())
-        if item.sender == SCHEDULER_SENDER or not self.store.is_hibernated(agent):
+        if work.sender == SCHEDULER_SENDER or not self.store.is_hibernated(agent):
             return
-        reason = f"{item.kind.value} from {item.sender}"
+        reason = work.reason
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:

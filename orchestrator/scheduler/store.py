@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from orchestrator.lifecycle import DesiredStates
 from orchestrator.state.db import Database
 
 SCHEMA = """
@@ -19,8 +20,6 @@ CREATE TABLE IF NOT EXISTS heartbeat_state (
     next_run TEXT,
     last_tick TEXT,
     last_activity TEXT NOT NULL,
-    hibernated INTEGER NOT NULL DEFAULT 0,
-    hibernated_at TEXT,
     runs_seq INTEGER NOT NULL DEFAULT 0,
     scanned_wall REAL,
     rules_digest TEXT NOT NULL DEFAULT ''
@@ -89,6 +88,7 @@ class SchedulerStore:
     def __init__(self, db: Database) -> None:
         self._db = db
         db.ensure_schema(SCHEMA)
+        self._desired = DesiredStates(db)
 
     # --- per-agent state -------------------------------------------------------------------
 
@@ -100,13 +100,16 @@ class SchedulerStore:
         )
         row = self._db.query_one("SELECT * FROM heartbeat_state WHERE agent = ?", (agent,))
         assert row is not None
+        last_activity = datetime.fromisoformat(row["last_activity"])
+        desired, since = self._desired.of(agent)
+        woke = since if desired == "awake" else None
         return AgentState(
             agent=agent,
             cadence=row["cadence"],
             next_run=parse_time(row["next_run"]),
             last_tick=parse_time(row["last_tick"]),
-            last_activity=datetime.fromisoformat(row["last_activity"]),
-            hibernated=bool(row["hibernated"]),
+            last_activity=max(last_activity, woke) if woke is not None else last_activity,
+            hibernated=desired == "asleep",
             runs_seq=int(row["runs_seq"]),
             scanned_wall=row["scanned_wall"],
             rules_digest=row["rules_digest"],
@@ -135,55 +138,30 @@ class SchedulerStore:
             (agent, iso(at)),
         )
 
-    # --- hibernation -----------------------------------------------------------------------
-
-    def hibernated(self) -> set[str]:
-        rows = self._db.query("SELECT agent FROM heartbeat_state WHERE hibernated = 1")
-        return {row["agent"] for row in rows}
+    # --- hibernation: the desired states of `orchestrator.lifecycle`, as the scheduler reads them
 
     def is_hibernated(self, agent: str) -> bool:
-        row = self._db.query_one("SELECT hibernated FROM heartbeat_state WHERE agent = ?", (agent,))
-        return bool(row and row["hibernated"])
+        return self._desired.is_asleep(agent)
 
     def hibernated_agents(self) -> frozenset[str]:
-        rows = self._db.query("SELECT agent FROM heartbeat_state WHERE hibernated != 0")
-        return frozenset(str(row["agent"]) for row in rows)
+        return self._desired.asleep()
 
     def idle_since(self) -> dict[str, tuple[datetime, bool]]:
-        """Every known agent's last activity and whether it sleeps, in one query: what a
-        hibernation pass over the whole fleet reads."""
-        rows = self._db.query("SELECT agent, last_activity, hibernated FROM heartbeat_state")
-        return {
-            str(row["agent"]): (datetime.fromisoformat(row["last_activity"]), bool(row["hibernated"]))
-            for row in rows
-        }
-
-    def put_to_sleep(self, agent: str, at: datetime) -> bool:
-        """Mark an agent whose unit was made but not started as asleep (its row made if new).
-        True when it was awake before."""
-        cursor = self._db.execute(
-            "INSERT INTO heartbeat_state(agent, last_activity, hibernated, hibernated_at) VALUES (?, ?, 1, ?)"
-            " ON CONFLICT(agent) DO UPDATE SET hibernated = 1, hibernated_at = excluded.hibernated_at"
-            " WHERE hibernated = 0",
-            (agent, iso(at), iso(at)),
-        )
-        return cursor.rowcount == 1
+        """Every known agent's last activity (or its last wake, when later) and whether it
+        sleeps, in two queries: what a hibernation pass over the whole fleet reads."""
+        rows = self._db.query("SELECT agent, last_activity FROM heartbeat_state")
+        asleep, woke = self._desired.asleep(), self._desired.awake_since()
+        found = {}
+        for row in rows:
+            agent = str(row["agent"])
+            last = datetime.fromisoformat(row["last_activity"])
+            found[agent] = (max(last, woke[agent]) if agent in woke else last, agent in asleep)
+        return found
 
     def set_hibernated(self, agent: str, hibernated: bool, at: datetime) -> bool:
-        """Flip the flag; True only for the caller that actually changed it (so one waker acts)."""
-        cursor = self._db.execute(
-            "UPDATE heartbeat_state SET hibernated = ?, hibernated_at = ?, last_activity = "
-            " CASE WHEN ? = 0 THEN ? ELSE last_activity END WHERE agent = ? AND hibernated = ?",
-            (
-                int(hibernated),
-                iso(at) if hibernated else None,
-                int(hibernated),
-                iso(at),
-                agent,
-                int(not hibernated),
-            ),
-        )
-        return cursor.rowcount == 1
+        """Flip the flag; True only for the caller that actually changed it (so one waker acts).
+        A wake counts as activity: the agent's idle time starts again from `at`."""
+        return self._desired.set(agent, "asleep" if hibernated else "awake", at)
 
     # --- rules -----------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ import threading
 
 from orchestrator.backends.base import Backend, BackendError
 from orchestrator.fleet.view import FleetView
+from orchestrator.lifecycle import Lifecycle, LifecycleEvent, Policy, TransitionRefused
 from orchestrator.state.db import Database
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,7 @@ class WakeBoost:
         self, backend: Backend, db: Database, fleet: FleetView, hold_s: float = WAKE_BOOST_S
     ) -> None:
         self._backend = backend
+        self._lifecycle = Lifecycle(backend)
         self._db = db
         self._fleet = fleet
         self._hold_s = hold_s
@@ -57,8 +59,8 @@ class WakeBoost:
             "INSERT OR REPLACE INTO wake_boosts(unit_id, agent, cpus) VALUES (?, ?, ?)", (unit_id, agent, own)
         )
         try:
-            changed = self._backend.set_cpus(unit_id, raised)
-        except BackendError as failed:
+            changed = self._set_cpus(agent, LifecycleEvent.RAISE_CPUS, unit_id, raised)
+        except (BackendError, TransitionRefused) as failed:
             log.warning("the start of %s is not sped up: %s", agent, failed)
             changed = False
         if not changed:
@@ -81,11 +83,18 @@ class WakeBoost:
         if row is None:
             return
         try:
-            self._backend.set_cpus(unit_id, float(row["cpus"]))
-        except BackendError as failed:
+            self._set_cpus(str(row["agent"]), LifecycleEvent.RESTORE_CPUS, unit_id, float(row["cpus"]))
+        except (BackendError, TransitionRefused) as failed:
             # Most often the unit is gone (removed, or recreated with its limit from fleet.yaml).
             log.info("the CPU limit of %s was not put back: %s", row["agent"], failed)
         self._db.execute("DELETE FROM wake_boosts WHERE unit_id = ?", (unit_id,))
+
+    def _set_cpus(self, agent: str, event: LifecycleEvent, unit_id: str, cpus: float) -> bool:
+        # Whether the unit runs does not matter to a CPU limit: its state is not read.
+        moved = self._lifecycle.transition(
+            agent, event, policy=Policy.WAKE_BOOST, unit_id=unit_id, current=None, cpus=cpus
+        )
+        return moved.changed
 
     def restore_all(self) -> int:
         """Put back every raised limit now: at start, those an orchestrator that died left raised;

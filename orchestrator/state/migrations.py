@@ -81,6 +81,15 @@ CREATE TABLE IF NOT EXISTS gateway_settled_answers (
 );
 CREATE INDEX IF NOT EXISTS gateway_settled_answers_at ON gateway_settled_answers(at);
 """
+_AGENT_LIFECYCLE_V8 = """
+CREATE TABLE IF NOT EXISTS agent_lifecycle (
+    agent TEXT PRIMARY KEY,
+    desired TEXT NOT NULL DEFAULT 'awake' CHECK (desired IN ('awake', 'asleep')),
+    desired_since TEXT,
+    hold TEXT CHECK (hold IN ('stopped', 'paused')),
+    hold_since TEXT
+);
+"""
 
 
 def _stamp_release_0_1(conn: sqlite3.Connection) -> None:
@@ -125,6 +134,32 @@ def _payers(conn: sqlite3.Connection) -> None:
     add_column(conn, "gateway_usage", "payer", "TEXT")
 
 
+def _desired_states(conn: sqlite3.Connection) -> None:
+    """The scheduler's hibernated flag and the operator's holds become each agent's desired state
+    in the lifecycle's table; the flag's columns and the holds' table go, so nothing can read a
+    stale copy."""
+    flagged = table_exists(conn, "heartbeat_state")
+    held = table_exists(conn, "agent_controls")
+    if not (flagged or held):
+        return
+    conn.execute(_AGENT_LIFECYCLE_V8)
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(heartbeat_state)")} if flagged else set()
+    if "hibernated" in columns:
+        conn.execute(
+            "INSERT OR IGNORE INTO agent_lifecycle(agent, desired, desired_since)"
+            " SELECT agent, 'asleep', hibernated_at FROM heartbeat_state WHERE hibernated != 0"
+        )
+        conn.execute("ALTER TABLE heartbeat_state DROP COLUMN hibernated")
+    if "hibernated_at" in columns:
+        conn.execute("ALTER TABLE heartbeat_state DROP COLUMN hibernated_at")
+    if held:
+        conn.execute(
+            "INSERT INTO agent_lifecycle(agent, hold, hold_since) SELECT agent, hold, since FROM agent_controls"
+            " WHERE true ON CONFLICT(agent) DO UPDATE SET hold = excluded.hold, hold_since = excluded.hold_since"
+        )
+        conn.execute("DROP TABLE agent_controls")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "release 0.1.0's tables, given a version", _stamp_release_0_1),
     Migration(2, "tokens of the operator and of agents in separate namespaces", _split_token_namespaces),
@@ -133,6 +168,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "answers of settled model calls kept by the agent's idempotency key", _settled_answers),
     Migration(6, "inbox items say which principal they came from", _inbox_principals),
     Migration(7, "inbox items and ledger rows name the peer that pays for them", _payers),
+    Migration(
+        8,
+        "an agent's desired state (asleep or awake, the operator's hold) in the lifecycle's table",
+        _desired_states,
+    ),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
 

@@ -21,7 +21,7 @@ from orchestrator.api.operator.start_watch import StartWatch, cannot_start_messa
 from orchestrator.api.state_damage import damage_ends_stream
 from orchestrator.approvals.store import ApprovalStore
 from orchestrator.config.wrong_names import unknown_agent
-from orchestrator.control.holds import Hold
+from orchestrator.lifecycle import Hold
 from orchestrator.services import Services
 
 router = APIRouter(prefix="/api/v1", tags=["operator"])

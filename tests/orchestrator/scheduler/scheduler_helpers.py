@@ -27,7 +27,7 @@ from orchestrator.services import Services
 from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths
 from orchestrator.testing.fake_backend import FakeBackend, fake_spec
-from orchestrator.wiring import attach_subsystems, core_services, fleet_manager
+from orchestrator.wiring import attach_subsystems, connect_work_arrivals, core_services, fleet_manager
 
 # A Monday, so weekday rules and cron schedules have a known calendar.
 START = datetime(2025, 1, 6, 0, 0, tzinfo=UTC)
@@ -94,8 +94,9 @@ def build_all_services(fleet_file: Path, clock: Clock, backend: FakeBackend | No
 def scheduler_of(
     services: SchedulerParts | Services, cls: type[Scheduler] = Scheduler, **options: Any
 ) -> Scheduler:
-    """A scheduler over the test's state (`options`: clock, max_sleep_s, budget)."""
-    return cls(
+    """A scheduler over the test's state (`options`: clock, max_sleep_s, budget), told of the
+    work that arrives in the test's inboxes as the orchestrator's is."""
+    scheduler = cls(
         services.db,
         services.paths,
         services.fleet_view,
@@ -105,6 +106,8 @@ def scheduler_of(
         services.backend,
         **options,
     )
+    connect_work_arrivals(services.inbox, scheduler)
+    return scheduler
 
 
 def scaffold_agent(services: Services, agent: str, heartbeat_md: str | None = None) -> None:

@@ -1,0 +1,49 @@
+"""Each agent's lifecycle: its states, the events that move it, which policy may ask for what,
+the one owner that calls the engine's start, stop, remove and CPU limit, and the table of each
+agent's desired state. See docs/architecture.md."""
+
+from orchestrator.lifecycle.arrivals import WorkArrivals, WorkArrived
+from orchestrator.lifecycle.desired import Desired, DesiredStates, Hold, stopped_in_file
+from orchestrator.lifecycle.machine import (
+    REQUESTERS,
+    TRANSITIONS,
+    AgentState,
+    LifecycleEvent,
+    Policy,
+    refusal,
+    state_from_engine,
+    state_of,
+)
+from orchestrator.lifecycle.owner import (
+    STOP_TIMEOUT_S,
+    Lifecycle,
+    Transitioned,
+    TransitionRefused,
+    TransitionRequest,
+)
+
+__all__ = [
+    "REQUESTERS",
+    "STOP_TIMEOUT_S",
+    "TRANSITIONS",
+    "AgentState",
+    "Desired",
+    "DesiredStates",
+    "Hold",
+    "Lifecycle",
+    "LifecycleEvent",
+    "Policy",
+    "TransitionRefused",
+    "TransitionRequest",
+    "Transitioned",
+    "WorkArrivals",
+    "WorkArrived",
+    "arrivals",
+    "desired",
+    "machine",
+    "owner",
+    "refusal",
+    "state_from_engine",
+    "state_of",
+    "stopped_in_file",
+]

@@ -1,0 +1,108 @@
+"""The one place that calls the engine's start, stop, remove and CPU limit of an agent's unit.
+
+Every policy (operator actions, supervisor restarts, hibernation and wake admission, reconcile,
+the fleet manager, the wake boost) asks `Lifecycle.transition`; the machine in
+`orchestrator.lifecycle.machine` says whether that policy may, from the state the engine reported.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from orchestrator.backends.base import Backend
+from orchestrator.lifecycle.machine import TRANSITIONS, AgentState, LifecycleEvent, Policy, refusal
+
+STOP_TIMEOUT_S = 10.0
+"""How long a unit has to stop on its own before the engine kills it, for every stop."""
+
+_STARTS = frozenset({LifecycleEvent.START, LifecycleEvent.WAKE})
+_STOPS = frozenset({LifecycleEvent.STOP, LifecycleEvent.HIBERNATE})
+_LIMITS = frozenset({LifecycleEvent.RAISE_CPUS, LifecycleEvent.RESTORE_CPUS})
+
+
+class TransitionRequest(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    agent: str
+    event: LifecycleEvent
+    policy: Policy
+    unit_id: str = Field(min_length=1)
+    current: AgentState | None
+    """The unit's state as the engine last reported it to the policy asking; None when the
+    policy did not read it, which only a CPU limit (the same move in every state) allows."""
+    cpus: float | None = Field(default=None, gt=0)
+    """The CPU limit to set, for raise_cpus and restore_cpus."""
+
+
+class Transitioned(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    request: TransitionRequest
+    after: AgentState | None
+    changed: bool = True
+    """False when the engine could not do it in place (a CPU limit on a runtime without one)."""
+
+
+class TransitionRefused(Exception):
+    """A transition the machine does not allow; nothing was asked of the engine."""
+
+    def __init__(self, request: TransitionRequest, reason: str) -> None:
+        self.request = request
+        self.reason = reason
+        super().__init__(
+            f"{request.policy.value} asked to {request.event.value} {request.agent}: refused, {reason}"
+        )
+
+
+def _refusal(request: TransitionRequest) -> str | None:
+    event = request.event
+    if event in _LIMITS and request.cpus is None:
+        return f"{event.value} needs a CPU limit"
+    if request.current is None:
+        if event in _LIMITS:
+            return refusal(AgentState.STOPPED, event, request.policy)
+        return f"{event.value} needs the unit's state as the engine reported it"
+    return refusal(request.current, event, request.policy)
+
+
+class Lifecycle:
+    def __init__(self, engine: Backend) -> None:
+        self._engine = engine
+
+    def transition(
+        self,
+        agent: str,
+        event: LifecycleEvent,
+        *,
+        policy: Policy,
+        unit_id: str,
+        current: AgentState | None,
+        cpus: float | None = None,
+    ) -> Transitioned:
+        """Move `agent`'s unit by `event`, or raise `TransitionRefused` (the engine untouched).
+        The engine's own failures (`BackendError`) reach the caller as they are."""
+        request = TransitionRequest(
+            agent=agent, event=event, policy=policy, unit_id=unit_id, current=current, cpus=cpus
+        )
+        reason = _refusal(request)
+        if reason is not None:
+            raise TransitionRefused(request, reason)
+        changed = self._carry_out(request)
+        after = TRANSITIONS[(current, event)] if current is not None else None
+        return Transitioned(request=request, after=after, changed=changed)
+
+    def _carry_out(self, request: TransitionRequest) -> bool:
+        event, unit_id = request.event, request.unit_id
+        if event in _STARTS:
+            self._engine.start(unit_id)
+        elif event in _STOPS:
+            self._engine.stop(unit_id, timeout_s=STOP_TIMEOUT_S)
+        elif event is LifecycleEvent.RESTART:
+            self._engine.stop(unit_id, timeout_s=STOP_TIMEOUT_S)
+            self._engine.start(unit_id)
+        elif event is LifecycleEvent.REMOVE:
+            self._engine.remove(unit_id)
+        else:
+            assert request.cpus is not None  # checked by `transition`
+            return self._engine.set_cpus(unit_id, request.cpus)
+        return True
