@@ -301,7 +301,7 @@ class SwarmBackend(Backend):
             service.remove()
         labels = _labels(spec.fleet, "relay", spec.agent) | {LABEL_RELAY_TARGET: target}
         self._client.services.create(
-            spec.image,
+            self._held_image(spec.image),
             name=name,
             command=["python3", "-m", "agent_runtime.relay", str(bind_port), bind_host, str(bind_port)],
             labels=labels,
@@ -322,6 +322,21 @@ class SwarmBackend(Backend):
             mode=ServiceMode("replicated", replicas=1),
         )
 
+    def _held_image(self, image: str) -> str:
+        """The reference a task starts from without asking a registry. A swarm node tries to pull
+        a service's image named by tag at every task start, even when it holds it, and waits for
+        the registry's answer (or its DNS failure) first; a digest it holds, or an image ID, it
+        never pulls. An image only this engine has is named by its ID on a one-node swarm; with
+        more nodes by its tag, since a node may have built a copy of its own (another ID)."""
+        try:
+            held = self._client.images.get(image)
+        except docker.errors.ImageNotFound:
+            return image  # only a registry has it: every node pulls it from there
+        digests = held.attrs.get("RepoDigests") or []
+        if digests:
+            return str(digests[0])
+        return str(held.id) if len(self._client.nodes.list()) == 1 else image
+
     def _agent_task(self, spec: AgentSpec, network: Any, secret: Any) -> TaskTemplate:
         env = {
             "FLOTILLA_URL": spec.orchestrator_url,
@@ -330,7 +345,7 @@ class SwarmBackend(Backend):
             "FLOTILLA_BEARER_FILE": TOKEN_PATH,
         } | dict(spec.env)
         container = ContainerSpec(
-            spec.image,
+            self._held_image(spec.image),
             env=[f"{k}={v}" for k, v in env.items()],
             user=f"{AGENT_UID}:{AGENT_UID}",
             labels=spec.labels | {LABEL_COMPONENT: "agent"},

@@ -45,7 +45,8 @@ def validate(fleet_file: Path, runtime: Runtime | None, as_json: bool) -> None:
     """Check fleet.yaml as `up` would; report every problem with file, line and field (exit code 2)."""
     paths = StatePaths.for_fleet_file(fleet_file)
     capacity, engine_note = _engine_capacity(_runtime_of(paths, runtime), paths)
-    fleet = load_or_exit(fleet_file, capacity, as_json=as_json)
+    # A secret that cannot be read now is a warning here: `up` needs only those its agents use.
+    fleet = load_or_exit(fleet_file, capacity, as_json=as_json, secrets=False)
     if as_json:
         echo_json(
             {

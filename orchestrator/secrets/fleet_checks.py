@@ -7,20 +7,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from orchestrator.secrets import SecretStore
+from orchestrator.secrets.uses import secret_uses
 
 if TYPE_CHECKING:
     from orchestrator.config.fleet import LoadedFleet, Problems
 
 
 def check_secrets(fleet: LoadedFleet, problems: Problems, *, values_needed: bool = True) -> None:
-    """`values_needed=False`: a value that cannot be read is only warned about."""
+    """A value that cannot be read is a problem where an agent uses it (starting that agent
+    needs it), else a warning; `values_needed=False`: only ever a warning."""
     declared = set(fleet.config.secrets)
-    store = SecretStore(fleet.config.secrets, fleet.root)
-    report = problems.add if values_needed else problems.warn
-    for name in sorted(declared):
-        problem = store.problem(name)
-        if problem is not None:
-            report(("secrets", name), problem)
+    _check_values(fleet, problems, values_needed)
     _warn_unbound(fleet, problems)
     for agent_name, agent in fleet.config.agents.items():
         where = ("agents", agent_name, "tools")
@@ -40,6 +37,22 @@ def check_secrets(fleet: LoadedFleet, problems: Problems, *, values_needed: bool
                         f"${{{variable}}} is deprecated: declare the value once under secrets: "
                         f"({variable.lower()}: {{env: {variable}}}) and write {{{{secret:{variable.lower()}}}}}",
                     )
+
+
+def _check_values(fleet: LoadedFleet, problems: Problems, values_needed: bool) -> None:
+    store = SecretStore(fleet.config.secrets, fleet.root)
+    uses = secret_uses(fleet.config)
+    for name in sorted(fleet.config.secrets):
+        problem = store.problem(name)
+        if problem is None:
+            continue
+        users = [use for use in uses if use.secret == name]
+        if not values_needed or not users:
+            unused = "" if users else "; no agent uses it, so starting the fleet does not need it"
+            problems.warn(("secrets", name), problem + unused)
+            continue
+        for use in users:
+            problems.add(use.path, f"agent {use.agent!r} needs {problem}")
 
 
 def _warn_unbound(fleet: LoadedFleet, problems: Problems) -> None:

@@ -45,11 +45,6 @@ def test_a_good_http_server_validates_when_its_variable_is_set(tmp_path: Path) -
             "agents.finder.tools.mcp.0: give command (a stdio server run by the agent) or url",
         ),
         (
-            '        - {name: search, url: "http://127.0.0.1:9/mcp", headers: {X-Key: "Bearer ${NOT_SET_ANYWHERE}"}}\n',
-            "agents.finder.tools.mcp.0.headers.X-Key: MCP server search: header X-Key names the environment "
-            "variable NOT_SET_ANYWHERE, which is not set on the orchestrator host",
-        ),
-        (
             '        - {name: search, url: "http://127.0.0.1:9/mcp", headers: {X-Key: "$KEY"}}\n',
             "agents.finder.tools.mcp.0.headers: header X-Key: '$KEY': write an environment variable as ${NAME}",
         ),
@@ -67,6 +62,17 @@ def test_bad_input_is_named_by_its_field(tmp_path: Path, servers: str, expected:
     said = validate(tmp_path, servers)
     assert expected in said
     assert "Traceback" not in said
+
+
+def test_an_unset_header_variable_is_a_warning_for_validate(tmp_path: Path) -> None:
+    servers = '        - {name: search, url: "http://127.0.0.1:9/mcp", headers: {X-Key: "Bearer ${NOT_SET_ANYWHERE}"}}\n'
+    (tmp_path / "fleet.yaml").write_text(HEAD + servers)
+    result = run_flotilla(tmp_path, "validate")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (
+        "agents.finder.tools.mcp.0.headers.X-Key: MCP server search: header X-Key names the environment "
+        "variable NOT_SET_ANYWHERE, which is not set on the orchestrator host"
+    ) in result.stdout
 
 
 def test_header_values_resolve_from_the_host_environment(monkeypatch: pytest.MonkeyPatch) -> None:

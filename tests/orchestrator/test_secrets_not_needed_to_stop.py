@@ -86,7 +86,7 @@ def test_export_runs_without_the_secret(fleet_dir: Path, tmp_path: Path) -> None
 
 
 def test_starting_still_needs_the_secret(fleet_dir: Path) -> None:
-    result = run_flotilla(fleet_dir, "validate", env=WITHOUT_TOKEN)
+    result = run_flotilla(fleet_dir, "apply", env=WITHOUT_TOKEN)
     assert result.returncode == 2
     assert "the environment variable FEED_TOKEN is not set on the orchestrator host" in result.stderr
 

@@ -155,7 +155,13 @@ def test_an_unreadable_hook_secret_is_named_with_its_source(tmp_path: Path) -> N
     (tmp_path / "fleet.yaml").write_text(BASE + extra)
     env = {k: v for k, v in os.environ.items() if k != "HOOK_SECRET"}
     result = run_flotilla(tmp_path, "validate", env=env)
-    assert result.returncode == 2
+    assert result.returncode == 0
     assert "secrets.hook_secret: secret 'hook_secret': the environment variable HOOK_SECRET is not set" in (
-        result.stdout + result.stderr
+        result.stdout
     )
+    result = run_flotilla(tmp_path, "apply", env=env)
+    assert result.returncode == 2
+    assert (
+        "hooks.github.secret: agent 'coordinator' needs secret 'hook_secret': the environment variable "
+        "HOOK_SECRET is not set"
+    ) in result.stderr

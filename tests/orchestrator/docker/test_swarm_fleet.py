@@ -124,6 +124,16 @@ def test_each_agent_is_one_hardened_service_on_its_own_internal_network(
         assert attrs["Internal"] is True and attrs["Driver"] == "overlay"
 
 
+def test_services_name_their_image_so_no_task_start_asks_a_registry(fleet: SwarmFleet, swarm: Any) -> None:
+    """By tag, a node asks the registry at each task start (here: a DNS query that leaves the
+    machine and takes as long as the resolver does); by image ID it starts from what it holds."""
+    image_id = swarm.images.get(fleet.image).id
+    for component in ("agent", "relay"):
+        for agent, service in fleet.services(swarm, component).items():
+            reference = service.attrs["Spec"]["TaskTemplate"]["ContainerSpec"]["Image"]
+            assert reference == image_id, (component, agent, reference)
+
+
 def test_ps_shows_the_runtime_and_each_agents_node(fleet: SwarmFleet, swarm: Any) -> None:
     hostname = swarm.info()["Name"]
     status = fleet.status()

@@ -68,7 +68,7 @@ def test_undeclared_and_unreadable_secrets_are_named_with_their_line(
             tools:
               http:
                 allow: ["https://api.example.com/v1/"]
-                secrets: [gone, nowhere]
+                secrets: [gone, nowhere, missing_file]
               mcp:
                 - name: search
                   url: https://search.example/mcp
@@ -77,9 +77,14 @@ def test_undeclared_and_unreadable_secrets_are_named_with_their_line(
     )
     problems = problems_of(path)
     assert any(
-        "fleet.yaml:4: secrets.gone:" in p and "NOT_SET_FOR_THIS_TEST is not set" in p for p in problems
+        "fleet.yaml:11: agents.researcher.tools.http.secrets.0: agent 'researcher' needs secret 'gone'" in p
+        and "NOT_SET_FOR_THIS_TEST is not set" in p
+        for p in problems
     )
-    assert any("fleet.yaml:5: secrets.missing_file:" in p and "cannot read file" in p for p in problems)
+    assert any(
+        "fleet.yaml:11: agents.researcher.tools.http.secrets.2:" in p and "cannot read file" in p
+        for p in problems
+    )
     assert any(
         "fleet.yaml:11: agents.researcher.tools.http.secrets.1:" in p
         and "secret 'nowhere' is not declared" in p
