@@ -10,6 +10,7 @@ memory/) live in the agent's storage: they are asked of the agent, read-only.
 
 from __future__ import annotations
 
+import base64
 import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -329,6 +330,11 @@ class WorkspaceAccess:
             # The agent's own writes are mirrored by the agent once accepted.
             self.push_files(access, [result.name])
         return result
+
+    def push_binary(self, agent: str, name: str, data: bytes) -> None:
+        """Hand a binary file saved for the agent (a screenshot) to the agent, if connected."""
+        copy = WorkspaceFileCopy(name=name, content="", binary_b64=base64.b64encode(data).decode("ascii"))
+        self._channels.push_workspace(agent, WorkspaceCopy(files=[copy]))
 
     def push_files(self, access: AgentWorkspace, names: list[str]) -> None:
         """Hand changed files to the agent, if its channel is open (from any thread)."""
