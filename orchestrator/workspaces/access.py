@@ -38,6 +38,7 @@ from agent_runtime.protocol import (
     WorkspaceFileCopy,
     WorkspaceWriteResult,
 )
+from agent_runtime.workspace.binary import SCREENSHOTS, BadBinaryName, VersionedBinaries
 from orchestrator.agents.ask import AgentAsker
 from orchestrator.agents.requests import AgentChannels
 from orchestrator.config.wrong_names import unknown_agent
@@ -155,8 +156,36 @@ async def _extra_rows(asker: AgentAsker, agent: str) -> list[WorkspaceFileRow]:
     return rows
 
 
+def _screenshot_rows(ws: Workspace) -> list[WorkspaceFileRow]:
+    """The browser's screenshots, saved on this side; each row names its newest version."""
+    files = VersionedBinaries(ws.data_dir, SCREENSHOTS)
+    rows = []
+    for name in files.names():
+        last = files.history(name)[-1]
+        rows.append(
+            WorkspaceFileRow(
+                name=files.relative(name),
+                kind="screenshot",
+                size=last.size,
+                cap=None,
+                fill_pct=None,
+                exists=True,
+                read_only=True,
+                editable=False,
+                version=last.version,
+                updated_at=last.at,
+                author=last.author,
+            )
+        )
+    return rows
+
+
 async def list_files(asker: AgentAsker, access: AgentWorkspace) -> WorkspaceListing:
-    rows = _identity_rows(access.workspace) + await _extra_rows(asker, access.agent)
+    rows = (
+        _identity_rows(access.workspace)
+        + await _extra_rows(asker, access.agent)
+        + _screenshot_rows(access.workspace)
+    )
     return WorkspaceListing(agent=access.agent, files=rows, total_bytes=sum(r.size for r in rows))
 
 
@@ -166,6 +195,12 @@ async def list_files(asker: AgentAsker, access: AgentWorkspace) -> WorkspaceList
 async def read_file(
     asker: AgentAsker, access: AgentWorkspace, name: str, version: int | None
 ) -> WorkspaceFileContent:
+    if _screenshot(name) is not None:
+        raise BadRequest(
+            "binary_file",
+            f"{name} is a PNG image, not text: fetch it from "
+            f"/api/v1/agents/{access.agent}/screenshots/{name.removeprefix(SCREENSHOTS + '/')}?version=N",
+        )
     canonical = canonical_identity(name)
     if canonical is None:
         return await _read_extra(asker, access, name, version)
@@ -211,6 +246,8 @@ async def _read_extra(
 
 
 def _require_identity(name: str) -> str:
+    if _screenshot(name) is not None:
+        raise BadRequest("binary_file", f"{name} is a PNG image: it has a history but no text diff")
     canonical = canonical_identity(name)
     if canonical is None:
         extra_kind(name)
@@ -218,7 +255,25 @@ def _require_identity(name: str) -> str:
     return canonical
 
 
+def _screenshot(name: str) -> str | None:
+    """The bare name of a screenshot path (screenshots/<name>.png); None for other paths."""
+    parts = check_relative(name)
+    if len(parts) != 2 or parts[0] != SCREENSHOTS:
+        return None
+    try:
+        return VersionedBinaries(".", SCREENSHOTS).name_of(parts[1])
+    except BadBinaryName as bad:
+        raise NotFound("unknown_file", str(bad)) from None
+
+
 def history(access: AgentWorkspace, name: str) -> WorkspaceHistory:
+    shot = _screenshot(name)
+    if shot is not None:
+        files = VersionedBinaries(access.workspace.data_dir, SCREENSHOTS)
+        versions = [WorkspaceVersionRow.model_validate(v.model_dump()) for v in files.history(shot)]
+        if not versions:
+            raise NotFound("unknown_file", f"agent {access.agent} has no screenshot {name}")
+        return WorkspaceHistory(agent=access.agent, name=files.relative(shot), versions=versions)
     canonical = _require_identity(name)
     versions = [
         WorkspaceVersionRow.model_validate(v.model_dump()) for v in access.workspace.history(canonical)
