@@ -103,9 +103,9 @@ class Browsing:
             )
         )
 
-    async def call(self, name: str, **arguments: Any) -> OrchestratorToolResult:
+    async def call(self, tool: str, /, **arguments: Any) -> OrchestratorToolResult:
         return await self.provider.call(
-            OrchestratorToolCall(name=name, arguments=arguments, item_id="item-1")
+            OrchestratorToolCall(name=tool, arguments=arguments, item_id="item-1")
         )
 
     def recorded(self) -> str:
