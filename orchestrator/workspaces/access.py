@@ -325,7 +325,8 @@ def _joined(lines: Iterable[str]) -> str:
 
 
 def workspace_copy(access: AgentWorkspace, names: list[str] | None = None) -> WorkspaceCopy:
-    """The operator's copy of the given files (all of them by default), with their versions."""
+    """The operator's copy of the given files (all of them by default, the screenshots' newest
+    versions included), with their versions."""
     ws = access.workspace
     files = []
     for name in names if names is not None else list(WORKSPACE_FILES):
@@ -335,7 +336,23 @@ def workspace_copy(access: AgentWorkspace, names: list[str] | None = None) -> Wo
                 name=name, content=ws.read(name), version=history[-1].version if history else None
             )
         )
+    if names is None:
+        files += _screenshot_copies(ws)
     return WorkspaceCopy(files=files)
+
+
+def _screenshot_copies(ws: Workspace) -> list[WorkspaceFileCopy]:
+    screenshots = VersionedBinaries(ws.data_dir, SCREENSHOTS)
+    copies = []
+    for name in screenshots.names():
+        data = screenshots.read(name)
+        if data is not None:
+            copies.append(binary_copy(screenshots.relative(name), data))
+    return copies
+
+
+def binary_copy(name: str, data: bytes) -> WorkspaceFileCopy:
+    return WorkspaceFileCopy(name=name, content="", binary_b64=base64.b64encode(data).decode("ascii"))
 
 
 class WorkspaceAccess:
@@ -388,8 +405,7 @@ class WorkspaceAccess:
 
     def push_binary(self, agent: str, name: str, data: bytes) -> None:
         """Hand a binary file saved for the agent (a screenshot) to the agent, if connected."""
-        copy = WorkspaceFileCopy(name=name, content="", binary_b64=base64.b64encode(data).decode("ascii"))
-        self._channels.push_workspace(agent, WorkspaceCopy(files=[copy]))
+        self._channels.push_workspace(agent, WorkspaceCopy(files=[binary_copy(name, data)]))
 
     def push_files(self, access: AgentWorkspace, names: list[str]) -> None:
         """Hand changed files to the agent, if its channel is open (from any thread)."""

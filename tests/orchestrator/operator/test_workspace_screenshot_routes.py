@@ -1,12 +1,20 @@
 """Screenshots in the operator's workspace routes: listed with their newest version, their
-history kept, each version served as a PNG, text reads and diffs refused with a clear message."""
+history kept, each version served as a PNG, text reads and diffs refused with a clear message;
+handed to the agent's working copy when saved and when the agent connects."""
 
 from __future__ import annotations
+
+import base64
+import time
 
 from fastapi.testclient import TestClient
 
 from agent_runtime.workspace.binary import VersionedBinaries
+from agent_runtime.workspace.versioned import WORKSPACE_FILES
+from orchestrator.browser.screenshots import ScreenshotPlace, ScreenshotShelf
 from orchestrator.services import Services
+from orchestrator.testing.agent_link import link_agent
+from orchestrator.workspaces.access import workspace_copy
 
 BASE = "/api/v1/agents/alpha/workspace"
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
@@ -61,3 +69,25 @@ def test_a_screenshot_is_not_read_or_diffed_as_text(operator: TestClient, servic
     assert diffed.status_code == 400 and "no text diff" in diffed.json()["message"]
     assert operator.get(f"{BASE}/screenshots/missing.png/history").status_code == 404
     assert operator.get(f"{BASE}/screenshots/..%2F..%2FSOUL.md/history").status_code in (400, 404)
+
+
+def test_a_saved_screenshot_reaches_the_agents_working_copy(operator: TestClient, services: Services) -> None:
+    agent = link_agent(operator.portal, services, "alpha")
+    shelf = ScreenshotShelf(
+        ScreenshotPlace(services.paths.agent_dir, {}, saved=services.workspaces.push_binary)
+    )
+    shelf.keep("alpha", "front", PNG, "http://127.0.0.1/a")
+    mirrored = agent.settings.data_dir / "workspace" / "screenshots" / "front.png"
+    deadline = time.monotonic() + 10
+    while not mirrored.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert mirrored.read_bytes() == PNG
+
+
+def test_the_whole_copy_sent_when_the_agent_connects_has_the_newest_screenshots(services: Services) -> None:
+    save(services, "front", PNG, "http://127.0.0.1/a")
+    save(services, "front", PNG + b"2", "http://127.0.0.1/b")
+    copy = workspace_copy(services.workspaces.open("alpha"))
+    binaries = [(f.name, f.binary_b64) for f in copy.files if f.binary_b64 is not None]
+    assert binaries == [("screenshots/front.png", base64.b64encode(PNG + b"2").decode())]
+    assert {f.name for f in copy.files if f.binary_b64 is None} == set(WORKSPACE_FILES)
