@@ -8,7 +8,6 @@ version, kept as `versions/<folder>/<name>/<n><suffix>` with its line in that fo
 
 from __future__ import annotations
 
-import contextlib
 import re
 from pathlib import Path
 
@@ -130,22 +129,6 @@ class VersionedBinaries:
     def mirror(self, name: str, data: bytes) -> None:
         """Replace the live file with bytes accepted elsewhere (no version recorded here)."""
         atomic_write_bytes(self._live(self.name_of(name)), data)
-
-    def prune(self, name: str, keep: int) -> int:
-        """Drop all but the newest `keep` versions of `name` (the live file stays); how many left."""
-        bare = self.name_of(name)
-        version_dir = self._version_dir(bare)
-        with locked_versions(self.versions_root):
-            known = self.history(bare)
-            dropped, kept = known[: max(0, len(known) - keep)], known[len(known) - keep :]
-            if not dropped:
-                return 0
-            index = "".join(record.model_dump_json() + "\n" for record in kept)
-            atomic_write_bytes(version_dir / "index.jsonl", index.encode("utf-8"))
-            for record in dropped:
-                with contextlib.suppress(FileNotFoundError):
-                    self._blob(bare, record.version).unlink()
-        return len(dropped)
 
     def _live(self, bare: str) -> Path:
         return self.root / f"{bare}{self.suffix}"

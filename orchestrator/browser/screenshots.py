@@ -10,14 +10,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from agent_runtime.protocol import AgentRuntimeConfig
 from agent_runtime.workspace.binary import PNG_MAGIC, SCREENSHOTS, VersionedBinaries
-from agent_runtime.workspace.versioned import WorkspaceError
+from agent_runtime.workspace.versioned import WorkspaceError, locked_versions
 from agent_runtime.workspace.wire import WorkspaceWriteResult
 from orchestrator.browser.session import SessionFailed
 from orchestrator.config.browser import BrowserPolicy
+from orchestrator.workspaces.retention import prune_versions
 
 DEFAULT_NAME = "screenshot"
 WORKSPACE_QUOTA_BYTES = AgentRuntimeConfig.model_fields["workspace_quota_bytes"].default
@@ -73,7 +75,15 @@ class ScreenshotShelf:
             )
         except WorkspaceError as refused:
             raise SessionFailed(f"screenshot: {refused}") from None
-        files.prune(name, policy.screenshots_kept)
+        with locked_versions(files.versions_root):
+            prune_versions(
+                files.versions_root,
+                files.name_of(name),
+                policy.screenshots_kept,
+                None,
+                datetime.now(UTC),
+                files.suffix,
+            )
         if self._place.saved is not None:
             self._place.saved(agent, saved.name, png)
         return saved
