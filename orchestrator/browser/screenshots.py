@@ -13,10 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agent_runtime.protocol import AgentRuntimeConfig
-from agent_runtime.workspace.binary import PNG_MAGIC, SCREENSHOTS, VersionedBinaries
-from agent_runtime.workspace.versioned import WorkspaceError, locked_versions
-from agent_runtime.workspace.wire import WorkspaceWriteResult
+from agent_runtime import PNG_MAGIC, SCREENSHOTS, VersionedBinaries, WorkspaceError, locked_versions
+from agent_runtime.protocol import AgentRuntimeConfig, WorkspaceWriteResult
 from orchestrator.browser.session import SessionFailed
 from orchestrator.config.browser import BrowserPolicy
 from orchestrator.workspaces.retention import prune_versions

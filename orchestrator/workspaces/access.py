@@ -18,13 +18,16 @@ from pathlib import PurePosixPath
 
 from agent_runtime import (
     CAPS,
+    SCREENSHOTS,
     WORKSPACE_FILES,
     Author,
+    BadBinaryName,
     CapExceeded,
     InvalidContent,
     ReadOnlyFile,
     UnknownFile,
     UnknownVersion,
+    VersionedBinaries,
     Workspace,
     WorkspaceError,
     is_disk_full,
@@ -38,7 +41,6 @@ from agent_runtime.protocol import (
     WorkspaceFileCopy,
     WorkspaceWriteResult,
 )
-from agent_runtime.workspace.binary import SCREENSHOTS, BadBinaryName, VersionedBinaries
 from orchestrator.agents.ask import AgentAsker
 from orchestrator.agents.requests import AgentChannels
 from orchestrator.config.wrong_names import unknown_agent

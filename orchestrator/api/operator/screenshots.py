@@ -11,8 +11,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
-from agent_runtime.workspace.binary import SCREENSHOTS, VersionedBinaries
-from agent_runtime.workspace.versioned import UnknownVersion, WorkspaceError
+from agent_runtime import SCREENSHOTS, UnknownVersion, VersionedBinaries, WorkspaceError
 from orchestrator.api.deps import OperatorDep, ServicesDep
 from orchestrator.api.errors import ApiError
 
