@@ -19,18 +19,22 @@ def files_under(root: Path) -> list[str]:
     return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
 
 
-def shelf(tmp_path: Path, policy: BrowserPolicy, quota: int = 8 * 1024 * 1024) -> ScreenshotShelf:
-    saved: list[tuple[str, str, bytes]] = []
-    place = ScreenshotPlace(
-        lambda agent: tmp_path / agent, {"scout": policy}, quota, lambda *s: saved.append(s)
-    )
-    shelf = ScreenshotShelf(place)
-    shelf.saved_for_test = saved  # type: ignore[attr-defined]
-    return shelf
+def shelf(
+    tmp_path: Path,
+    policy: BrowserPolicy,
+    quota: int = 8 * 1024 * 1024,
+    handed: list[tuple[str, str]] | None = None,
+) -> ScreenshotShelf:
+    def hand_on(agent: str, name: str, _png: bytes) -> None:
+        if handed is not None:
+            handed.append((agent, name))
+
+    return ScreenshotShelf(ScreenshotPlace(lambda agent: tmp_path / agent, {"scout": policy}, quota, hand_on))
 
 
 def test_two_screenshots_of_one_name_are_two_versions(tmp_path: Path) -> None:
-    shelves = shelf(tmp_path, BrowserPolicy())
+    handed: list[tuple[str, str]] = []
+    shelves = shelf(tmp_path, BrowserPolicy(), handed=handed)
     first = shelves.keep("scout", "front", PNG, "http://127.0.0.1:8000/a")
     second = shelves.keep("scout", "front", PNG + b"more", "http://127.0.0.1:8000/b")
     assert (first.name, first.version, second.version) == ("screenshots/front.png", 1, 2)
@@ -42,8 +46,7 @@ def test_two_screenshots_of_one_name_are_two_versions(tmp_path: Path) -> None:
     ]
     assert files.read_version("screenshots/front.png", 1) == PNG
     assert (tmp_path / "scout/workspace/screenshots/front.png").read_bytes() == PNG + b"more"
-    pushed = shelves.saved_for_test  # type: ignore[attr-defined]
-    assert [(agent, name) for agent, name, _ in pushed] == [("scout", "screenshots/front.png")] * 2
+    assert handed == [("scout", "screenshots/front.png")] * 2
 
 
 def test_a_screenshot_over_the_cap_is_refused_and_leaves_nothing(tmp_path: Path) -> None:
