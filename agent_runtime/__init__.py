@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from agent_runtime.transport.channel import AgentChannel
     from agent_runtime.transport.serving import AgentService
     from agent_runtime.work.prompt import OUTPUT_SCHEMA_MARKER
+    from agent_runtime.workspace.binary import PNG_MAGIC, SCREENSHOTS, BadBinaryName, VersionedBinaries
     from agent_runtime.workspace.contracts import ContractError, Interface, parse_interface, validate_payload
     from agent_runtime.workspace.versioned import (
         CAPS,
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
         Workspace,
         WorkspaceError,
         atomic_write_bytes,
+        locked_versions,
         normalize_name,
         scaffold,
     )
@@ -102,6 +104,11 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "YamlRefused": ("agent_runtime.safety.safe_yaml", "YamlRefused"),
     "aiter_sse": ("agent_runtime.sse", "aiter_sse"),
     "atomic_write_bytes": ("agent_runtime.workspace.versioned", "atomic_write_bytes"),
+    "BadBinaryName": ("agent_runtime.workspace.binary", "BadBinaryName"),
+    "PNG_MAGIC": ("agent_runtime.workspace.binary", "PNG_MAGIC"),
+    "SCREENSHOTS": ("agent_runtime.workspace.binary", "SCREENSHOTS"),
+    "VersionedBinaries": ("agent_runtime.workspace.binary", "VersionedBinaries"),
+    "locked_versions": ("agent_runtime.workspace.versioned", "locked_versions"),
     "backoff_delay": ("agent_runtime.backoff", "backoff_delay"),
     "collector_paused": ("agent_runtime.process.collector", "collector_paused"),
     "is_disk_full": ("agent_runtime.process.disk_space", "is_disk_full"),
@@ -121,7 +128,9 @@ __all__ = [
     "CAPS",
     "DEFAULT_JITTER",
     "OUTPUT_SCHEMA_MARKER",
+    "PNG_MAGIC",
     "READ_ONLY",
+    "SCREENSHOTS",
     "WORKSPACE_FILES",
     "YAML_MAX_DEPTH",
     "YAML_MAX_FILE_BYTES",
@@ -130,6 +139,7 @@ __all__ = [
     "AgentService",
     "Author",
     "Backoff",
+    "BadBinaryName",
     "CapExceeded",
     "ContextSettings",
     "ContractError",
@@ -142,6 +152,7 @@ __all__ = [
     "SseEvent",
     "UnknownFile",
     "UnknownVersion",
+    "VersionedBinaries",
     "Workspace",
     "WorkspaceError",
     "YamlDocument",
@@ -155,6 +166,7 @@ __all__ = [
     "iter_sse",
     "load_yaml",
     "load_yaml_file",
+    "locked_versions",
     "nominal_delay",
     "normalize_name",
     "parse_interface",

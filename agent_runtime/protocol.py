@@ -475,6 +475,9 @@ class WorkspaceFileCopy(WireModel):
     name: str
     content: str
     version: int | None = None
+    binary_b64: str | None = Field(
+        default=None, description="A binary file's bytes (a screenshot), base64; `content` is then empty"
+    )
 
 
 class WorkspaceCopy(WireModel):

@@ -34,7 +34,7 @@ from orchestrator.browser import BrowserContextParts, BrowserSessions, BrowserTo
 from orchestrator.browser.image import ensure_browser_image
 from orchestrator.browser.interception import Interception, certificate_chain
 from orchestrator.browser.proxy import EgressProxy, ProxyLog
-from orchestrator.browser.screenshots import ScreenshotShelf
+from orchestrator.browser.screenshots import ScreenshotPlace, ScreenshotShelf
 from orchestrator.config.tools import ToolsConfig
 from orchestrator.events import EventBus
 from orchestrator.images.build import default_repo_root
@@ -96,7 +96,7 @@ class _Agents:
             }
         )
         assert tools.http is not None and tools.browser is not None
-        shelf = ScreenshotShelf(root / "browser", {})
+        shelf = ScreenshotShelf(ScreenshotPlace(lambda agent: root / "agents" / agent, {}))
         self.tools = [
             BrowserTools(
                 BrowserContextParts(

@@ -9,6 +9,8 @@ closed after it, so an idle agent stays small; a fresh agent creates its store w
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -33,6 +35,7 @@ from agent_runtime.protocol import (
     RestorePlan,
     WorkspaceCopy,
 )
+from agent_runtime.workspace.binary import SCREENSHOTS, BadBinaryName, VersionedBinaries
 from agent_runtime.workspace.files import FileAccessError, PathEscape, SymlinkRefused, WorkspaceFiles
 from agent_runtime.workspace.restore import RESTORE_OPS, RestoreError, Restores, restart_in_place_soon
 from agent_runtime.workspace.snapshot import SNAPSHOT_OPS, SnapshotError, Snapshots
@@ -85,6 +88,7 @@ class AgentService:
         self._token = token
         self._job_runners = job_runners
         self.workspace = Workspace(settings.data_dir)
+        self.screenshots = VersionedBinaries(settings.data_dir, SCREENSHOTS)
         self.snapshots = Snapshots(settings.data_dir)
         self.restores = Restores(settings.data_dir)
         self._restart = restart
@@ -124,9 +128,14 @@ class AgentService:
         with synced_together():
             for entry in copy.files:
                 try:
-                    self.workspace.mirror(entry.name, entry.content)
+                    if entry.binary_b64 is None:
+                        self.workspace.mirror(entry.name, entry.content)
+                    else:
+                        self.screenshots.mirror(entry.name, base64.b64decode(entry.binary_b64, validate=True))
                 except UnknownFile as unknown:
                     return refusal(422, "unknown_file", str(unknown))
+                except (BadBinaryName, binascii.Error) as bad:
+                    return refusal(422, "unknown_file", f"{entry.name[:80]!r}: {bad}")
         return 200, {"files": len(copy.files)}
 
     # --- files the agent keeps itself ------------------------------------------------------

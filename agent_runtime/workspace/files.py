@@ -4,7 +4,8 @@ Paths are relative to the workspace root. Absolute paths, `..` components and sy
 on the path are refused, so a tool call cannot reach outside the folder. The capped identity
 files and the learnings are not writable here: they have their own tools, which enforce caps,
 validation, versions and deduplication; `cognition/` (working and semantic memory) is written
-by the memory jobs only.
+by the memory jobs only; `screenshots/` by the browser_screenshot tool only. Binary files are
+listed but not read as text.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from agent_runtime.workspace.binary import PNG_MAGIC, SCREENSHOTS
 from agent_runtime.workspace.versioned import WORKSPACE_FILES, atomic_write_bytes
 
 MANAGED_FOLDERS = frozenset({"learnings"})
 # Written by the memory jobs only (the checkpoint strategy's working and semantic memory).
 JOB_FOLDERS = frozenset({"cognition"})
 DEFAULT_READ_LIMIT = 64 * 1024
+BINARY_SNIFF = 8 * 1024  # a NUL byte this early: not text
 
 
 class FileAccessError(ValueError):
@@ -103,7 +106,13 @@ class WorkspaceFiles:
             os.close(fd)
             raise FileAccessError(f"{relative!r} is a folder or a special file: use list_files")
         with os.fdopen(fd, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
             data = handle.read(limit + 1)
+        if data.startswith(PNG_MAGIC) or b"\x00" in data[:BINARY_SNIFF]:
+            kind = "a PNG image" if data.startswith(PNG_MAGIC) else "binary"
+            raise FileAccessError(
+                f"{relative!r} is {kind} ({size} bytes): it cannot be read as text; list_files shows it"
+            )
         text = data[:limit].decode("utf-8", errors="replace")
         if len(data) > limit:
             text += f"\n[... cut: only the first {limit} bytes of {relative} are shown]"
@@ -117,6 +126,10 @@ class WorkspaceFiles:
             )
         if parts[0] in MANAGED_FOLDERS:
             raise ProtectedFile(f"{parts[0]}/ is managed by the runtime: use record_correction")
+        if parts[0] == SCREENSHOTS:
+            raise ProtectedFile(
+                f"{SCREENSHOTS}/ holds the browser's screenshots: take one with browser_screenshot"
+            )
         if parts[0].lower() in JOB_FOLDERS:
             raise ProtectedFile(
                 f"{parts[0]}/ is written by the memory jobs only: propose a change with propose_memory_change"

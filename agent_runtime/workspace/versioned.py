@@ -69,7 +69,8 @@ GENERATED: frozenset[str] = READ_ONLY
 INJECTION_TOTAL_CAP = 48 * KIB
 
 Author = Literal["agent", "operator", "job", "system", "fleet.yaml"]
-RecordedAuthor = Literal["agent", "operator", "job", "system", "fleet.yaml", "external"]
+# "browser": a screenshot the orchestrator took in the agent's browser and saved for it.
+RecordedAuthor = Literal["agent", "operator", "job", "system", "fleet.yaml", "external", "browser"]
 PRIVILEGED_AUTHORS: frozenset[str] = frozenset({"operator", "system"})
 
 
@@ -162,7 +163,7 @@ def _validate_interface(text: str) -> None:
 VALIDATORS: dict[str, Callable[[str], None]] = {"INTERFACE.md": _validate_interface}
 
 
-def _sha256(data: bytes) -> str:
+def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
@@ -321,19 +322,7 @@ class Workspace:
         return infos
 
     def history(self, name: str) -> list[FileVersion]:
-        index = self._version_dir(normalize_name(name)) / "index.jsonl"
-        try:
-            lines = index.read_text(encoding="utf-8").splitlines()
-        except FileNotFoundError:
-            return []
-        versions = []
-        for line in lines:
-            if not line.strip():
-                continue
-            # A torn last line (crash mid-append) is skipped rather than breaking the history.
-            with contextlib.suppress(ValidationError):
-                versions.append(FileVersion.model_validate_json(line))
-        return versions
+        return read_versions(self._version_dir(normalize_name(name)))
 
     def read_version(self, name: str, version: int) -> str:
         canonical = normalize_name(name)
@@ -349,7 +338,7 @@ class Workspace:
         known = self.history(canonical)
         if live is None:
             return False
-        return not known or known[-1].sha256 != _sha256(live)
+        return not known or known[-1].sha256 != sha256_hex(live)
 
     # Writing
 
@@ -382,9 +371,9 @@ class Workspace:
         with self.locked(canonical):
             known = self.history(canonical)
             live = self._live_bytes(canonical)
-            if live is not None and (not known or known[-1].sha256 != _sha256(live)):
+            if live is not None and (not known or known[-1].sha256 != sha256_hex(live)):
                 known.append(self._record(canonical, live, "external", "changed outside Flotilla", known))
-            if known and known[-1].sha256 == _sha256(data) and live is not None:
+            if known and known[-1].sha256 == sha256_hex(data) and live is not None:
                 return WorkspaceWriteResult(name=canonical, size=len(data), version=known[-1].version)
             record = self._record(canonical, data, author, reason, known, live_too=True)
         return WorkspaceWriteResult(name=canonical, size=record.size, version=record.version)
@@ -424,7 +413,7 @@ class Workspace:
                     continue
                 data = new.encode("utf-8")
                 atomic_write_bytes(blob, data)
-                records.append(record.model_copy(update={"size": len(data), "sha256": _sha256(data)}))
+                records.append(record.model_copy(update={"size": len(data), "sha256": sha256_hex(data)}))
                 changed += 1
             if changed:
                 index = "".join(record.model_dump_json() + "\n" for record in records)
@@ -456,27 +445,10 @@ class Workspace:
         live_too: bool = False,
     ) -> FileVersion:
         number = (known[-1].version if known else 0) + 1
-        atomic_write_bytes(self._blob(canonical, number), data)
-        if live_too:
-            atomic_write_bytes(self.root / canonical, data)
-        record = FileVersion(
-            version=number,
-            author=author,
-            at=datetime.now(UTC),
-            size=len(data),
-            reason=reason,
-            sha256=_sha256(data),
+        live = self.root / canonical if live_too else None
+        return record_version(
+            self._version_dir(canonical), self._blob(canonical, number), live, data, author, reason, number
         )
-        index = self._version_dir(canonical) / "index.jsonl"
-        deferred = _deferred_syncs()
-        with index.open("a", encoding="utf-8") as out:
-            out.write(record.model_dump_json() + "\n")
-            out.flush()
-            if deferred is None:
-                os.fsync(out.fileno())
-            else:
-                deferred.add(index)
-        return record
 
     @contextlib.contextmanager
     def locked(self, name: str) -> Iterator[None]:
@@ -485,24 +457,81 @@ class Workspace:
         Reentrant within a thread, so a holder may call `write`. A reader that compares the live
         file with its versions (a direct-edit watcher) takes it to never see a write half done.
         """
-        lock_path = self._version_dir(normalize_name(name)) / ".lock"
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        held: set[str] = _HELD.__dict__.setdefault("paths", set())
-        key = str(lock_path.resolve())
-        if key in held:
+        with locked_versions(self._version_dir(normalize_name(name))):
             yield
-            return
-        with lock_path.open("a") as lock:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-            held.add(key)
-            try:
-                yield
-            finally:
-                held.discard(key)
-                fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
 
 _HELD = threading.local()
+
+
+@contextlib.contextmanager
+def locked_versions(version_dir: Path) -> Iterator[None]:
+    """Hold the write lock of one version folder, across processes; reentrant within a thread."""
+    lock_path = version_dir / ".lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    held: set[str] = _HELD.__dict__.setdefault("paths", set())
+    key = str(lock_path.resolve())
+    if key in held:
+        yield
+        return
+    with lock_path.open("a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        held.add(key)
+        try:
+            yield
+        finally:
+            held.discard(key)
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+
+def read_versions(version_dir: Path) -> list[FileVersion]:
+    """The versions recorded in a version folder's index, oldest first."""
+    try:
+        lines = (version_dir / "index.jsonl").read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    versions = []
+    for line in lines:
+        if not line.strip():
+            continue
+        # A torn last line (crash mid-append) is skipped rather than breaking the history.
+        with contextlib.suppress(ValidationError):
+            versions.append(FileVersion.model_validate_json(line))
+    return versions
+
+
+def record_version(
+    version_dir: Path,
+    blob: Path,
+    live: Path | None,
+    data: bytes,
+    author: RecordedAuthor,
+    reason: str,
+    number: int,
+) -> FileVersion:
+    """Keep `data` as version `number`: its content in `blob` (and in `live` when given), then its
+    line in the index, last, so an index line always names content that is on disk."""
+    atomic_write_bytes(blob, data)
+    if live is not None:
+        atomic_write_bytes(live, data)
+    record = FileVersion(
+        version=number,
+        author=author,
+        at=datetime.now(UTC),
+        size=len(data),
+        reason=reason,
+        sha256=sha256_hex(data),
+    )
+    index = version_dir / "index.jsonl"
+    deferred = _deferred_syncs()
+    with index.open("a", encoding="utf-8") as out:
+        out.write(record.model_dump_json() + "\n")
+        out.flush()
+        if deferred is None:
+            os.fsync(out.fileno())
+        else:
+            deferred.add(index)
+    return record
 
 
 def scaffold(data_dir: Path | str, seeds: Mapping[str, str], readonly: Mapping[str, str]) -> Workspace:

@@ -15,6 +15,7 @@ BROWSER_SCREENSHOT = "browser_screenshot"
 BROWSER_EVALUATE = "browser_evaluate"
 BROWSER_CLOSE = "browser_close"
 SESSION_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
+SCREENSHOT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
 
 class _Arguments(BaseModel):
@@ -52,7 +53,12 @@ class TypeArguments(_Arguments):
 
 
 class ScreenshotArguments(_Arguments):
-    pass
+    name: str | None = Field(
+        default=None,
+        pattern=SCREENSHOT_NAME.pattern,
+        description="File name without .png, saved as screenshots/<name>.png in your workspace; a new "
+        "screenshot of the same name is a new version of that file (default: the current item's id)",
+    )
 
 
 class EvaluateArguments(_Arguments):
@@ -84,7 +90,8 @@ TOOLS: dict[str, tuple[type[_Arguments], str]] = {
     ),
     BROWSER_SCREENSHOT: (
         ScreenshotArguments,
-        "Take a PNG screenshot of the current page; it is kept by the orchestrator for the operator",
+        "Take a PNG screenshot of the current page, saved in your workspace as screenshots/<name>.png "
+        "(a new version each time) where you and the operator can list it",
     ),
     BROWSER_EVALUATE: (EvaluateArguments, "Run JavaScript in the current page and return its JSON result"),
     BROWSER_CLOSE: (

@@ -19,19 +19,19 @@ from agent_runtime.protocol import (
 from orchestrator.browser.arguments import (
     BROWSER_CLOSE,
     BROWSER_EVALUATE,
-    BROWSER_SCREENSHOT,
     BROWSER_SNAPSHOT,
     TOOLS,
     ClickArguments,
     EvaluateArguments,
     NavigateArguments,
+    ScreenshotArguments,
     TypeArguments,
     input_schema,
     parse,
 )
 from orchestrator.browser.proxy import ProxiedRequest
 from orchestrator.browser.sandbox import SandboxFailed
-from orchestrator.browser.screenshots import ScreenshotShelf
+from orchestrator.browser.screenshots import ScreenshotShelf, default_name
 from orchestrator.browser.session import PageText, SessionEnded, SessionFailed
 from orchestrator.browser.sessions import AgentBrowsing, BrowserSessions, OpenSession
 from orchestrator.config.browser import BrowserPolicy
@@ -47,7 +47,7 @@ log = logging.getLogger(__name__)
 BROWSER_ACTION = "browser.action"
 """A browser action ran: tool, session, url, ok, detail, bytes (of what came back to the agent
 or was saved), requests (page requests it made through the proxy), refused (their refusals) and,
-for a screenshot, file (its name on the operator's side)."""
+for a screenshot, file (its path in the workspace, screenshots/<name>.png) and version."""
 BROWSER_REFUSED = "browser.refused"
 """A browser call refused by the policy: tool, session, rule."""
 REFUSALS_SHOWN = 5
@@ -61,6 +61,7 @@ class ActionOutcome:
     output: str
     size: int
     file: str = ""
+    version: int = 0
 
 
 class BrowserRefused(HostToolRefused):
@@ -146,7 +147,7 @@ class BrowserTools:
             outcome.size,
             requests,
             started,
-            outcome.file,
+            outcome,
         )
         # Page requests refused since the last action, whichever action the page made them in.
         shown = self._parts.secrets.redact(outcome.output + _refusals_note(requests))
@@ -170,11 +171,20 @@ class BrowserTools:
                 return ActionOutcome(f"typed into {parsed.ref}", 0)
             read = await page.read()
             return ActionOutcome(_page_answer(read), len(read.text))
-        if name == BROWSER_SCREENSHOT:
+        if isinstance(parsed, ScreenshotArguments):
             png = await page.screenshot()
-            saved = self._parts.screenshots.keep(self._parts.agent, png)
+            saved = self._parts.screenshots.keep(
+                self._parts.agent,
+                parsed.name or default_name(session.key[1]),
+                png,
+                self._parts.secrets.redact(page.url),
+            )
             return ActionOutcome(
-                f"screenshot saved as {saved} ({len(png)} bytes, PNG) for the operator", len(png), saved
+                f"screenshot saved as {saved.name} version {saved.version} ({saved.size} bytes, PNG) "
+                "in your workspace",
+                saved.size,
+                saved.name,
+                saved.version,
             )
         if isinstance(parsed, EvaluateArguments):
             result = await page.evaluate(parsed.expression)
@@ -236,7 +246,7 @@ class BrowserTools:
         size: int,
         requests: builtins.list[ProxiedRequest],
         started: float,
-        file: str = "",
+        outcome: ActionOutcome | None = None,
     ) -> None:
         redact = self._parts.secrets.redact
         refused = list(
@@ -257,7 +267,7 @@ class BrowserTools:
             requests=len(requests),
             refused=refused[:REFUSALS_SHOWN],
             duration_s=round(time.monotonic() - started, 3),
-            **({"file": file} if file else {}),
+            **({"file": outcome.file, "version": outcome.version} if outcome and outcome.file else {}),
         )
 
 

@@ -55,7 +55,7 @@ class BrowserPolicy(_Strict):
         default="2MiB", description="Largest screenshot kept (PNG); a larger one is refused"
     )
     screenshots_kept: int = Field(
-        default=20, ge=1, le=1000, description="Screenshots kept per agent; the oldest go first"
+        default=20, ge=1, le=1000, description="Versions kept of each screenshot name; the oldest go first"
     )
     evaluate: bool = Field(
         default=False, description="true: the agent may run its own JavaScript in pages (browser_evaluate)"

@@ -10,6 +10,7 @@ memory/) live in the agent's storage: they are asked of the agent, read-only.
 
 from __future__ import annotations
 
+import base64
 import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -17,13 +18,16 @@ from pathlib import PurePosixPath
 
 from agent_runtime import (
     CAPS,
+    SCREENSHOTS,
     WORKSPACE_FILES,
     Author,
+    BadBinaryName,
     CapExceeded,
     InvalidContent,
     ReadOnlyFile,
     UnknownFile,
     UnknownVersion,
+    VersionedBinaries,
     Workspace,
     WorkspaceError,
     is_disk_full,
@@ -154,8 +158,36 @@ async def _extra_rows(asker: AgentAsker, agent: str) -> list[WorkspaceFileRow]:
     return rows
 
 
+def _screenshot_rows(ws: Workspace) -> list[WorkspaceFileRow]:
+    """The browser's screenshots, saved on this side; each row names its newest version."""
+    files = VersionedBinaries(ws.data_dir, SCREENSHOTS)
+    rows = []
+    for name in files.names():
+        last = files.history(name)[-1]
+        rows.append(
+            WorkspaceFileRow(
+                name=files.relative(name),
+                kind="screenshot",
+                size=last.size,
+                cap=None,
+                fill_pct=None,
+                exists=True,
+                read_only=True,
+                editable=False,
+                version=last.version,
+                updated_at=last.at,
+                author=last.author,
+            )
+        )
+    return rows
+
+
 async def list_files(asker: AgentAsker, access: AgentWorkspace) -> WorkspaceListing:
-    rows = _identity_rows(access.workspace) + await _extra_rows(asker, access.agent)
+    rows = (
+        _identity_rows(access.workspace)
+        + await _extra_rows(asker, access.agent)
+        + _screenshot_rows(access.workspace)
+    )
     return WorkspaceListing(agent=access.agent, files=rows, total_bytes=sum(r.size for r in rows))
 
 
@@ -165,6 +197,12 @@ async def list_files(asker: AgentAsker, access: AgentWorkspace) -> WorkspaceList
 async def read_file(
     asker: AgentAsker, access: AgentWorkspace, name: str, version: int | None
 ) -> WorkspaceFileContent:
+    if _screenshot(name) is not None:
+        raise BadRequest(
+            "binary_file",
+            f"{name} is a PNG image, not text: fetch it from "
+            f"/api/v1/agents/{access.agent}/screenshots/{name.removeprefix(SCREENSHOTS + '/')}?version=N",
+        )
     canonical = canonical_identity(name)
     if canonical is None:
         return await _read_extra(asker, access, name, version)
@@ -210,6 +248,8 @@ async def _read_extra(
 
 
 def _require_identity(name: str) -> str:
+    if _screenshot(name) is not None:
+        raise BadRequest("binary_file", f"{name} is a PNG image: it has a history but no text diff")
     canonical = canonical_identity(name)
     if canonical is None:
         extra_kind(name)
@@ -217,7 +257,25 @@ def _require_identity(name: str) -> str:
     return canonical
 
 
+def _screenshot(name: str) -> str | None:
+    """The bare name of a screenshot path (screenshots/<name>.png); None for other paths."""
+    parts = check_relative(name)
+    if len(parts) != 2 or parts[0] != SCREENSHOTS:
+        return None
+    try:
+        return VersionedBinaries(".", SCREENSHOTS).name_of(parts[1])
+    except BadBinaryName as bad:
+        raise NotFound("unknown_file", str(bad)) from None
+
+
 def history(access: AgentWorkspace, name: str) -> WorkspaceHistory:
+    shot = _screenshot(name)
+    if shot is not None:
+        files = VersionedBinaries(access.workspace.data_dir, SCREENSHOTS)
+        versions = [WorkspaceVersionRow.model_validate(v.model_dump()) for v in files.history(shot)]
+        if not versions:
+            raise NotFound("unknown_file", f"agent {access.agent} has no screenshot {name}")
+        return WorkspaceHistory(agent=access.agent, name=files.relative(shot), versions=versions)
     canonical = _require_identity(name)
     versions = [
         WorkspaceVersionRow.model_validate(v.model_dump()) for v in access.workspace.history(canonical)
@@ -269,7 +327,8 @@ def _joined(lines: Iterable[str]) -> str:
 
 
 def workspace_copy(access: AgentWorkspace, names: list[str] | None = None) -> WorkspaceCopy:
-    """The operator's copy of the given files (all of them by default), with their versions."""
+    """The operator's copy of the given files (all of them by default, the screenshots' newest
+    versions included), with their versions."""
     ws = access.workspace
     files = []
     for name in names if names is not None else list(WORKSPACE_FILES):
@@ -279,7 +338,23 @@ def workspace_copy(access: AgentWorkspace, names: list[str] | None = None) -> Wo
                 name=name, content=ws.read(name), version=history[-1].version if history else None
             )
         )
+    if names is None:
+        files += _screenshot_copies(ws)
     return WorkspaceCopy(files=files)
+
+
+def _screenshot_copies(ws: Workspace) -> list[WorkspaceFileCopy]:
+    screenshots = VersionedBinaries(ws.data_dir, SCREENSHOTS)
+    copies = []
+    for name in screenshots.names():
+        data = screenshots.read(name)
+        if data is not None:
+            copies.append(binary_copy(screenshots.relative(name), data))
+    return copies
+
+
+def binary_copy(name: str, data: bytes) -> WorkspaceFileCopy:
+    return WorkspaceFileCopy(name=name, content="", binary_b64=base64.b64encode(data).decode("ascii"))
 
 
 class WorkspaceAccess:
@@ -329,6 +404,10 @@ class WorkspaceAccess:
             # The agent's own writes are mirrored by the agent once accepted.
             self.push_files(access, [result.name])
         return result
+
+    def push_binary(self, agent: str, name: str, data: bytes) -> None:
+        """Hand a binary file saved for the agent (a screenshot) to the agent, if connected."""
+        self._channels.push_workspace(agent, WorkspaceCopy(files=[binary_copy(name, data)]))
 
     def push_files(self, access: AgentWorkspace, names: list[str]) -> None:
         """Hand changed files to the agent, if its channel is open (from any thread)."""

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-FileKind = Literal["identity", "learning", "memory"]
+FileKind = Literal["identity", "learning", "memory", "screenshot"]
 
 
 class WorkspaceFileRow(BaseModel):

@@ -6,7 +6,7 @@ so the live file is always one of its recorded versions. Pruned versions leave t
 their content files are deleted; version numbers are never reused.
 
 The version folder follows the layout of `agent_runtime.Workspace` (index.jsonl plus one
-`<n>.md` per version). It is opened by directory descriptor without following links, so a link
+`<n>.md` per version; `<n>.png` for the browser's screenshots, which keep `screenshots_kept`). It is opened by directory descriptor without following links, so a link
 planted in place of a version folder or file is not followed out of it.
 """
 
@@ -28,8 +28,8 @@ INDEX = "index.jsonl"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 
 
-def blob_name(version: int) -> str:
-    return f"{version:06d}.md"
+def blob_name(version: int, suffix: str = ".md") -> str:
+    return f"{version:06d}{suffix}"
 
 
 def versions_to_drop(
@@ -86,30 +86,45 @@ def prune_file_history(
 ) -> int:
     """Apply the retention rule to one file's history; the number of versions dropped."""
     canonical = normalize_name(name)
-    stem = canonical.removesuffix(".md")
-    when = now or datetime.now(UTC)
     with workspace.locked(canonical):
-        try:
-            with _open_dir(workspace.versions_root) as root_fd, _open_dir(stem, root_fd) as dir_fd:
-                lines, versions = _read_index(dir_fd)
-                dropped = versions_to_drop(
-                    versions, limits.workspace_versions, limits.workspace_version_age_s, when
-                )
-                if not dropped:
-                    return 0
-                gone = {v.version for v in dropped}
-                kept = [line for line in lines if line.strip() and not _is_version_in(line, gone)]
-                _replace_index(dir_fd, kept)
-                for version in gone:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(blob_name(version), dir_fd=dir_fd)
-        except (FileNotFoundError, NotADirectoryError):
-            return 0
-        except OSError as refused:
-            # ELOOP: a link stands where a folder or the index should be; leave it alone.
-            if refused.errno == errno.ELOOP:
+        return prune_versions(
+            workspace.versions_root,
+            canonical.removesuffix(".md"),
+            limits.workspace_versions,
+            limits.workspace_version_age_s,
+            now or datetime.now(UTC),
+        )
+
+
+def prune_versions(
+    versions_root: Path,
+    stem: str,
+    keep: int,
+    max_age_s: float | None,
+    now: datetime,
+    suffix: str = ".md",
+) -> int:
+    """Drop the versions of `versions_root/<stem>/` the rule drops; how many. The caller holds
+    the folder's write lock."""
+    try:
+        with _open_dir(versions_root) as root_fd, _open_dir(stem, root_fd) as dir_fd:
+            lines, versions = _read_index(dir_fd)
+            dropped = versions_to_drop(versions, keep, max_age_s, now)
+            if not dropped:
                 return 0
-            raise
+            gone = {v.version for v in dropped}
+            kept = [line for line in lines if line.strip() and not _is_version_in(line, gone)]
+            _replace_index(dir_fd, kept)
+            for version in gone:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(blob_name(version, suffix), dir_fd=dir_fd)
+    except (FileNotFoundError, NotADirectoryError):
+        return 0
+    except OSError as refused:
+        # ELOOP: a link stands where a folder or the index should be; leave it alone.
+        if refused.errno == errno.ELOOP:
+            return 0
+        raise
     return len(gone)
 
 

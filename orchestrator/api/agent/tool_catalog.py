@@ -8,7 +8,7 @@ from orchestrator.approvals import ApprovalStore
 from orchestrator.backends.docker import connect_docker
 from orchestrator.browser import BrowserContextParts, BrowserSessions, BrowserTools
 from orchestrator.browser.image import browser_image
-from orchestrator.browser.screenshots import ScreenshotShelf
+from orchestrator.browser.screenshots import ScreenshotPlace, ScreenshotShelf
 from orchestrator.channels import NotifyTools
 from orchestrator.config.browser import BrowserPolicy
 from orchestrator.config.egress import HttpPolicy
@@ -77,7 +77,9 @@ def _browser_parts(
         sessions=services.browsers,
         secrets=secrets,
         events=services.events,
-        screenshots=ScreenshotShelf(services.paths.root / "browser", policies),
+        screenshots=ScreenshotShelf(
+            ScreenshotPlace(services.paths.agent_dir, policies, saved=services.workspaces.push_binary)
+        ),
     )
 
 

@@ -192,7 +192,7 @@ window.FlotillaOperator = function (ui) {
     }
     const outcome = mark.type === "browser.refused" ? `refused: ${short(d.rule, 100)}` : d.ok ? `${d.requests} page requests` : `failed: ${short(d.detail, 100)}`;
     const line = h("div", {}, `◧ ${d.tool} ${short(d.url || "", 80)} · ${outcome} · ${when(mark.at)}`);
-    const shot = d.file ? h("img", { class: "screenshot", alt: `screenshot ${d.file}`, loading: "lazy", src: `/api/v1/agents/${enc(agent)}/screenshots/${enc(d.file)}` }) : "";
+    const shot = d.file ? h("img", { class: "screenshot", alt: `screenshot ${d.file}`, loading: "lazy", src: `/api/v1/agents/${enc(agent)}/screenshots/${enc(String(d.file).replace(/^screenshots\//, ""))}${d.version ? `?version=${enc(d.version)}` : ""}` }) : "";
     return h("div", { class: "mark mark-http" }, line, shot);
   }
 

@@ -16,7 +16,7 @@ from orchestrator.backends.base import BackendUnavailable
 from orchestrator.backends.docker import connect_docker
 from orchestrator.browser import BrowserContextParts, BrowserSessions, BrowserTools
 from orchestrator.browser.image import ensure_browser_image
-from orchestrator.browser.screenshots import ScreenshotShelf
+from orchestrator.browser.screenshots import ScreenshotPlace, ScreenshotShelf
 from orchestrator.config.secrets import SecretSource
 from orchestrator.config.tools import ToolsConfig
 from orchestrator.egress.addresses import Resolver, system_resolver
@@ -86,7 +86,9 @@ class Browsing:
         self.tools = ToolsConfig.model_validate(tools)
         assert self.tools.http is not None and self.tools.browser is not None
         self.sessions = BrowserSessions(self.db, connect_docker, resolver, upstream_tls)
-        self.shelf = ScreenshotShelf(tmp_path / "browser", {"scout": self.tools.browser})
+        self.shelf = ScreenshotShelf(
+            ScreenshotPlace(lambda agent: tmp_path / "agents" / agent, {"scout": self.tools.browser})
+        )
         self.provider = BrowserTools(
             BrowserContextParts(
                 fleet="flt-test-browser",
@@ -101,9 +103,9 @@ class Browsing:
             )
         )
 
-    async def call(self, name: str, **arguments: Any) -> OrchestratorToolResult:
+    async def call(self, tool: str, /, **arguments: Any) -> OrchestratorToolResult:
         return await self.provider.call(
-            OrchestratorToolCall(name=name, arguments=arguments, item_id="item-1")
+            OrchestratorToolCall(name=tool, arguments=arguments, item_id="item-1")
         )
 
     def recorded(self) -> str:

@@ -65,13 +65,14 @@ def test_an_agent_browses_through_the_api_under_its_rules(
         shot = {"name": "browser_screenshot", "arguments": {}, "item_id": "item-7"}
         taken = client.post("/agent/v1/tools/call", headers=scout, json=shot)
         assert taken.status_code == 200, taken.text
-        name = taken.json()["output"].split()[3]
+        assert taken.json()["output"].startswith("screenshot saved as screenshots/item-7.png version 1 ")
+        name = "item-7.png"
         operator = {"authorization": f"Bearer {services.operator_token}"}
         png = client.get(f"/api/v1/agents/scout/screenshots/{name}", headers=operator)
         assert png.status_code == 200 and png.headers["content-type"] == "image/png"
         assert png.content.startswith(b"\x89PNG")
         assert client.get(f"/api/v1/agents/scout/screenshots/{name}", headers=scout).status_code == 403
-        for wrong in ("screenshot-..%2F..%2Fstate.db", "state.db", name.replace("screenshot", "shot")):
+        for wrong in ("item-7..%2F..%2Fstate.db", "state.db", "item-8.png", "item-7.png?version=2"):
             assert (
                 client.get(f"/api/v1/agents/scout/screenshots/{wrong}", headers=operator).status_code == 404
             )

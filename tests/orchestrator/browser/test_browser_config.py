@@ -13,7 +13,7 @@ from rich.console import Console
 from agent_runtime.protocol import OrchestratorToolCall
 from orchestrator.backends.base import BackendUnavailable
 from orchestrator.browser import BrowserContextParts, BrowserSessions, BrowserTools
-from orchestrator.browser.screenshots import ScreenshotShelf
+from orchestrator.browser.screenshots import ScreenshotPlace, ScreenshotShelf
 from orchestrator.cli import launch_options
 from orchestrator.config.loader import load_fleet
 from orchestrator.config.settings import agent_settings, container_hash
@@ -85,7 +85,7 @@ def test_a_browser_call_without_a_docker_engine_says_so(tmp_path: Path) -> None:
             sessions=BrowserSessions(db, no_engine),
             secrets=SecretStore({}, tmp_path, {}),
             events=EventBus(db),
-            screenshots=ScreenshotShelf(tmp_path / "browser", {}),
+            screenshots=ScreenshotShelf(ScreenshotPlace(lambda agent: tmp_path / agent, {})),
         )
     )
     call = OrchestratorToolCall(name="browser_navigate", arguments={"url": "https://shop.example/"})

@@ -65,15 +65,24 @@ def test_a_page_whose_content_only_javascript_writes_reads_as_rendered(
         assert result.ok, result.output
         assert "title: Rendered" in result.output
         assert "rendered by script 42" in result.output
-        shot = await b.call(BROWSER_SCREENSHOT)
-        assert shot.ok, shot.output
+        for _ in range(2):
+            shot = await b.call(BROWSER_SCREENSHOT, name="front")
+            assert shot.ok, shot.output
+        for wrong in ("../escape", "a/b", "Front"):
+            refused = await b.call(BROWSER_SCREENSHOT, name=wrong)
+            assert not refused.ok and "invalid arguments: name" in refused.output
         with pytest.raises(HostToolRefused, match=r"tools\.browser\.evaluate"):
             await b.call(BROWSER_EVALUATE, expression="document.title")
 
     browsing = browse(tmp_path, browser_image_tag, site, scenario)
     assert "/js" in site.paths()
-    saved = list(browsing.shelf.folder("scout").glob("*.png"))
-    assert len(saved) == 1 and saved[0].read_bytes().startswith(b"\x89PNG")
+    screenshots = browsing.shelf.files("scout")
+    assert screenshots.names() == ["front"]
+    versions = screenshots.history("front")
+    assert [(v.version, v.author) for v in versions] == [(1, "browser"), (2, "browser")]
+    assert versions[1].reason == site.url("/js")
+    assert screenshots.read_version("front", 1).startswith(b"\x89PNG")
+    assert sorted(p.name for p in screenshots.root.iterdir()) == ["front.png"]
     assert f'"tool": "{BROWSER_NAVIGATE}"' in browsing.recorded()
 
 

@@ -1,5 +1,6 @@
 """A screenshot an agent's browser took, in the agent's transcript on the dashboard, in a real
-headless Chromium: the browser actions as marks, the screenshot loaded from the operator's route."""
+headless Chromium: the browser actions as marks, the screenshot loaded from the operator's route
+as a version of its workspace file."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from test_dashboard_browser import WAIT_MS, dashboard
 
 from agent_runtime.protocol import ItemKind
+from agent_runtime.workspace.binary import VersionedBinaries
 from agent_runtime.workspace.history import HistoryLog, Turn
 from orchestrator.config.loader import load_fleet
 from orchestrator.services import Services
@@ -31,7 +33,7 @@ agents:
       http: {allow: ["https://shop.example/"]}
       browser: {}
 """
-SHOT = "screenshot-20261207T045000123456Z.png"
+SHOT = "screenshots/shop.png"
 CALL = {"id": "call_1", "type": "function", "function": {"name": "browser_screenshot", "arguments": "{}"}}
 
 
@@ -62,9 +64,8 @@ def browsed(tmp_path: Path) -> Iterator[Services]:
     log = HistoryLog(services.paths.agent_storage("alpha"))
     log.append(Turn(role="user", content="show me the shop", item_id=item))
     log.append(Turn(role="assistant", content="", tool_calls=(CALL,), item_id=item))
-    shelf = services.paths.root / "browser" / "alpha"
-    shelf.mkdir(parents=True)
-    (shelf / SHOT).write_bytes(png(64, 40))
+    screenshots = VersionedBinaries(services.paths.agent_dir("alpha"))
+    screenshots.write("shop", png(64, 40), "browser", "https://shop.example/", cap=2**20, quota=2**20)
     services.events.publish(
         "browser.action",
         "alpha",
@@ -78,6 +79,7 @@ def browsed(tmp_path: Path) -> Iterator[Services]:
         refused=[],
         duration_s=0.2,
         file=SHOT,
+        version=1,
     )
     log.append(
         Turn(
