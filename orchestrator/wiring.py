@@ -150,8 +150,7 @@ def attach_subsystems(
     from orchestrator.agents.snapshot import SnapshotTaker
     from orchestrator.agents.supervisor import Supervisor
     from orchestrator.alerts import AlertStore
-    from orchestrator.broker.broker import Broker
-    from orchestrator.broker.inbox import Inbox
+    from orchestrator.broker import Broker, Inbox
     from orchestrator.channels import Notifier
     from orchestrator.config.limits import LimitsConfig
     from orchestrator.conversations import PeopleStore

@@ -19,7 +19,7 @@ from orchestrator.api.errors import ApiError
 from orchestrator.api.fair_share import admit_message
 from orchestrator.api.limits import check_payload
 from orchestrator.approvals import ApprovalRules, ApprovalStore
-from orchestrator.broker.broker import MAX_TIMEOUT_S
+from orchestrator.broker import MAX_TIMEOUT_S
 from orchestrator.control.auth import Principal
 from orchestrator.services import Services
 
