@@ -4,11 +4,10 @@ waits here until its recipient answers, it is given up, or the wait times out.""
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable
 
 from agent_runtime.protocol import WorkResult
-from orchestrator.broker.wakeups import ServingLoop
+from orchestrator.broker.wakeups import Listeners, ServingLoop
 
 StoredResult = Callable[[str], WorkResult | None]
 
@@ -19,8 +18,7 @@ class ResultWaiters:
     def __init__(self, serving: ServingLoop, stored: StoredResult) -> None:
         self._serving = serving
         self._stored = stored
-        self._lock = threading.Lock()
-        self._futures: dict[str, list[asyncio.Future[WorkResult]]] = {}
+        self._futures: Listeners[asyncio.Future[WorkResult]] = Listeners()
 
     async def wait(self, item_id: str, timeout_s: float) -> WorkResult | None:
         """The item's result, at once when stored, else when it lands; None after timeout_s."""
@@ -28,8 +26,7 @@ class ResultWaiters:
         if stored is not None:
             return stored
         future: asyncio.Future[WorkResult] = asyncio.get_running_loop().create_future()
-        with self._lock:
-            self._futures.setdefault(item_id, []).append(future)
+        self._futures.add(item_id, future)
         try:
             # Re-check after registering: the result may have landed in between.
             stored = self._stored(item_id)
@@ -39,27 +36,16 @@ class ResultWaiters:
         except TimeoutError:
             return None
         finally:
-            self._forget(item_id, future)
+            self._futures.remove(item_id, future)
 
     def resolve(self, item_id: str, result: WorkResult) -> None:
         """Hand the result to everyone waiting for it (from any thread)."""
-        with self._lock:
-            futures = list(self._futures.get(item_id, []))
-        for future in futures:
+        for future in self._futures.of(item_id):
             self._serving.call(_settle, future, result)
 
     def waiting(self, item_id: str) -> int:
         """How many wait for this item's result now."""
-        with self._lock:
-            return len(self._futures.get(item_id, []))
-
-    def _forget(self, item_id: str, future: asyncio.Future[WorkResult]) -> None:
-        with self._lock:
-            futures = self._futures.get(item_id, [])
-            if future in futures:
-                futures.remove(future)
-            if not futures:
-                self._futures.pop(item_id, None)
+        return len(self._futures.of(item_id))
 
 
 def _settle(future: asyncio.Future[WorkResult], result: WorkResult) -> None:

@@ -5,10 +5,9 @@ is for the people watching now; the result is what stays."""
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import AsyncIterator, Callable
 
-from orchestrator.broker.wakeups import ServingLoop
+from orchestrator.broker.wakeups import Listeners, ServingLoop
 
 _END = object()
 
@@ -19,8 +18,7 @@ class ProgressStreams:
     def __init__(self, serving: ServingLoop, finished: Callable[[str], bool]) -> None:
         self._serving = serving
         self._finished = finished
-        self._lock = threading.Lock()
-        self._queues: dict[str, list[asyncio.Queue[object]]] = {}
+        self._queues: Listeners[asyncio.Queue[object]] = Listeners()
 
     def add(self, item_id: str, delta: str) -> None:
         """A piece of reply text for the item's watchers (from any thread)."""
@@ -33,8 +31,7 @@ class ProgressStreams:
     async def stream(self, item_id: str, timeout_s: float = 600.0) -> AsyncIterator[str]:
         """Reply text as the agent streams it, until the item is done or timeout_s passes."""
         queue: asyncio.Queue[object] = asyncio.Queue()
-        with self._lock:
-            self._queues.setdefault(item_id, []).append(queue)
+        self._queues.add(item_id, queue)
         try:
             if self._finished(item_id):
                 return
@@ -50,23 +47,12 @@ class ProgressStreams:
                 assert isinstance(chunk, str)
                 yield chunk
         finally:
-            self._forget(item_id, queue)
+            self._queues.remove(item_id, queue)
 
     def watchers(self, item_id: str) -> int:
         """How many watch this item's stream now."""
-        with self._lock:
-            return len(self._queues.get(item_id, []))
+        return len(self._queues.of(item_id))
 
     def _to_watchers(self, item_id: str, chunk: object) -> None:
-        with self._lock:
-            queues = list(self._queues.get(item_id, []))
-        for queue in queues:
+        for queue in self._queues.of(item_id):
             self._serving.call(queue.put_nowait, chunk)
-
-    def _forget(self, item_id: str, queue: asyncio.Queue[object]) -> None:
-        with self._lock:
-            queues = self._queues.get(item_id, [])
-            if queue in queues:
-                queues.remove(queue)
-            if not queues:
-                self._queues.pop(item_id, None)

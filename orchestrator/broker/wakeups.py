@@ -10,9 +10,11 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from orchestrator.loop_calls import call_in_loop
+
+Listener = TypeVar("Listener")
 
 
 class ServingLoop:
@@ -51,3 +53,29 @@ class Arrivals:
             events = list(self._events.values())
         for event in events:
             self._serving.call(event.set)
+
+
+class Listeners(Generic[Listener]):
+    """Who listens for each item (result waiters, stream watchers), added and removed from any
+    thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_item: dict[str, list[Listener]] = {}
+
+    def add(self, item_id: str, listener: Listener) -> None:
+        with self._lock:
+            self._by_item.setdefault(item_id, []).append(listener)
+
+    def remove(self, item_id: str, listener: Listener) -> None:
+        with self._lock:
+            listeners = self._by_item.get(item_id, [])
+            if listener in listeners:
+                listeners.remove(listener)
+            if not listeners:
+                self._by_item.pop(item_id, None)
+
+    def of(self, item_id: str) -> list[Listener]:
+        """A copy: listeners may come and go while the caller tells each one."""
+        with self._lock:
+            return list(self._by_item.get(item_id, []))
