@@ -31,6 +31,9 @@ from orchestrator.state.db import Database, TextRewrite
 
 
 class Inbox(InboxViews):
+    """Producers submit, agents claim and acknowledge, waiters and watchers follow an item; the
+    read views are inherited."""
+
     def __init__(self, db: Database, events: EventBus, controls: Controls, fleet: FleetView) -> None:
         super().__init__(db)
         self._serving = ServingLoop()
