@@ -52,6 +52,10 @@ class Inbox(InboxViews):
         """Called with (agent, item) when work is queued for an agent, e.g. to wake it."""
         return self._queue.on_put
 
+    @on_put.setter
+    def on_put(self, hooks: list[ArrivalHook]) -> None:
+        self._queue.on_put = hooks
+
     @property
     def dead_letter_cause(self) -> Callable[[str], str | None]:
         """What may keep an agent from answering (its full disk), added to its dead letters' reason."""
