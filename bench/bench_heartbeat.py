@@ -34,7 +34,7 @@ if str(REPO) not in sys.path:
 
 from agent_runtime import scaffold  # noqa: E402
 from agent_runtime.protocol import ItemKind, RunOutcome, RunRecord, WorkResult  # noqa: E402
-from orchestrator.broker.inbox import Inbox  # noqa: E402
+from orchestrator.broker import Inbox  # noqa: E402
 from orchestrator.cli.client import ApiClient  # noqa: E402
 from orchestrator.cli.errors import CliError  # noqa: E402
 from orchestrator.config.loader import load_fleet  # noqa: E402

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from orchestrator.broker.inbox import Inbox  # noqa: E402
+from orchestrator.broker import Inbox  # noqa: E402
 from orchestrator.channels import Notifier  # noqa: E402
 from orchestrator.config.loader import load_fleet  # noqa: E402
 from orchestrator.control.holds import Controls  # noqa: E402

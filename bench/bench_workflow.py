@@ -34,7 +34,7 @@ import httpx  # noqa: E402
 from agent_runtime.protocol import ItemKind, WorkResult, utcnow  # noqa: E402
 from orchestrator.api.app import create_app  # noqa: E402
 from orchestrator.approvals.store import ApprovalStore  # noqa: E402
-from orchestrator.broker.inbox import item_timing  # noqa: E402
+from orchestrator.broker import item_timing  # noqa: E402
 from orchestrator.services import Services  # noqa: E402
 from orchestrator.testing.fake_fleet import fake_fleet_services  # noqa: E402
 from orchestrator.testing.server import serve_app  # noqa: E402
@@ -175,7 +175,7 @@ async def _script_chain(services: Services, runs: int) -> list[float]:
             value = "start"
             previous: str | None = None
             for _step in range(CHAIN_LENGTH):
-                item = services.inbox.put(
+                item = services.inbox.submit(
                     "worker", ItemKind.PEER_ASK, "script", operation="echo", input={"x": value}
                 )
                 if previous is not None:

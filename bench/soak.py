@@ -331,7 +331,7 @@ def simulate(days: int, root: Path, seed: int = 7) -> Report:
                 text = rng.choice(
                     [f"My locker code is {code}", f"The gate code is {code}", "Draft the weekly report"]
                 )
-                services.inbox.put(agent.name, ItemKind.OPERATOR_MESSAGE, "operator", text)
+                services.inbox.submit(agent.name, ItemKind.OPERATOR_MESSAGE, "operator", text)
                 pending.add(agent.name)
             if scheduler.is_hibernated(agent.name):
                 continue

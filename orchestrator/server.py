@@ -24,7 +24,7 @@ from orchestrator.api.app import create_app
 from orchestrator.api.operator.events import close_streams
 from orchestrator.backup.channel_restore import ChannelRestores
 from orchestrator.backup.fleet_backups import channel_asker, scheduled_backups, stopped_snapshots
-from orchestrator.broker.repair import keep_messages_in_step
+from orchestrator.broker import keep_messages_in_step
 from orchestrator.config.units import parse_duration
 from orchestrator.conversations.service import ChatService
 from orchestrator.fleet.reconcile import ApplyResult

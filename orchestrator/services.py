@@ -15,8 +15,7 @@ from orchestrator.agents.requests import AgentChannels
 from orchestrator.agents.snapshot import SnapshotTaker
 from orchestrator.agents.supervisor import Supervisor
 from orchestrator.backends.base import Backend
-from orchestrator.broker.broker import Broker
-from orchestrator.broker.inbox import Inbox
+from orchestrator.broker import Broker, Inbox
 from orchestrator.browser import BrowserSessions
 from orchestrator.channels import Notifier
 from orchestrator.config.fleet import LoadedFleet

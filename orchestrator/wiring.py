@@ -39,7 +39,7 @@ register_fleet_checks()
 
 if TYPE_CHECKING:
     from orchestrator.agents.supervisor import SupervisorPolicy
-    from orchestrator.broker.inbox import Inbox
+    from orchestrator.broker import Inbox
     from orchestrator.gateway.service import Gateway
     from orchestrator.scheduler.clock import Clock
     from orchestrator.scheduler.service import Scheduler
@@ -161,8 +161,7 @@ def attach_subsystems(
     from orchestrator.agents.snapshot import SnapshotTaker
     from orchestrator.agents.supervisor import Supervisor
     from orchestrator.alerts import AlertStore
-    from orchestrator.broker.broker import Broker
-    from orchestrator.broker.inbox import Inbox
+    from orchestrator.broker import Broker, Inbox
     from orchestrator.channels import Notifier
     from orchestrator.config.limits import LimitsConfig
     from orchestrator.conversations import PeopleStore

@@ -38,7 +38,16 @@ TABLE_OWNERS: dict[str, frozenset[str]] = {
     # The broker's message log joins the inbox it delivers into, to show what became of each
     # delivery: the broker owns both tables, in two modules.
     "memory_due": frozenset({"orchestrator.scheduler.memory_due"}),
-    "inbox": frozenset({"orchestrator.broker.inbox", "orchestrator.broker.messages"}),
+    "inbox": frozenset(
+        {
+            "orchestrator.broker.dead_letters",
+            "orchestrator.broker.items",
+            "orchestrator.broker.messages",
+            "orchestrator.broker.queue",
+            "orchestrator.broker.upkeep",
+            "orchestrator.broker.views",
+        }
+    ),
     "notifications": frozenset({"orchestrator.channels.store"}),
     "principal_tokens": frozenset({"orchestrator.control.auth"}),
     "runs": frozenset({"orchestrator.scheduler.runs"}),
@@ -79,7 +88,7 @@ def tables_named(text: str) -> set[str]:
 def test_the_sql_is_read_from_the_code() -> None:
     assert "inbox" in tables_named("SELECT id FROM inbox WHERE agent = ?")
     assert "runs" in tables_named("CREATE INDEX IF NOT EXISTS runs_agent ON runs(agent, seq)")
-    assert any("inbox" in tables_named(text) for text in STRINGS["orchestrator.broker.inbox"])
+    assert any("inbox" in tables_named(text) for text in STRINGS["orchestrator.broker.queue"])
 
 
 def test_every_table_has_an_owner() -> None:

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from orchestrator.agents.health import HealthBoard
 from orchestrator.backends.base import Backend, UnitInfo
-from orchestrator.broker.inbox import Inbox
+from orchestrator.broker import Inbox
 from orchestrator.config.wrong_names import unknown_agent
 from orchestrator.control.auth import TokenStore
 from orchestrator.control.holds import WHOLE_FLEET, Controls

@@ -19,7 +19,7 @@ from agent_runtime.protocol import (
     WorkResult,
 )
 from orchestrator.agents.health import HealthBoard
-from orchestrator.broker.inbox import Inbox
+from orchestrator.broker import Inbox
 from orchestrator.config.egress import HTTP_TOOL
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.settings import runtime_hash

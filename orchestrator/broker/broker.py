@@ -270,7 +270,7 @@ class Broker:
         """Queue the item, log the message and announce it in one transaction: one commit, not three."""
         asking = kind == MessageKind.ASK
         with self._db.transaction():
-            item = self._inbox.put(
+            item = self._inbox.submit(
                 to,
                 ItemKind.PEER_ASK if asking else ItemKind.PEER_TELL,
                 sender,

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import click
 
-from orchestrator.broker.contracts_check import ContractsReport, check_offline
+from orchestrator.broker import ContractsReport, check_offline
 from orchestrator.cli.common import client_for, load_or_exit
 from orchestrator.cli.options import fleet_file_option
 from orchestrator.cli.terminal import echo, one_line

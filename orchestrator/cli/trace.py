@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import click
 
-from orchestrator.broker.request_trace import RequestTrace, TraceStep
+from orchestrator.broker import RequestTrace, TraceStep
 from orchestrator.cli.common import client_for
 from orchestrator.cli.options import fleet_file_option
 from orchestrator.cli.terminal import printable

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from agent_runtime.protocol import ItemKind, utcnow
-from orchestrator.broker.inbox import Inbox
+from orchestrator.broker import Inbox
 from orchestrator.config.channels import ChatChannel, ChatChannelBase
 from orchestrator.conversations.people import PairingCode, PeopleStore, Person, person_principal
 from orchestrator.conversations.text import clean
@@ -190,7 +190,7 @@ class Conversations:
         self, message: ChatMessage, person: Person, settings: ChatChannelBase, agent: str, text: str
     ) -> None:
         principal = person_principal(message.channel, message.user_id)
-        item = self._inbox.put(
+        item = self._inbox.submit(
             agent, ItemKind.OPERATOR_MESSAGE, principal, text, principal=principal, priority=PRIORITY
         )
         self._events.publish(

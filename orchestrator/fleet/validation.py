@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from agent_runtime import InvalidContent, Workspace, WorkspaceError
-from orchestrator.broker.contracts_check import check_seeded
+from orchestrator.broker import check_seeded
 from orchestrator.config.fleet_checks import FLEET_CHECKS, CheckedFleet
 from orchestrator.config.models import rule_lines
 from orchestrator.config.workspace_texts import render_agents_md, render_soul_md, render_system_md

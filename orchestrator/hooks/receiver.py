@@ -13,7 +13,7 @@ from datetime import timedelta
 from pydantic import BaseModel
 
 from agent_runtime.protocol import ItemKind, utcnow
-from orchestrator.broker.inbox import Inbox, new_item_id
+from orchestrator.broker import Inbox, new_item_id
 from orchestrator.config.hooks import HookConfig
 from orchestrator.events import EventBus
 from orchestrator.fair_share.windows import SlidingWindows
@@ -157,7 +157,7 @@ class HookReceiver:
         if earlier is not None:
             self._store.count(name, "replayed")
             raise HookRefused(409, "replayed", f"this request was accepted before, as item {earlier}")
-        item = self._inbox.put(
+        item = self._inbox.submit(
             hook.agent, ItemKind.HOOK, principal, text, principal=principal, item_id=item_id
         )
         self._store.count(name, "accepted")

@@ -22,7 +22,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from orchestrator.agents.health import HealthBoard
-from orchestrator.broker.inbox import queue_depths
+from orchestrator.broker import queue_depths
 from orchestrator.egress.metrics import HttpRequestCollector
 from orchestrator.events import EventReader, EventType
 from orchestrator.fleet.view import FleetView

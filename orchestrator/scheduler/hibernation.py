@@ -14,7 +14,7 @@ import threading
 from datetime import datetime, timedelta
 
 from orchestrator.backends.base import LABEL_AGENT, LABEL_FLEET, Backend, BackendError, UnitInfo
-from orchestrator.broker.inbox import Inbox
+from orchestrator.broker import Inbox
 from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.view import FleetView

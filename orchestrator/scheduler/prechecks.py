@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from agent_runtime.protocol import HeartbeatReason, ItemKind
-from orchestrator.broker.inbox import FailedItem, Inbox, InboxCounts
+from orchestrator.broker import FailedItem, Inbox, InboxCounts
 from orchestrator.config.models import FleetConfig
 from orchestrator.scheduler import workspace_scan
 from orchestrator.scheduler.rules import ParsedRules, Rule, RuleError, parse_heartbeat_md, parse_rule_lines

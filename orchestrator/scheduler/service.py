@@ -45,7 +45,7 @@ from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths
 
 if TYPE_CHECKING:
-    from orchestrator.broker.inbox import Inbox
+    from orchestrator.broker import Inbox
 
 log = logging.getLogger(__name__)
 
@@ -299,7 +299,7 @@ class Scheduler:
         woke = self._hibernation.is_hibernated(agent) and self.wake_for_work(agent, "heartbeat found work")
         item: InboxItem | None = None
         if checks.needs_heartbeat_item:
-            item = self._inbox.put(
+            item = self._inbox.submit(
                 agent,
                 ItemKind.HEARTBEAT,
                 SCHEDULER_SENDER,

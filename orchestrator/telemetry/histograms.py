@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from prometheus_client.core import HistogramMetricFamily
 from prometheus_client.registry import Collector
 
-from orchestrator.broker.messages import asks_finished_between
+from orchestrator.broker import asks_finished_between
 from orchestrator.gateway.ledger import (
     LatencyCounts,
     first_reserved_id,

@@ -28,7 +28,7 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from agent_runtime.protocol import TranscriptMessage
-from orchestrator.broker.request_trace import RequestTrace, TraceStep
+from orchestrator.broker import RequestTrace, TraceStep
 from orchestrator.gateway.ledger import LedgerRow
 
 SCOPE = "flotilla.orchestrator"

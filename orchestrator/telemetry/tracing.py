@@ -21,8 +21,7 @@ from pydantic import ValidationError
 
 from agent_runtime.protocol import AgentOp, TranscriptMessage, TranscriptPage, utcnow
 from orchestrator.agents.requests import AgentChannels, AgentUnreachable
-from orchestrator.broker.inbox import items_finished_between
-from orchestrator.broker.request_trace import RequestTrace, RequestTracer, TraceNotFound
+from orchestrator.broker import RequestTrace, RequestTracer, TraceNotFound, items_finished_between
 from orchestrator.gateway.ledger import LedgerRow, calls_of_runs
 from orchestrator.state.db import Database
 

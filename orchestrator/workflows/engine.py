@@ -20,7 +20,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from agent_runtime import ContractError, parse_interface, validate_payload
 from agent_runtime.protocol import ApprovalRequest, ItemKind, OperationSpec, WorkResult, utcnow
 from orchestrator.approvals.store import ApprovalStore, UnknownApproval
-from orchestrator.broker.inbox import Inbox
+from orchestrator.broker import Inbox
 from orchestrator.config.units import parse_duration
 from orchestrator.config.workflows import StepConfig, WorkflowConfig
 from orchestrator.events import EventBus
@@ -450,7 +450,7 @@ class WorkflowEngine:
         sender = sender_of(run.workflow)
         key = f"workflow:{run.id}:{run.round}:{step}:{attempt}"
         if config.operation is not None:
-            item = self._inbox.put(
+            item = self._inbox.submit(
                 config.agent,
                 ItemKind.PEER_ASK,
                 sender,
@@ -464,7 +464,7 @@ class WorkflowEngine:
             text = config.instruction or ""
             if built:
                 text += "\nInput:\n" + json.dumps(built, ensure_ascii=False, indent=1)
-            item = self._inbox.put(
+            item = self._inbox.submit(
                 config.agent,
                 ItemKind.OPERATOR_MESSAGE,
                 sender,

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 from agent_runtime.protocol import utcnow
 from orchestrator.approvals.store import APPROVAL_DECIDED
-from orchestrator.broker.inbox import Inbox
+from orchestrator.broker import Inbox
 from orchestrator.events import Event, EventBus
 from orchestrator.workflows.engine import RUN_FINISHED, RUN_STARTED, WorkflowEngine
 from orchestrator.workflows.spans import RunSpans

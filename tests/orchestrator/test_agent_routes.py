@@ -65,7 +65,7 @@ def test_routes_refuse_missing_and_operator_tokens(services: Services, base_url:
 def test_long_poll_delivers_progress_and_result(services: Services, base_url: str) -> None:
     with agent_http(services, base_url, "beta") as client:
         assert client.get("/agent/v1/inbox/next", params={"wait": 0}).status_code == 204
-        item = services.inbox.put("beta", ItemKind.OPERATOR_MESSAGE, "operator", "hi")
+        item = services.inbox.submit("beta", ItemKind.OPERATOR_MESSAGE, "operator", "hi")
         claimed = client.get("/agent/v1/inbox/next", params={"wait": 1}).json()
         assert claimed["id"] == item.id and claimed["attempt"] == 1
         assert client.post(f"/agent/v1/inbox/{item.id}/progress", json={"delta": "he"}).status_code == 204
@@ -75,7 +75,7 @@ def test_long_poll_delivers_progress_and_result(services: Services, base_url: st
 
 
 def test_an_agent_cannot_touch_another_agents_item(services: Services, base_url: str) -> None:
-    item = services.inbox.put("beta", ItemKind.OPERATOR_MESSAGE, "operator", "for beta")
+    item = services.inbox.submit("beta", ItemKind.OPERATOR_MESSAGE, "operator", "for beta")
     with agent_http(services, base_url, "alpha") as client:
         response = client.post(f"/agent/v1/inbox/{item.id}/done", json={"ok": True, "text": "stolen"})
     assert response.status_code == 404
@@ -95,7 +95,7 @@ def test_a_poll_whose_client_went_away_does_not_swallow_an_item(services: Servic
     poller.start()
     poller.join()
     time.sleep(0.3)
-    item = services.inbox.put("beta", ItemKind.OPERATOR_MESSAGE, "operator", "still there?")
+    item = services.inbox.submit("beta", ItemKind.OPERATOR_MESSAGE, "operator", "still there?")
     with httpx.Client(base_url=base_url, headers=headers, timeout=10) as client:
         claimed = client.get("/agent/v1/inbox/next", params={"wait": 3})
     assert claimed.status_code == 200
@@ -103,7 +103,7 @@ def test_a_poll_whose_client_went_away_does_not_swallow_an_item(services: Servic
 
 
 def test_an_idle_check_in_releases_a_claim_lost_on_the_way(services: Services, base_url: str) -> None:
-    item = services.inbox.put("beta", ItemKind.OPERATOR_MESSAGE, "operator", "lost")
+    item = services.inbox.submit("beta", ItemKind.OPERATOR_MESSAGE, "operator", "lost")
     services.db.execute(
         "UPDATE inbox SET state = 'claimed', claimed_at = '2000-01-01T00:00:00+00:00' WHERE id = ?",
         (item.id,),
@@ -154,7 +154,7 @@ def test_a_config_reload_is_not_a_new_incarnation(services: Services, base_url: 
     try:
         client.get_config()
         client.checkin(CheckIn(state="idle", pid=42, uptime_s=1.0))
-        queued = services.inbox.put("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "hello").id
+        queued = services.inbox.submit("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "hello").id
         claimed = client.next_item(1.0)
         assert claimed is not None and claimed.id == queued
         client.get_config(reload=True)
@@ -171,7 +171,7 @@ def test_inbox_round_trip_over_the_channel(services: Services, base_url: str, tm
     client = runtime_client(services, base_url, "alpha", tmp_path)
     try:
         assert client.next_item(0.05) is None
-        queued = services.inbox.put("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "hello")
+        queued = services.inbox.submit("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "hello")
         item = client.next_item(1.0)
         assert item is not None and item.id == queued.id and item.text == "hello"
         client.progress(item.id, "partial ")
@@ -200,7 +200,7 @@ def test_frames_are_checked_like_their_routes(services: Services, base_url: str,
     alpha = runtime_client(services, base_url, "alpha", tmp_path)
     beta = runtime_client(services, base_url, "beta", tmp_path)
     try:
-        betas = services.inbox.put("beta", ItemKind.OPERATOR_MESSAGE, "operator", "for beta")
+        betas = services.inbox.submit("beta", ItemKind.OPERATOR_MESSAGE, "operator", "for beta")
         with pytest.raises(OrchestratorRefused) as not_yours:
             alpha.done(betas.id, WorkResult(text="stolen"))
         assert not_yours.value.status == 404
@@ -245,7 +245,7 @@ def test_a_long_poll_on_a_closed_channel_loses_no_item(
     ) as ws:
         ws.send('{"id": 1, "type": "next", "wait_s": 5}')
         time.sleep(0.2)  # the long-poll is now waiting on the server
-    queued = services.inbox.put("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "after the close")
+    queued = services.inbox.submit("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "after the close")
     time.sleep(0.2)
     assert services.inbox.state(queued.id) == "queued"
     client = runtime_client(services, base_url, "alpha", tmp_path)
@@ -268,7 +268,7 @@ def test_a_broken_connection_is_replaced_on_the_next_call(
         deadline = time.monotonic() + 5
         while client.channel._conn is broken and time.monotonic() < deadline:
             time.sleep(0.01)
-        queued = services.inbox.put("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "still here")
+        queued = services.inbox.submit("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "still here")
         item = client.next_item(1.0)
         assert item is not None and item.id == queued.id
         assert client.channel._conn is not broken
@@ -371,7 +371,7 @@ def test_an_agent_back_from_an_idle_release_still_takes_messages(
 
 def test_an_item_is_followed_with_one_waiting_request(services: Services, base_url: str) -> None:
     operator = {"authorization": f"Bearer {services.operator_token}"}
-    item = services.inbox.put("beta", ItemKind.OPERATOR_MESSAGE, "operator", "hi")
+    item = services.inbox.submit("beta", ItemKind.OPERATOR_MESSAGE, "operator", "hi")
     url = f"{base_url}/api/v1/items/{item.id}"
     assert httpx.get(url, headers=operator).json() == {"item_id": item.id, "state": "queued", "result": None}
     # Nothing within the wait: the state as it is, without a result.
@@ -442,7 +442,7 @@ def test_a_new_agent_reports_in_before_its_runtime_loads(
 def test_refusals_are_the_same_by_http_and_over_the_channel(services: Services, base_url: str) -> None:
     """An agent no longer in the fleet (410) and an item the agent does not hold (404) get the
     same status and body whichever way the call came."""
-    betas = services.inbox.put("beta", ItemKind.OPERATOR_MESSAGE, "operator", "for beta").id
+    betas = services.inbox.submit("beta", ItemKind.OPERATOR_MESSAGE, "operator", "for beta").id
     removed = {
         "error": "agent_removed",
         "message": "agent 'ghost' is no longer part of the fleet",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from orchestrator.broker.contracts_check import check_offline
+from orchestrator.broker import check_offline
 from orchestrator.cli.main import cli
 from orchestrator.config.loader import load_fleet
 

@@ -45,7 +45,7 @@ def alpha(services: Services, tmp_path: Path) -> Iterator[OrchestratorClient]:
 
 def _seed(services: Services) -> None:
     for agent in ("alpha", "beta"):
-        item = services.inbox.put(agent, ItemKind.OPERATOR_MESSAGE, "operator", SAID)
+        item = services.inbox.submit(agent, ItemKind.OPERATOR_MESSAGE, "operator", SAID)
         services.inbox.complete(agent, item.id, WorkResult(ok=True, text="Noted: your locker code is 4512."))
     services.events.publish("run.finished", "alpha", reply="Noted: your locker code is 4512.")
     services.events.publish("exec.ran", "alpha", command="echo 'my locker code is 4512'")

@@ -41,7 +41,7 @@ def test_an_item_carries_peers_budgets_and_inbox_depth(services: Services) -> No
             checkin = CheckIn(state="idle", pid=7, uptime_s=1.0)
             assert beta.post("/agent/v1/checkin", json=checkin.model_dump(mode="json")).status_code == 200
         for text in ("first", "second", "third"):
-            services.inbox.put("alpha", ItemKind.OPERATOR_MESSAGE, "operator", text)
+            services.inbox.submit("alpha", ItemKind.OPERATOR_MESSAGE, "operator", text)
         with agent_http(services, base_url, "alpha") as alpha:
             item = InboxItem.model_validate(alpha.get("/agent/v1/inbox/next", params={"wait": 1}).json())
     snapshot = item.snapshot
@@ -59,8 +59,8 @@ def test_an_item_carries_peers_budgets_and_inbox_depth(services: Services) -> No
 def test_an_item_carries_the_config_hash_to_agents_that_read_it(services: Services) -> None:
     from orchestrator.config.settings import runtime_hash
 
-    services.inbox.put("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "hello")
-    services.inbox.put("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "again")
+    services.inbox.submit("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "hello")
+    services.inbox.submit("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "again")
     with serve_app(create_app(services)) as base_url, agent_http(services, base_url, "alpha") as alpha:
         old = CheckIn(state="idle", pid=7, uptime_s=1.0, protocol=1)  # a container from before an upgrade
         assert alpha.post("/agent/v1/checkin", json=old.model_dump(mode="json")).status_code == 200

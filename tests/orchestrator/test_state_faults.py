@@ -101,7 +101,7 @@ def test_a_dead_letter_of_an_agent_whose_disk_is_full_says_so(services: Services
     services.health.record(
         "beta", CheckIn(state="idle", pid=1, uptime_s=1.0, disk_full=True, disk_free_bytes=4096)
     )
-    poison = services.inbox.put("beta", ItemKind.OPERATOR_MESSAGE, "operator", "never answered")
+    poison = services.inbox.submit("beta", ItemKind.OPERATOR_MESSAGE, "operator", "never answered")
     attempts = services.fleet.config.limits.delivery_attempts
     for _ in range(attempts):
         claimed = asyncio.run(services.inbox.next("beta", 0))

@@ -42,7 +42,7 @@ from orchestrator.api.fair_share import admit_event, admit_message, admit_run
 from orchestrator.api.forget_copies import forget_copies
 from orchestrator.api.limits import check_approval, check_event, check_payload, check_result, check_run
 from orchestrator.approvals import ApprovalRules, ApprovalStore, UnknownApproval
-from orchestrator.broker.broker import MAX_TIMEOUT_S
+from orchestrator.broker import MAX_TIMEOUT_S
 from orchestrator.errors import RateLimited
 from orchestrator.events import EventType
 from orchestrator.host_tools import HostToolRefused

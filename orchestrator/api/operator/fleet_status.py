@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from orchestrator.api.state_damage import state_problems
 from orchestrator.backends.base import UnitInfo
-from orchestrator.broker.inbox import queue_depths
+from orchestrator.broker import queue_depths
 from orchestrator.gateway.cooldown import ModelCooldown
 from orchestrator.scheduler.admission import QueuedWake
 from orchestrator.services import Services

@@ -11,9 +11,7 @@ from pydantic import BaseModel
 from agent_runtime.protocol import InboxItem
 from orchestrator.api.deps import OperatorDep, ServicesDep
 from orchestrator.api.errors import ApiError
-from orchestrator.broker.contracts_check import ContractsReport, check_running
-from orchestrator.broker.inbox import DeadLetter
-from orchestrator.broker.messages import MessageTrace
+from orchestrator.broker import ContractsReport, DeadLetter, MessageTrace, check_running
 from orchestrator.config.wrong_names import unknown_agent
 from orchestrator.services import Services
 

@@ -110,7 +110,7 @@ async def send_message(
     check_message(services, body.text)
     # Started before the item exists: a refusal of the start the item causes is not missed.
     starts = await asyncio.to_thread(StartWatch, services, agent) if stream else None
-    item = services.inbox.put(agent, ItemKind.OPERATOR_MESSAGE, "operator", body.text, priority=10)
+    item = services.inbox.submit(agent, ItemKind.OPERATOR_MESSAGE, "operator", body.text, priority=10)
     if starts is None:
         return MessageAccepted(item_id=item.id)
     return StreamingResponse(

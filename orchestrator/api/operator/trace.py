@@ -13,7 +13,7 @@ from fastapi import APIRouter
 
 from orchestrator.api.deps import OperatorDep, ServicesDep
 from orchestrator.api.errors import ApiError
-from orchestrator.broker.request_trace import AmbiguousId, RequestTrace, RequestTracer, TraceNotFound
+from orchestrator.broker import AmbiguousId, RequestTrace, RequestTracer, TraceNotFound
 
 router = APIRouter(tags=["broker"])
 

@@ -173,7 +173,7 @@ def test_a_previous_release_agent_works_its_inbox_over_the_channel(
     status, body = beta.call("checkin")
     assert status == 200
     beta.fits("CheckInReply", body)
-    item = services.inbox.put("beta", ItemKind.OPERATOR_MESSAGE, "operator", "hi")
+    item = services.inbox.submit("beta", ItemKind.OPERATOR_MESSAGE, "operator", "hi")
     status, body = beta.call("next")
     assert status == 200 and body["id"] == item.id
     beta.fits("InboxItem", body)

@@ -7,7 +7,7 @@ import asyncio
 from broker_helpers import ask, delivered, summary_of
 
 from agent_runtime.protocol import AskRequest, AskResult, InboxItem, ItemKind, WorkResult
-from orchestrator.broker.messages import MessageState
+from orchestrator.broker import MessageState
 from orchestrator.services import Services
 
 
@@ -159,7 +159,7 @@ def test_an_ask_nobody_picks_up_expires_and_is_never_handed_out(services: Servic
 
 def test_ttl_expiry_drops_a_stale_item_before_delivery(services: Services) -> None:
     async def scenario() -> InboxItem | None:
-        services.inbox.put("beta", ItemKind.PEER_ASK, "alpha", operation="summarize", ttl_s=0.05)
+        services.inbox.submit("beta", ItemKind.PEER_ASK, "alpha", operation="summarize", ttl_s=0.05)
         await asyncio.sleep(0.1)
         return await services.inbox.next("beta", 0)
 

@@ -9,7 +9,7 @@ from broker_helpers import SUMMARIZE_INPUT, ask, delivered, summary_of
 
 from agent_runtime.protocol import AskRequest, AskResult, InboxItem, ItemKind, TellRequest, WorkResult
 from agent_runtime.work.dedupe import ProcessedLog
-from orchestrator.broker.broker import Broker
+from orchestrator.broker import Broker
 from orchestrator.services import Services
 
 
@@ -93,7 +93,7 @@ def test_hop_limit_stops_a_long_chain(services: Services) -> None:
 
 
 def test_parent_item_must_belong_to_the_sender(services: Services) -> None:
-    foreign = services.inbox.put("beta", ItemKind.OPERATOR_MESSAGE, "operator", "hi")
+    foreign = services.inbox.submit("beta", ItemKind.OPERATOR_MESSAGE, "operator", "hi")
     result = asyncio.run(
         services.broker.ask(
             "alpha", AskRequest(to="gamma", operation="relay", input={}, parent_item=foreign.id)

@@ -110,7 +110,7 @@ def test_list_peers_and_read_interface(fleet: Fleet) -> None:
 
 def test_ask_agent_round_trip_carries_the_current_item(fleet: Fleet, services: Services) -> None:
     # alpha is working on an operator message; its ask continues that chain.
-    services.inbox.put("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "ask beta")
+    services.inbox.submit("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "ask beta")
     claimed = httpx.get(
         f"{fleet.url}/agent/v1/inbox/next",
         params={"wait": 1},

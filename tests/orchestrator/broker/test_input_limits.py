@@ -154,7 +154,7 @@ def test_any_event_is_stored_as_a_summary_past_the_cap(served: Served) -> None:
 
 def test_an_oversized_work_result_fails_its_item_instead_of_looping(served: Served) -> None:
     services = served.services
-    item = services.inbox.put("beta", ItemKind.OPERATOR_MESSAGE, "operator", "hello")
+    item = services.inbox.submit("beta", ItemKind.OPERATOR_MESSAGE, "operator", "hello")
     claimed = asyncio.run(services.inbox.next("beta", 1))
     assert claimed is not None and claimed.id == item.id
     channel = AgentChannel(served.url, lambda: served.tokens["beta"])
@@ -182,7 +182,7 @@ def deliver_without_answer(services: Services, agent: str, times: int) -> None:
 
 def test_a_poison_item_is_dead_lettered_listed_retried_and_dropped(served: Served) -> None:
     services = served.services
-    poison = services.inbox.put("beta", ItemKind.OPERATOR_MESSAGE, "operator", "this crashes beta")
+    poison = services.inbox.submit("beta", ItemKind.OPERATOR_MESSAGE, "operator", "this crashes beta")
     deliver_without_answer(services, "beta", 3)
     assert asyncio.run(services.inbox.next("beta", 0)) is None
     assert services.inbox.state(poison.id) == "dead"
@@ -222,7 +222,7 @@ def test_a_poison_item_is_dead_lettered_listed_retried_and_dropped(served: Serve
 
 def test_a_released_claim_does_not_count_as_a_delivery(served: Served) -> None:
     services = served.services
-    item = services.inbox.put("beta", ItemKind.OPERATOR_MESSAGE, "operator", "patient")
+    item = services.inbox.submit("beta", ItemKind.OPERATOR_MESSAGE, "operator", "patient")
     for _ in range(5):
         claimed = asyncio.run(services.inbox.next("beta", 0))
         assert claimed is not None

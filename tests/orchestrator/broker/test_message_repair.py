@@ -7,8 +7,7 @@ import asyncio
 from broker_helpers import SUMMARIZE_INPUT
 
 from agent_runtime.protocol import AskRequest, WorkResult
-from orchestrator.broker.messages import MessageState
-from orchestrator.broker.repair import repair_messages
+from orchestrator.broker import MessageState, repair_messages
 from orchestrator.services import Services
 
 

@@ -64,7 +64,7 @@ def test_a_key_in_a_message_reaches_no_file(restore_logging: None, monkeypatch: 
                 headers={"authorization": f"Bearer {services.operator_token}"},
             )
             assert answer.status_code == 200, answer.text
-        services.inbox.put("writer", ItemKind.HOOK, "hook:billing", f"invoice paid with {KEY}")
+        services.inbox.submit("writer", ItemKind.HOOK, "hook:billing", f"invoice paid with {KEY}")
         delivered = [asyncio.run(services.inbox.next("writer", 1)) for _ in range(2)]
         for item in delivered:
             assert item is not None and KEY not in item.text and DEPLOY not in item.text

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from agent_runtime.protocol import AskRequest, ItemKind, RunOutcome, RunRecord, WorkResult
 from orchestrator.api.app import create_app
-from orchestrator.broker.request_trace import AmbiguousId, RequestTracer, TraceNotFound
+from orchestrator.broker import AmbiguousId, RequestTracer, TraceNotFound
 from orchestrator.cli.main import cli
 from orchestrator.scheduler.runs import RunStore
 from orchestrator.services import Services
@@ -27,7 +27,7 @@ from orchestrator.testing.server import serve_app
 def operator_request_with_an_ask(services: Services) -> tuple[str, str]:
     """The operator writes to alpha; working it, alpha asks beta to summarize. Returns the
     operator message's item id and the ask's message id."""
-    operator_item = services.inbox.put("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "summarise this").id
+    operator_item = services.inbox.submit("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "summarise this").id
 
     async def scenario() -> str:
         claimed = await services.inbox.next("alpha", 1)
@@ -93,8 +93,8 @@ def ids_sharing_a_prefix(monkeypatch: pytest.MonkeyPatch, prefix: str) -> Iterat
 
 def test_unknown_and_ambiguous_prefixes(services: Services, monkeypatch: pytest.MonkeyPatch) -> None:
     ids_sharing_a_prefix(monkeypatch, "abcd1234")
-    first = services.inbox.put("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "one").id
-    second = services.inbox.put("beta", ItemKind.OPERATOR_MESSAGE, "operator", "two").id
+    first = services.inbox.submit("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "one").id
+    second = services.inbox.submit("beta", ItemKind.OPERATOR_MESSAGE, "operator", "two").id
     tracer = RequestTracer(services.db)
     with pytest.raises(AmbiguousId) as ambiguous:
         tracer.trace("abcd1234")
@@ -111,7 +111,7 @@ def test_ambiguous_prefix_exits_1_naming_the_candidates(
 ) -> None:
     ids_sharing_a_prefix(monkeypatch, "feed")
     for n in range(2):
-        services.inbox.put("alpha", ItemKind.OPERATOR_MESSAGE, "operator", str(n))
+        services.inbox.submit("alpha", ItemKind.OPERATOR_MESSAGE, "operator", str(n))
     with serve_app(create_app(services)) as url:
         write_endpoint(services.paths, Endpoint(url=url, token=services.operator_token, pid=os.getpid()))
         fleet = ["-f", str(services.fleet.path)]

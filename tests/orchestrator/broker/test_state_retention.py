@@ -125,7 +125,7 @@ def test_old_ledger_rows_are_rolled_up_by_day_and_the_spend_stays(services: Serv
 
 def test_a_delivered_operator_message_keeps_no_credential(services: Services) -> None:
     text = f"deploy with {DEPLOY_KEY}; the db password: hunter2!x and sk-live1234567890abcdefXYZ"
-    item = services.inbox.put("alpha", ItemKind.OPERATOR_MESSAGE, "operator", text)
+    item = services.inbox.submit("alpha", ItemKind.OPERATOR_MESSAGE, "operator", text)
     waiting = services.inbox.get(item.id)
     assert waiting is not None and DEPLOY_KEY not in waiting.text  # masked before its first write
     services.inbox.complete("alpha", item.id, WorkResult(ok=True, text="used password: hunter2!x"))
@@ -139,7 +139,7 @@ def test_a_delivered_operator_message_keeps_no_credential(services: Services) ->
 
 def test_the_masked_text_leaves_no_copy_in_the_database_file(services: Services) -> None:
     secret = "correct-horse-" + "Zq8" * 600  # long enough to need pages of its own
-    item = services.inbox.put("alpha", ItemKind.OPERATOR_MESSAGE, "operator", f"the password: {secret}")
+    item = services.inbox.submit("alpha", ItemKind.OPERATOR_MESSAGE, "operator", f"the password: {secret}")
     services.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     services.inbox.complete("alpha", item.id, WorkResult(ok=True, text="noted"))
     services.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")

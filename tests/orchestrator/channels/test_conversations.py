@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from agent_runtime.protocol import WorkResult, utcnow
-from orchestrator.broker.inbox import Inbox
+from orchestrator.broker import Inbox
 from orchestrator.config.loader import load_fleet
 from orchestrator.control.holds import Controls
 from orchestrator.conversations import PeopleStore

@@ -67,7 +67,7 @@ def work_on_next_item(orch: Orchestrator) -> openai.APIStatusError | None:
 def test_a_flood_of_tells_is_paid_by_its_sender(launch: Launch) -> None:
     orch = launch(FLEET.format(mallory_usd=100))
     # The writer's own work (the operator's message) is its own to pay, as before.
-    orch.services.inbox.put("writer", ItemKind.OPERATOR_MESSAGE, "operator", "draft the notes")
+    orch.services.inbox.submit("writer", ItemKind.OPERATOR_MESSAGE, "operator", "draft the notes")
     assert work_on_next_item(orch) is None
     before = spend_today(orch)
     assert before["writer"][0] > 0 and before["mallory"] == (0, 0, 0)
@@ -101,7 +101,7 @@ def test_a_peer_that_cannot_pay_gets_its_items_refused_with_the_reason(launch: L
     assert "mallory" in answer["error"]["message"] and "who asks pays" in answer["error"]["message"]
     assert spend_today(orch)["writer"][0] == 0
     # The operator's work is still the writer's to pay, and its budget is whole.
-    orch.services.inbox.put("writer", ItemKind.OPERATOR_MESSAGE, "operator", "draft the notes")
+    orch.services.inbox.submit("writer", ItemKind.OPERATOR_MESSAGE, "operator", "draft the notes")
     assert work_on_next_item(orch) is None
 
 

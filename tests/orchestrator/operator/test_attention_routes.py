@@ -84,7 +84,7 @@ def test_budget_gauges_carry_spend_remaining_and_reset_time(operator: TestClient
 
 def test_attention_names_each_agent_and_why(operator: TestClient, services: Services) -> None:
     spend(services, "alpha", 0.12)  # past alpha's daily cap: its calls are refused
-    poison = services.inbox.put("beta", ItemKind.OPERATOR_MESSAGE, "operator", "this crashes beta")
+    poison = services.inbox.submit("beta", ItemKind.OPERATOR_MESSAGE, "operator", "this crashes beta")
     for _ in range(services.fleet.config.limits.delivery_attempts):
         assert asyncio.run(services.inbox.next("beta", 0)) is not None
         services.inbox.requeue_claimed("beta")

@@ -94,8 +94,8 @@ def populate(services: Services) -> None:
                 detail="summarised the weekly report" if outcome is RunOutcome.OK else "tool timed out",
             )
         )
-    services.inbox.put("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "Draft the release notes")
-    services.inbox.put("alpha", ItemKind.PEER_TELL, "beta", "The outline is ready")
+    services.inbox.submit("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "Draft the release notes")
+    services.inbox.submit("alpha", ItemKind.PEER_TELL, "beta", "The outline is ready")
     for agent, rss in (("alpha", 96 * 1024 * 1024), ("beta", 71 * 1024 * 1024)):
         services.health.record(agent, CheckIn(state="idle", pid=1, uptime_s=3600, rss_bytes=rss, turns=3))
     # Learnings are in the agent's own storage; the dashboard asks the agent for them.

@@ -71,7 +71,7 @@ CALL = {
 def request_across_agents(services: Services) -> str:
     """The operator writes to beta; working it, beta asks alpha to look a term up. Returns the
     inbox item alpha worked."""
-    top = services.inbox.put("beta", ItemKind.OPERATOR_MESSAGE, "operator", "what are tides?").id
+    top = services.inbox.submit("beta", ItemKind.OPERATOR_MESSAGE, "operator", "what are tides?").id
 
     async def scenario() -> str:
         claimed = await services.inbox.next("beta", 1)

@@ -60,7 +60,7 @@ def browsed(tmp_path: Path) -> Iterator[Services]:
     (root / "fleet.yaml").write_text(textwrap.dedent(FLEET))
     services = build_services(load_fleet(root / "fleet.yaml"), FakeBackend())
     assert all(result.ok for result in services.manager.apply())
-    item = services.inbox.put("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "show me the shop").id
+    item = services.inbox.submit("alpha", ItemKind.OPERATOR_MESSAGE, "operator", "show me the shop").id
     log = HistoryLog(services.paths.agent_storage("alpha"))
     log.append(Turn(role="user", content="show me the shop", item_id=item))
     log.append(Turn(role="assistant", content="", tool_calls=(CALL,), item_id=item))

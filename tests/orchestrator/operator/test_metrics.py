@@ -107,8 +107,8 @@ def test_metrics_reflect_usage_runs_queue_and_restarts(operator: TestClient, ser
     tick(store, "t1", "beta", "idle")
     tick(store, "t2", "beta", "idle")
     tick(store, "t3", "beta", "run")
-    services.inbox.put("beta", ItemKind.OPERATOR_MESSAGE, "operator", "one")
-    services.inbox.put("beta", ItemKind.OPERATOR_MESSAGE, "operator", "two")
+    services.inbox.submit("beta", ItemKind.OPERATOR_MESSAGE, "operator", "one")
+    services.inbox.submit("beta", ItemKind.OPERATOR_MESSAGE, "operator", "two")
     services.events.publish(EventType.AGENT_RESTARTED, agent="alpha", exit_code=1)
     services.events.publish(EventType.AGENT_RESTARTED, agent="alpha", exit_code=1)
 

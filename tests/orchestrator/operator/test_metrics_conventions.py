@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from agent_runtime.protocol import RunOutcome
-from orchestrator.broker.messages import MessageKind, MessageLog, MessageState
+from orchestrator.broker import MessageKind, MessageLog, MessageState
 from orchestrator.gateway.ledger import Charge, Ledger
 from orchestrator.scheduler.runs import RunStore
 from orchestrator.services import Services

@@ -13,7 +13,7 @@ from typing import Any
 from agent_runtime.protocol import InboxItem, ItemKind, RunOutcome, RunRecord, WorkResult
 from agent_runtime.workspace.versioned import scaffold
 from orchestrator.backends.base import Backend
-from orchestrator.broker.inbox import Inbox
+from orchestrator.broker import Inbox
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.loader import load_fleet
 from orchestrator.control.auth import TokenStore

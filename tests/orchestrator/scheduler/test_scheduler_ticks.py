@@ -78,7 +78,7 @@ def test_failed_work_is_offered_for_retry_once(make_services: MakeServices, cloc
     agent = SimulatedAgent(services, scheduler, "worker")
     assert scheduler.run_due(at(0))[0].outcome == "idle"
 
-    services.inbox.put("worker", ItemKind.OPERATOR_MESSAGE, "operator", "deploy the site")
+    services.inbox.submit("worker", ItemKind.OPERATOR_MESSAGE, "operator", "deploy the site")
     agent.fail_next = True
     asyncio.run(agent.work())
 
@@ -98,7 +98,7 @@ def test_failures_from_before_the_first_tick_are_not_retried(
 ) -> None:
     services = make_services(fleet_yaml("heartbeat: {every: 15m}"))
     scaffold_agent(services, "worker")
-    item = services.inbox.put("worker", ItemKind.OPERATOR_MESSAGE, "operator", "old")
+    item = services.inbox.submit("worker", ItemKind.OPERATOR_MESSAGE, "operator", "old")
     services.inbox.fail(item.id, "cancelled")
     scheduler = scheduler_of(services, clock=clock)
     assert [r.outcome for r in scheduler.run_due(at(0))] == ["idle"]
@@ -111,7 +111,7 @@ def test_queued_messages_wake_the_agent_without_an_extra_model_turn(
     services = make_services(fleet_yaml("heartbeat: {every: 15m}"))
     scaffold_agent(services, "worker")
     scheduler = scheduler_of(services, clock=clock)
-    services.inbox.put("worker", ItemKind.OPERATOR_MESSAGE, "operator", "hello")
+    services.inbox.submit("worker", ItemKind.OPERATOR_MESSAGE, "operator", "hello")
 
     result = scheduler.run_due(at(0))[0]
     assert result.outcome == "run"
@@ -196,7 +196,7 @@ def test_idle_agent_hibernates_and_a_message_wakes_it(make_services: MakeService
     # The state survives an orchestrator restart.
     assert scheduler_of(services, clock=clock).is_hibernated("worker")
 
-    services.inbox.put("worker", ItemKind.OPERATOR_MESSAGE, "operator", "wake up")
+    services.inbox.submit("worker", ItemKind.OPERATOR_MESSAGE, "operator", "wake up")
     assert not scheduler.is_hibernated("worker")
     assert backend.inspect(unit_id).state == "running"
     woken = [e for e in services.events.recent(100) if e.type == "agent.started"]
@@ -232,7 +232,7 @@ def test_busy_agent_is_not_hibernated_and_failed_stop_keeps_it_awake(
     assert isinstance(backend, FakeBackend)
     scheduler = scheduler_of(services, clock=clock)
     scheduler.run_due(at(0))
-    item = services.inbox.put("worker", ItemKind.OPERATOR_MESSAGE, "operator", "long job")
+    item = services.inbox.submit("worker", ItemKind.OPERATOR_MESSAGE, "operator", "long job")
     assert asyncio.run(services.inbox.next("worker", 0)) is not None
     assert scheduler.hibernate_idle(at(120)) == []
     services.inbox.complete("worker", item.id, WorkResult(ok=True))
@@ -279,7 +279,7 @@ def test_activity_of_a_hibernating_agent_replans_the_loop(make_services: MakeSer
     async def scenario() -> None:
         task = asyncio.ensure_future(scheduler.run())
         await _wait_for(lambda: scheduler.passes == 1)
-        services.inbox.put("worker", ItemKind.OPERATOR_MESSAGE, "operator", "hello")
+        services.inbox.submit("worker", ItemKind.OPERATOR_MESSAGE, "operator", "hello")
         await agent.work()  # posts a turn record: the hibernation deadline moved
         await _wait_for(lambda: scheduler.passes == 2)
         task.cancel()

@@ -42,7 +42,7 @@ def states(services: Services) -> dict[str, str]:
 
 
 def message(services: Services, agent: str, text: str = "hello") -> str:
-    return services.inbox.put(agent, ItemKind.OPERATOR_MESSAGE, "operator", text).id
+    return services.inbox.submit(agent, ItemKind.OPERATOR_MESSAGE, "operator", text).id
 
 
 def finish(services: Services, agent: str) -> None:

@@ -19,7 +19,7 @@ def test_a_stopped_agent_that_sleeps_is_never_woken(tmp_path: Path) -> None:
     services.controls.set("a", "stopped")
 
     assert not services.scheduler.wake("a", "asked by the operator")
-    services.inbox.put("a", ItemKind.OPERATOR_MESSAGE, "operator", "hello")
+    services.inbox.submit("a", ItemKind.OPERATOR_MESSAGE, "operator", "hello")
     services.scheduler.run_due(START)
 
     units = {unit.agent: unit.state for unit in services.manager.units()}

@@ -50,7 +50,7 @@ def test_a_wake_raises_the_limit_before_the_start_and_puts_it_back(
     services: Services, backend: FakeBackend
 ) -> None:
     unit = unit_of(services, "a")
-    services.inbox.put("a", ItemKind.OPERATOR_MESSAGE, "operator", "hello")  # wakes it
+    services.inbox.submit("a", ItemKind.OPERATOR_MESSAGE, "operator", "hello")  # wakes it
     assert [op for op, uid in backend.calls if uid == unit][-2:] == ["set_cpus", "start"]
     assert backend.cpus[unit] == [HOST_CPUS]
     assert raised(services) == 1
@@ -63,7 +63,7 @@ def test_an_agent_whose_limit_is_the_hosts_is_started_as_it_is(
     services: Services, backend: FakeBackend
 ) -> None:
     unit = unit_of(services, "big")
-    services.inbox.put("big", ItemKind.OPERATOR_MESSAGE, "operator", "hello")
+    services.inbox.submit("big", ItemKind.OPERATOR_MESSAGE, "operator", "hello")
     assert backend.count("start", unit) == 1
     assert backend.count("set_cpus", unit) == 0 and raised(services) == 0
 
