@@ -146,14 +146,14 @@ class FairEmbeddingThread:
         self._closed = False
 
     async def embed(self, agent: str, texts: list[str], dimensions: int) -> Vectors:
-        self._refuse_if_over(agent)
         loop = asyncio.get_running_loop()
         job = _Job(agent, slices_of(texts), dimensions, loop, loop.create_future())
-        if not job.slices:
-            return []
         with self._changed:
             if self._closed:
                 raise RuntimeError(f"the {self._model} thread is closed")
+            self._refuse_if_over(agent)
+            if not job.slices:
+                return []
             self._start()
             queue = self._jobs.setdefault(agent, deque())
             if not queue:
@@ -177,6 +177,7 @@ class FairEmbeddingThread:
             self._thread.start()
 
     def _refuse_if_over(self, agent: str) -> None:
+        """Raises EmbeddingCpuExhausted for an agent at its cap; called holding `_changed`."""
         cap_s = self._cap_s()
         spent = self._ledger.spent(agent)
         if spent >= cap_s:

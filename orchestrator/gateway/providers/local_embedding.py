@@ -95,7 +95,7 @@ def embed_texts(texts: list[str], dimensions: int = DIMENSIONS) -> list[list[flo
 
 
 DEFAULT_CPU_SECONDS_PER_MINUTE = EmbeddingConfig().cpu_seconds_per_minute
-# Requests embedded without an agent's name (the operator's own tools) share one turn.
+# Requests embedded without an agent's name share one turn and one cap.
 UNNAMED = ""
 
 
