@@ -16,6 +16,7 @@ falls under the cap again; the gateway answers that with 429 and the time to wai
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import threading
 import time
@@ -71,7 +72,9 @@ class _Job:
     abandoned: bool = False
 
     def settle(self, result: Vectors | BaseException) -> None:
-        self.loop.call_soon_threadsafe(_set, self.future, result)
+        # A closed event loop refuses the call: nobody waits for this result any more.
+        with contextlib.suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(_set, self.future, result)
 
 
 def _set(future: asyncio.Future[Vectors], result: Vectors | BaseException) -> None:
