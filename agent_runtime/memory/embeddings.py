@@ -46,7 +46,7 @@ MEASURED_SEARCH_FLOOR: dict[str, float] = {LOCAL_EMBEDDING_MODEL: 0.1, MULTILING
 # (`python -m bench.memory_calibration`; docs/memory.md, "Similarity scale"). A model without
 # one (wordllama-256, the test model, hosted models) has its cosines taken as they are.
 MEASURED_SIMILARITY_SCALE: dict[str, SimilarityScale] = {
-    MULTILINGUAL_EMBEDDING_MODEL: SimilarityScale(floor=0.8, ceiling=0.84),
+    MULTILINGUAL_EMBEDDING_MODEL: SimilarityScale(floor=0.8, ceiling=0.84, vector_weight=0.9),
 }
 MAX_BATCH = 128
 QUERY_CACHE_SIZE = 256

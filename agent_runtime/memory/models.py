@@ -24,10 +24,15 @@ class SimilarityScale:
 
     floor: float = 0.0
     ceiling: float = 1.0
+    # The weight of the vector part measured for the model (the keyword part takes the rest);
+    # None: `MemoryConfig.vector_weight` and `keyword_weight`.
+    vector_weight: float | None = None
 
     def __post_init__(self) -> None:
         if not self.ceiling > self.floor:
             raise ValueError(f"similarity scale: ceiling {self.ceiling} is not above floor {self.floor}")
+        if self.vector_weight is not None and not 0.0 <= self.vector_weight <= 1.0:
+            raise ValueError(f"similarity scale: vector weight {self.vector_weight} is not within 0..1")
 
     def score(self, cosine: float) -> float:
         """The cosine mapped onto 0..1 by the model's floor and ceiling."""

@@ -2,7 +2,8 @@
 
 The cosine is put on the embedding model's own scale first (`SimilarityScale`: 0 at the cosine
 of an unrelated fact, 1 at that of the fact asked for), so vectors and keywords weigh the same
-for every model; the search floor is a plain cosine.
+for every model; the search floor is a plain cosine. A model may also carry the weights measured
+for it (`SimilarityScale.vector_weight`), which a config that sets its own overrides.
 
 Vector candidates come in up to three tiers:
 1. categories: the query is compared with each category's centroid;
@@ -112,6 +113,7 @@ def rank(
         (json.dumps(sorted(ids)),),
     ).fetchall()
     best_keyword = max(candidates.keyword.values(), default=0.0) or 1.0
+    vector_weight, keyword_weight = _weights(config, scale)
     hits: list[FactHit] = []
     for row in rows:
         if category_id is not None and row["category_id"] != category_id:
@@ -124,7 +126,7 @@ def rank(
         if vector_mode:
             if keyword == 0.0 and similarity < min_similarity:
                 continue
-            base = config.vector_weight * scale.score(similarity) + config.keyword_weight * keyword
+            base = vector_weight * scale.score(similarity) + keyword_weight * keyword
         else:
             base = keyword
         if base <= 0.0:
@@ -140,3 +142,11 @@ def rank(
         )
     hits.sort(key=lambda hit: hit.score, reverse=True)
     return hits[:k]
+
+
+def _weights(config: MemoryConfig, scale: SimilarityScale) -> tuple[float, float]:
+    """The vector and keyword parts' weights: the ones measured for the model, unless the
+    config sets its own."""
+    if scale.vector_weight is None or "vector_weight" in config.model_fields_set:
+        return config.vector_weight, config.keyword_weight
+    return scale.vector_weight, 1.0 - scale.vector_weight

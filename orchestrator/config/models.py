@@ -183,6 +183,14 @@ class EmbeddingConfig(Strict):
         "contradiction above this similarity. Unset: the figure measured for the model (wordllama-256: "
         "0.6), or no such rule for a model without one (docs/memory.md)",
     )
+    cpu_seconds_per_minute: float = Field(
+        default=15.0,
+        gt=0,
+        le=60,
+        description="A local embedding model (wordllama-256, multilingual-e5-small) runs on one thread of "
+        "the orchestrator's, shared in turn between agents; each agent may use this many seconds of its "
+        "CPU in any minute, and is refused (429, with the time to wait) past it",
+    )
 
 
 class LLMConfig(Strict):

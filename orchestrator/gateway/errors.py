@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from orchestrator.gateway.budget import BudgetExhausted
 from orchestrator.gateway.providers.base import UpstreamError
+from orchestrator.gateway.providers.embedding_share import EmbeddingCpuExhausted
 from orchestrator.gateway.providers.openai_compat import MissingKeyError
 
 GATEWAY_PREFIX = "/v1/"
@@ -133,6 +134,14 @@ def budget_error(exc: BudgetExhausted, now: datetime) -> GatewayError:
         {"retry-after": str(wait_s)} | NO_RETRY,
         type_="insufficient_quota",
     )
+
+
+def embedding_cpu_error(exc: EmbeddingCpuExhausted) -> GatewayError:
+    """An agent past its share of a local embedding model's thread: it may ask again once its
+    use of the last minute is under the cap."""
+    details = [f"spent_s: {exc.spent_s:.2f}", f"cap_s: {exc.cap_s:g}", "window_s: 60"]
+    headers = {"retry-after": str(math.ceil(exc.retry_after_s))} | NO_RETRY
+    return GatewayError(429, "embedding_cpu_exhausted", str(exc), details, headers)
 
 
 def unsupported_parameter(param: str, message: str) -> GatewayError:

@@ -29,7 +29,13 @@ from orchestrator.fleet.view import FleetView
 from orchestrator.gateway.budget import BudgetExhausted, Budgets, Clock, Reservation, day_window, month_window
 from orchestrator.gateway.cooldown import Cooldowns
 from orchestrator.gateway.embedding import TEST_EMBEDDING_DIMENSIONS
-from orchestrator.gateway.errors import GatewayError, budget_error, unsupported_parameter, upstream_error
+from orchestrator.gateway.errors import (
+    GatewayError,
+    budget_error,
+    embedding_cpu_error,
+    unsupported_parameter,
+    upstream_error,
+)
 from orchestrator.gateway.ledger import PAID_BY, WORKED_FOR, CallKind, CallStatus, Charge, Ledger
 from orchestrator.gateway.models import (
     AgentCosts,
@@ -49,6 +55,7 @@ from orchestrator.gateway.models import (
 )
 from orchestrator.gateway.prices import price_of
 from orchestrator.gateway.providers.base import Provider, UpstreamError
+from orchestrator.gateway.providers.embedding_share import EmbeddingCpuExhausted
 from orchestrator.gateway.providers.local_embedding import LocalEmbeddingProvider
 from orchestrator.gateway.providers.multilingual_embedding import multilingual_provider
 from orchestrator.gateway.providers.openai_compat import OpenAICompatProvider
@@ -128,8 +135,10 @@ class Gateway:
         self.cooldowns = Cooldowns(clock)
         self._in_flight: dict[tuple[str, str], asyncio.Event] = {}
         self._test = TestModelProvider(self.counter)
-        self._local_embedding = LocalEmbeddingProvider(self.counter)
-        self._multilingual_embedding = multilingual_provider(self.counter)
+        self._local_embedding = LocalEmbeddingProvider(
+            self.counter, cpu_seconds_per_minute=self._embedding_cpu_cap
+        )
+        self._multilingual_embedding = multilingual_provider(self.counter, self._embedding_cpu_cap)
         self._upstreams: dict[str, OpenAICompatProvider] = {}
         self._retired: list[OpenAICompatProvider] = []
         self.payer_of: Callable[[str], str | None] = lambda agent: None
@@ -138,6 +147,9 @@ class Gateway:
     @property
     def _config(self) -> FleetConfig:
         return self._fleet.current().config
+
+    def _embedding_cpu_cap(self) -> float:
+        return self._config.llm.embedding.cpu_seconds_per_minute
 
     # ------------------------------------------------------------------ scheduler
 
@@ -575,9 +587,15 @@ class Gateway:
         ctx = self._reserve(agent, "embeddings", route, tokens_in, 0, run_id)
         with self._settled_on_failure(ctx, route):
             # Never a fallback model: its vectors would live in another space.
-            _, response = await self._call(
-                [route], lambda r: r.provider.embed(request.model_copy(update={"model": r.upstream_model}))
-            )
+            try:
+                _, response = await self._call(
+                    [route],
+                    lambda r: r.provider.embed_for(
+                        agent, request.model_copy(update={"model": r.upstream_model})
+                    ),
+                )
+            except EmbeddingCpuExhausted as refused:
+                raise embedding_cpu_error(refused) from None
         self._settle(ctx, route, usage=response.usage, status="ok")
         return route, response
 

@@ -49,5 +49,10 @@ class Provider(ABC):
     @abstractmethod
     async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse: ...
 
+    async def embed_for(self, agent: str, request: EmbeddingRequest) -> EmbeddingResponse:
+        """`embed` on behalf of `agent`: a provider that shares its work between agents
+        overrides it."""
+        return await self.embed(request)
+
     async def aclose(self) -> None:  # noqa: B027 - most providers hold nothing to release
         """Release connections; the default has none."""

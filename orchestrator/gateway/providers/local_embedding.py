@@ -12,17 +12,15 @@ downloaded from a model hub.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import struct
 import threading
 from collections.abc import AsyncIterator, Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
 from agent_runtime.memory import LOCAL_EMBEDDING_MODEL
-from orchestrator.config.models import LOCAL_EMBEDDING_DIMENSIONS, missing_package_message
+from orchestrator.config.models import LOCAL_EMBEDDING_DIMENSIONS, EmbeddingConfig, missing_package_message
 from orchestrator.gateway.models import (
     ChatCompletion,
     ChatCompletionChunk,
@@ -31,6 +29,7 @@ from orchestrator.gateway.models import (
     EmbeddingResponse,
 )
 from orchestrator.gateway.providers.base import Provider, UpstreamError
+from orchestrator.gateway.providers.embedding_share import EmbedTexts, FairEmbeddingThread
 from orchestrator.gateway.tokens import TokenCounter
 
 WEIGHTS = "weights/l2_supercat_256.safetensors"
@@ -95,7 +94,9 @@ def embed_texts(texts: list[str], dimensions: int = DIMENSIONS) -> list[list[flo
     return [[float(value) for value in row] for row in matrix / norms]
 
 
-EmbedTexts = Callable[[list[str], int], list[list[float]]]
+DEFAULT_CPU_SECONDS_PER_MINUTE = EmbeddingConfig().cpu_seconds_per_minute
+# Requests embedded without an agent's name share one turn and one cap.
+UNNAMED = ""
 
 
 class LocalEmbeddingProvider(Provider):
@@ -108,14 +109,14 @@ class LocalEmbeddingProvider(Provider):
         model: str = LOCAL_EMBEDDING_MODEL,
         embed: EmbedTexts = embed_texts,
         dimensions: int = DIMENSIONS,
+        cpu_seconds_per_minute: Callable[[], float] = lambda: DEFAULT_CPU_SECONDS_PER_MINUTE,
     ) -> None:
         self.name = model
-        self._embed = embed
         self._dimensions = dimensions
         self._counter = counter
         # One thread: however many agents ask at once, the model takes at most one core of the
         # orchestrator's, and the shared default pool stays free for everything else.
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="local-embedding")
+        self._worker = FairEmbeddingThread(model, embed, cpu_seconds_per_minute)
 
     async def complete(self, request: ChatCompletionRequest) -> ChatCompletion:
         raise UpstreamError(_not_a_chat_model(self.name), status=400)
@@ -125,11 +126,12 @@ class LocalEmbeddingProvider(Provider):
         yield  # pragma: no cover - makes this an async generator, as the interface wants
 
     async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
+        return await self.embed_for(UNNAMED, request)
+
+    async def embed_for(self, agent: str, request: EmbeddingRequest) -> EmbeddingResponse:
         texts = request.texts
-        # Loading and embedding are CPU work: off the event loop.
-        vectors = await asyncio.get_running_loop().run_in_executor(
-            self._worker, self._embed, texts, request.dimensions or self._dimensions
-        )
+        # Loading and embedding are CPU work: off the event loop, on the model's own thread.
+        vectors = await self._worker.embed(agent, texts, request.dimensions or self._dimensions)
         data = []
         for index, vector in enumerate(vectors):
             encoded: list[float] | str = vector
@@ -143,7 +145,7 @@ class LocalEmbeddingProvider(Provider):
         )
 
     async def aclose(self) -> None:
-        self._worker.shutdown(wait=False, cancel_futures=True)
+        self._worker.close()
 
 
 def _not_a_chat_model(model: str) -> str:

@@ -7,13 +7,14 @@ words ("who signs off on bills" -> "Invoices are approved by Maria in finance") 
 German, Spanish, Chinese and Japanese, at about 40 ms of one core a text instead of 0.3 ms.
 Every text gets the `query:` prefix: facts are compared with each other as well as searched,
 and one prefix on both sides suits both. It runs on one thread, served by the same
-single-worker provider as `wordllama-256`.
+provider as `wordllama-256`, shared in turn between agents (`embedding_share`).
 """
 
 from __future__ import annotations
 
 import importlib
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from agent_runtime.memory import MULTILINGUAL_EMBEDDING_MODEL
@@ -79,5 +80,9 @@ def embed_multilingual(texts: list[str], dimensions: int = DIMENSIONS) -> list[l
     return [[float(value) for value in row] for row in matrix / norms]
 
 
-def multilingual_provider(counter: TokenCounter) -> LocalEmbeddingProvider:
-    return LocalEmbeddingProvider(counter, MULTILINGUAL_EMBEDDING_MODEL, embed_multilingual, DIMENSIONS)
+def multilingual_provider(
+    counter: TokenCounter, cpu_seconds_per_minute: Callable[[], float]
+) -> LocalEmbeddingProvider:
+    return LocalEmbeddingProvider(
+        counter, MULTILINGUAL_EMBEDDING_MODEL, embed_multilingual, DIMENSIONS, cpu_seconds_per_minute
+    )
