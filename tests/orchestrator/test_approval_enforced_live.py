@@ -5,15 +5,13 @@ approves through the CLI, and the write the orchestrator now checks goes through
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from orchestrator.testing.cli import free_port, run_flotilla, wait_for
+from orchestrator.testing.cli import free_port, run_flotilla, start_flotilla, wait_for
 
 FLEET = """\
 version: 1
@@ -47,22 +45,7 @@ def pending(folder: Path) -> list[dict[str, Any]]:
 
 
 def test_an_approved_update_workspace_call_is_written(fleet_dir: Path) -> None:
-    send = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "orchestrator.cli.main",
-            "send",
-            "alpha",
-            CALL,
-            "--file",
-            str(fleet_dir / "fleet.yaml"),
-        ],
-        cwd=fleet_dir,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    send = start_flotilla(fleet_dir, "send", "alpha", CALL)
     try:
         wait_for(lambda: bool(pending(fleet_dir)), "the agent's approval item")
         [item] = pending(fleet_dir)

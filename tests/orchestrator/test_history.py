@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import textwrap
 import time
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ from orchestrator.scheduler.runs import RunStore
 from orchestrator.services import Services
 from orchestrator.state.endpoint import Endpoint, write_endpoint
 from orchestrator.testing.agent_link import connect_agent
+from orchestrator.testing.cli import start_flotilla
 from orchestrator.testing.fake_backend import FakeBackend
 from orchestrator.testing.server import serve_app
 from orchestrator.wiring import attach_subsystems, core_services, fleet_manager
@@ -171,12 +171,9 @@ def test_a_run_record_written_before_host_tools_had_their_source_still_reads() -
 
 def test_history_follow_prints_new_messages_and_the_finished_run(services: Services, url: str) -> None:
     log_turn(services, "item-one", tool=False, run=True)
-    command = [sys.executable, "-m", "orchestrator.cli.main", "history", "alpha", "--follow"]
-    with subprocess.Popen(
-        [*command, "--file", str(services.fleet.path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    fleet_file = services.fleet.path
+    with start_flotilla(
+        fleet_file.parent, "history", "alpha", "--follow", file=fleet_file.name, stderr=subprocess.STDOUT
     ) as follower:
         assert follower.stdout is not None
         try:

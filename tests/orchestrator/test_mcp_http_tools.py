@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +20,7 @@ import pytest
 
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
-from orchestrator.testing.cli import free_port, run_flotilla, wait_for
+from orchestrator.testing.cli import free_port, run_flotilla, start_flotilla, wait_for
 from tests.orchestrator.mcp_servers.running import SearchServer
 
 pytest.importorskip("mcp")
@@ -149,22 +147,7 @@ def test_a_tool_outside_the_allow_list_is_neither_offered_nor_run(fleet_dir: Pat
 def test_a_call_needing_approval_is_refused_without_one_and_runs_once_approved(fleet_dir: Path) -> None:
     refused = agent_call(fleet_dir, "careful", "search__find", {"query": "moorings"})
     assert refused.status_code == 403 and "needs an operator's approval" in refused.json()["message"]
-    waiting = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "orchestrator.cli.main",
-            "send",
-            "careful",
-            'call search__find {"query": "fees"}',
-            "--file",
-            str(fleet_dir / "fleet.yaml"),
-        ],
-        cwd=fleet_dir,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    waiting = start_flotilla(fleet_dir, "send", "careful", 'call search__find {"query": "fees"}')
     pending: list[dict[str, Any]] = []
 
     def asked() -> bool:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ import pytest
 
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
-from orchestrator.testing.cli import free_port, run_flotilla, wait_for
+from orchestrator.testing.cli import free_port, run_flotilla, start_flotilla, wait_for
 
 pytest.importorskip("mcp")
 pytest.importorskip("mcp_server_time")
@@ -106,22 +105,7 @@ def send(folder: Path, agent: str, text: str) -> str:
 
 
 def send_in_background(folder: Path, agent: str, text: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "orchestrator.cli.main",
-            "send",
-            agent,
-            text,
-            "--file",
-            str(folder / "fleet.yaml"),
-        ],
-        cwd=folder,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return start_flotilla(folder, "send", agent, text)
 
 
 def approvals(folder: Path, *extra: str) -> list[dict[str, Any]]:

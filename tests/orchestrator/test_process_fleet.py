@@ -6,8 +6,6 @@ import json
 import os
 import platform
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -80,44 +78,14 @@ def test_send_json_prints_one_document(fleet_dir: Path) -> None:
 
 
 def test_chat_refuses_an_unknown_agent_before_reading_input(fleet_dir: Path) -> None:
-    chat = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "orchestrator.cli.main",
-            "chat",
-            "ghost",
-            "--file",
-            str(fleet_dir / "fleet.yaml"),
-        ],
-        input="hello\n",
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    chat = run_flotilla(fleet_dir, "chat", "ghost", stdin="hello\n", timeout=60)
     assert chat.returncode == 2
     assert "no agent 'ghost'" in chat.stderr and "alpha, beta" in chat.stderr
     assert "you>" not in chat.stdout
 
 
 def test_chat_talks_until_an_empty_line(fleet_dir: Path) -> None:
-    chat = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "orchestrator.cli.main",
-            "chat",
-            "alpha",
-            "--file",
-            str(fleet_dir / "fleet.yaml"),
-        ],
-        input="first question\n\n",
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    chat = run_flotilla(fleet_dir, "chat", "alpha", stdin="first question\n\n", timeout=120)
     assert chat.returncode == 0, chat.stderr
     assert "alpha> [test model]" in chat.stdout and "first question" in chat.stdout
 

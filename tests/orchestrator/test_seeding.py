@@ -4,7 +4,6 @@ since: against a real orchestrator on the process runtime, through the CLI."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -74,27 +73,17 @@ def test_a_changed_seed_reaches_the_running_agent_without_a_restart(fleet: Path)
 
 
 def test_a_file_changed_since_it_was_seeded_is_not_overwritten(fleet: Path) -> None:
-    write = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "orchestrator.cli.main",
-            "workspace",
-            "edit",
-            "scribe",
-            "SOUL.md",
-            "--file",
-            str(fleet / "fleet.yaml"),
-        ],
-        cwd=fleet,
+    write = run_flotilla(
+        fleet,
+        "workspace",
+        "edit",
+        "scribe",
+        "SOUL.md",
         env={
             **__import__("os").environ,
             "EDITOR": f"{sys.executable} -c \"import sys; open(sys.argv[1], 'w').write('# scribe\\n\\nThe operator rewrote this.\\n')\"",
         },
-        capture_output=True,
-        text=True,
         timeout=60,
-        check=False,
     )
     assert write.returncode == 0, write.stdout + write.stderr
     edit_fleet(fleet, "You are calm.", "You are bold.")

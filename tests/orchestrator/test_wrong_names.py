@@ -5,8 +5,6 @@ fleet.yaml, and the exit codes docs/cli.md gives."""
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +14,7 @@ import pytest
 from orchestrator.config.fleet import ConfigError
 from orchestrator.config.loader import load_fleet
 from orchestrator.config.wrong_names import unknown_agent
-from orchestrator.testing.cli import free_port, run_flotilla
+from orchestrator.testing.cli import free_port, run_flotilla, start_flotilla
 
 FLEET = """\
 version: 1
@@ -121,13 +119,7 @@ def test_a_wrong_agent_name_reads_the_same_on_every_command(running: Path, args:
 
 @pytest.mark.parametrize("args", [("events", "-F"), ("logs", "-F", "alpha")], ids=["events", "logs"])
 def test_ctrl_c_ends_a_follow_with_130(running: Path, args: tuple[str, ...]) -> None:
-    follow = subprocess.Popen(
-        [sys.executable, "-m", "orchestrator.cli.main", *args, "--file", str(running / "fleet.yaml")],
-        cwd=running,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    follow = start_flotilla(running, *args)
     try:
         time.sleep(3)  # under way: following
         assert follow.poll() is None, follow.communicate()

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
 import sqlite3
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from orchestrator.testing.cli import run_flotilla
 from orchestrator.testing.llama_server import MODEL_ALIAS, SMOLLM2_WINDOW
 
 MODEL_WINDOW = SMOLLM2_WINDOW
@@ -50,15 +49,7 @@ def free_port() -> int:
 def flotilla(
     folder: Path, *args: str, timeout: float = SEND_TIMEOUT_S + 60
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli.main", *args, "--file", str(folder / "fleet.yaml")],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        env=os.environ.copy(),
-    )
+    return run_flotilla(folder, *args, timeout=timeout)
 
 
 @contextmanager

@@ -22,13 +22,14 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import docker.errors
+
+from orchestrator.testing.cli import run_flotilla, run_flotilla_ok
 
 BASE_IMAGE = "flotilla/base:bookworm"
 PACKAGES = (
@@ -191,26 +192,12 @@ class TwoNodeSwarm:
 
     def flotilla(self, folder: Path, *args: str, check: bool = True, timeout: float = 300) -> str:
         """The `flotilla` command run in the manager's network namespace, against its engine."""
-        done = subprocess.run(
-            [
-                "nsenter",
-                f"--net=/proc/{self.manager.pid}/ns/net",
-                sys.executable,
-                "-m",
-                "orchestrator.cli.main",
-                *args,
-                "--file",
-                str(folder / "fleet.yaml"),
-            ],
-            cwd=folder,
-            env={**os.environ, "DOCKER_HOST": ENGINE_URL},
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-        if check and done.returncode != 0:
-            raise AssertionError(f"flotilla {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
+        options: dict[str, Any] = {
+            "timeout": timeout,
+            "env": {**os.environ, "DOCKER_HOST": ENGINE_URL},
+            "prefix": ("nsenter", f"--net=/proc/{self.manager.pid}/ns/net"),
+        }
+        done = run_flotilla_ok(folder, *args, **options) if check else run_flotilla(folder, *args, **options)
         return done.stdout
 
     def agents(self, folder: Path) -> dict[str, dict[str, Any]]:

@@ -13,8 +13,6 @@ import os
 import secrets
 import shutil
 import sqlite3
-import subprocess
-import sys
 import tarfile
 import time
 from collections.abc import Iterator
@@ -88,11 +86,8 @@ def moved(
         facts["backup_s"] = time.monotonic() - started
         flotilla(old, "down", "-v")
         started = time.monotonic()
-        verified = subprocess.run(
-            [sys.executable, "-m", "orchestrator.cli.main", "verify", str(facts["archive"])],
-            capture_output=True,
-            text=True,
-            check=False,
+        verified = run_flotilla(
+            facts["archive"].parent, "verify", str(facts["archive"]), file=None, timeout=300
         )
         facts["verify_s"] = time.monotonic() - started
         facts["verify"] = verified

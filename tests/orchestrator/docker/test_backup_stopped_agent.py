@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,11 +54,8 @@ def stopped_backup(
         facts["backup_s"] = time.monotonic() - started
         facts["leftovers"] = docker_client.containers.list(all=True, filters={"label": LABEL_SNAPSHOT_OF})
         flotilla(old, "down", "-v")
-        facts["verify"] = subprocess.run(
-            [sys.executable, "-m", "orchestrator.cli.main", "verify", str(facts["archive"])],
-            capture_output=True,
-            text=True,
-            check=False,
+        facts["verify"] = run_flotilla(
+            facts["archive"].parent, "verify", str(facts["archive"]), file=None, timeout=300
         )
         new.mkdir()
         flotilla(new, "restore", str(facts["archive"]))

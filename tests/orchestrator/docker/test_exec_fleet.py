@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from orchestrator.backends.docker_sandbox import LABEL_SANDBOX_OF
 from orchestrator.images.build import ImageBuildResult
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
-from orchestrator.testing.cli import fleet_status, free_port, run_flotilla, wait_for
+from orchestrator.testing.cli import fleet_status, free_port, run_flotilla, start_flotilla, wait_for
 
 pytestmark = pytest.mark.docker
 
@@ -179,22 +178,7 @@ def test_exec_needing_approval_runs_only_once_approved(fleet_dir: Path) -> None:
     # Approval is checked on the tool route before the exec tool sees the call.
     (noticed,) = events(fleet_dir, "careful", "approval.refused")
     assert noticed["data"]["tool"] == "exec"
-    waiting = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "orchestrator.cli.main",
-            "send",
-            "careful",
-            'call exec {"python": "print(6*7)"}',
-            "--file",
-            str(fleet_dir / "fleet.yaml"),
-        ],
-        cwd=fleet_dir,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    waiting = start_flotilla(fleet_dir, "send", "careful", 'call exec {"python": "print(6*7)"}')
     pending: list[dict[str, Any]] = []
 
     def asked() -> bool:

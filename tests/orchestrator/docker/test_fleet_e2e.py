@@ -13,7 +13,6 @@ import secrets
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from orchestrator.backends.base import LABEL_AGENT, LABEL_CONFIG_HASH, LABEL_FLE
 from orchestrator.cli.client import ApiClient
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
+from orchestrator.testing.cli import run_flotilla, run_flotilla_ok
 
 pytestmark = pytest.mark.docker
 
@@ -57,17 +57,9 @@ class RunningFleet:
     def flotilla(
         self, *args: str, check: bool = True, timeout: float = 300
     ) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            [sys.executable, "-m", "orchestrator.cli.main", *args, "--file", str(self.folder / "fleet.yaml")],
-            cwd=self.folder,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-        if check and result.returncode != 0:
-            raise AssertionError(f"flotilla {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
-        return result
+        if check:
+            return run_flotilla_ok(self.folder, *args, timeout=timeout)
+        return run_flotilla(self.folder, *args, timeout=timeout)
 
     def client(self) -> ApiClient:
         endpoint = read_endpoint(StatePaths.for_fleet_file(self.folder / "fleet.yaml"))
@@ -301,14 +293,7 @@ def test_validate_refuses_resources_the_engine_cannot_give(
     text = (running_fleet.folder / "fleet.yaml").read_text()
     (tmp_path / "fleet.yaml").write_text(text.replace("memory: 128m, cpus: 0.5", "memory: 4096g, cpus: 4096"))
     shutil.copytree(running_fleet.folder / "examples", tmp_path / "examples")
-    result = subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli.main", "validate", "--runtime", "docker"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    result = run_flotilla(tmp_path, "validate", "--runtime", "docker", file=None)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "defaults.resources.memory: memory '4096g' is more than the Docker engine has" in result.stderr
     assert "defaults.resources.cpus: cpus 4096 is more than the Docker engine has" in result.stderr

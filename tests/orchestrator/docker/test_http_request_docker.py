@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import subprocess
-import sys
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +18,7 @@ from conftest import unique
 
 from orchestrator.backends.base import LABEL_AGENT, LABEL_FLEET
 from orchestrator.images.build import ImageBuildResult
-from orchestrator.testing.cli import free_port, run_flotilla, wait_for
+from orchestrator.testing.cli import free_port, run_flotilla, start_flotilla, wait_for
 from tests.orchestrator.egress.fake_site import FakeSite, start_site
 
 pytestmark = pytest.mark.docker
@@ -187,23 +185,7 @@ def test_a_name_resolving_to_a_private_address_is_refused(fleet_dir: Path, site:
 
 def test_a_post_waits_for_the_operators_approval(fleet_dir: Path, site: FakeSite) -> None:
     arguments = {"method": "POST", "url": site.url("/echo"), "body": "report=ready"}
-    waiting = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "orchestrator.cli.main",
-            "send",
-            "researcher",
-            call(arguments),
-            "--file",
-            str(fleet_dir / "fleet.yaml"),
-        ],
-        cwd=fleet_dir,
-        env=env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    waiting = start_flotilla(fleet_dir, "send", "researcher", call(arguments), env=env())
     pending: list[dict[str, Any]] = []
 
     def asked() -> bool:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ from docker.types import Mount
 from orchestrator.images.build import DEFAULT_TAG, ImageBuildResult
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
-from orchestrator.testing.cli import fleet_status, free_port, run_flotilla, wait_for
+from orchestrator.testing.cli import fleet_status, free_port, run_flotilla, start_flotilla, wait_for
 from tests.orchestrator.docker.conftest import unique
 
 pytestmark = pytest.mark.docker
@@ -147,24 +146,17 @@ def cluster(docker_client: Any) -> Iterator[Cluster]:
         network.remove()
 
 
-def _start_orchestrator(folder: Path, gateway: str, port: int) -> subprocess.Popen[bytes]:
+def _start_orchestrator(folder: Path, gateway: str, port: int) -> subprocess.Popen[str]:
     with (folder / "orchestrator.out").open("ab") as log:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "orchestrator.cli.main",
-                "up",
-                "--runtime",
-                "external",
-                "--agent-listen",
-                gateway,
-                "--port",
-                str(port),
-                "--file",
-                str(folder / "fleet.yaml"),
-            ],
-            cwd=folder,
+        return start_flotilla(
+            folder,
+            "up",
+            "--runtime",
+            "external",
+            "--agent-listen",
+            gateway,
+            "--port",
+            str(port),
             stdout=log,
             stderr=subprocess.STDOUT,
         )

@@ -12,7 +12,6 @@ import secrets
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from orchestrator.cli.client import ApiClient
 from orchestrator.images.build import ImageBuildResult
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
+from orchestrator.testing.cli import run_flotilla, run_flotilla_ok
 
 pytestmark = pytest.mark.docker
 
@@ -43,17 +43,9 @@ class Fleet:
     folder: Path
 
     def flotilla(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            [sys.executable, "-m", "orchestrator.cli.main", *args, "--file", str(self.folder / "fleet.yaml")],
-            cwd=self.folder,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        if check and result.returncode != 0:
-            raise AssertionError(f"flotilla {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
-        return result
+        if check:
+            return run_flotilla_ok(self.folder, *args, timeout=300)
+        return run_flotilla(self.folder, *args, timeout=300)
 
     @property
     def paths(self) -> StatePaths:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import secrets
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,22 +37,8 @@ def flotilla(folder: Path, *args: str) -> str:
 
 
 def in_agent(folder: Path, agent: str, *command: str) -> str:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "orchestrator.cli.main",
-            "exec",
-            "--file",
-            str(folder / "fleet.yaml"),
-            agent,
-            "--",
-            *command,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    result = run_flotilla(
+        folder, "exec", "--file", str(folder / "fleet.yaml"), agent, "--", *command, file=None
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout

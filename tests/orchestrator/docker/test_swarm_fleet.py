@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +22,7 @@ from orchestrator.backends.base import LABEL_AGENT, LABEL_FLEET
 from orchestrator.backends.swarm import LABEL_COMPONENT, agent_network_name, volume_name
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
+from orchestrator.testing.cli import run_flotilla
 
 pytestmark = pytest.mark.docker
 
@@ -322,12 +322,7 @@ def test_a_backup_is_taken_while_the_swarm_fleet_runs(
     fleet.flotilla("memory", "add", "writer", RESTORED_FACT)
     archive = tmp_path_factory.mktemp("swarm-backup") / "fleet.tar"
     fleet.flotilla("backup", "-o", str(archive), timeout=300)
-    verified = subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli.main", "verify", str(archive)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    verified = run_flotilla(archive.parent, "verify", str(archive), file=None, timeout=300)
     assert verified.returncode == 0, verified.stdout + verified.stderr
     BACKUP["archive"] = archive
 

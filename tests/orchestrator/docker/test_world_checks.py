@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +22,7 @@ from orchestrator.hooks.signatures import github_signature
 from orchestrator.images.build import ImageBuildResult
 from orchestrator.state.endpoint import Endpoint, read_endpoint
 from orchestrator.state.paths import StatePaths
-from orchestrator.testing.cli import free_port, run_flotilla, wait_for
+from orchestrator.testing.cli import free_port, run_flotilla, start_flotilla, wait_for
 from tests.orchestrator.channels.servers import HttpReceiver, SmtpSink
 from tests.orchestrator.egress.fake_site import FakeSite, start_site
 
@@ -229,16 +227,8 @@ def test_a_notify_needing_approval_is_refused_directly_and_runs_once_approved(
     noticed = run_flotilla(fleet_dir, "events", "--agent", "careful", "--json", "-n", "100", env=env())
     refusals = [event for event in json.loads(noticed.stdout) if event["type"] == "approval.refused"]
     assert [event["data"]["tool"] for event in refusals] == ["notify"]
-    command = [sys.executable, "-m", "orchestrator.cli.main", "send", "careful"]
     directive = 'call notify {"channel": "ops-hook", "text": "deploy at noon"}'
-    waiting = subprocess.Popen(
-        [*command, directive, "--file", str(fleet_dir / "fleet.yaml")],
-        cwd=fleet_dir,
-        env=env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    waiting = start_flotilla(fleet_dir, "send", "careful", directive, env=env())
     pending: list[dict[str, Any]] = []
 
     def asked() -> bool:

@@ -4,14 +4,12 @@ as `[]`; one JSON object per line only with -F. `events --type` picks types or f
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from orchestrator.testing.cli import free_port, run_flotilla
+from orchestrator.testing.cli import free_port, run_flotilla, start_flotilla
 
 FLEET = """\
 version: 1
@@ -61,10 +59,7 @@ def test_events_type_picks_a_type_or_a_family(folder: Path) -> None:
 
 
 def test_follow_with_json_prints_one_object_per_line(folder: Path) -> None:
-    command = [sys.executable, "-m", "orchestrator.cli.main", "events", "-F", "--json", "-n", "2"]
-    follow = subprocess.Popen(
-        [*command, "--file", str(folder / "fleet.yaml")], cwd=folder, stdout=subprocess.PIPE, text=True
-    )
+    follow = start_flotilla(folder, "events", "-F", "--json", "-n", "2", stderr=None)
     try:
         assert follow.stdout is not None
         lines = [follow.stdout.readline(), follow.stdout.readline()]

@@ -4,14 +4,13 @@ once); the process runtime and the built-in test model, through the command line
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from orchestrator.testing.cli import free_port, run_flotilla
+from orchestrator.testing.cli import free_port, run_flotilla, start_flotilla
 
 FLEET = """\
 version: 1
@@ -42,14 +41,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def send_in_background(folder: Path, agent: str, text: str, *extra: str) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "orchestrator.cli.main", "send", agent, text, *extra]
-    return subprocess.Popen(
-        [*command, "--file", str(folder / "fleet.yaml")],
-        cwd=folder,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return start_flotilla(folder, "send", agent, text, *extra)
 
 
 def test_send_names_the_approval_it_waits_for(folder: Path) -> None:

@@ -4,8 +4,6 @@ init's advice and its starter fleet, plurals, and money without float noise."""
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -37,14 +35,7 @@ def test_up_on_a_taken_port_fails_before_saying_it_started(tmp_path: Path) -> No
 
 
 def test_init_here_gives_advice_without_cd_and_its_fleet_validates_without_warnings(tmp_path: Path) -> None:
-    made = subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli.main", "init"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    made = run_flotilla(tmp_path, "init", file=None, timeout=60)
     assert made.returncode == 0, made.stdout + made.stderr
     assert "next: flotilla validate && flotilla up" in made.stdout and "cd ." not in made.stdout
     checked = run_flotilla(tmp_path, "validate")
