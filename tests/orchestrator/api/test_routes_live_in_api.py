@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 API = ROOT / "orchestrator" / "api"
 NOT_THE_ORCHESTRATOR = (ROOT / "orchestrator" / "testing",)
 PACKAGES = ("orchestrator", "agent_runtime")

@@ -15,7 +15,7 @@ import pytest
 
 from orchestrator.testing.cli import free_port, run_flotilla
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "feed-digest"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "feed-digest"
 
 
 def _environment(**extra: str) -> dict[str, str]:

@@ -23,7 +23,7 @@ from orchestrator.config.schema import (
     undescribed_properties,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def printed_schema() -> dict[str, Any]:

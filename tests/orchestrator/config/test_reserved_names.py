@@ -98,7 +98,7 @@ def test_tokens_of_the_single_namespace_table_are_migrated(tmp_path: Path) -> No
 
 
 def test_release_0_1_tokens_keep_working_after_the_migration(tmp_path: Path) -> None:
-    release = Path(__file__).resolve().parents[1] / "fixtures" / "release-0.1.0" / "state" / "state.db"
+    release = Path(__file__).resolve().parents[2] / "fixtures" / "release-0.1.0" / "state" / "state.db"
     path = tmp_path / "state.db"
     shutil.copy(release, path)
     before = sqlite3.connect(path)

@@ -17,7 +17,7 @@ import pytest
 
 from orchestrator.testing.cli import free_port, run_flotilla
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def fill(disk: Path) -> Path:

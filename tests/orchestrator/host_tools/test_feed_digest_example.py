@@ -18,7 +18,7 @@ from orchestrator.config.loader import load_fleet
 
 def test_the_feed_digest_example_is_valid(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FEED_TOKEN", "example-feed-token")
-    example = Path(__file__).resolve().parents[2] / "examples" / "feed-digest" / "fleet.yaml"
+    example = Path(__file__).resolve().parents[3] / "examples" / "feed-digest" / "fleet.yaml"
     fleet = load_fleet(example)
     policy = fleet.config.agents["digest"].tools.http
     assert policy is not None and policy.secrets == ["feed_token"]
@@ -30,7 +30,7 @@ def test_the_feed_digest_example_is_valid(monkeypatch: pytest.MonkeyPatch) -> No
 def test_the_feed_digest_script_summarises_the_feed_into_memory(tmp_path: Path) -> None:
     """The exec call exec_call.py prints (instructions.md's script, the served feed pasted in)
     rewrites only the digest section of MEMORY.md, and says what is new."""
-    folder = Path(__file__).resolve().parents[2] / "examples" / "feed-digest"
+    folder = Path(__file__).resolve().parents[3] / "examples" / "feed-digest"
     printed = subprocess.run(
         [sys.executable, "exec_call.py"], cwd=folder, capture_output=True, text=True, check=True
     ).stdout

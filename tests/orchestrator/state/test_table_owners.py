@@ -10,7 +10,7 @@ import ast
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 # Each table of state.db and the module(s) whose SQL may name it.
 TABLE_OWNERS: dict[str, frozenset[str]] = {

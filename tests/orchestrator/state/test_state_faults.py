@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "broker"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "broker"))
 
 from broker_helpers import FLEET_YAML, build_services, write_fleet
 

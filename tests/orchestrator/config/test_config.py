@@ -15,7 +15,7 @@ from orchestrator.config.loader import NOT_FOUND, load_fleet
 from orchestrator.config.settings import container_hash, runtime_hash
 from orchestrator.config.units import parse_duration, parse_memory
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 MINIMAL = """\
 version: 1

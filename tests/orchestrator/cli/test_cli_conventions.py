@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
@@ -19,7 +19,7 @@ from click.testing import CliRunner  # noqa: E402
 
 from orchestrator.cli.main import cli  # noqa: E402
 from orchestrator.state.endpoint import Endpoint, write_endpoint  # noqa: E402
-from tests.orchestrator.test_memory_api import agent_store, build, live  # noqa: E402
+from tests.orchestrator.agent_memory.test_memory_api import agent_store, build, live  # noqa: E402
 
 DATA_COMMANDS = {
     "validate",
