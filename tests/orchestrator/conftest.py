@@ -1,4 +1,5 @@
-"""A two-agent fleet with real SQLite state and scaffolded workspaces, and clients for its API."""
+"""Fixtures of every orchestrator test that asks for them: a two-agent fleet with real SQLite state and
+scaffolded workspaces, and clients for its API."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 

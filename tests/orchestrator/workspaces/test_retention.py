@@ -6,11 +6,10 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from conftest import build_services, write_fleet
-
 from agent_runtime.workspace.versioned import Workspace
 from orchestrator.config.limits import LimitsConfig
 from orchestrator.workspaces.retention import prune_file_history
+from tests.orchestrator.conftest import build_services, write_fleet
 
 
 def soul_versions(workspace: Workspace) -> list[int]:

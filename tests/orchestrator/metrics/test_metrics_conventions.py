@@ -20,8 +20,8 @@ from orchestrator.gateway.ledger import Charge, Ledger
 from orchestrator.scheduler.runs import RunStore
 from orchestrator.services import Services
 from orchestrator.telemetry.histograms import LatencyCollector
-from tests.orchestrator.operator.conftest import LOOKUP_INTERFACE
-from tests.orchestrator.operator.test_metrics import Samples, scrape, tick, turn, value
+from tests.orchestrator.conftest import LOOKUP_INTERFACE
+from tests.orchestrator.metrics.test_metrics import Samples, scrape, tick, turn, value
 
 BUDGET_FLEET = """\
 version: 1

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from tests.orchestrator.operator.test_deploy_files import DEPLOY, needs_promtool
+from tests.orchestrator.metrics.test_deploy_files import DEPLOY, needs_promtool
 
 DASHBOARD = DEPLOY / "grafana" / "flotilla-dashboard.json"
 # A metric selector as the dashboard writes it: the name, then its label matchers.
