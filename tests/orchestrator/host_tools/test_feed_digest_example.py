@@ -1,6 +1,6 @@
 """examples/feed-digest: its fleet is valid with both host tools, and the exec call its README
 drives (exec_call.py: instructions.md's script with the served feed pasted in) summarises the
-feed into MEMORY.md. The docker test runs the whole example (tests/orchestrator/docker)."""
+feed into MEMORY.md. The docker test runs the whole example (test_feed_digest_example_docker.py)."""
 
 from __future__ import annotations
 

@@ -14,14 +14,16 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import unique
 
 from orchestrator.hooks.signatures import github_signature
 from orchestrator.images.build import ImageBuildResult
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 from orchestrator.testing.cli import free_port, run_flotilla, wait_for
+from tests.docker_fixtures import unique
 from tests.orchestrator.channels.servers import HttpReceiver
+
+pytestmark = pytest.mark.docker
 
 HOOK_SECRET = f"hook-{secrets.token_hex(16)}"
 FLEET = """\

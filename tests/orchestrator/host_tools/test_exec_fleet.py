@@ -13,13 +13,13 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import unique
 
 from orchestrator.backends.docker_sandbox import LABEL_SANDBOX_OF
 from orchestrator.images.build import ImageBuildResult
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 from orchestrator.testing.cli import fleet_status, free_port, run_flotilla, start_flotilla, wait_for
+from tests.docker_fixtures import unique
 
 pytestmark = pytest.mark.docker
 

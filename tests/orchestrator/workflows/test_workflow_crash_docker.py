@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import unique
 
 from orchestrator.images.build import ImageBuildResult
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 from orchestrator.testing.cli import free_port, run_flotilla, wait_for
+from tests.docker_fixtures import unique
 
 pytestmark = pytest.mark.docker
 

@@ -24,7 +24,7 @@ from orchestrator.images.build import DEFAULT_TAG, ImageBuildResult
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 from orchestrator.testing.cli import fleet_status, free_port, run_flotilla, start_flotilla, wait_for
-from tests.orchestrator.docker.conftest import unique
+from tests.docker_fixtures import unique
 
 pytestmark = pytest.mark.docker
 

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import unique
 
 from orchestrator.cli.image import image
 from orchestrator.images.build import (
@@ -21,6 +20,7 @@ from orchestrator.images.build import (
     ensure_image,
     image_status,
 )
+from tests.docker_fixtures import unique
 
 
 @pytest.fixture

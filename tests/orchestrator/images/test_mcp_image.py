@@ -9,12 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import unique
 
 from orchestrator.config.loader import load_fleet
 from orchestrator.images.build import ImageBuildResult, build_image
 from orchestrator.images.extension import extension_packages
 from orchestrator.testing.cli import free_port, run_flotilla
+from tests.docker_fixtures import unique
+
+pytestmark = pytest.mark.docker
 
 FLEET = """\
 version: 1

@@ -13,11 +13,13 @@ from typing import Any
 
 import docker.errors
 import pytest
-from conftest import unique
 
 from orchestrator.config.loader import load_fleet
 from orchestrator.images.build import ImageBuildResult
 from orchestrator.testing.cli import free_port, run_flotilla
+from tests.docker_fixtures import unique
+
+pytestmark = pytest.mark.docker
 
 BEFORE = """\
 version: 1

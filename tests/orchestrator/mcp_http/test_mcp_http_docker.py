@@ -12,13 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import unique
 
 from orchestrator.images.build import ImageBuildResult
 from orchestrator.testing.cli import free_port, run_flotilla
+from tests.docker_fixtures import unique
 from tests.orchestrator.mcp_servers.running import SearchServer
 
 pytest.importorskip("mcp")
+
+pytestmark = pytest.mark.docker
 
 TOKEN = f"sk-search-{secrets.token_hex(12)}"
 FLEET = """\

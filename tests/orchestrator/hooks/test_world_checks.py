@@ -16,13 +16,13 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import unique
 
 from orchestrator.hooks.signatures import github_signature
 from orchestrator.images.build import ImageBuildResult
 from orchestrator.state.endpoint import Endpoint, read_endpoint
 from orchestrator.state.paths import StatePaths
 from orchestrator.testing.cli import free_port, run_flotilla, start_flotilla, wait_for
+from tests.docker_fixtures import unique
 from tests.orchestrator.channels.servers import HttpReceiver, SmtpSink
 from tests.orchestrator.egress.fake_site import FakeSite, start_site
 

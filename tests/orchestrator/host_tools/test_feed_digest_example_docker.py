@@ -17,10 +17,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import unique
 
 from orchestrator.images.build import ImageBuildResult
 from orchestrator.testing.cli import free_port, run_flotilla, wait_for
+from tests.docker_fixtures import unique
 
 pytestmark = pytest.mark.docker
 

@@ -21,7 +21,6 @@ from typing import Any
 
 import docker.errors
 import pytest
-from conftest import unique
 
 from orchestrator.backends.docker_sandbox import (
     LABEL_SANDBOX_FLEET,
@@ -31,6 +30,7 @@ from orchestrator.backends.docker_sandbox import (
 )
 from orchestrator.backends.sandbox import LauncherReport, SandboxJob, SandboxLimits, SandboxOutcome
 from orchestrator.images.build import ImageBuildResult
+from tests.docker_fixtures import unique
 
 pytestmark = pytest.mark.docker
 

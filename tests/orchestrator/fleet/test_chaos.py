@@ -15,7 +15,7 @@ and fails on any lost or duplicated request.
 
 The default run is short (CI runs it with the suite). A longer one:
 
-    CHAOS_ROUNDS=30 FLOTILLA_IMAGE=flotilla/agent:latest pytest tests/chaos -m chaos -s
+    CHAOS_ROUNDS=30 FLOTILLA_IMAGE=flotilla/agent:latest pytest tests -m chaos -s
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from orchestrator.testing.cli import free_port, run_flotilla, wait_for
 
 pytestmark = [pytest.mark.chaos, pytest.mark.docker]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 AGENTS = ("coordinator", "researcher", "writer")
 ROUNDS = int(os.environ.get("CHAOS_ROUNDS", "4"))
 PER_ROUND = int(os.environ.get("CHAOS_REQUESTS_PER_ROUND", "6"))

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import unique
 
 from orchestrator.backends.base import LABEL_AGENT, LABEL_FLEET
 from orchestrator.images.build import ImageBuildResult
 from orchestrator.testing.cli import free_port, run_flotilla, start_flotilla, wait_for
+from tests.docker_fixtures import unique
 from tests.orchestrator.egress.fake_site import FakeSite, start_site
 
 pytestmark = pytest.mark.docker

@@ -18,7 +18,6 @@ from typing import Any
 
 import docker.errors
 import pytest
-from conftest import unique
 from test_docker_backend import SLEEP, make_spec
 from test_fleet_e2e import REPO, RunningFleet, all_healthy, wait_for
 
@@ -27,6 +26,7 @@ from orchestrator.backends.firewall import chain_name, install_fence, iptables_u
 from orchestrator.images.build import ImageBuildResult
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
+from tests.docker_fixtures import unique
 
 pytestmark = pytest.mark.docker
 

@@ -17,7 +17,6 @@ from types import GeneratorType
 from typing import Any
 
 import pytest
-from conftest import unique
 
 from orchestrator.backends.base import (
     LABEL_FLEET,
@@ -39,6 +38,7 @@ from orchestrator.backends.docker_storage import TOKEN_TARGET, DiskImages, loop_
 from orchestrator.fleet.scaffold import write_token
 from orchestrator.images.build import DEFAULT_TAG, LABEL_INPUTS_HASH, ImageBuildResult
 from orchestrator.state.paths import StatePaths
+from tests.docker_fixtures import unique
 
 SLEEP = ["python3", "-c", "print('agent up'); print('second line'); import time; time.sleep(120)"]
 SECRET_LOOKING = re.compile(r"KEY|SECRET|TOKEN|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)

@@ -1,5 +1,5 @@
 """Placement and a move between two nodes, on a two-node swarm of Docker-in-Docker containers
-(tests/orchestrator/docker/dind.py says how it is made and what it needs of the host).
+(tests/orchestrator/backends/dind.py says how it is made and what it needs of the host).
 
 The writer is placed on the second node by fleet.yaml's `placement`; it learns a fact and writes
 a file of its own, and is moved to the first node: its state goes over its channel, not through
