@@ -5,14 +5,10 @@ extra installs them."""
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from contextlib import ExitStack
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from orchestrator.testing.llama_server import RealModelUnavailable, serve_smollm2
 
