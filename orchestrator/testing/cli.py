@@ -45,9 +45,15 @@ def run_flotilla(
     )
 
 
-def run_flotilla_ok(folder: Path, *args: str, **options: Any) -> subprocess.CompletedProcess[str]:
+def run_flotilla_ok(
+    folder: Path,
+    *args: str,
+    timeout: float | None = 120,
+    env: Mapping[str, str] | None = None,
+    prefix: Sequence[str] = (),
+) -> subprocess.CompletedProcess[str]:
     """`run_flotilla` that raises AssertionError, with the command's output, when it fails."""
-    result = run_flotilla(folder, *args, **options)
+    result = run_flotilla(folder, *args, timeout=timeout, env=env, prefix=prefix)
     if result.returncode != 0:
         raise AssertionError(f"flotilla {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
     return result

@@ -192,13 +192,10 @@ class TwoNodeSwarm:
 
     def flotilla(self, folder: Path, *args: str, check: bool = True, timeout: float = 300) -> str:
         """The `flotilla` command run in the manager's network namespace, against its engine."""
-        options: dict[str, Any] = {
-            "timeout": timeout,
-            "env": {**os.environ, "DOCKER_HOST": ENGINE_URL},
-            "prefix": ("nsenter", f"--net=/proc/{self.manager.pid}/ns/net"),
-        }
-        done = run_flotilla_ok(folder, *args, **options) if check else run_flotilla(folder, *args, **options)
-        return done.stdout
+        env = {**os.environ, "DOCKER_HOST": ENGINE_URL}
+        prefix = ("nsenter", f"--net=/proc/{self.manager.pid}/ns/net")
+        run = run_flotilla_ok if check else run_flotilla
+        return run(folder, *args, timeout=timeout, env=env, prefix=prefix).stdout
 
     def agents(self, folder: Path) -> dict[str, dict[str, Any]]:
         listed = json.loads(self.flotilla(folder, "ps", "--json"))
