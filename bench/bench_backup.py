@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -132,12 +131,7 @@ def run(quick: bool) -> list[Row]:
 def _verify(archive: Path) -> float:
     """`flotilla verify` needs no fleet file."""
     started = time.monotonic()
-    result = subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli.main", "verify", str(archive)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = run_flotilla(archive.parent, "verify", str(archive), file=None, timeout=None)
     if result.returncode != 0:
         raise RuntimeError(f"verify failed: {result.stdout} {result.stderr}")
     return time.monotonic() - started

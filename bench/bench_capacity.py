@@ -45,7 +45,6 @@ from bench.fleet_run import (
     cpu_seconds,
     docker_container_cpu_s,
     fleet_yaml,
-    flotilla,
     load_average,
     send,
     start_up,
@@ -54,6 +53,7 @@ from bench.fleet_run import (
 )
 from orchestrator.cli.client import ApiClient
 from orchestrator.state.endpoint import Endpoint
+from orchestrator.testing.cli import run_flotilla
 
 Row = dict[str, str]
 SIZES = (10, 50, 100, 200)
@@ -246,7 +246,7 @@ def measure(n: int, runtime: str = "process") -> list[Row]:
             if up.poll() is None:
                 up.kill()
             down_at = time.monotonic()
-            flotilla("down", "-v", "-f", "fleet.yaml", cwd=fleet.folder)
+            run_flotilla(fleet.folder, "down", "-v", timeout=None)
             rows.append(
                 {
                     "benchmark": bench,

@@ -33,7 +33,6 @@ import random
 import resource
 import secrets
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -50,7 +49,6 @@ from bench.fleet_run import (
     agent_names,
     compile_bytecode,
     cpu_seconds,
-    flotilla,
     free_port,
     load_average,
     send,
@@ -60,6 +58,7 @@ from orchestrator.backends.docker import connect_docker
 from orchestrator.cli.client import ApiClient
 from orchestrator.state.endpoint import Endpoint
 from orchestrator.state.paths import StatePaths
+from orchestrator.testing.cli import run_flotilla
 
 IDLE_SETTLE_S = 40.0
 IDLE_WINDOW_S = 20.0
@@ -67,17 +66,6 @@ READS = 3
 BARE_STARTS = 20
 ANSWER_TIMEOUT_S = 120.0
 UP_TIMEOUT_S = 1800.0
-UP_COMMAND = (
-    sys.executable,
-    "-m",
-    "orchestrator.cli.main",
-    "up",
-    "-d",
-    "-f",
-    "fleet.yaml",
-    "--runtime",
-    "docker",
-)
 
 
 @dataclass(frozen=True)
@@ -192,13 +180,8 @@ def run_fleet(n: int, awake: int, wakes: int, report: Report) -> None:
         folder = Path(tmp)
         (folder / "fleet.yaml").write_text(fleet_yaml(n, name))
         started = time.monotonic()
-        up = subprocess.run(
-            [*UP_COMMAND, "--port", str(free_port())],
-            cwd=folder,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=UP_TIMEOUT_S,
+        up = run_flotilla(
+            folder, "up", "-d", "--runtime", "docker", "--port", str(free_port()), timeout=UP_TIMEOUT_S
         )
         up_s = time.monotonic() - started
         try:
@@ -212,7 +195,7 @@ def run_fleet(n: int, awake: int, wakes: int, report: Report) -> None:
                 measure_running(client, endpoint, folder, agents, awake, wakes, prefix, rng, report)
         finally:
             began = time.monotonic()
-            down = flotilla("down", "-v", "-f", "fleet.yaml", cwd=folder)
+            down = run_flotilla(folder, "down", "-v", timeout=None)
             down_s = time.monotonic() - began
             report.check("down", f"down -v of {n} agents", down_s, f"{down_s:.1f} s")
             if down.returncode != 0:
@@ -249,7 +232,7 @@ def measure_running(
         "orchestrator idle CPU", f"orchestrator idle CPU ({awake} awake)", idle_cpu, f"{idle_cpu:.1f} %"
     )
     cpu_before = children_cpu_s()
-    best, worst = read_times(lambda: flotilla("ps", "-f", "fleet.yaml", cwd=folder))
+    best, worst = read_times(lambda: run_flotilla(folder, "ps", timeout=None))
     ps_cpu = (children_cpu_s() - cpu_before) / READS
     report.check("ps", "flotilla ps (command), best / worst", worst, f"{best:.2f} / {worst:.2f} s")
     report.add("flotilla ps: CPU of the command (its interpreter start included)", f"{ps_cpu:.2f} s")

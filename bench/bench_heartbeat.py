@@ -46,6 +46,7 @@ from orchestrator.scheduler.clock import Clock, ManualClock  # noqa: E402
 from orchestrator.scheduler.service import DEFAULT_MAX_SLEEP_S, Scheduler  # noqa: E402
 from orchestrator.state.db import Database  # noqa: E402
 from orchestrator.state.paths import StatePaths  # noqa: E402
+from orchestrator.testing.cli import run_flotilla  # noqa: E402
 from orchestrator.testing.fake_backend import FakeBackend  # noqa: E402
 from orchestrator.wiring import connect_work_arrivals  # noqa: E402
 
@@ -226,14 +227,7 @@ agents:
 
 
 def _flotilla(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli.main", *args, "-f", "fleet.yaml"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    return run_flotilla(folder, *args)
 
 
 def _wait_hibernated(client: ApiClient, after: int, timeout_s: float = 60.0) -> int:

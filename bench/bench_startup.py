@@ -50,7 +50,6 @@ from bench.fleet_run import (
     docker_container_cpu_s,
     engine_cpu_s,
     fleet_yaml,
-    flotilla,
     machine_cpu_s,
     machine_pace_ms,
     send,
@@ -60,6 +59,7 @@ from bench.fleet_run import (
 from orchestrator.backends.docker import ICC_OPTION, connect_docker
 from orchestrator.cli.client import ApiClient
 from orchestrator.fleet.reconcile import PARALLEL_STARTS
+from orchestrator.testing.cli import run_flotilla
 
 Row = dict[str, str]
 CORES = os.cpu_count() or 1
@@ -182,7 +182,7 @@ def start_once(n: int) -> StartRun:
         finally:
             if up.poll() is None:
                 up.kill()
-            flotilla("down", "-v", "-f", "fleet.yaml", cwd=folder)
+            run_flotilla(folder, "down", "-v", timeout=None)
     ready = READY_LINE.search(out)
     checked_in_s, taking_s = (float(ready.group(1)), float(ready.group(2))) if ready else (float("nan"),) * 2
     return StartRun(checked_in_s, taking_s, max(answers.at.values()), cpu, machine_s, memory, pace_ms)

@@ -7,7 +7,6 @@ import os
 import re
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 from orchestrator.cli.client import ApiClient
 from orchestrator.state.endpoint import Endpoint, read_endpoint
 from orchestrator.state.paths import StatePaths
+from orchestrator.testing.cli import start_flotilla
 
 REPO = Path(__file__).resolve().parents[1]
 POLL_S = 0.05
@@ -50,37 +50,9 @@ def agent_names(n: int) -> list[str]:
     return [f"a{i:03d}" for i in range(n)]
 
 
-def flotilla(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli.main", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-
-
 def start_up(folder: Path, runtime: str = "docker") -> subprocess.Popen[str]:
     """`flotilla up -d` on `runtime` (Docker by default), in the background."""
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "orchestrator.cli.main",
-            "up",
-            "-d",
-            "-f",
-            "fleet.yaml",
-            "--runtime",
-            runtime,
-            "--port",
-            str(free_port()),
-        ],
-        cwd=folder,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return start_flotilla(folder, "up", "-d", "--runtime", runtime, "--port", str(free_port()))
 
 
 def wait_endpoint(folder: Path, deadline: float) -> Endpoint:

@@ -8,22 +8,33 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+
+def flotilla_command(*args: str, fleet_file: Path | None = None) -> list[str]:
+    """The command line of `flotilla ARGS [--file FLEET_FILE]`, run by this Python interpreter so
+    that it loads the same tree as the caller."""
+    command = [sys.executable, "-m", "orchestrator.cli.main", *args]
+    return command if fleet_file is None else [*command, "--file", str(fleet_file)]
 
 
 def run_flotilla(
     folder: Path,
     *args: str,
-    timeout: float = 120,
-    file: str = "fleet.yaml",
+    timeout: float | None = 120,
+    file: str | None = "fleet.yaml",
     env: Mapping[str, str] | None = None,
     stdin: str | None = None,
+    prefix: Sequence[str] = (),
 ) -> subprocess.CompletedProcess[str]:
-    """`flotilla ARGS --file FOLDER/FILE` run in FOLDER; never raises for its exit code."""
+    """`flotilla ARGS --file FOLDER/FILE` run in FOLDER; never raises for its exit code.
+
+    `file=None` leaves `--file` out, for commands that take no fleet (`init`, `verify`) or that
+    find fleet.yaml in FOLDER themselves; `prefix` runs the command under another one (`nsenter`)."""
     return subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli.main", *args, "--file", str(folder / file)],
+        [*prefix, *flotilla_command(*args, fleet_file=None if file is None else folder / file)],
         cwd=folder,
         capture_output=True,
         text=True,
@@ -31,6 +42,40 @@ def run_flotilla(
         check=False,
         env=dict(env) if env is not None else None,
         input=stdin,
+    )
+
+
+def run_flotilla_ok(
+    folder: Path,
+    *args: str,
+    timeout: float | None = 120,
+    env: Mapping[str, str] | None = None,
+    prefix: Sequence[str] = (),
+) -> subprocess.CompletedProcess[str]:
+    """`run_flotilla` that raises AssertionError, with the command's output, when it fails."""
+    result = run_flotilla(folder, *args, timeout=timeout, env=env, prefix=prefix)
+    if result.returncode != 0:
+        raise AssertionError(f"flotilla {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
+    return result
+
+
+def start_flotilla(
+    folder: Path,
+    *args: str,
+    file: str | None = "fleet.yaml",
+    env: Mapping[str, str] | None = None,
+    stdout: int | IO[Any] | None = subprocess.PIPE,
+    stderr: int | IO[Any] | None = subprocess.PIPE,
+) -> subprocess.Popen[str]:
+    """`flotilla ARGS --file FOLDER/FILE` started in FOLDER and left running (a follow, a `send`
+    that waits, a foreground `up`); the caller waits for it or ends it."""
+    return subprocess.Popen(
+        flotilla_command(*args, fleet_file=None if file is None else folder / file),
+        cwd=folder,
+        env=dict(env) if env is not None else None,
+        stdout=stdout,
+        stderr=stderr,
+        text=True,
     )
 
 

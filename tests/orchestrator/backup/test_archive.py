@@ -1,7 +1,7 @@
 """Backup archives: what goes in (and what never does), verify's verdicts, restore's refusals.
 
 The agents' side is the real `AgentService` answering in-process, as it answers over its
-channel; the Docker test (tests/orchestrator/docker/test_backup_restore.py) runs the whole path.
+channel; the Docker test (tests/orchestrator/backup/test_backup_restore.py) runs the whole path.
 """
 
 from __future__ import annotations

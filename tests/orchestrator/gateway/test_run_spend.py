@@ -9,7 +9,6 @@ import os
 import socket
 import sqlite3
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 from gateway_harness import KEY_ENV, SECRET_KEY
 
 from orchestrator.gateway.tokens import token_counter
+from orchestrator.testing.cli import run_flotilla
 from orchestrator.testing.fake_upstream import FakeUpstream, Reply
 
 FLEET = """\
@@ -37,16 +37,7 @@ agents:
 
 
 def flotilla(folder: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = os.environ | {KEY_ENV: SECRET_KEY}
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli.main", *args, "--file", str(folder / "fleet.yaml")],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        env=env,
-    )
+    return run_flotilla(folder, *args, timeout=timeout, env=os.environ | {KEY_ENV: SECRET_KEY})
 
 
 def free_port() -> int:

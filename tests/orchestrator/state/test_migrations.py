@@ -6,8 +6,6 @@ from __future__ import annotations
 import hashlib
 import shutil
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +22,7 @@ from orchestrator.state.migrations import (
     user_version,
 )
 from orchestrator.state.paths import StatePaths
+from orchestrator.testing.cli import run_flotilla
 from orchestrator.wiring import core_services
 
 RELEASE_0_1 = Path(__file__).resolve().parents[2] / "fixtures" / "release-0.1.0"
@@ -98,14 +97,7 @@ def test_up_refuses_a_newer_database_with_a_clear_message(old_fleet: Path) -> No
     paths = StatePaths.for_fleet_file(old_fleet / "fleet.yaml")
     with sqlite3.connect(paths.db) as conn:
         conn.execute(f"PRAGMA user_version = {CURRENT_VERSION + 7}")
-    result = subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli.main", "up", "-d", "--runtime", "process", "--port", "0"],
-        cwd=old_fleet,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    result = run_flotilla(old_fleet, "up", "-d", "--runtime", "process", "--port", "0", file=None)
     assert result.returncode == 1
     assert "written by a newer Flotilla" in result.stderr and "Traceback" not in result.stderr
     assert not paths.endpoint_file.exists()
