@@ -17,7 +17,6 @@ from orchestrator.agents.supervisor import Supervisor
 from orchestrator.backends.base import Backend
 from orchestrator.broker import Broker, Inbox
 from orchestrator.browser import BrowserSessions
-from orchestrator.channels import Notifier
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.control.auth import TokenStore
 from orchestrator.control.holds import Controls
@@ -29,6 +28,7 @@ from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.view import FleetView
 from orchestrator.gateway.service import Gateway
 from orchestrator.hooks import HookReceiver
+from orchestrator.notifications import Notifier
 from orchestrator.scheduler.service import Scheduler
 from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths

@@ -162,7 +162,6 @@ def attach_subsystems(
     from orchestrator.agents.supervisor import Supervisor
     from orchestrator.alerts import AlertStore
     from orchestrator.broker import Broker, Inbox
-    from orchestrator.channels import Notifier
     from orchestrator.config.limits import LimitsConfig
     from orchestrator.conversations import PeopleStore
     from orchestrator.conversations.router import Conversations
@@ -174,6 +173,7 @@ def attach_subsystems(
     from orchestrator.hooks import HookReceiver
     from orchestrator.hooks.store import HookStore
     from orchestrator.logging_setup import set_log_redaction
+    from orchestrator.notifications import Notifier
     from orchestrator.scheduler.service import Scheduler
     from orchestrator.services import Services
     from orchestrator.workflows.engine import WorkflowEngine

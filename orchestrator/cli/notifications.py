@@ -9,9 +9,9 @@ from pathlib import Path
 import click
 from pydantic import TypeAdapter
 
-from orchestrator.channels.store import NotificationRecord
 from orchestrator.cli.common import client_for
 from orchestrator.cli.options import fleet_file_option
+from orchestrator.notifications.store import NotificationRecord
 
 _RECORDS = TypeAdapter(list[NotificationRecord])
 

@@ -4,7 +4,7 @@ chat tools people converse with the fleet through (`telegram_chat`, `slack_chat`
 The `type` field tells the kinds apart (a pydantic discriminated union): adding a kind of channel
 is a model here with its own `type` literal, added to `ChannelConfig`. Any string setting may hold
 `{{secret:NAME}}` handles; the orchestrator fills them in only at the moment it sends
-(`orchestrator.channels`), so records and events keep the handle.
+(`orchestrator.notifications`), so records and events keep the handle.
 """
 
 from __future__ import annotations

@@ -9,13 +9,13 @@ from orchestrator.backends.docker import connect_docker
 from orchestrator.browser import BrowserContextParts, BrowserSessions, BrowserTools
 from orchestrator.browser.image import browser_image
 from orchestrator.browser.screenshots import ScreenshotPlace, ScreenshotShelf
-from orchestrator.channels import NotifyTools
 from orchestrator.config.browser import BrowserPolicy
 from orchestrator.config.egress import HttpPolicy
 from orchestrator.egress import HttpRequestTool
 from orchestrator.host_tools import HostToolCatalog, HostToolProvider
 from orchestrator.host_tools.sandbox import ExecContext, ExecTool
 from orchestrator.mcp_http import OrchestratorMcpCalls
+from orchestrator.notifications import NotifyTools
 from orchestrator.secrets import SecretStore
 from orchestrator.services import Services
 from orchestrator.web_search import WebSearchTool

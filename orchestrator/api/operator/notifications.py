@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from orchestrator.api.deps import OperatorDep, ServicesDep
-from orchestrator.channels.store import NotificationRecord
+from orchestrator.notifications.store import NotificationRecord
 
 router = APIRouter(prefix="/api/v1", tags=["operator"])
 

@@ -21,7 +21,7 @@ from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 from orchestrator.testing.cli import free_port, run_flotilla, wait_for
 from tests.docker_fixtures import unique
-from tests.orchestrator.channels.servers import HttpReceiver
+from tests.orchestrator.notifications.servers import HttpReceiver
 
 pytestmark = pytest.mark.docker
 

@@ -23,8 +23,8 @@ from orchestrator.state.endpoint import Endpoint, read_endpoint
 from orchestrator.state.paths import StatePaths
 from orchestrator.testing.cli import free_port, run_flotilla, start_flotilla, wait_for
 from tests.docker_fixtures import unique
-from tests.orchestrator.channels.servers import HttpReceiver, SmtpSink
 from tests.orchestrator.egress.fake_site import FakeSite, start_site
+from tests.orchestrator.notifications.servers import HttpReceiver, SmtpSink
 
 pytestmark = pytest.mark.docker
 

@@ -24,7 +24,7 @@ from orchestrator.testing.cli import wait_for
 from orchestrator.testing.fake_backend import FakeBackend
 from orchestrator.testing.server import serve_app
 from orchestrator.wiring import attach_subsystems, core_services, fleet_manager
-from tests.orchestrator.channels.servers import HttpReceiver
+from tests.orchestrator.notifications.servers import HttpReceiver
 
 FLEET = """\
 version: 1

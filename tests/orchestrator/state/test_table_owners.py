@@ -48,7 +48,7 @@ TABLE_OWNERS: dict[str, frozenset[str]] = {
             "orchestrator.broker.views",
         }
     ),
-    "notifications": frozenset({"orchestrator.channels.store"}),
+    "notifications": frozenset({"orchestrator.notifications.store"}),
     "principal_tokens": frozenset({"orchestrator.control.auth"}),
     "runs": frozenset({"orchestrator.scheduler.runs"}),
     "wake_boosts": frozenset({"orchestrator.scheduler.wake_boost"}),

@@ -13,8 +13,8 @@ from agent_runtime.protocol import (
     OrchestratorToolResult,
     OrchestratorTools,
 )
-from orchestrator.channels.notifier import NotificationRefused, Notifier
 from orchestrator.host_tools import HostToolRefused
+from orchestrator.notifications.notifier import NotificationRefused, Notifier
 
 NOTIFY = "notify"
 

@@ -23,11 +23,6 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from agent_runtime.protocol import utcnow
-from orchestrator.channels.apprise_send import send_with_apprise
-from orchestrator.channels.message import Notification, SendFailed
-from orchestrator.channels.smtp import send_email
-from orchestrator.channels.store import NotificationRecord, NotificationStore, Origin
-from orchestrator.channels.webhook import WebhookSender
 from orchestrator.config.channels import (
     AppriseChannel,
     ChannelConfig,
@@ -41,6 +36,11 @@ from orchestrator.config.channels import (
 from orchestrator.events import EventBus
 from orchestrator.fleet.view import FleetView
 from orchestrator.loop_calls import call_in_loop
+from orchestrator.notifications.apprise_send import send_with_apprise
+from orchestrator.notifications.message import Notification, SendFailed
+from orchestrator.notifications.smtp import send_email
+from orchestrator.notifications.store import NotificationRecord, NotificationStore, Origin
+from orchestrator.notifications.webhook import WebhookSender
 from orchestrator.scheduler.runs import RunStore
 from orchestrator.secrets import SecretError, SecretStore
 from orchestrator.state.db import Database

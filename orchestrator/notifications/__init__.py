@@ -8,7 +8,7 @@ moment of sending, never into the text or any record.
 Must not import the HTTP layer (`orchestrator.api`).
 """
 
-from orchestrator.channels.notifier import NotificationRefused, Notifier
-from orchestrator.channels.tool import NotifyTools
+from orchestrator.notifications.notifier import NotificationRefused, Notifier
+from orchestrator.notifications.tool import NotifyTools
 
 __all__ = ["NotificationRefused", "Notifier", "NotifyTools"]

@@ -13,8 +13,8 @@ import threading
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from orchestrator.channels.message import Notification, SendFailed
 from orchestrator.config.channels import AppriseChannel, SlackChannel, TelegramChannel
+from orchestrator.notifications.message import Notification, SendFailed
 
 if TYPE_CHECKING:
     import apprise

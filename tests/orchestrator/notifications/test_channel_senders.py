@@ -12,10 +12,6 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import TypeAdapter
 
-from orchestrator.channels.apprise_send import send_with_apprise
-from orchestrator.channels.message import Notification, SendFailed
-from orchestrator.channels.smtp import send_email
-from orchestrator.channels.webhook import WebhookSender
 from orchestrator.config.channels import (
     AppriseChannel,
     ChannelConfig,
@@ -24,7 +20,11 @@ from orchestrator.config.channels import (
     TelegramChannel,
     WebhookChannel,
 )
-from tests.orchestrator.channels.servers import HttpReceiver, SmtpSink
+from orchestrator.notifications.apprise_send import send_with_apprise
+from orchestrator.notifications.message import Notification, SendFailed
+from orchestrator.notifications.smtp import send_email
+from orchestrator.notifications.webhook import WebhookSender
+from tests.orchestrator.notifications.servers import HttpReceiver, SmtpSink
 
 
 async def send_webhook(channel: WebhookChannel, message: Notification) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.testing.cli import free_port, run_flotilla, wait_for
-from tests.orchestrator.channels.servers import HttpReceiver
+from tests.orchestrator.notifications.servers import HttpReceiver
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "review-hook"
 SECRET = secrets.token_hex(16)

@@ -24,7 +24,7 @@ from orchestrator.conversations.slack import MESSAGE_LIMIT, SlackEvents, SlackRe
 from orchestrator.events import EventBus
 from orchestrator.fleet.view import FleetView
 from orchestrator.state.db import Database
-from tests.orchestrator.channels.chat_fakes import FakeSlack, slack_headers
+from tests.orchestrator.conversations.chat_fakes import FakeSlack, slack_headers
 
 TOKEN = f"xoxb-{secrets.token_hex(12)}"
 SIGNING = secrets.token_hex(16)

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.channels import NotificationRefused, Notifier
-from orchestrator.channels.message import Notification, SendFailed
 from orchestrator.config.channels import ChannelConfig, WebhookChannel
 from orchestrator.config.loader import load_fleet
 from orchestrator.events import EventBus
 from orchestrator.fleet.view import FleetView
+from orchestrator.notifications import NotificationRefused, Notifier
+from orchestrator.notifications.message import Notification, SendFailed
 from orchestrator.scheduler.runs import RunStore
 from orchestrator.state.db import Database
 

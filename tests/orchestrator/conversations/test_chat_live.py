@@ -20,7 +20,7 @@ import pytest
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 from orchestrator.testing.cli import free_port, run_flotilla
-from tests.orchestrator.channels.chat_fakes import FakeSlack, FakeTelegram, slack_headers
+from tests.orchestrator.conversations.chat_fakes import FakeSlack, FakeTelegram, slack_headers
 
 TELEGRAM_TOKEN = f"4242:{secrets.token_hex(12)}"
 SLACK_TOKEN = f"xoxb-{secrets.token_hex(12)}"

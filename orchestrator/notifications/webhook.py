@@ -7,8 +7,8 @@ from typing import Any
 
 import httpx
 
-from orchestrator.channels.message import Notification, SendFailed
 from orchestrator.config.channels import WebhookChannel
+from orchestrator.notifications.message import Notification, SendFailed
 
 
 def webhook_body(channel: WebhookChannel, message: Notification) -> dict[str, Any]:

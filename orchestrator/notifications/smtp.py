@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from email.message import EmailMessage
 
-from orchestrator.channels.message import Notification, SendFailed
 from orchestrator.config.channels import EmailChannel
+from orchestrator.notifications.message import Notification, SendFailed
 
 
 def email_message(channel: EmailChannel, message: Notification) -> EmailMessage:

@@ -26,7 +26,7 @@ from orchestrator.hooks.signatures import github_signature, hmac_signature
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 from orchestrator.testing.cli import free_port, run_flotilla, wait_for
-from tests.orchestrator.channels.servers import HttpReceiver, SmtpSink
+from tests.orchestrator.notifications.servers import HttpReceiver, SmtpSink
 
 HOOK_SECRET = f"hook-{secrets.token_hex(16)}"
 OPS_TOKEN = f"ops-{secrets.token_hex(16)}"

@@ -26,7 +26,7 @@ from orchestrator.conversations.text import chunks, clean, utf16_units
 from orchestrator.events import EventBus
 from orchestrator.fleet.view import FleetView
 from orchestrator.state.db import Database
-from tests.orchestrator.channels.chat_fakes import FakeTelegram
+from tests.orchestrator.conversations.chat_fakes import FakeTelegram
 
 TOKEN = f"4242:{secrets.token_hex(12)}"
 FLEET = """\
