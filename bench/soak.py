@@ -65,8 +65,8 @@ from agent_runtime.work.tokens import EstimateCounter
 from agent_runtime.workspace.history import HistoryLog, Turn
 from agent_runtime.workspace.learnings import Learnings
 from agent_runtime.workspace.versioned import Workspace, scaffold
-from orchestrator.agent_memory.forgetting import forget_in_state, forget_in_workspace_versions
 from orchestrator.config.loader import load_fleet
+from orchestrator.memory_access.forgetting import forget_in_state, forget_in_workspace_versions
 from orchestrator.scheduler.clock import ManualClock
 from orchestrator.scheduler.service import Scheduler
 from orchestrator.services import Services

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Sequence
 
 from agent_runtime.protocol import ForgottenCopies
-from orchestrator.agent_memory.forgetting import (
+from orchestrator.memory_access.forgetting import (
     forget_in_state,
     forget_in_workspace_versions,
     state_owners,

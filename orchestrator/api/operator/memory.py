@@ -29,8 +29,10 @@ from agent_runtime.memory import (
     SaveResult,
 )
 from agent_runtime.protocol import AgentOp, FreshStoreAccepted, MemoryJobRun, MemoryJobs
-from orchestrator.agent_memory.access import ask_memory
-from orchestrator.agent_memory.models import (
+from orchestrator.api.deps import OperatorDep, ServicesDep
+from orchestrator.api.forget_copies import forget_copies
+from orchestrator.memory_access.access import ask_memory
+from orchestrator.memory_access.models import (
     ContradictionList,
     FactCreate,
     FactDetail,
@@ -42,8 +44,6 @@ from orchestrator.agent_memory.models import (
     ResolveContradiction,
     RunJob,
 )
-from orchestrator.api.deps import OperatorDep, ServicesDep
-from orchestrator.api.forget_copies import forget_copies
 from orchestrator.services import Services
 
 router = APIRouter(prefix="/api/v1/agents/{agent}/memory", tags=["memory"])

@@ -29,7 +29,7 @@ from agent_runtime.protocol import AgentOp
 from agent_runtime.transport.serving import _memory_op
 from bench.memory_dataset import generate
 from bench.memory_scoring import CachedEmbedder, score_pairs
-from orchestrator.agent_memory.models import MemoryHistoryResult
+from orchestrator.memory_access.models import MemoryHistoryResult
 
 FORGOTTEN_PHONE = "The user's phone number is 555-0100"
 REWORDINGS = [

@@ -14,7 +14,7 @@ from agent_runtime.protocol import AgentOp, AgentRequest
 from agent_runtime.transport.serving import AgentService
 from agent_runtime.work.erasure import scrub_lines
 from agent_runtime.workspace.versioned import Workspace
-from orchestrator.agent_memory.forgetting import forget_in_workspace_versions
+from orchestrator.memory_access.forgetting import forget_in_workspace_versions
 from tests.agent_runtime.conftest import Harness, HarnessFactory
 from tests.agent_runtime.fakes import Reply
 

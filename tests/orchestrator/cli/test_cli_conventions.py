@@ -19,7 +19,7 @@ from click.testing import CliRunner  # noqa: E402
 
 from orchestrator.cli.main import cli  # noqa: E402
 from orchestrator.state.endpoint import Endpoint, write_endpoint  # noqa: E402
-from tests.orchestrator.agent_memory.test_memory_api import agent_store, build, live  # noqa: E402
+from tests.orchestrator.memory_access.test_memory_api import agent_store, build, live  # noqa: E402
 
 DATA_COMMANDS = {
     "validate",
