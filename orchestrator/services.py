@@ -8,12 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orchestrator.agents.actions import OperatorActions
-from orchestrator.agents.ask import AgentAsker
-from orchestrator.agents.health import HealthBoard
-from orchestrator.agents.requests import AgentChannels
-from orchestrator.agents.snapshot import SnapshotTaker
-from orchestrator.agents.supervisor import Supervisor
 from orchestrator.backends.base import Backend
 from orchestrator.broker import Broker, Inbox
 from orchestrator.browser import BrowserSessions
@@ -29,6 +23,12 @@ from orchestrator.fleet.view import FleetView
 from orchestrator.gateway.service import Gateway
 from orchestrator.hooks import HookReceiver
 from orchestrator.notifications import Notifier
+from orchestrator.running_agents.actions import OperatorActions
+from orchestrator.running_agents.ask import AgentAsker
+from orchestrator.running_agents.health import HealthBoard
+from orchestrator.running_agents.requests import AgentChannels
+from orchestrator.running_agents.snapshot import SnapshotTaker
+from orchestrator.running_agents.supervisor import Supervisor
 from orchestrator.scheduler.service import Scheduler
 from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths

@@ -13,9 +13,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.agents.actions import load_operator_token, save_operator_token
-from orchestrator.agents.health import HealthBoard
-from orchestrator.agents.requests import AgentChannels
 from orchestrator.approvals import ApprovalStore
 from orchestrator.backends.base import Backend
 from orchestrator.config.fleet import LoadedFleet
@@ -27,6 +24,9 @@ from orchestrator.fleet.validation import register_fleet_checks
 from orchestrator.fleet.view import FleetView
 from orchestrator.images.names import DEFAULT_IMAGE
 from orchestrator.lifecycle import DesiredStates, WorkArrivals
+from orchestrator.running_agents.actions import load_operator_token, save_operator_token
+from orchestrator.running_agents.health import HealthBoard
+from orchestrator.running_agents.requests import AgentChannels
 from orchestrator.state.check import check_state
 from orchestrator.state.db import Database
 from orchestrator.state.migrations import migrate_state
@@ -38,9 +38,9 @@ log = logging.getLogger(__name__)
 register_fleet_checks()
 
 if TYPE_CHECKING:
-    from orchestrator.agents.supervisor import SupervisorPolicy
     from orchestrator.broker import Inbox
     from orchestrator.gateway.service import Gateway
+    from orchestrator.running_agents.supervisor import SupervisorPolicy
     from orchestrator.scheduler.clock import Clock
     from orchestrator.scheduler.service import Scheduler
     from orchestrator.services import Services
@@ -156,10 +156,6 @@ def attach_subsystems(
     Imported here rather than at the top: they bring in most of the server's dependencies
     (about a second of imports), which `flotilla up` spends while the agents already start.
     """
-    from orchestrator.agents.actions import OperatorActions
-    from orchestrator.agents.ask import AgentAsker
-    from orchestrator.agents.snapshot import SnapshotTaker
-    from orchestrator.agents.supervisor import Supervisor
     from orchestrator.alerts import AlertStore
     from orchestrator.broker import Broker, Inbox
     from orchestrator.config.limits import LimitsConfig
@@ -174,6 +170,10 @@ def attach_subsystems(
     from orchestrator.hooks.store import HookStore
     from orchestrator.logging_setup import set_log_redaction
     from orchestrator.notifications import Notifier
+    from orchestrator.running_agents.actions import OperatorActions
+    from orchestrator.running_agents.ask import AgentAsker
+    from orchestrator.running_agents.snapshot import SnapshotTaker
+    from orchestrator.running_agents.supervisor import Supervisor
     from orchestrator.scheduler.service import Scheduler
     from orchestrator.services import Services
     from orchestrator.workflows.engine import WorkflowEngine

@@ -191,14 +191,14 @@ UPPER_LAYERS = ("orchestrator.api", "orchestrator.cli", *COMPOSITION_ROOT, "orch
 FORBIDDEN_IMPORTS: dict[str, tuple[str, ...]] = {
     "orchestrator.control": (
         "orchestrator.fleet",
-        "orchestrator.agents",
+        "orchestrator.running_agents",
         "orchestrator.images",
         *UPPER_LAYERS,
     ),
-    "orchestrator.images": ("orchestrator.fleet", "orchestrator.agents", *UPPER_LAYERS),
-    "orchestrator.fleet": ("orchestrator.agents", *UPPER_LAYERS),
-    "orchestrator.agents": UPPER_LAYERS,
-    "orchestrator.secrets": ("orchestrator.fleet", "orchestrator.agents", *UPPER_LAYERS),
+    "orchestrator.images": ("orchestrator.fleet", "orchestrator.running_agents", *UPPER_LAYERS),
+    "orchestrator.fleet": ("orchestrator.running_agents", *UPPER_LAYERS),
+    "orchestrator.running_agents": UPPER_LAYERS,
+    "orchestrator.secrets": ("orchestrator.fleet", "orchestrator.running_agents", *UPPER_LAYERS),
     "orchestrator.host_tools": UPPER_LAYERS,
 }
 # The composition root and the modules every part shares; everything else lives in a package.

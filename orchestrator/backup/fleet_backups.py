@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_runtime.protocol import AgentOp
-from orchestrator.agents.ask import AgentAsker
 from orchestrator.backends.base import Backend, StoppedStorage
 from orchestrator.backup.archive import FleetSources
 from orchestrator.backup.schedule import ScheduledBackups
@@ -18,6 +17,7 @@ from orchestrator.control.holds import Controls
 from orchestrator.errors import Refused
 from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.view import FleetView
+from orchestrator.running_agents.ask import AgentAsker
 from orchestrator.state.paths import StatePaths
 
 

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from agent_runtime.protocol import AgentOp, FileListing, RestoreApplied, RestoreStaged, SnapshotFile
-from orchestrator.agents.requests import AgentChannels
 from orchestrator.backup.snapshot import AskAgent, Dropped, SnapshotFailed, safe_relative
+from orchestrator.running_agents.requests import AgentChannels
 
 PUSH_CHUNK_BYTES = 32 * 1024
 """Raw bytes per chunk: base64 of it stays well inside the smallest channel frame allowed."""

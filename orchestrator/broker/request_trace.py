@@ -15,9 +15,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from orchestrator.agents.transcripts import TurnRun, turn_run
 from orchestrator.broker.messages import MessageLog, MessageRecord, first_messages_of_item, message_ids_like
 from orchestrator.broker.views import ItemTiming, item_ids_like, item_timing
+from orchestrator.running_agents.transcripts import TurnRun, turn_run
 from orchestrator.scheduler.runs import RunStore, turns_for_items
 from orchestrator.state.db import Database
 

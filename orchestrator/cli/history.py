@@ -14,11 +14,11 @@ from pathlib import Path
 import click
 
 from agent_runtime.protocol import MAX_TURNS, TranscriptMessage
-from orchestrator.agents.transcripts import ContextMark, Transcript, TranscriptTurn, TurnRun
 from orchestrator.cli.client import ApiClient
 from orchestrator.cli.common import client_for
 from orchestrator.cli.options import fleet_file_option, follow_option
 from orchestrator.cli.terminal import printable
+from orchestrator.running_agents.transcripts import ContextMark, Transcript, TranscriptTurn, TurnRun
 
 FOLLOW_EVERY_S = 1.0
 SHOWN_TEXT = 2_000

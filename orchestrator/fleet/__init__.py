@@ -2,7 +2,7 @@
 back (`manager`, `reconcile`), seeding workspaces and starter files (`seeding`, `scaffold`), and
 where agents were placed by hand (`placement`).
 
-Must not import `orchestrator.agents` (which builds on it), the HTTP layer (`orchestrator.api`),
+Must not import `orchestrator.running_agents` (which builds on it), the HTTP layer (`orchestrator.api`),
 the CLI or the composition root.
 """
 

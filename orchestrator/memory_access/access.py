@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from agent_runtime.protocol import AgentOp
-from orchestrator.agents.ask import AgentAsker
+from orchestrator.running_agents.ask import AgentAsker
 
 Model = TypeVar("Model", bound=BaseModel)
 

@@ -21,7 +21,6 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, ProcessCol
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from orchestrator.agents.health import HealthBoard
 from orchestrator.broker import queue_depths
 from orchestrator.egress.metrics import HttpRequestCollector
 from orchestrator.events import EventReader, EventType
@@ -30,6 +29,7 @@ from orchestrator.gateway.cooldown import ModelCooldown
 from orchestrator.gateway.cooldown_metrics import CooldownCollector
 from orchestrator.gateway.ledger import LedgerReader
 from orchestrator.hooks.store import hook_counts
+from orchestrator.running_agents.health import HealthBoard
 from orchestrator.scheduler.runs import RunReader
 from orchestrator.scheduler.store import SchedulerStore
 from orchestrator.state.db import Database

@@ -20,9 +20,9 @@ from typing import Protocol
 from pydantic import ValidationError
 
 from agent_runtime.protocol import AgentOp, TranscriptMessage, TranscriptPage, utcnow
-from orchestrator.agents.requests import AgentChannels, AgentUnreachable
 from orchestrator.broker import RequestTrace, RequestTracer, TraceNotFound, items_finished_between
 from orchestrator.gateway.ledger import LedgerRow, calls_of_runs
+from orchestrator.running_agents.requests import AgentChannels, AgentUnreachable
 from orchestrator.state.db import Database
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from typing import Any
 
 from agent_runtime import AgentChannel, AgentService, Settings
 from agent_runtime.protocol import AgentRequest
-from orchestrator.agents.session import runtime_config
+from orchestrator.running_agents.session import runtime_config
 from orchestrator.services import Services
 
 

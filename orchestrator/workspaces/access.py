@@ -41,12 +41,12 @@ from agent_runtime.protocol import (
     WorkspaceFileCopy,
     WorkspaceWriteResult,
 )
-from orchestrator.agents.ask import AgentAsker
-from orchestrator.agents.requests import AgentChannels
 from orchestrator.config.wrong_names import unknown_agent
 from orchestrator.errors import BadRequest, Failed, Forbidden, Invalid, NotFound, Refused, TooLarge
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.view import FleetView
+from orchestrator.running_agents.ask import AgentAsker
+from orchestrator.running_agents.requests import AgentChannels
 from orchestrator.state.paths import StatePaths
 from orchestrator.workspaces.models import (
     FileKind,

@@ -35,7 +35,6 @@ from agent_runtime.protocol import (
     WorkspaceWrite,
     WorkspaceWriteResult,
 )
-from orchestrator.agents import session
 from orchestrator.api.agent.tool_catalog import tool_catalog
 from orchestrator.api.errors import ApiError
 from orchestrator.api.fair_share import admit_event, admit_message, admit_run
@@ -46,6 +45,7 @@ from orchestrator.broker import MAX_TIMEOUT_S
 from orchestrator.errors import RateLimited
 from orchestrator.events import EventType
 from orchestrator.host_tools import HostToolRefused
+from orchestrator.running_agents import session
 from orchestrator.services import Services
 from orchestrator.workspaces import access as workspace_access
 

@@ -8,14 +8,14 @@ from collections.abc import Callable
 from fastapi import APIRouter
 from pydantic import BaseModel
 
-from orchestrator.agents.actions import (
+from orchestrator.api.deps import OperatorDep, ServicesDep
+from orchestrator.api.errors import ApiError
+from orchestrator.backends.base import BackendError
+from orchestrator.running_agents.actions import (
     ActionResult,
     UnknownAgent,
     rotate_operator_token,
 )
-from orchestrator.api.deps import OperatorDep, ServicesDep
-from orchestrator.api.errors import ApiError
-from orchestrator.backends.base import BackendError
 from orchestrator.services import Services
 from orchestrator.state.endpoint import Endpoint, read_endpoint, write_endpoint
 

@@ -15,8 +15,8 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from agent_runtime.protocol import MAX_TURNS, AgentOp, TranscriptPage, TranscriptQuery
-from orchestrator.agents.transcripts import Transcript, build_transcript
 from orchestrator.api.deps import OperatorDep, ServicesDep
+from orchestrator.running_agents.transcripts import Transcript, build_transcript
 from orchestrator.scheduler.runs import RunStore
 
 router = APIRouter(prefix="/api/v1/agents/{agent}", tags=["history"])

@@ -5,10 +5,10 @@ from __future__ import annotations
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from orchestrator.agents.move import ANSWER_WITHIN_S, AgentMove, MoveResult, UnknownAgentToMove
 from orchestrator.api.deps import OperatorDep, ServicesDep
 from orchestrator.api.errors import ApiError
 from orchestrator.backends.base import BackendError
+from orchestrator.running_agents.move import ANSWER_WITHIN_S, AgentMove, MoveResult, UnknownAgentToMove
 
 router = APIRouter(prefix="/api/v1", tags=["operator"])
 

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[3] / "orchestrator" / "api" / "agent"
 TRANSPORTS = ["channel.py", "routes.py", "peers.py", "tools.py", "approvals.py"]
 # Where an action's work and checks live: a transport importing one of these does an action's work.
 DOMAIN_MODULES = {
-    "orchestrator.agents.session",
+    "orchestrator.running_agents.session",
     "orchestrator.api.fair_share",
     "orchestrator.api.limits",
     "orchestrator.api.forget_copies",

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from orchestrator.agents.supervisor import Supervisor, SupervisorPolicy
 from orchestrator.backends.base import BackendError
 from orchestrator.backends.external import NEEDS_ADDRESS, ExternalBackend
 from orchestrator.cli.main import cli
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.loader import load_fleet
 from orchestrator.fleet.reconcile import fleet_labels, plan
+from orchestrator.running_agents.supervisor import Supervisor, SupervisorPolicy
 from orchestrator.state.paths import StatePaths
 from orchestrator.wiring import reconciling_services
 

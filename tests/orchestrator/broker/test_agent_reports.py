@@ -12,8 +12,8 @@ import pytest
 from broker_helpers import build_services, write_fleet
 
 from agent_runtime.protocol import AgentOp, AgentRequest
-from orchestrator.agents.requests import AgentChannels, AgentUnreachable
 from orchestrator.api.app import create_app
+from orchestrator.running_agents.requests import AgentChannels, AgentUnreachable
 from orchestrator.services import Services
 from orchestrator.testing.server import serve_app
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from agent_runtime.protocol import ContextStrategy
-from orchestrator.agents.session import runtime_config
 from orchestrator.config.fleet import ConfigError
 from orchestrator.config.loader import load_fleet
 from orchestrator.config.models import FleetConfig
 from orchestrator.config.settings import container_hash
+from orchestrator.running_agents.session import runtime_config
 
 FLEET = """\
 version: 1

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.agents.session import tool_settings
 from orchestrator.backends.process_sandbox import HostProcessRunner
 from orchestrator.backends.sandbox import LauncherReport, SandboxJob, SandboxLimits, parse_report
 from orchestrator.config.fleet import ConfigError
@@ -18,6 +17,7 @@ from orchestrator.config.loader import load_fleet
 from orchestrator.config.settings import container_hash, runtime_hash
 from orchestrator.host_tools.sandbox.arguments import input_schema, parse_arguments
 from orchestrator.host_tools.sandbox.slots import SandboxSlots
+from orchestrator.running_agents.session import tool_settings
 
 HEAD = "version: 1\nfleet: checks\nagents:\n  researcher:\n    role: runs code\n"
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from orchestrator.agents.session import tool_settings
 from orchestrator.cli.main import cli
 from orchestrator.config.fleet import ConfigError
 from orchestrator.config.loader import load_fleet
+from orchestrator.running_agents.session import tool_settings
 
 
 def write(folder: Path, text: str) -> Path:

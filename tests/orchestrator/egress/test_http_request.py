@@ -21,7 +21,6 @@ from agent_runtime.protocol import (
     TranscriptPage,
     approval_key,
 )
-from orchestrator.agents.transcripts import build_transcript
 from orchestrator.approvals import ApprovalStore
 from orchestrator.cli.history import mark_line
 from orchestrator.config.secrets import SecretSource
@@ -31,6 +30,7 @@ from orchestrator.egress.addresses import Resolver
 from orchestrator.egress.metrics import HttpRequestCollector
 from orchestrator.events import EventBus
 from orchestrator.logging_setup import configure_logging
+from orchestrator.running_agents.transcripts import build_transcript
 from orchestrator.secrets import SecretStore
 from orchestrator.state.db import Database
 from tests.orchestrator.egress.fake_site import FakeSite, bomb, start_site

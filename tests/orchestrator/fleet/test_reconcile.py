@@ -239,7 +239,7 @@ def test_one_failing_agent_does_not_stop_the_others(tmp_path: Path) -> None:
 def test_the_supervisor_leaves_units_alone_while_an_apply_runs(tmp_path: Path) -> None:
     """An agent just added (or being recreated) has no unit yet: the supervisor must not make one
     behind the apply's back, or two creations race for the container name."""
-    from orchestrator.agents.supervisor import Supervisor
+    from orchestrator.running_agents.supervisor import Supervisor
     from orchestrator.testing.fake_backend import FakeBackend
     from orchestrator.wiring import reconciling_services
 

@@ -22,8 +22,6 @@ from gateway_harness import (
     fleet_yaml,
 )
 
-from orchestrator.agents.health import HealthBoard
-from orchestrator.agents.requests import AgentChannels
 from orchestrator.api.app import create_app
 from orchestrator.config.loader import load_fleet
 from orchestrator.control.auth import OPERATOR, TokenStore
@@ -31,6 +29,8 @@ from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus
 from orchestrator.fleet.view import FleetView
 from orchestrator.gateway.service import Gateway
+from orchestrator.running_agents.health import HealthBoard
+from orchestrator.running_agents.requests import AgentChannels
 from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths
 from orchestrator.testing.fake_backend import FakeBackend

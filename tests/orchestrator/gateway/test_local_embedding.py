@@ -17,9 +17,9 @@ from gateway_harness import Launch
 from agent_runtime.memory.embeddings import GatewayEmbedder
 from agent_runtime.memory.models import LOCAL_EMBEDDING_MODEL, FactSource, MemoryConfig, SaveOutcome
 from agent_runtime.memory.store import MemoryStore
-from orchestrator.agents.session import runtime_config
 from orchestrator.config.fleet import ConfigError
 from orchestrator.config.loader import load_fleet
+from orchestrator.running_agents.session import runtime_config
 
 pytest.importorskip("wordllama")
 

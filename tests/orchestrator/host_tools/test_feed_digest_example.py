@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.agents.session import tool_settings
 from orchestrator.config.loader import load_fleet
+from orchestrator.running_agents.session import tool_settings
 
 
 def test_the_feed_digest_example_is_valid(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[3]
 # Each table of state.db and the module(s) whose SQL may name it.
 TABLE_OWNERS: dict[str, frozenset[str]] = {
     "agent_lifecycle": frozenset({"orchestrator.lifecycle.desired"}),
-    "agent_restarts": frozenset({"orchestrator.agents.supervisor"}),
+    "agent_restarts": frozenset({"orchestrator.running_agents.supervisor"}),
     "alerts": frozenset({"orchestrator.alerts.store"}),
     "approvals": frozenset({"orchestrator.approvals.store"}),
     "approval_uses": frozenset({"orchestrator.approvals.store"}),

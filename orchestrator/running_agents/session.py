@@ -18,7 +18,6 @@ from agent_runtime.protocol import (
     ToolSettings,
     WorkResult,
 )
-from orchestrator.agents.health import HealthBoard
 from orchestrator.broker import Inbox
 from orchestrator.config.egress import HTTP_TOOL
 from orchestrator.config.fleet import LoadedFleet
@@ -27,6 +26,7 @@ from orchestrator.config.windows import window_for
 from orchestrator.errors import Gone, NotFound
 from orchestrator.events import EventBus, EventType
 from orchestrator.gateway.embedding import embedding_dimensions
+from orchestrator.running_agents.health import HealthBoard
 
 # The longest an inbox long-poll waits, whatever the agent asks.
 MAX_WAIT_S = 30.0

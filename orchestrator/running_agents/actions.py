@@ -8,7 +8,6 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from orchestrator.agents.health import HealthBoard
 from orchestrator.backends.base import Backend, UnitInfo
 from orchestrator.broker import Inbox
 from orchestrator.config.wrong_names import unknown_agent
@@ -18,6 +17,7 @@ from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.view import FleetView
 from orchestrator.lifecycle import Lifecycle, LifecycleEvent, Policy, state_of
+from orchestrator.running_agents.health import HealthBoard
 from orchestrator.state.paths import StatePaths
 
 ActionName = Literal["stop", "start", "restart", "pause", "resume"]

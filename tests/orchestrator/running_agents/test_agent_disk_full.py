@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from agent_runtime.protocol import CheckIn
-from orchestrator.agents.health import HealthBoard
 from orchestrator.alerts.rules import AlertEvaluator
 from orchestrator.config.alerts import AlertsConfig
 from orchestrator.events import Event, EventType
+from orchestrator.running_agents.health import HealthBoard
 
 
 def _checkin(full: bool, free: int | None) -> CheckIn:

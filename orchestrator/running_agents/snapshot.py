@@ -13,11 +13,11 @@ from collections.abc import Callable
 from datetime import datetime
 
 from agent_runtime.protocol import CONFIG_HASH_PROTOCOL, BudgetLeft, InboxItem, RuntimeSnapshot
-from orchestrator.agents.health import HealthBoard
 from orchestrator.broker import Inbox
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.settings import runtime_hash
 from orchestrator.gateway.budget import Budgets
+from orchestrator.running_agents.health import HealthBoard
 
 
 class SnapshotTaker:

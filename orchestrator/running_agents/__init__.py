@@ -1,6 +1,6 @@
-"""One running agent's lifecycle, as the orchestrator holds it: its open channel and the requests
-sent over it (`requests`, `ask`), what it is served when it reports in (`session`), its health
-and supervision with restarts (`health`, `supervisor`), the runtime snapshot handed out with each
+"""What the orchestrator does with an agent while it runs: its open link and the requests sent
+over it (`requests`, `ask`), what it is served when it reports in (`session`), its health and
+supervision with restarts (`health`, `supervisor`), the runtime snapshot handed out with each
 item (`snapshot`), moves between nodes (`move`), its transcripts (`transcripts`) and the
 operator's actions on it (`actions`: stop, start, pause, resume).
 

@@ -13,10 +13,10 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from agent_runtime.protocol import AgentOp, ErrorBody
-from orchestrator.agents.health import HealthBoard
-from orchestrator.agents.requests import AgentChannels, AgentUnreachable
 from orchestrator.errors import AgentRefused, BadAnswer, NotFound, Unavailable
 from orchestrator.fleet.view import FleetView
+from orchestrator.running_agents.health import HealthBoard
+from orchestrator.running_agents.requests import AgentChannels, AgentUnreachable
 
 Model = TypeVar("Model", bound=BaseModel)
 

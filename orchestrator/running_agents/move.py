@@ -26,9 +26,6 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from orchestrator.agents.ask import AgentAsker
-from orchestrator.agents.health import HealthBoard
-from orchestrator.agents.requests import AgentChannels
 from orchestrator.backends.base import Backend, BackendError, StoragePlace
 from orchestrator.backup.fleet_backups import channel_asker
 from orchestrator.backup.push import answers_after_restart, push_snapshot
@@ -38,6 +35,9 @@ from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus
 from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.placement import node_constraint, record_placement
+from orchestrator.running_agents.ask import AgentAsker
+from orchestrator.running_agents.health import HealthBoard
+from orchestrator.running_agents.requests import AgentChannels
 from orchestrator.state.paths import StatePaths
 
 AGENT_MOVED = "agent.moved"
