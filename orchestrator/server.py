@@ -22,8 +22,8 @@ from agent_runtime.protocol import utcnow
 from orchestrator.alerts import AlertDispatcher, AlertStore
 from orchestrator.api.app import create_app
 from orchestrator.api.operator.events import close_streams
-from orchestrator.backup.channel_restore import ChannelRestores
-from orchestrator.backup.fleet_backups import channel_asker, scheduled_backups, stopped_snapshots
+from orchestrator.backup.fleet_backups import link_asker, scheduled_backups, stopped_snapshots
+from orchestrator.backup.link_restore import LinkRestores
 from orchestrator.broker import keep_messages_in_step
 from orchestrator.config.units import parse_duration
 from orchestrator.conversations.service import ChatService
@@ -111,16 +111,16 @@ class OrchestratorServer:
             asyncio.create_task(_workflow_service(services).run(), name="workflows"),
         ]
         if not services.backend.carries_storage:
-            restores = ChannelRestores(
+            restores = LinkRestores(
                 services.paths,
                 lambda: tuple(services.fleet_view.current().config.agents),
-                channel_asker(services.asker),
-                services.channels,
+                link_asker(services.asker),
+                services.agent_links,
                 services.controls,
                 services.events.publish,
             )
             tasks.append(asyncio.create_task(restores.run(), name="channel-restores"))
-        traces = trace_export(services.db, services.channels, services.fleet.name)
+        traces = trace_export(services.db, services.agent_links, services.fleet.name)
         if traces is not None:
             tasks.append(asyncio.create_task(traces.run(), name="traces"))
         self.ready.set()

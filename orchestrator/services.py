@@ -26,7 +26,7 @@ from orchestrator.notifications import Notifier
 from orchestrator.running_agents.actions import OperatorActions
 from orchestrator.running_agents.ask import AgentAsker
 from orchestrator.running_agents.health import HealthBoard
-from orchestrator.running_agents.requests import AgentChannels
+from orchestrator.running_agents.requests import AgentLinks
 from orchestrator.running_agents.snapshot import SnapshotTaker
 from orchestrator.running_agents.supervisor import Supervisor
 from orchestrator.scheduler.service import Scheduler
@@ -47,8 +47,8 @@ class Services:
     controls: Controls
     """The operator's holds on agents (stopped, paused), read from the database."""
     health: HealthBoard
-    channels: AgentChannels
-    """The agents' open channels: how the orchestrator asks something of an agent."""
+    agent_links: AgentLinks
+    """The agents' open links: how the orchestrator asks something of an agent."""
     workspaces: WorkspaceAccess
     manager: FleetManager
     inbox: Inbox

@@ -26,7 +26,7 @@ from orchestrator.images.names import DEFAULT_IMAGE
 from orchestrator.lifecycle import DesiredStates, WorkArrivals
 from orchestrator.running_agents.actions import load_operator_token, save_operator_token
 from orchestrator.running_agents.health import HealthBoard
-from orchestrator.running_agents.requests import AgentChannels
+from orchestrator.running_agents.requests import AgentLinks
 from orchestrator.state.check import check_state
 from orchestrator.state.db import Database
 from orchestrator.state.migrations import migrate_state
@@ -58,7 +58,7 @@ class Core:
     backend: Backend
     controls: Controls
     health: HealthBoard
-    channels: AgentChannels
+    agent_links: AgentLinks
     workspaces: WorkspaceAccess
     operator_token: str = ""
 
@@ -85,7 +85,7 @@ def core_services(fleet: LoadedFleet, backend: Backend, paths: StatePaths | None
             backup=str(migrated.backup),
         )
     fleet_view = FleetView(fleet)
-    channels = AgentChannels()
+    agent_links = AgentLinks()
     return Core(
         fleet_view=fleet_view,
         paths=paths,
@@ -95,8 +95,8 @@ def core_services(fleet: LoadedFleet, backend: Backend, paths: StatePaths | None
         backend=backend,
         controls=Controls(db),
         health=HealthBoard(),
-        channels=channels,
-        workspaces=WorkspaceAccess(fleet_view, paths, events, channels),
+        agent_links=agent_links,
+        workspaces=WorkspaceAccess(fleet_view, paths, events, agent_links),
     )
 
 
@@ -232,7 +232,7 @@ def attach_subsystems(
         backend=core.backend,
         controls=core.controls,
         health=core.health,
-        channels=core.channels,
+        agent_links=core.agent_links,
         workspaces=core.workspaces,
         manager=manager,
         inbox=inbox,
@@ -240,7 +240,7 @@ def attach_subsystems(
         gateway=gateway,
         scheduler=scheduler,
         supervisor=Supervisor(db, fleet, manager, core.backend, core.controls, core.health, events, policy),
-        asker=AgentAsker(fleet, core.channels, core.health, scheduler),
+        asker=AgentAsker(fleet, core.agent_links, core.health, scheduler),
         snapshots=SnapshotTaker(
             fleet.current, core.health, inbox, gateway.budgets, lambda: datetime.now(UTC)
         ),

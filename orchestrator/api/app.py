@@ -10,7 +10,7 @@ from fastapi import FastAPI
 
 from orchestrator.api import gateway
 from orchestrator.api.agent import approvals as agent_approvals
-from orchestrator.api.agent import channel, peers
+from orchestrator.api.agent import link, peers
 from orchestrator.api.agent import routes as agent_routes
 from orchestrator.api.agent import tools as agent_tools
 from orchestrator.api.errors import install_error_handlers
@@ -49,7 +49,7 @@ from orchestrator.services import Services
 
 ROUTERS = [
     agent_routes.router,
-    channel.router,
+    link.router,
     fleet.router,
     messages.router,
     apply.router,

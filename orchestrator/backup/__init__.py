@@ -3,8 +3,8 @@
 # The modules other packages may import; the rest are this package's own.
 __all__ = [
     "archive",
-    "channel_restore",
     "fleet_backups",
+    "link_restore",
     "manifest",
     "push",
     "restore",

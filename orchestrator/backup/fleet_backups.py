@@ -1,6 +1,6 @@
 """The running orchestrator's view of a backup: what the fleet holds and how each agent is asked
 for its snapshot, built from the parts that know (the fleet in force, the state folder, the
-agents' channels)."""
+agents' links)."""
 
 from __future__ import annotations
 
@@ -41,8 +41,8 @@ def fleet_sources(fleet_view: FleetView, paths: StatePaths) -> FleetSources:
     )
 
 
-def channel_asker(asker: AgentAsker) -> AskAgent:
-    """Snapshot requests over the agents' channels; a refusal fails that agent's part only."""
+def link_asker(asker: AgentAsker) -> AskAgent:
+    """Snapshot requests over the agents' links; a refusal fails that agent's part only."""
 
     async def ask(agent: str, op: AgentOp, body: dict[str, Any], model: type[Model]) -> Model:
         try:
@@ -77,7 +77,7 @@ def scheduled_backups(
     return ScheduledBackups(
         lambda: fleet_view.current().config.backup,
         lambda: fleet_sources(fleet_view, paths),
-        channel_asker(asker),
+        link_asker(asker),
         publish,
         stopped,
     )

@@ -1,4 +1,4 @@
-"""Handing an agent its own files over its channel: the restore side of a snapshot.
+"""Handing an agent its own files over its link: the restore side of a snapshot.
 
 Used where the orchestrator cannot reach the agent's storage through an engine on this machine
 (a swarm volume on any node): the agent runs on its fresh storage, receives the snapshot in
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from agent_runtime.protocol import AgentOp, FileListing, RestoreApplied, RestoreStaged, SnapshotFile
 from orchestrator.backup.snapshot import AskAgent, Dropped, SnapshotFailed, safe_relative
-from orchestrator.running_agents.requests import AgentChannels
+from orchestrator.running_agents.requests import AgentLinks
 
 PUSH_CHUNK_BYTES = 32 * 1024
 """Raw bytes per chunk: base64 of it stays well inside the smallest channel frame allowed."""
@@ -76,16 +76,16 @@ async def _abort(ask: AskAgent, agent: str) -> None:
         await ask(agent, AgentOp.RESTORE_ABORT, {}, Dropped)
 
 
-async def answers_after_restart(ask: AskAgent, channels: AgentChannels, agent: str, within_s: float) -> None:
-    """Wait for the agent's restart on its restored files (its channel closes, then opens again)
+async def answers_after_restart(ask: AskAgent, links: AgentLinks, agent: str, within_s: float) -> None:
+    """Wait for the agent's restart on its restored files (its link closes, then opens again)
     and for it to answer; SnapshotFailed if it does not within `within_s`."""
     deadline = time.monotonic() + within_s
     closed_by = min(deadline, time.monotonic() + CLOSE_WAIT_S)
-    while channels.is_open(agent) and time.monotonic() < closed_by:
+    while links.is_open(agent) and time.monotonic() < closed_by:
         await asyncio.sleep(POLL_S)
     problem = "it did not restart"
     while time.monotonic() < deadline:
-        if await channels.wait_open(agent, max(deadline - time.monotonic(), 0.0)):
+        if await links.wait_open(agent, max(deadline - time.monotonic(), 0.0)):
             try:
                 await ask(agent, AgentOp.FILES_LIST, {"folder": "memory"}, FileListing)
                 return

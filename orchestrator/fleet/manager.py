@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from orchestrator.backends.base import AgentSpec, Backend, BackendError, UnitInfo
-from orchestrator.backup.channel_restore import hold_for_restore
+from orchestrator.backup.link_restore import hold_for_restore
 from orchestrator.backup.restore import pending_restores, restore_carried
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.settings import container_hash
@@ -81,7 +81,7 @@ class FleetManager:
         if backend.carries_storage:
             self._carry.update(self._restoring)
         else:
-            # Handed over their channels once they run (orchestrator.backup.channel_restore);
+            # Handed over their channels once they run (orchestrator.backup.link_restore);
             # held paused until then, so that they claim nothing on empty storage.
             hold_for_restore(paths, controls, list(self._restoring))
             self._restoring = {}

@@ -1,4 +1,4 @@
-"""The operator's access to an agent's memory: asked of the agent over its channel.
+"""The operator's access to an agent's memory: asked of the agent over its link.
 
 An agent's memory database is in its own storage, which the orchestrator never opens. Each
 operator route becomes one request (`AgentOp.MEMORY_*`) that the agent serves with its own

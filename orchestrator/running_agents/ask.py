@@ -16,11 +16,11 @@ from agent_runtime.protocol import AgentOp, ErrorBody
 from orchestrator.errors import AgentRefused, BadAnswer, NotFound, Unavailable
 from orchestrator.fleet.view import FleetView
 from orchestrator.running_agents.health import HealthBoard
-from orchestrator.running_agents.requests import AgentChannels, AgentUnreachable
+from orchestrator.running_agents.requests import AgentLinks, AgentUnreachable
 
 Model = TypeVar("Model", bound=BaseModel)
 
-# An agent that was just started (or woken, or that has just checked in) opens its channel
+# An agent that was just started (or woken, or that has just checked in) opens its link
 # within a few seconds; one that shows no sign of life is not waited for long.
 CONNECT_WAIT_S = 20.0
 SILENT_WAIT_S = 2.0
@@ -43,9 +43,9 @@ def _unavailable(agent: str, reason: str) -> Unavailable:
 
 
 class AgentAsker:
-    def __init__(self, fleet: FleetView, channels: AgentChannels, health: HealthBoard, waker: Waker) -> None:
+    def __init__(self, fleet: FleetView, links: AgentLinks, health: HealthBoard, waker: Waker) -> None:
         self._fleet = fleet
-        self._channels = channels
+        self._links = links
         self._health = health
         self._waker = waker
 
@@ -56,8 +56,8 @@ class AgentAsker:
             raise NotFound("unknown_agent", f"no agent named {agent!r} in this fleet; agents: {known}")
 
     async def _connected(self, agent: str, wait: bool) -> None:
-        channels = self._channels
-        if channels.is_open(agent):
+        links = self._links
+        if links.is_open(agent):
             return
         if not wait:
             raise _unavailable(agent, "it is not connected")
@@ -66,7 +66,7 @@ class AgentAsker:
             loop = asyncio.get_running_loop()
             woken = await loop.run_in_executor(None, self._waker.wake, agent, "asked by the operator")
         alive = woken or self._health.is_checking_in(agent)
-        if await channels.wait_open(agent, CONNECT_WAIT_S if alive else SILENT_WAIT_S):
+        if await links.wait_open(agent, CONNECT_WAIT_S if alive else SILENT_WAIT_S):
             return
         reason = "it was woken from hibernation but has not connected" if woken else "it is not connected"
         raise _unavailable(agent, reason)
@@ -81,11 +81,11 @@ class AgentAsker:
         wait: bool = True,
     ) -> Model:
         """The agent's answer to `op`, as `model`; its refusals as `AgentRefused`. With `wait`
-        false, an agent whose channel is not open is not woken nor waited for (`Unavailable`)."""
+        false, an agent whose link is not open is not woken nor waited for (`Unavailable`)."""
         self.require_agent(agent)
         await self._connected(agent, wait)
         try:
-            answer = await self._channels.request(agent, op, body, ANSWER_TIMEOUT_S)
+            answer = await self._links.request(agent, op, body, ANSWER_TIMEOUT_S)
         except AgentUnreachable as failed:
             raise Unavailable("agent_unavailable", f"agent {agent} cannot answer: {failed}") from None
         if answer.status >= 400:

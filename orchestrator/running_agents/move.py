@@ -1,19 +1,19 @@
-"""Moving an agent to another node in one step, its state carried over its channel.
+"""Moving an agent to another node in one step, its state carried over its link.
 
 Nothing is copied through an engine's filesystem, so the source and target may be any nodes:
 
 1. the agent is held paused (it claims no inbox item meanwhile; messages wait in its inbox,
-   which lives in the orchestrator) and its own files are fetched over its channel, as a backup
+   which lives in the orchestrator) and its own files are fetched over its link, as a backup
    fetches them (memory.db through SQLite's backup API, history, learnings, processed items);
 2. its unit is stopped (its old storage stays as it was);
 3. the unit is made again on the target node with fresh storage under a new name, and, once the
-   agent's channel opens, it is handed the snapshot in checked chunks (orchestrator.backup.push),
+   agent's link opens, it is handed the snapshot in checked chunks (orchestrator.backup.push),
    writes it into its storage itself and restarts in place; the move waits for it to answer;
 4. the new node and storage are recorded, the old storage removed, the hold lifted.
 
 If any step after 1 fails, the agent's unit is made again on the node it ran on with its old
 storage, untouched, the fresh storage is removed, and the move fails naming the step. The
-workspace needs no carrying: the operator's copy is handed to the agent when its channel opens.
+workspace needs no carrying: the operator's copy is handed to the agent when its link opens.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from orchestrator.backends.base import Backend, BackendError, StoragePlace
-from orchestrator.backup.fleet_backups import channel_asker
+from orchestrator.backup.fleet_backups import link_asker
 from orchestrator.backup.push import answers_after_restart, push_snapshot
 from orchestrator.backup.snapshot import SnapshotFailed, fetch_snapshot
 from orchestrator.config.wrong_names import unknown_agent
@@ -37,7 +37,7 @@ from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.placement import node_constraint, record_placement
 from orchestrator.running_agents.ask import AgentAsker
 from orchestrator.running_agents.health import HealthBoard
-from orchestrator.running_agents.requests import AgentChannels
+from orchestrator.running_agents.requests import AgentLinks
 from orchestrator.state.paths import StatePaths
 
 AGENT_MOVED = "agent.moved"
@@ -45,7 +45,7 @@ AGENT_MOVE_FAILED = "agent.move_failed"
 WAIT_FOR_APPLY_S = 60.0
 RETRY_S = 0.2
 ANSWER_WITHIN_S = 180.0
-"""How long the agent has on its new node to open its channel, restore and answer."""
+"""How long the agent has on its new node to open its link, restore and answer."""
 
 
 class MoveResult(BaseModel):
@@ -77,7 +77,7 @@ class AgentMove:
         paths: StatePaths,
         controls: Controls,
         asker: AgentAsker,
-        channels: AgentChannels,
+        links: AgentLinks,
     ) -> None:
         self._manager = manager
         self._backend = backend
@@ -85,8 +85,8 @@ class AgentMove:
         self._events = events
         self._paths = paths
         self._controls = controls
-        self._ask = channel_asker(asker)
-        self._channels = channels
+        self._ask = link_asker(asker)
+        self._links = links
 
     async def move(self, agent: str, node: str, within_s: float = ANSWER_WITHIN_S) -> MoveResult:
         fleet = self._manager.fleet
@@ -165,10 +165,10 @@ class AgentMove:
 
     async def _restore_on_target(self, agent: str, snapshot: Path, within_s: float) -> int:
         deadline = time.monotonic() + within_s
-        if not await self._channels.wait_open(agent, within_s):
+        if not await self._links.wait_open(agent, within_s):
             raise BackendError(f"{agent} did not connect from its new node within {within_s:g}s")
         applied = await push_snapshot(self._ask, agent, snapshot)
-        await answers_after_restart(self._ask, self._channels, agent, max(deadline - time.monotonic(), 1.0))
+        await answers_after_restart(self._ask, self._links, agent, max(deadline - time.monotonic(), 1.0))
         return applied.bytes
 
     async def _move_back(self, agent: str, old: StoragePlace, fresh: StoragePlace) -> str:

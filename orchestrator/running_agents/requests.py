@@ -1,6 +1,6 @@
-"""Requests from the orchestrator to an agent, over the channel the agent dialled.
+"""Requests from the orchestrator to an agent, over the link the agent dialled.
 
-Nothing dials an agent: an agent's channel (`orchestrator.api.agent.channel`) registers here while it
+Nothing dials an agent: an agent's link (`orchestrator.api.agent.link`) registers here while it
 is open, and carries the orchestrator's requests (`AgentRequest`) as well as the agent's own.
 This is how the orchestrator reaches what lives in an agent's own storage (memory, learnings)
 without opening a path in it, and how it hands the agent its workspace.
@@ -21,7 +21,7 @@ from orchestrator.loop_calls import call_in_loop
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 30.0
-# How long a request waits for the channel of an agent that said it restarts in place (its
+# How long a request waits for the link of an agent that said it restarts in place (its
 # next process dials within about a second; a slow start takes a few).
 REOPEN_WAIT_S = 15.0
 
@@ -40,11 +40,11 @@ class RequestSender(Protocol):
     async def send_request(self, request: AgentRequest) -> None: ...
 
 
-class AgentChannels:
-    """The open channels, by agent, and the orchestrator's requests waiting for an answer."""
+class AgentLinks:
+    """The open links, by agent, and the orchestrator's requests waiting for an answer."""
 
     def __init__(self) -> None:
-        # Every open channel of each agent, newest last: requests go to the newest, and when it
+        # Every open link of each agent, newest last: requests go to the newest, and when it
         # closes the one before it carries them again.
         self._open: dict[str, list[RequestSender]] = {}
         self._arrivals: dict[str, list[asyncio.Future[None]]] = {}
@@ -54,10 +54,10 @@ class AgentChannels:
         self._ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    # --- the channel's side ---------------------------------------------------------------
+    # --- the link's side ---------------------------------------------------------------
 
     def attach(self, agent: str, sender: RequestSender) -> None:
-        """Called on the event loop when the agent's channel opens."""
+        """Called on the event loop when the agent's link opens."""
         self._loop = asyncio.get_running_loop()
         self._open.setdefault(agent, []).append(sender)
         self._restarting.pop(agent, None)
@@ -66,8 +66,8 @@ class AgentChannels:
                 arrival.set_result(None)
 
     def retire(self, agent: str, sender: RequestSender) -> None:
-        """The agent's process on this channel restarts in place: no request goes to it from
-        now on (those sent before are answered on it); new ones wait for the next channel."""
+        """The agent's process on this link restarts in place: no request goes to it from
+        now on (those sent before are answered on it); new ones wait for the next link."""
         self._forget_sender(agent, sender)
         if agent not in self._open:
             self._restarting[agent] = time.monotonic()
@@ -100,7 +100,7 @@ class AgentChannels:
         return agent in self._open
 
     async def wait_open(self, agent: str, timeout_s: float) -> bool:
-        """True once the agent's channel is open, False after timeout_s."""
+        """True once the agent's link is open, False after timeout_s."""
         if agent in self._open:
             return True
         arrival: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -148,7 +148,7 @@ class AgentChannels:
 
     def push_workspace(self, agent: str, copy: WorkspaceCopy) -> None:
         """Hand an accepted change to the agent, from any thread; an agent that is not
-        connected gets the whole workspace when its channel opens."""
+        connected gets the whole workspace when its link opens."""
         call_in_loop(self._loop, self._start_push, agent, copy)
 
     def _start_push(self, agent: str, copy: WorkspaceCopy) -> None:

@@ -1,4 +1,4 @@
-"""What an agent asks of the orchestrator about itself, by HTTP or over its channel: the config it
+"""What an agent asks of the orchestrator about itself, by HTTP or over its link: the config it
 runs with, its check-ins, and the inbox items it holds (progress and results).
 
 A new agent process re-queues what its previous incarnation claimed; an idle check-in releases

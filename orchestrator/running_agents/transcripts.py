@@ -1,7 +1,7 @@
 """An agent's transcript as the operator sees it: its turns, with what the orchestrator knows
 of each (model, tokens, cost, duration, outcome) and the context events between them.
 
-The messages come from the agent (its turn log is in its own storage, asked over its channel);
+The messages come from the agent (its turn log is in its own storage, asked over its link);
 the run records and the context events (flushes, compactions, prunes) are the orchestrator's.
 A turn is the messages of one inbox item; its run record is the one with the same item id.
 """

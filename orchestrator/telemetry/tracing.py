@@ -4,7 +4,7 @@ Set the standard `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_END
 if needed, `OTEL_EXPORTER_OTLP_HEADERS`) in the orchestrator's environment, and install the
 `otel` extra. Each request that began with an operator's message or a heartbeat is written once
 it has finished (a few seconds after, so that its run records are in): see `otel_spans` for the
-shape. Tool calls come from the agent's turn log, asked over its channel when it is connected;
+shape. Tool calls come from the agent's turn log, asked over its link when it is connected;
 an agent that is not connected is not woken for it.
 """
 
@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from agent_runtime.protocol import AgentOp, TranscriptMessage, TranscriptPage, utcnow
 from orchestrator.broker import RequestTrace, RequestTracer, TraceNotFound, items_finished_between
 from orchestrator.gateway.ledger import LedgerRow, calls_of_runs
-from orchestrator.running_agents.requests import AgentChannels, AgentUnreachable
+from orchestrator.running_agents.requests import AgentLinks, AgentUnreachable
 from orchestrator.state.db import Database
 
 log = logging.getLogger(__name__)
@@ -140,14 +140,14 @@ class SpanExport:
 TOOL_LOG_TIMEOUT_S = 10.0
 
 
-def tool_messages_over(channels: AgentChannels) -> ToolMessages:
+def tool_messages_over(links: AgentLinks) -> ToolMessages:
     """Asks a connected agent for an item's tool calls and results; nothing from one that is not."""
 
     async def ask(agent: str, item_id: str) -> list[TranscriptMessage]:
-        if not channels.is_open(agent):
+        if not links.is_open(agent):
             return []
         try:
-            answer = await channels.request(
+            answer = await links.request(
                 agent, AgentOp.HISTORY_READ, {"item_id": item_id}, TOOL_LOG_TIMEOUT_S
             )
             page = TranscriptPage.model_validate(answer.body) if answer.status < 400 else TranscriptPage()
@@ -159,7 +159,7 @@ def tool_messages_over(channels: AgentChannels) -> ToolMessages:
     return ask
 
 
-def trace_export(db: Database, channels: AgentChannels, fleet: str) -> SpanExport | None:
+def trace_export(db: Database, links: AgentLinks, fleet: str) -> SpanExport | None:
     """The export of request traces, when an OTLP endpoint is configured (else None)."""
     sink = otlp_sink(fleet)
-    return SpanExport(db, sink, tool_messages_over(channels)) if sink is not None else None
+    return SpanExport(db, sink, tool_messages_over(links)) if sink is not None else None

@@ -1,6 +1,6 @@
-"""An agent's side of its channel, for tests that need an agent to answer the orchestrator.
+"""An agent's side of its link, for tests that need an agent to answer the orchestrator.
 
-`connect_agent` dials a served orchestrator with the agent's real channel (a WebSocket) and
+`connect_agent` dials a served orchestrator with the agent's real link (a WebSocket) and
 answers with the agent's real `AgentService` (agent_runtime.AgentService), on a storage folder of
 the agent's own. `link_agent` registers the same service in-process, without a WebSocket, for
 tests driven through FastAPI's TestClient.
@@ -27,23 +27,23 @@ class InProcessAgent:
 
     async def send_request(self, request: AgentRequest) -> None:
         status, body = await asyncio.to_thread(self.service.answer, request)
-        self.services.channels.answered(self.agent, request.request, status, body)
+        self.services.agent_links.answered(self.agent, request.request, status, body)
 
 
 @contextmanager
 def connect_agent(services: Services, url: str, agent: str) -> Iterator[AgentService]:
-    """The agent's channel to the orchestrator at `url`, open and answering its requests."""
+    """The agent's link to the orchestrator at `url`, open and answering its requests."""
     token = services.tokens.mint(agent)
     settings = Settings(orchestrator_url=url, agent=agent, data_dir=services.paths.agent_storage(agent))
     config = runtime_config(services.fleet, agent)
     service = AgentService(settings, lambda: config, lambda: token)
-    channel = AgentChannel(url, lambda: token)
-    channel.serve(service)
-    channel.open()
+    link = AgentChannel(url, lambda: token)
+    link.serve(service)
+    link.open()
     try:
         yield service
     finally:
-        channel.close()
+        link.close()
 
 
 def link_agent(portal: Any, services: Services, agent: str) -> AgentService:
@@ -56,7 +56,7 @@ def link_agent(portal: Any, services: Services, agent: str) -> AgentService:
     linked = InProcessAgent(services, agent, service)
 
     async def attach() -> None:
-        services.channels.attach(agent, linked)
+        services.agent_links.attach(agent, linked)
 
     portal.call(attach)
     return service

@@ -2,7 +2,7 @@
 
 The capped identity files (SOUL.md, MEMORY.md, ...) live in `.flotilla/agents/<name>/`, an
 orchestrator-owned folder that no unit mounts; every write (the operator's, and the agent's,
-sent over its channel) goes through `agent_runtime.Workspace` there: capped,
+sent over its link) goes through `agent_runtime.Workspace` there: capped,
 validated, atomic and versioned with its author. An accepted change is then handed to the
 agent, which keeps a working copy in its own storage. The runtime-managed folders (learnings/,
 memory/) live in the agent's storage: they are asked of the agent, read-only.
@@ -46,7 +46,7 @@ from orchestrator.errors import BadRequest, Failed, Forbidden, Invalid, NotFound
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.view import FleetView
 from orchestrator.running_agents.ask import AgentAsker
-from orchestrator.running_agents.requests import AgentChannels
+from orchestrator.running_agents.requests import AgentLinks
 from orchestrator.state.paths import StatePaths
 from orchestrator.workspaces.models import (
     FileKind,
@@ -360,13 +360,11 @@ def binary_copy(name: str, data: bytes) -> WorkspaceFileCopy:
 class WorkspaceAccess:
     """The operator's copies of the agents' workspaces, and the one write path into them."""
 
-    def __init__(
-        self, fleet: FleetView, paths: StatePaths, events: EventBus, channels: AgentChannels
-    ) -> None:
+    def __init__(self, fleet: FleetView, paths: StatePaths, events: EventBus, links: AgentLinks) -> None:
         self._fleet = fleet
         self._paths = paths
         self._events = events
-        self._channels = channels
+        self._links = links
 
     def open(self, agent: str) -> AgentWorkspace:
         fleet = self._fleet.current()
@@ -407,11 +405,11 @@ class WorkspaceAccess:
 
     def push_binary(self, agent: str, name: str, data: bytes) -> None:
         """Hand a binary file saved for the agent (a screenshot) to the agent, if connected."""
-        self._channels.push_workspace(agent, WorkspaceCopy(files=[binary_copy(name, data)]))
+        self._links.push_workspace(agent, WorkspaceCopy(files=[binary_copy(name, data)]))
 
     def push_files(self, access: AgentWorkspace, names: list[str]) -> None:
-        """Hand changed files to the agent, if its channel is open (from any thread)."""
-        self._channels.push_workspace(access.agent, workspace_copy(access, names))
+        """Hand changed files to the agent, if its link is open (from any thread)."""
+        self._links.push_workspace(access.agent, workspace_copy(access, names))
 
 
 def _write(

@@ -3,7 +3,7 @@
 An action takes the services, the authenticated agent's name and a typed wire request, and
 returns the typed result or raises a typed refusal (`orchestrator.errors.Refused` or
 `ApiError`: a status, a code and a message). The transports are adapters over these functions:
-the agent channel (`channel.py`) turns a frame into a call and the refusal into a reply frame;
+the agent's link (`link.py`) turns a frame into a call and the refusal into a reply frame;
 the HTTP routes (`routes.py`, `peers.py`, `tools.py`) turn a request into a call and the
 refusal into a response. A check added here therefore holds on every transport.
 """

@@ -1,6 +1,6 @@
 """Routes an agent calls to talk to its peers: the peers it may ask, ask and tell; adapters over
 their actions (`actions`). The agent runtime lists its peers here and asks and tells over its
-channel; the ask and tell routes serve runtimes that speak plain HTTP (docs/agent-api.md)."""
+link; the ask and tell routes serve runtimes that speak plain HTTP (docs/agent-api.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Routes an agent calls about itself: its config, check-ins, its inbox, the events it reports and
 the records of its runs. Each is an adapter over its action (`actions`); the agent runtime uses
-config and check-in (its first words, before the channel), events and runs, and the inbox routes
+config and check-in (its first words, before the link), events and runs, and the inbox routes
 serve runtimes that speak plain HTTP (docs/agent-api.md)."""
 
 from __future__ import annotations

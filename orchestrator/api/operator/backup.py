@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from orchestrator.api.deps import OperatorDep, ServicesDep
 from orchestrator.api.errors import ApiError
 from orchestrator.backup.archive import BackupRefused, take_backup
-from orchestrator.backup.fleet_backups import channel_asker, fleet_sources, stopped_snapshots
+from orchestrator.backup.fleet_backups import fleet_sources, link_asker, stopped_snapshots
 
 router = APIRouter(prefix="/api/v1/backups", tags=["backup"])
 
@@ -45,7 +45,7 @@ async def backup(body: BackupRequest, _: OperatorDep, services: ServicesDep) -> 
         try:
             result = await take_backup(
                 fleet_sources(services.fleet_view, services.paths),
-                channel_asker(services.asker),
+                link_asker(services.asker),
                 output,
                 only_agent=body.agent,
                 progress=progress.put_nowait,

@@ -3,7 +3,7 @@
     GET /api/v1/agents/{agent}/history?limit=20            the last 20 turns
     GET /api/v1/agents/{agent}/history?after=MESSAGE_ID    what was logged since (to follow)
 
-Operator token only. The messages are asked of the agent over its channel; the run records and
+Operator token only. The messages are asked of the agent over its link; the run records and
 context events come from the orchestrator's own state.
 """
 

@@ -33,7 +33,7 @@ async def move_agent(agent: str, body: MoveRequest, _: OperatorDep, services: Se
         services.paths,
         services.controls,
         services.asker,
-        services.channels,
+        services.agent_links,
     )
     try:
         return await mover.move(agent, body.node, body.within_s)

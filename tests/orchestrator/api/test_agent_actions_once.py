@@ -1,5 +1,5 @@
 """Each agent action is written once, in `orchestrator.api.agent.actions`: the transports (the
-channel and the HTTP routes) reach the domain only through it, so no check of an action can be
+link and the HTTP routes) reach the domain only through it, so no check of an action can be
 written again, or forgotten, in one of them."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[3] / "orchestrator" / "api" / "agent"
-TRANSPORTS = ["channel.py", "routes.py", "peers.py", "tools.py", "approvals.py"]
+TRANSPORTS = ["link.py", "routes.py", "peers.py", "tools.py", "approvals.py"]
 # Where an action's work and checks live: a transport importing one of these does an action's work.
 DOMAIN_MODULES = {
     "orchestrator.running_agents.session",

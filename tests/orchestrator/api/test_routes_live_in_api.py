@@ -79,7 +79,7 @@ def test_the_check_sees_the_routes_that_are_there() -> None:
     with_routes = {
         path.relative_to(API).as_posix() for path in api_modules if routes_defined(path.read_text())
     }
-    assert {"agent/routes.py", "agent/channel.py", "gateway.py", "operator/fleet.py", "app.py"} <= with_routes
+    assert {"agent/routes.py", "agent/link.py", "gateway.py", "operator/fleet.py", "app.py"} <= with_routes
 
 
 def test_the_check_knows_each_way_to_declare_a_route() -> None:

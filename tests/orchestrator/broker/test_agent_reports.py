@@ -13,7 +13,7 @@ from broker_helpers import build_services, write_fleet
 
 from agent_runtime.protocol import AgentOp, AgentRequest
 from orchestrator.api.app import create_app
-from orchestrator.running_agents.requests import AgentChannels, AgentUnreachable
+from orchestrator.running_agents.requests import AgentLinks, AgentUnreachable
 from orchestrator.services import Services
 from orchestrator.testing.server import serve_app
 
@@ -39,30 +39,30 @@ def test_an_event_whose_data_has_the_keys_agent_and_type_is_stored_as_sent(
     assert event.agent == "alpha" and event.data == data
 
 
-class _Channel:
-    """One open channel of an agent that answers every request at once."""
+class _Link:
+    """One open link of an agent that answers every request at once."""
 
-    def __init__(self, channels: AgentChannels, agent: str, name: str) -> None:
-        self.channels, self.agent, self.name = channels, agent, name
+    def __init__(self, links: AgentLinks, agent: str, name: str) -> None:
+        self.links, self.agent, self.name = links, agent, name
 
     async def send_request(self, request: AgentRequest) -> None:
         asyncio.get_running_loop().call_soon(
-            self.channels.answered, self.agent, request.request, 200, {"via": self.name}
+            self.links.answered, self.agent, request.request, 200, {"via": self.name}
         )
 
 
-def test_requests_go_on_over_the_first_channel_after_a_second_one_closes() -> None:
+def test_requests_go_on_over_the_first_link_after_a_second_one_closes() -> None:
     async def scenario() -> None:
-        channels = AgentChannels()
-        first, second = _Channel(channels, "alpha", "first"), _Channel(channels, "alpha", "second")
-        channels.attach("alpha", first)
-        channels.attach("alpha", second)
-        assert (await channels.request("alpha", AgentOp.MEMORY_LIST, {})).body == {"via": "second"}
-        channels.detach("alpha", second)
-        assert channels.is_open("alpha")
-        assert (await channels.request("alpha", AgentOp.MEMORY_LIST, {})).body == {"via": "first"}
-        channels.detach("alpha", first)
+        links = AgentLinks()
+        first, second = _Link(links, "alpha", "first"), _Link(links, "alpha", "second")
+        links.attach("alpha", first)
+        links.attach("alpha", second)
+        assert (await links.request("alpha", AgentOp.MEMORY_LIST, {})).body == {"via": "second"}
+        links.detach("alpha", second)
+        assert links.is_open("alpha")
+        assert (await links.request("alpha", AgentOp.MEMORY_LIST, {})).body == {"via": "first"}
+        links.detach("alpha", first)
         with pytest.raises(AgentUnreachable):
-            await channels.request("alpha", AgentOp.MEMORY_LIST, {})
+            await links.request("alpha", AgentOp.MEMORY_LIST, {})
 
     asyncio.run(scenario())

@@ -30,7 +30,7 @@ from orchestrator.events import EventBus
 from orchestrator.fleet.view import FleetView
 from orchestrator.gateway.service import Gateway
 from orchestrator.running_agents.health import HealthBoard
-from orchestrator.running_agents.requests import AgentChannels
+from orchestrator.running_agents.requests import AgentLinks
 from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths
 from orchestrator.testing.fake_backend import FakeBackend
@@ -81,7 +81,7 @@ def launch(
         events = EventBus(database)
         tokens = TokenStore(database)
         fleet_view = FleetView(fleet)
-        channels = AgentChannels()
+        agent_links = AgentLinks()
         core = Core(
             fleet_view=fleet_view,
             paths=paths,
@@ -91,8 +91,8 @@ def launch(
             backend=FakeBackend(),
             controls=Controls(database),
             health=HealthBoard(),
-            channels=channels,
-            workspaces=WorkspaceAccess(fleet_view, paths, events, channels),
+            agent_links=agent_links,
+            workspaces=WorkspaceAccess(fleet_view, paths, events, agent_links),
             operator_token=tokens.mint_operator(),
         )
         minted = {name: tokens.mint(name) for name in fleet.config.agents}

@@ -96,7 +96,7 @@ def test_retiring_a_channel_that_never_opened_only_closes_it(services: Services,
     started = time.monotonic()
     channel.retire()
     assert time.monotonic() - started < 1.0  # nothing to tell, nothing owed
-    assert not services.channels.is_open("alpha")
+    assert not services.agent_links.is_open("alpha")
 
 
 def test_an_idle_release_retires_the_channel_before_the_new_interpreter(
@@ -108,12 +108,12 @@ def test_an_idle_release_retires_the_channel_before_the_new_interpreter(
     process.client.channel.serve(SlowFacts())
     process.client.channel.open()
     deadline = time.monotonic() + 5
-    while not services.channels.is_open("alpha") and time.monotonic() < deadline:
+    while not services.agent_links.is_open("alpha") and time.monotonic() < deadline:
         time.sleep(0.02)
     seen_at_exec: list[bool] = []
 
     def execve(*_: object) -> None:
-        seen_at_exec.append(services.channels.is_open("alpha"))
+        seen_at_exec.append(services.agent_links.is_open("alpha"))
 
     monkeypatch.setattr("agent_runtime.process.agent.os.execve", execve)
     process.release()

@@ -1,9 +1,9 @@
-"""Restored agents' own files handed to them over their channels, for runtimes whose storage
+"""Restored agents' own files handed to them over their links, for runtimes whose storage
 the orchestrator cannot fill through an engine on this machine (swarm volumes on any node).
 
 `flotilla restore` leaves each agent's own files in `.flotilla/restore/AGENT/`. On such a
 runtime the agent is held paused from the moment the orchestrator starts (so it claims no inbox
-item on its empty storage), its unit starts on fresh storage, and once its channel opens it is
+item on its empty storage), its unit starts on fresh storage, and once its link opens it is
 handed the files (orchestrator.backup.push); after its restart on them the folder goes and the
 hold is lifted. A hold the operator had put on the agent is left as it was. If the orchestrator
 stops half-way, the folder and the marker of the hold stay, and the next start hands them again.
@@ -23,7 +23,7 @@ from orchestrator.backup.push import answers_after_restart, push_snapshot
 from orchestrator.backup.restore import RESTORE_FOLDER, pending_restores
 from orchestrator.backup.snapshot import AskAgent, SnapshotFailed
 from orchestrator.control.holds import Controls
-from orchestrator.running_agents.requests import AgentChannels
+from orchestrator.running_agents.requests import AgentLinks
 from orchestrator.state.paths import StatePaths
 
 log = logging.getLogger(__name__)
@@ -52,22 +52,22 @@ def hold_for_restore(paths: StatePaths, controls: Controls, agents: list[str] | 
     return held
 
 
-class ChannelRestores:
-    """Hands every waiting restore to its agent once its channel opens."""
+class LinkRestores:
+    """Hands every waiting restore to its agent once its link opens."""
 
     def __init__(
         self,
         paths: StatePaths,
         agents: Callable[[], tuple[str, ...]],
         ask: AskAgent,
-        channels: AgentChannels,
+        links: AgentLinks,
         controls: Controls,
         publish: Callable[..., Any],
     ) -> None:
         self._paths = paths
         self._agents = agents
         self._ask = ask
-        self._channels = channels
+        self._links = links
         self._controls = controls
         self._publish = publish
 
@@ -78,15 +78,15 @@ class ChannelRestores:
 
     async def _restore(self, agent: str, folder: Path) -> None:
         while True:
-            await self._channels.wait_open(agent, RETRY_S)
-            if not self._channels.is_open(agent):
+            await self._links.wait_open(agent, RETRY_S)
+            if not self._links.is_open(agent):
                 continue
             started = time.monotonic()
             try:
                 applied = await push_snapshot(self._ask, agent, folder)
-                await answers_after_restart(self._ask, self._channels, agent, RESTART_WAIT_S)
+                await answers_after_restart(self._ask, self._links, agent, RESTART_WAIT_S)
             except SnapshotFailed as failed:
-                log.warning("restoring agent %s over its channel failed: %s", agent, failed)
+                log.warning("restoring agent %s over its link failed: %s", agent, failed)
                 self._publish(AGENT_RESTORE_FAILED, agent=agent, problem=str(failed))
                 await asyncio.sleep(RETRY_S)
                 continue

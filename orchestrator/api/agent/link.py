@@ -1,9 +1,10 @@
-"""The agent channel: config, check-ins, inbox, ask and tell over one WebSocket per agent (see
-agent_runtime.protocol), and the workspace both ways.
+"""The agent's link: config, check-ins, inbox, ask and tell over one WebSocket per agent (see
+agent_runtime.protocol, where its path and frames keep the wire name "channel"), and the
+workspace both ways.
 
-When a channel opens, the agent is sent the operator's copy of its workspace (its working copy
+When a link opens, the agent is sent the operator's copy of its workspace (its working copy
 is replaced by it); its own workspace writes arrive as frames and go through the one write path
-of the operator's copy. The open channel is registered in `services.channels`, through which
+of the operator's copy. The open link is registered in `services.agent_links`, through which
 the orchestrator asks the agent for what lives in its own storage.
 
 The agent dials it, like every other route; its bearer token is checked once, at the handshake.
@@ -75,7 +76,7 @@ UNAUTHORIZED = ErrorBody(error="unauthorized", message="missing or invalid agent
 
 
 @router.websocket("/channel")
-async def channel(websocket: WebSocket) -> None:
+async def agent_link(websocket: WebSocket) -> None:
     services: Services = websocket.app.state.services
     token = bearer_token(websocket)
     principal = services.tokens.identify(token) if token else None
@@ -83,7 +84,7 @@ async def channel(websocket: WebSocket) -> None:
         await _deny(websocket)
         return
     await websocket.accept()
-    await ChannelSession(websocket, services, principal.name).serve()
+    await AgentLink(websocket, services, principal.name).serve()
 
 
 async def _deny(websocket: WebSocket) -> None:
@@ -94,7 +95,9 @@ async def _deny(websocket: WebSocket) -> None:
         await websocket.close(code=1008)
 
 
-class ChannelSession:
+class AgentLink:
+    """One agent's open link: its frames served, the orchestrator's requests sent on it."""
+
     def __init__(self, websocket: WebSocket, services: Services, agent: str) -> None:
         self.websocket = websocket
         self.services = services
@@ -103,8 +106,8 @@ class ChannelSession:
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def serve(self) -> None:
-        channels = self.services.channels
-        channels.attach(self.agent, self)
+        links = self.services.agent_links
+        links.attach(self.agent, self)
         self._spawn(self._sync_workspace())
         try:
             while True:
@@ -112,7 +115,7 @@ class ChannelSession:
         except WebSocketDisconnect:
             pass
         finally:
-            channels.detach(self.agent, self)
+            links.detach(self.agent, self)
             for task in list(self._tasks):
                 task.cancel()
 
@@ -127,7 +130,9 @@ class ChannelSession:
             return
         access = self.services.workspaces.open(self.agent)
         copy = await asyncio.to_thread(workspace_access.workspace_copy, access)
-        answer = await self.services.channels.request(self.agent, AgentOp.WORKSPACE_SYNC, copy.model_dump())
+        answer = await self.services.agent_links.request(
+            self.agent, AgentOp.WORKSPACE_SYNC, copy.model_dump()
+        )
         if answer.status >= 400:
             log.warning("agent %s did not take its workspace: %s", self.agent, answer.body)
 
@@ -141,7 +146,7 @@ class ChannelSession:
             )
             return
         if isinstance(frame, ChannelAnswer):
-            self.services.channels.answered(self.agent, frame.request, frame.status, frame.body)
+            self.services.agent_links.answered(self.agent, frame.request, frame.status, frame.body)
         elif isinstance(frame, ChannelNext):
             self._spawn(self._next(frame))
         elif isinstance(frame, ChannelAsk):
@@ -158,7 +163,7 @@ class ChannelSession:
         self._tasks.discard(task)
         if not task.cancelled() and (failed := task.exception()) is not None:
             # Most often a reply to an agent that has just gone away: its work is redelivered.
-            log.warning("channel of %s: a reply was not sent: %r", self.agent, failed)
+            log.warning("link of %s: a reply was not sent: %r", self.agent, failed)
 
     async def _respond(self, frame: Answered) -> None:
         try:
@@ -170,7 +175,7 @@ class ChannelSession:
             status, body = answer.status, answer.body
         except (OSError, sqlite3.OperationalError) as failed:
             # A full disk is answered like over HTTP (507, the path, the free bytes), and the
-            # channel stays open: the agent sees why, and everything that only reads goes on.
+            # link stays open: the agent sees why, and everything that only reads goes on.
             if not is_disk_full(failed):
                 raise
             status, body = INSUFFICIENT_STORAGE, self._disk_full(frame, failed)
@@ -211,7 +216,7 @@ class ChannelSession:
         if isinstance(frame, ChannelForgotten):
             return 200, await actions.forgotten(services, agent, frame.texts)
         if isinstance(frame, ChannelRetiring):
-            services.channels.retire(agent, self)
+            services.agent_links.retire(agent, self)
         elif isinstance(frame, ChannelDone):
             actions.finish(services, agent, frame.item_id, frame.result)
         else:
