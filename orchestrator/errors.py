@@ -1,6 +1,6 @@
 """What the orchestrator refuses, by kind. Domain code raises these; the HTTP layer answers each
 kind with its status and the ErrorBody {"error": code, "message": message, "details": details}
-(`orchestrator.api.errors`), and an agent's channel answers with the same pair."""
+(`orchestrator.api.errors`), and an agent's link answers with the same pair."""
 
 from __future__ import annotations
 

@@ -145,7 +145,7 @@ class StoppedStorage:
 
 class SnapshotRun(abc.ABC):
     """The agent's snapshot code run without the agent over its storage: the JSON lines it
-    writes (agent_runtime.workspace.snapshot), to be checked like an answer over the channel."""
+    writes (agent_runtime.workspace.snapshot), to be checked like an answer over the link."""
 
     @abc.abstractmethod
     def blocks(self) -> Iterator[bytes]:
@@ -280,7 +280,7 @@ class Backend(abc.ABC):
 
     carries_storage: bool = True
     """The backend fills an agent's new storage with `carry_from` itself. One that cannot (its
-    storage may be on another machine) leaves restored files to be handed over the channel."""
+    storage may be on another machine) leaves restored files to be handed over the link."""
 
     def check_move(self, unit_name: str, node: str) -> None:
         """Raise BackendError, changing nothing, when the unit cannot be moved to `node`."""

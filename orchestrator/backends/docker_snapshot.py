@@ -1,7 +1,7 @@
 """The snapshot of a stopped agent's volume, taken by the agent's own snapshot code in a
 throwaway container of the agent's image: its volume read-only, no network, no capabilities,
 a read-only root, the agent's uid. The orchestrator only reads what the container writes to
-stdout, and checks it as it checks an answer over the agent's channel; it never mounts or
+stdout, and checks it as it checks an answer over the agent's link; it never mounts or
 opens the volume itself.
 
 The code that runs is the image's, never the agent's: Python starts isolated (`-I`: no user

@@ -3,7 +3,7 @@
 A swarm volume is local to the node that holds it and the orchestrator reaches only this
 node's engine, so moving an agent never copies a volume: the agent runs on the target node on
 fresh storage (a volume with a new name, so that a move to the same node never reuses the old
-one) and is handed its snapshot over its channel (orchestrator.running_agents.move). The old volume is
+one) and is handed its snapshot over its link (orchestrator.running_agents.move). The old volume is
 removed once the agent answers on the new one; this node's volumes through its engine, another
 node's named for the operator (the engine API removes a volume only on the node that holds it).
 """

@@ -1,7 +1,7 @@
 """Taking a backup of a running fleet into one tar archive with its manifest.
 
 The host-side parts (fleet files, state.db, operator copies) are copied by the orchestrator;
-each agent's own files are snapshotted by the agent and fetched over its channel. Everything is
+each agent's own files are snapshotted by the agent and fetched over its link. Everything is
 staged in a folder next to the output, summed, and written as a tar whose first member is the
 manifest; the archive appears under its name only once complete (temp file, fsync, rename).
 """

@@ -1,4 +1,4 @@
-"""An agent's own files, fetched over its channel: the agent snapshots them, the orchestrator
+"""An agent's own files, fetched over its link: the agent snapshots them, the orchestrator
 reads the snapshot in capped chunks and checks each file's size and SHA-256.
 
 The agent is untrusted. Before anything is written its listing is checked whole: no more files
@@ -65,7 +65,7 @@ DEFAULT_PART_LIMITS = _default_part_limits()
 
 
 class AskAgent(Protocol):
-    """Asks an agent over its channel (waking it if it hibernates); raises SnapshotFailed."""
+    """Asks an agent over its link (waking it if it hibernates); raises SnapshotFailed."""
 
     async def __call__(self, agent: str, op: AgentOp, body: dict[str, Any], model: type[Model]) -> Model: ...
 

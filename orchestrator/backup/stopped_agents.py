@@ -1,7 +1,7 @@
 """The own files of an agent that cannot answer because it does not run (stopped by the operator,
 crashed): the agent's snapshot code is run without the agent, by the runtime, in the agent's
 confinement with its storage read-only (`Backend.snapshot_stopped`). What that run writes is
-read like the agent's answers over its channel (`fetch_snapshot`): the same listing, the same
+read like the agent's answers over its link (`fetch_snapshot`): the same listing, the same
 chunks, the same checks of paths, sizes and sums. An agent whose unit runs but does not answer
 is not read this way: its files may be changing under it.
 """

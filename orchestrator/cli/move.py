@@ -29,7 +29,7 @@ MOVE_TIMEOUT_S = 600.0
 )
 def move(fleet_file: Path, agent: str, node: str, within_s: float) -> None:
     """Move AGENT to NODE with its state (swarm runtime): its own files (memory, history,
-    learnings) fetched over its channel, its unit made again on NODE with fresh storage, the
+    learnings) fetched over its link, its unit made again on NODE with fresh storage, the
     files handed back to it there; then its old storage is removed. If a step fails, AGENT runs
     again where it ran, on its old storage.
 

@@ -48,7 +48,7 @@ def prepare_operator_copy(fleet: LoadedFleet, agent: str, paths: StatePaths) -> 
     """Seed the operator's copy of the workspace and refresh its generated files.
 
     The copy lives in an orchestrator-owned folder that no unit ever mounts; the agent receives
-    it over its channel.
+    it over its link.
     """
     seeds = seed_files(fleet, agent) | {"MEMORY.md": "# Memory\n"}
     scaffold(paths.agent_dir(agent), seeds, generated_files(fleet, agent))

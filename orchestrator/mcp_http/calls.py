@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 MCP_CALLED = "mcp.called"
 MCP_UNREACHABLE = "mcp.unreachable"
 DETAIL_CHARS = 300
-# The agent keeps far less of a tool's output for its model; this only bounds what crosses the channel.
+# The agent keeps far less of a tool's output for its model; this only bounds what crosses the link.
 MAX_OUTPUT_CHARS = 256_000
 
 

@@ -2,13 +2,13 @@
 
 An operator may open `.flotilla/agents/<name>/workspace/SOUL.md` in any editor. That folder is
 the orchestrator's own: no agent can write there (agents have storage of their own and send
-their writes over their channel), so what the watcher reads is the operator's. When such a
+their writes over their link), so what the watcher reads is the operator's. When such a
 file changes, the watcher waits for the editor's save to settle, then:
 
 - skips it when the live content is the latest recorded version (a write that went through
   `Workspace.write`, by the agent or the operator API, or our own restore);
 - checks it like any operator write (cap, INTERFACE.md contract); a good edit becomes a new
-  version by the operator (WORKSPACE_CHANGED) and is handed to the agent over its channel;
+  version by the operator (WORKSPACE_CHANGED) and is handed to the agent over its link;
 - a refused edit is reported (WORKSPACE_REFUSED, with the reason) and the last good version is
   written back atomically, so it stays in force.
 """
