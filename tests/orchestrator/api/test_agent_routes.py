@@ -127,7 +127,7 @@ def test_agents_may_not_forge_orchestrator_events(services: Services, base_url: 
 
 
 def runtime_client(services: Services, base_url: str, agent: str, tmp_path: Path) -> OrchestratorClient:
-    """The agent's own client (its channel included), as agent_runtime uses it."""
+    """The agent's own client (its link included), as agent_runtime uses it."""
     token_file = tmp_path / f"{agent}.token"
     token_file.write_text(services.tokens.mint(agent))
     return OrchestratorClient(base_url, token_file)

@@ -243,7 +243,7 @@ def _recalls(fleet: SwarmFleet, agent: str, words: str, fact: str) -> bool:
 
 def test_move_carries_the_agents_state_over_its_channel(fleet: SwarmFleet, swarm: Any) -> None:
     """The one node here is both source and target: the agent runs on a fresh volume, is handed
-    its snapshot over its channel, and its old volume goes, so what it knew survives only if the
+    its snapshot over its link, and its old volume goes, so what it knew survives only if the
     channel carried it."""
     node = swarm.info()["Name"]
     fact = "The relay station on the ridge opens at dawn"
@@ -353,7 +353,7 @@ def test_the_backup_is_restored_into_a_fresh_swarm_fleet(
     fleet: SwarmFleet, swarm: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """After `down -v` (nothing of the fleet left on the swarm), the archive restored into an
-    empty folder and started on swarm: the agents are handed their own files over their channels."""
+    empty folder and started on swarm: the agents are handed their own files over their links."""
     if "archive" not in BACKUP:
         pytest.skip("needs the backup taken earlier in this module")
     restored = SwarmFleet(fleet.name, tmp_path_factory.mktemp("swarm-restored"), fleet.image)

@@ -2,7 +2,7 @@
 (tests/orchestrator/backends/dind.py says how it is made and what it needs of the host).
 
 The writer is placed on the second node by fleet.yaml's `placement`; it learns a fact and writes
-a file of its own, and is moved to the first node: its state goes over its channel, not through
+a file of its own, and is moved to the first node: its state goes over its link, not through
 either node's filesystem, and its old volume stays on the second node, named in the result.
 """
 

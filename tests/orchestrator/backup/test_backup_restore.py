@@ -1,7 +1,7 @@
 """Backup of a running example fleet on the real Docker daemon, restored on a "fresh machine".
 
 The fleet is backed up while it runs (each agent snapshots its own memory.db inside its
-container and streams it over its channel), its storage is deleted (`down -v`), the archive is
+container and streams it over its link), its storage is deleted (`down -v`), the archive is
 restored into an empty folder and started there: the agents recall their facts, the ledger
 continues and an item that was still waiting in a paused agent's inbox is delivered.
 """

@@ -1,4 +1,4 @@
-"""An agent's snapshot fetched from one agent's storage and handed to another's over the channel
+"""An agent's snapshot fetched from one agent's storage and handed to another's over the link
 protocol (orchestrator.backup.push), both ends the agents' real services, in process."""
 
 from __future__ import annotations

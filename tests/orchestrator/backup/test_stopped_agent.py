@@ -1,6 +1,6 @@
 """An agent that does not run is backed up without it: the agent's snapshot code runs over its
 storage (here on the process runtime, as a subprocess; test_backup_stopped_agent.py runs it in a
-throwaway container), its output is checked like an answer over the channel, and the manifest
+throwaway container), its output is checked like an answer over the link, and the manifest
 says the agent was stopped. Its storage is left as it was."""
 
 from __future__ import annotations

@@ -81,7 +81,7 @@ def test_an_oversized_tell_on_the_channel_is_refused_and_the_channel_keeps_worki
         with pytest.raises(OrchestratorRefused) as refused:
             channel.call(ChannelTell(request=TellRequest(to="beta", text="x" * (9 * KIB))), timeout_s=10)
         assert refused.value.status == 413 and "limits.payload" in str(refused.value)
-        # A frame over the channel's own size would close it (1009): the runtime refuses it first.
+        # A frame over the link's own size would close it (1009): the runtime refuses it first.
         with pytest.raises(OrchestratorRefused) as too_big:
             channel.call(ChannelTell(request=TellRequest(to="beta", text="x" * (MAX_FRAME_BYTES + 1))), 10)
         assert too_big.value.status == 413 and "frame" in str(too_big.value)

@@ -1,5 +1,5 @@
 """A signed hook wakes an agent in a Docker container, which notifies a channel: the request
-reaches the orchestrator's loopback address, the item reaches the container over its channel, and
+reaches the orchestrator's loopback address, the item reaches the container over its link, and
 the notification leaves from the orchestrator to a receiver on the host's loopback (the operator's
 configuration may name loopback; the agent itself reaches nothing but the orchestrator)."""
 

@@ -1,7 +1,7 @@
 """The operator's memory routes and `flotilla memory ...`, against an agent's real memory.db.
 
 The memory database is in the agent's own storage, which the orchestrator never opens: every
-route is asked of the agent over its channel. Each test serves a real orchestrator with uvicorn
+route is asked of the agent over its link. Each test serves a real orchestrator with uvicorn
 on loopback and connects the agent's real channel (`agent_runtime.transport.channel`) answering with
 `agent_runtime.transport.serving`, on a storage folder of its own.
 """

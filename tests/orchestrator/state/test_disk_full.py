@@ -121,7 +121,7 @@ def test_an_agents_write_on_a_full_disk_is_refused_over_its_channel_with_the_pat
 
     sent = run_flotilla(folder, "send", "writer", write)
 
-    # The agent's tool failed with the orchestrator's reason; its channel stayed open to answer.
+    # The agent's tool failed with the orchestrator's reason; its link stayed open to answer.
     assert sent.returncode == 0, sent.stderr
     assert "MEMORY.md was not written: the orchestrator's disk is full" in sent.stdout
     history = "".join(

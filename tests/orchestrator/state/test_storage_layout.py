@@ -1,5 +1,5 @@
 """The operator's side of an agent's state: token files, the one-time import of the previous
-layout, and the agent's workspace writes arriving over its channel.
+layout, and the agent's workspace writes arriving over its link.
 
 Everything an agent wrote is treated as hostile: links are planted where the orchestrator
 once read or wrote, and nothing outside the agent's own storage may be touched.
@@ -133,7 +133,7 @@ def test_a_previous_layout_whose_workspace_is_a_link_imports_nothing(tmp_path: P
     assert Workspace(paths.agent_dir("alpha")).read("SOUL.md") == ""
 
 
-# --- the agent's writes over its channel -----------------------------------------------------
+# --- the agent's writes over its link -----------------------------------------------------
 
 
 def _write(channel: AgentChannel, name: str, content: str, author: str = "agent") -> object:
