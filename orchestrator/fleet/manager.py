@@ -81,7 +81,7 @@ class FleetManager:
         if backend.carries_storage:
             self._carry.update(self._restoring)
         else:
-            # Handed over their channels once they run (orchestrator.backup.link_restore);
+            # Handed over their links once they run (orchestrator.backup.link_restore);
             # held paused until then, so that they claim nothing on empty storage.
             hold_for_restore(paths, controls, list(self._restoring))
             self._restoring = {}
