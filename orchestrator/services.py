@@ -20,7 +20,6 @@ from orchestrator.browser import BrowserSessions
 from orchestrator.channels import Notifier
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.control.auth import TokenStore
-from orchestrator.control.holds import Controls
 from orchestrator.conversations.router import Conversations
 from orchestrator.conversations.slack import SlackEvents
 from orchestrator.events import EventBus
@@ -29,6 +28,7 @@ from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.view import FleetView
 from orchestrator.gateway.service import Gateway
 from orchestrator.hooks import HookReceiver
+from orchestrator.lifecycle import Controls
 from orchestrator.scheduler.service import Scheduler
 from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths

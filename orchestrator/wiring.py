@@ -20,13 +20,12 @@ from orchestrator.approvals import ApprovalStore
 from orchestrator.backends.base import Backend
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.control.auth import TokenStore
-from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.validation import register_fleet_checks
 from orchestrator.fleet.view import FleetView
 from orchestrator.images.names import DEFAULT_IMAGE
-from orchestrator.lifecycle import DesiredStates, WorkArrivals
+from orchestrator.lifecycle import Controls, DesiredStates, WorkArrivals
 from orchestrator.state.check import check_state
 from orchestrator.state.db import Database
 from orchestrator.state.migrations import migrate_state

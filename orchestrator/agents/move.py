@@ -34,10 +34,10 @@ from orchestrator.backup.fleet_backups import channel_asker
 from orchestrator.backup.push import answers_after_restart, push_snapshot
 from orchestrator.backup.snapshot import SnapshotFailed, fetch_snapshot
 from orchestrator.config.wrong_names import unknown_agent
-from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus
 from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.placement import node_constraint, record_placement
+from orchestrator.lifecycle import Controls
 from orchestrator.state.paths import StatePaths
 
 AGENT_MOVED = "agent.moved"

@@ -23,7 +23,7 @@ from orchestrator.agents.requests import AgentChannels
 from orchestrator.backup.push import answers_after_restart, push_snapshot
 from orchestrator.backup.restore import RESTORE_FOLDER, pending_restores
 from orchestrator.backup.snapshot import AskAgent, SnapshotFailed
-from orchestrator.control.holds import Controls
+from orchestrator.lifecycle import Controls
 from orchestrator.state.paths import StatePaths
 
 log = logging.getLogger(__name__)

@@ -1,9 +1,10 @@
 """Each agent's lifecycle: its states, the events that move it, which policy may ask for what,
-the one owner that calls the engine's start, stop, remove and CPU limit, and the table of each
-agent's desired state. See docs/architecture.md."""
+the one owner that calls the engine's start, stop, remove and CPU limit, the table of each
+agent's desired state and the operator's holds on agents (stopped, paused). See docs/architecture.md."""
 
 from orchestrator.lifecycle.arrivals import WorkArrivals, WorkArrived
 from orchestrator.lifecycle.desired import Desired, DesiredStates, Hold, stopped_in_file
+from orchestrator.lifecycle.holds import WHOLE_FLEET, Controls
 from orchestrator.lifecycle.machine import (
     REQUESTERS,
     TRANSITIONS,
@@ -26,7 +27,9 @@ __all__ = [
     "REQUESTERS",
     "STOP_TIMEOUT_S",
     "TRANSITIONS",
+    "WHOLE_FLEET",
     "AgentState",
+    "Controls",
     "Desired",
     "DesiredStates",
     "Hold",
@@ -40,6 +43,7 @@ __all__ = [
     "WorkArrived",
     "arrivals",
     "desired",
+    "holds",
     "machine",
     "owner",
     "refusal",

@@ -25,10 +25,9 @@ from typing import TYPE_CHECKING, Protocol
 from agent_runtime.protocol import InboxItem, ItemKind, RunRecord
 from orchestrator.backends.base import Backend, BackendError
 from orchestrator.config.models import HeartbeatConfig
-from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.view import FleetView
-from orchestrator.lifecycle import WorkArrived
+from orchestrator.lifecycle import Controls, WorkArrived
 from orchestrator.loop_calls import call_in_loop
 from orchestrator.scheduler.admission import QueuedWake
 from orchestrator.scheduler.cadence import Cadence

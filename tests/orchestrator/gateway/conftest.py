@@ -27,10 +27,10 @@ from orchestrator.agents.requests import AgentChannels
 from orchestrator.api.app import create_app
 from orchestrator.config.loader import load_fleet
 from orchestrator.control.auth import OPERATOR, TokenStore
-from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus
 from orchestrator.fleet.view import FleetView
 from orchestrator.gateway.service import Gateway
+from orchestrator.lifecycle import Controls
 from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths
 from orchestrator.testing.fake_backend import FakeBackend
