@@ -181,8 +181,8 @@ def attach_subsystems(
     inbox = Inbox(db, events, core.controls, fleet)
     inbox.dead_letter_cause = core.health.disk_full_note
     inbox.mask = delivered_text_mask(fleet.secrets)
-    events.redaction = lambda: fleet.secrets().redaction
-    set_log_redaction(lambda: fleet.secrets().redaction)
+    events.redaction = fleet.redaction
+    set_log_redaction(fleet.redaction)
     gateway = gateway or Gateway(db, fleet, core.controls, events)
     notifier = Notifier(fleet, db, events)
     scheduler = Scheduler(
@@ -197,7 +197,7 @@ def attach_subsystems(
         clock=clock,
         notifier=notifier,
     )
-    scheduler.runs.redaction = lambda: fleet.secrets().redaction
+    scheduler.runs.redaction = fleet.redaction
     connect_work_arrivals(inbox, scheduler)
     broker = Broker(db, inbox, fleet, events, core.paths)
     # Who asks pays: a peer's item is worked on at the peer's expense, and refused once it can't pay.

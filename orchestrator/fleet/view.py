@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.secrets import SecretStore
+from orchestrator.secrets.redaction import Redaction
 
 # How long the fleet an apply replaced still serves the turns that started under it.
 HANDOVER_S = 30.0
@@ -51,6 +52,11 @@ class FleetView:
     def secrets(self) -> SecretStore:
         """The secrets the fleet in force declares (values read when first used, kept in memory)."""
         return self._secrets
+
+    def redaction(self) -> Redaction:
+        """What takes the secret values of the fleet in force out of a text (asked at each use:
+        an apply changes the secrets)."""
+        return self._secrets.redaction
 
 
 def _secret_store(fleet: LoadedFleet) -> SecretStore:

@@ -200,10 +200,7 @@ class RunStore:
         )
 
     def _insert(self, values: dict[str, Any]) -> bool:
-        redaction = self.redaction()
-        values = {
-            key: redaction.redact(value) if isinstance(value, str) else value for key, value in values.items()
-        }
+        values = self.redaction().redact_data(values)
         columns = ", ".join(values)
         marks = ", ".join("?" for _ in values)
         cursor = self._db.execute(
