@@ -134,10 +134,12 @@ def reconciling_services(
 
 def connect_work_arrivals(inbox: Inbox, scheduler: Scheduler) -> WorkArrivals:
     """An item put in an inbox is work arrived for its agent, told to the lifecycle; the
-    scheduler's wake admission answers it."""
+    scheduler's wake admission answers it (the scheduler's own items excepted)."""
+    from orchestrator.scheduler.service import SCHEDULER_SENDER
+
     arrivals = WorkArrivals()
     inbox.on_put.append(arrivals.from_inbox)
-    arrivals.answer_with(scheduler.on_work_arrived)
+    arrivals.answer_with(scheduler.on_work_arrived, except_from=SCHEDULER_SENDER)
     return arrivals
 
 

@@ -484,10 +484,11 @@ class Scheduler:
         return hibernated
 
     def on_work_arrived(self, work: WorkArrived) -> None:
-        """An item arrived for an agent: it counts as activity, and wakes a hibernated agent."""
+        """An item arrived for an agent from another sender than the scheduler: it counts as
+        activity, and wakes a hibernated agent."""
         agent = work.agent
         self.store.note_activity(agent, self.clock.now())
-        if work.sender == SCHEDULER_SENDER or not self.store.is_hibernated(agent):
+        if not self.store.is_hibernated(agent):
             return
         reason = work.reason
         try:
