@@ -13,7 +13,7 @@ import logging
 import threading
 from datetime import datetime, timedelta
 
-from orchestrator.backends.base import LABEL_AGENT, LABEL_FLEET, Backend, BackendError, UnitInfo
+from orchestrator.backends.base import Backend, BackendError, UnitInfo
 from orchestrator.broker import Inbox
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.view import FleetView
@@ -67,8 +67,7 @@ class Hibernation:
         return self._locks.setdefault(agent, threading.RLock())  # setdefault is atomic
 
     def _units(self, agent: str) -> list[UnitInfo]:
-        labels = {LABEL_FLEET: self._fleet.current().name, LABEL_AGENT: agent}
-        return self._backend.list(labels)
+        return self._lifecycle.units(self._fleet.current().name, agent)
 
     def _move(self, agent: str, event: LifecycleEvent, policy: Policy, unit: UnitInfo) -> None:
         self._lifecycle.transition(agent, event, policy=policy, unit_id=unit.id, current=state_of(unit))

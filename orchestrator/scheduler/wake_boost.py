@@ -39,7 +39,6 @@ class WakeBoost:
     def __init__(
         self, backend: Backend, db: Database, fleet: FleetView, hold_s: float = WAKE_BOOST_S
     ) -> None:
-        self._backend = backend
         self._lifecycle = Lifecycle(backend)
         self._db = db
         self._fleet = fleet
@@ -111,6 +110,6 @@ class WakeBoost:
 
     def _boosted_cpus(self) -> float:
         if self._host_cpus is None:
-            capacity = self._backend.capacity()
+            capacity = self._lifecycle.capacity()
             self._host_cpus = capacity.cpus if capacity is not None else 0.0
         return self._host_cpus
