@@ -44,7 +44,7 @@ from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths
 
 if TYPE_CHECKING:
-    from orchestrator.broker import Inbox
+    from orchestrator.broker import Inbox, InboxCounts
 
 log = logging.getLogger(__name__)
 
@@ -271,24 +271,10 @@ class Scheduler:
 
     def _tick(self, agent: str, at: datetime, trigger: TickTrigger, detail: str) -> TickResult:
         started = self.clock.now()
-        if (hold := self._controls.hold_of(agent)) is not None:
-            return self._finish(
-                agent, trigger, at, started, "skipped", skipped="held", detail=f"{hold} by the operator"
-            )
-        if not self._can_spend(agent):
-            return self._finish(
-                agent,
-                trigger,
-                at,
-                started,
-                "skipped",
-                skipped="budget",
-                detail="over budget: no work until its budget window resets",
-            )
         counts = self._inbox.counts(agent)
-        if counts.busy:
-            why = "working on an item" if counts.claimed else "a heartbeat is still queued"
-            return self._finish(agent, trigger, at, started, "skipped", skipped="busy", detail=why)
+        if (skip := self._why_skip(agent, counts)) is not None:
+            reason, why = skip
+            return self._finish(agent, trigger, at, started, "skipped", skipped=reason, detail=why)
         checks = self._prechecks.evaluate(self._fleet.current().config, agent, at, counts)
         self._report_rule_problems(agent, checks)
         detail = "; ".join(filter(None, [detail, *self._notify_rules(agent, checks)]))
@@ -296,20 +282,33 @@ class Scheduler:
             self._prechecks.commit(checks, fired=False)
             return self._finish(agent, trigger, at, started, "idle", detail=detail)
         woke = self._hibernation.is_hibernated(agent) and self.wake_for_work(agent, "heartbeat found work")
-        item: InboxItem | None = None
-        if checks.needs_heartbeat_item:
-            item = self._inbox.submit(
-                agent,
-                ItemKind.HEARTBEAT,
-                SCHEDULER_SENDER,
-                checks.describe(),
-                reasons=checks.reasons,
-                idempotency_key=f"heartbeat:{at.isoformat()}" if trigger == "schedule" else None,
-            )
+        item = self._heartbeat_item(agent, at, trigger, checks) if checks.needs_heartbeat_item else None
         self._prechecks.commit(checks, fired=item is not None)
         self.store.note_activity(agent, self.clock.now())
         return self._finish(
             agent, trigger, at, started, "run", item=item, checks=checks, woke=woke, detail=detail
+        )
+
+    def _why_skip(self, agent: str, counts: InboxCounts) -> tuple[SkipReason, str] | None:
+        """Why this agent gets no tick now (held, over budget, busy), or None."""
+        if (hold := self._controls.hold_of(agent)) is not None:
+            return "held", f"{hold} by the operator"
+        if self._budget is not None and not self._budget.can_spend(agent):
+            return "budget", "over budget: no work until its budget window resets"
+        if counts.busy:
+            return "busy", "working on an item" if counts.claimed else "a heartbeat is still queued"
+        return None
+
+    def _heartbeat_item(
+        self, agent: str, at: datetime, trigger: TickTrigger, checks: PrecheckResult
+    ) -> InboxItem:
+        return self._inbox.submit(
+            agent,
+            ItemKind.HEARTBEAT,
+            SCHEDULER_SENDER,
+            checks.describe(),
+            reasons=checks.reasons,
+            idempotency_key=f"heartbeat:{at.isoformat()}" if trigger == "schedule" else None,
         )
 
     def _notify_rules(self, agent: str, checks: PrecheckResult) -> list[str]:
@@ -329,9 +328,6 @@ class Scheduler:
                 log.warning("heartbeat rule %r of %s not sent: %s", rule.when, agent, refused)
             notes.append(f"notify {channel}: {'refused: ' + refused if refused else 'queued'}")
         return notes
-
-    def _can_spend(self, agent: str) -> bool:
-        return True if self._budget is None else self._budget.can_spend(agent)
 
     def _finish(
         self,
