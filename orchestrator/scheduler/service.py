@@ -484,7 +484,7 @@ class Scheduler:
         activity, and wakes a hibernated agent."""
         agent = work.agent
         self.store.note_activity(agent, self.clock.now())
-        if not self.store.is_hibernated(agent):
+        if not self._hibernation.is_hibernated(agent):
             return
         reason = work.reason
         try:
@@ -524,7 +524,7 @@ class Scheduler:
             missed=heartbeat.missed if heartbeat else None,
             next_run=state.next_run if cadence and state.cadence == cadence.key else None,
             last_tick=state.last_tick,
-            hibernated=state.hibernated,
+            hibernated=state.asleep,
             hibernate_after_s=config.hibernate_after_of(agent),
             heartbeat_model=config.heartbeat_model_of(agent),
             rules_source=source,
