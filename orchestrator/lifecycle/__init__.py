@@ -22,6 +22,7 @@ from orchestrator.lifecycle.owner import (
     TransitionRefused,
     TransitionRequest,
 )
+from orchestrator.lifecycle.raised_limits import RaisedLimits
 
 __all__ = [
     "REQUESTERS",
@@ -36,6 +37,7 @@ __all__ = [
     "Lifecycle",
     "LifecycleEvent",
     "Policy",
+    "RaisedLimits",
     "TransitionRefused",
     "TransitionRequest",
     "Transitioned",
@@ -46,6 +48,7 @@ __all__ = [
     "holds",
     "machine",
     "owner",
+    "raised_limits",
     "refusal",
     "state_from_engine",
     "state_of",
