@@ -1,6 +1,7 @@
 """Each agent's lifecycle: its states, the events that move it, which policy may ask for what,
-the one owner that calls the engine's start, stop, remove and CPU limit, the table of each
-agent's desired state and the operator's holds on agents (stopped, paused). See docs/architecture.md."""
+the one owner that calls the engine's start, stop, remove and CPU limit, and the tables of each
+agent's state: its desired state, the operator's holds on it (stopped, paused) and the CPU limits
+raised for its start. See docs/architecture.md."""
 
 from orchestrator.lifecycle.arrivals import WorkArrivals, WorkArrived
 from orchestrator.lifecycle.desired import Desired, DesiredStates, Hold, stopped_in_file
