@@ -183,7 +183,7 @@ def attach_subsystems(
     inbox = Inbox(db, events, core.controls, fleet)
     inbox.dead_letter_cause = core.health.disk_full_note
     inbox.mask = delivered_text_mask(fleet.secrets)
-    events.redaction = fleet.redaction
+    events.redact_data = fleet.redact_data
     set_log_redaction(fleet.redaction)
     gateway = gateway or Gateway(db, fleet, core.controls, events)
     notifier = Notifier(fleet, db, events)
@@ -199,7 +199,7 @@ def attach_subsystems(
         clock=clock,
         notifier=notifier,
     )
-    scheduler.runs.redaction = fleet.redaction
+    scheduler.runs.redact_data = fleet.redact_data
     connect_work_arrivals(inbox, scheduler)
     broker = Broker(db, inbox, fleet, events, core.paths)
     # Who asks pays: a peer's item is worked on at the peer's expense, and refused once it can't pay.

@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.secrets import SecretStore
@@ -57,6 +58,10 @@ class FleetView:
         """What takes the secret values of the fleet in force out of a text (asked at each use:
         an apply changes the secrets)."""
         return self._secrets.redaction
+
+    def redact_data(self, data: Any) -> Any:
+        """`data` (JSON-like) with the secret values of the fleet in force taken out of every string."""
+        return self._secrets.redaction.redact_data(data)
 
 
 def _secret_store(fleet: LoadedFleet) -> SecretStore:
