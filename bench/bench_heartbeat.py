@@ -38,10 +38,10 @@ from orchestrator.broker import Inbox  # noqa: E402
 from orchestrator.cli.client import ApiClient  # noqa: E402
 from orchestrator.cli.errors import CliError  # noqa: E402
 from orchestrator.config.loader import load_fleet  # noqa: E402
-from orchestrator.control.holds import Controls  # noqa: E402
 from orchestrator.events import EventBus  # noqa: E402
 from orchestrator.fleet.view import FleetView  # noqa: E402
 from orchestrator.images.names import DEFAULT_IMAGE  # noqa: E402
+from orchestrator.lifecycle import Controls  # noqa: E402
 from orchestrator.scheduler.clock import Clock, ManualClock  # noqa: E402
 from orchestrator.scheduler.service import DEFAULT_MAX_SLEEP_S, Scheduler  # noqa: E402
 from orchestrator.state.db import Database  # noqa: E402

@@ -25,12 +25,12 @@ if str(REPO) not in sys.path:
 
 from orchestrator.broker import Inbox  # noqa: E402
 from orchestrator.config.loader import load_fleet  # noqa: E402
-from orchestrator.control.holds import Controls  # noqa: E402
 from orchestrator.events import EventBus  # noqa: E402
 from orchestrator.fleet.view import FleetView  # noqa: E402
 from orchestrator.hooks import HookReceiver, HookRefused, HookRequest  # noqa: E402
 from orchestrator.hooks.signatures import github_signature  # noqa: E402
 from orchestrator.hooks.store import HookStore  # noqa: E402
+from orchestrator.lifecycle import Controls  # noqa: E402
 from orchestrator.notifications import Notifier  # noqa: E402
 from orchestrator.state.db import Database  # noqa: E402
 

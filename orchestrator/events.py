@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -84,19 +84,13 @@ class Event(BaseModel):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
-class DataRedaction(Protocol):
-    """What takes the secret values out of an event's data (`orchestrator.secrets.redaction`
-    gives it; events stand below the secrets package, so they only name what they call)."""
-
-    def redact_data(self, data: Any) -> Any: ...
+DataRedaction = Callable[[Any], Any]
+"""Takes the secret values out of an event's data (the composition root gives the fleet's;
+events stand below the secrets package, so they only name what they call)."""
 
 
-class _NoRedaction:
-    def redact_data(self, data: Any) -> Any:
-        return data
-
-
-NO_REDACTION: DataRedaction = _NoRedaction()
+def _no_redaction(data: Any) -> Any:
+    return data
 
 
 class EventBus:
@@ -108,7 +102,7 @@ class EventBus:
         self._subscribers: set[asyncio.Queue[Event]] = set()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.redaction: Callable[[], DataRedaction] = lambda: NO_REDACTION
+        self.redact_data: DataRedaction = _no_redaction
         """The secret values no event may hold: taken out of every string of its data before it
         is capped, stored and fanned out."""
 
@@ -128,7 +122,7 @@ class EventBus:
 
     def publish_data(self, type: EventType | str, agent: str | None, data: dict[str, Any]) -> Event:
         """Publish data given whole: its keys may be any, `agent` and `type` included."""
-        encoded, data = capped_event_data(self.redaction().redact_data(data))
+        encoded, data = capped_event_data(self.redact_data(data))
         event = Event(type=str(type), agent=agent, data=data)
         cursor = self._db.execute(
             "INSERT INTO events(type, agent, at, data) VALUES (?, ?, ?, ?)",

@@ -13,7 +13,6 @@ from orchestrator.broker import Broker, Inbox
 from orchestrator.browser import BrowserSessions
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.control.auth import TokenStore
-from orchestrator.control.holds import Controls
 from orchestrator.conversations.router import Conversations
 from orchestrator.conversations.slack import SlackEvents
 from orchestrator.events import EventBus
@@ -22,6 +21,7 @@ from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.view import FleetView
 from orchestrator.gateway.service import Gateway
 from orchestrator.hooks import HookReceiver
+from orchestrator.lifecycle import Controls
 from orchestrator.notifications import Notifier
 from orchestrator.running_agents.actions import OperatorActions
 from orchestrator.running_agents.ask import AgentAsker

@@ -17,13 +17,12 @@ from orchestrator.approvals import ApprovalStore
 from orchestrator.backends.base import Backend
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.control.auth import TokenStore
-from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.validation import register_fleet_checks
 from orchestrator.fleet.view import FleetView
 from orchestrator.images.names import DEFAULT_IMAGE
-from orchestrator.lifecycle import DesiredStates, WorkArrivals
+from orchestrator.lifecycle import Controls, DesiredStates, WorkArrivals
 from orchestrator.running_agents.actions import load_operator_token, save_operator_token
 from orchestrator.running_agents.health import HealthBoard
 from orchestrator.running_agents.requests import AgentLinks
@@ -135,10 +134,12 @@ def reconciling_services(
 
 def connect_work_arrivals(inbox: Inbox, scheduler: Scheduler) -> WorkArrivals:
     """An item put in an inbox is work arrived for its agent, told to the lifecycle; the
-    scheduler's wake admission answers it."""
+    scheduler's wake admission answers it (the scheduler's own items excepted)."""
+    from orchestrator.scheduler.service import SCHEDULER_SENDER
+
     arrivals = WorkArrivals()
     inbox.on_put.append(arrivals.from_inbox)
-    arrivals.answer_with(scheduler.on_work_arrived)
+    arrivals.answer_with(scheduler.on_work_arrived, except_from=SCHEDULER_SENDER)
     return arrivals
 
 
@@ -182,8 +183,8 @@ def attach_subsystems(
     inbox = Inbox(db, events, core.controls, fleet)
     inbox.dead_letter_cause = core.health.disk_full_note
     inbox.mask = delivered_text_mask(fleet.secrets)
-    events.redaction = lambda: fleet.secrets().redaction
-    set_log_redaction(lambda: fleet.secrets().redaction)
+    events.redact_data = fleet.redact_data
+    set_log_redaction(fleet.redaction)
     gateway = gateway or Gateway(db, fleet, core.controls, events)
     notifier = Notifier(fleet, db, events)
     scheduler = Scheduler(
@@ -198,7 +199,7 @@ def attach_subsystems(
         clock=clock,
         notifier=notifier,
     )
-    scheduler.runs.redaction = lambda: fleet.secrets().redaction
+    scheduler.runs.redact_data = fleet.redact_data
     connect_work_arrivals(inbox, scheduler)
     broker = Broker(db, inbox, fleet, events, core.paths)
     # Who asks pays: a peer's item is worked on at the peer's expense, and refused once it can't pay.

@@ -13,10 +13,10 @@ from orchestrator.backup.archive import FleetSources
 from orchestrator.backup.schedule import ScheduledBackups
 from orchestrator.backup.snapshot import AskAgent, Model, PartLimits, SnapshotFailed
 from orchestrator.backup.stopped_agents import StoppedSnapshots
-from orchestrator.control.holds import Controls
 from orchestrator.errors import Refused
 from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.view import FleetView
+from orchestrator.lifecycle import Controls
 from orchestrator.running_agents.ask import AgentAsker
 from orchestrator.state.paths import StatePaths
 

@@ -22,7 +22,7 @@ from typing import Any
 from orchestrator.backup.push import answers_after_restart, push_snapshot
 from orchestrator.backup.restore import RESTORE_FOLDER, pending_restores
 from orchestrator.backup.snapshot import AskAgent, SnapshotFailed
-from orchestrator.control.holds import Controls
+from orchestrator.lifecycle import Controls
 from orchestrator.running_agents.requests import AgentLinks
 from orchestrator.state.paths import StatePaths
 

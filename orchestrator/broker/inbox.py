@@ -24,9 +24,9 @@ from orchestrator.broker.streams import ProgressStreams
 from orchestrator.broker.upkeep import prune_finished, rewrite_texts
 from orchestrator.broker.views import InboxViews
 from orchestrator.broker.wakeups import Arrivals, ServingLoop
-from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus
 from orchestrator.fleet.view import FleetView
+from orchestrator.lifecycle import Controls
 from orchestrator.state.db import Database, TextRewrite
 
 

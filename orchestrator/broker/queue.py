@@ -24,9 +24,9 @@ from agent_runtime.protocol import InboxItem, ItemKind, WorkResult, utcnow
 from orchestrator.broker.items import SCHEMA, NewItem, default_principal, new_item_id
 from orchestrator.broker.views import InboxViews
 from orchestrator.broker.wakeups import Arrivals
-from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.view import FleetView
+from orchestrator.lifecycle import Controls
 from orchestrator.state.db import Database
 
 # What people send (the operator, paired people, hooks) may carry a credential pasted by mistake.

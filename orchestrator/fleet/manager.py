@@ -16,7 +16,6 @@ from orchestrator.backup.restore import pending_restores, restore_carried
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.settings import container_hash
 from orchestrator.control.auth import TokenStore
-from orchestrator.control.holds import Controls
 from orchestrator.errors import Refused
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet import reconcile
@@ -33,7 +32,7 @@ from orchestrator.fleet.seeding import SeedChange, plan_seeds, record_seed
 from orchestrator.fleet.unit_board import UnitBoard
 from orchestrator.fleet.view import FleetView
 from orchestrator.images.names import DEFAULT_IMAGE
-from orchestrator.lifecycle import DesiredStates, Lifecycle, LifecycleEvent, Policy, state_of
+from orchestrator.lifecycle import Controls, DesiredStates, Lifecycle, LifecycleEvent, Policy, state_of
 from orchestrator.state.paths import StatePaths
 from orchestrator.workspaces.access import WorkspaceAccess
 

@@ -15,9 +15,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.secrets import SecretStore
+from orchestrator.secrets.redaction import Redaction
 
 # How long the fleet an apply replaced still serves the turns that started under it.
 HANDOVER_S = 30.0
@@ -51,6 +53,15 @@ class FleetView:
     def secrets(self) -> SecretStore:
         """The secrets the fleet in force declares (values read when first used, kept in memory)."""
         return self._secrets
+
+    def redaction(self) -> Redaction:
+        """What takes the secret values of the fleet in force out of a text (asked at each use:
+        an apply changes the secrets)."""
+        return self._secrets.redaction
+
+    def redact_data(self, data: Any) -> Any:
+        """`data` (JSON-like) with the secret values of the fleet in force taken out of every string."""
+        return self._secrets.redaction.redact_data(data)
 
 
 def _secret_store(fleet: LoadedFleet) -> SecretStore:

@@ -23,7 +23,6 @@ import anyio
 from agent_runtime.memory import LOCAL_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL
 from agent_runtime.protocol import TokenCountRequest, TokenCountResult, utcnow
 from orchestrator.config.models import BUILT_IN_MODELS, TEST_MODEL, FleetConfig
-from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.view import FleetView
 from orchestrator.gateway.budget import BudgetExhausted, Budgets, Clock, Reservation, day_window, month_window
@@ -64,6 +63,7 @@ from orchestrator.gateway.retry import RetryPolicy
 from orchestrator.gateway.settled_answers import RecordAnswer, SettledAnswers, request_digest
 from orchestrator.gateway.streaming import DONE_EVENT, StreamTracker, error_event, replayed_events
 from orchestrator.gateway.tokens import TokenCounter, token_counter
+from orchestrator.lifecycle import Controls
 from orchestrator.state.db import Database
 
 log = logging.getLogger(__name__)

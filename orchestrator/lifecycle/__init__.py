@@ -1,9 +1,11 @@
 """Each agent's lifecycle: its states, the events that move it, which policy may ask for what,
-the one owner that calls the engine's start, stop, remove and CPU limit, and the table of each
-agent's desired state. See docs/architecture.md."""
+the one owner that calls the engine's start, stop, remove and CPU limit, and the tables of each
+agent's state: its desired state, the operator's holds on it (stopped, paused) and the CPU limits
+raised for its start. See docs/architecture.md."""
 
 from orchestrator.lifecycle.arrivals import WorkArrivals, WorkArrived
 from orchestrator.lifecycle.desired import Desired, DesiredStates, Hold, stopped_in_file
+from orchestrator.lifecycle.holds import WHOLE_FLEET, Controls
 from orchestrator.lifecycle.machine import (
     REQUESTERS,
     TRANSITIONS,
@@ -21,18 +23,22 @@ from orchestrator.lifecycle.owner import (
     TransitionRefused,
     TransitionRequest,
 )
+from orchestrator.lifecycle.raised_limits import RaisedLimits
 
 __all__ = [
     "REQUESTERS",
     "STOP_TIMEOUT_S",
     "TRANSITIONS",
+    "WHOLE_FLEET",
     "AgentState",
+    "Controls",
     "Desired",
     "DesiredStates",
     "Hold",
     "Lifecycle",
     "LifecycleEvent",
     "Policy",
+    "RaisedLimits",
     "TransitionRefused",
     "TransitionRequest",
     "Transitioned",
@@ -40,8 +46,10 @@ __all__ = [
     "WorkArrived",
     "arrivals",
     "desired",
+    "holds",
     "machine",
     "owner",
+    "raised_limits",
     "refusal",
     "state_from_engine",
     "state_of",

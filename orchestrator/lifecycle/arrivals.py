@@ -28,13 +28,14 @@ WorkAnswer = Callable[[WorkArrived], None]
 
 class WorkArrivals:
     def __init__(self) -> None:
-        self._answers: list[WorkAnswer] = []
+        self._answers: list[tuple[WorkAnswer, str | None]] = []
         self._lock = threading.Lock()
 
-    def answer_with(self, answer: WorkAnswer) -> None:
-        """`answer` hears every arrival from now on, on the thread that put the item."""
+    def answer_with(self, answer: WorkAnswer, *, except_from: str | None = None) -> None:
+        """`answer` hears every arrival from now on, on the thread that put the item, but for the
+        items `except_from` sends (a policy that puts items itself already knows of those)."""
         with self._lock:
-            self._answers.append(answer)
+            self._answers.append((answer, except_from))
 
     def from_inbox(self, agent: str, item: InboxItem) -> None:
         """The inbox's `on_put` hook."""
@@ -43,5 +44,6 @@ class WorkArrivals:
     def arrived(self, work: WorkArrived) -> None:
         with self._lock:
             answers = list(self._answers)
-        for answer in answers:
-            answer(work)
+        for answer, except_from in answers:
+            if work.sender != except_from:
+                answer(work)

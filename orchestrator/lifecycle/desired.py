@@ -1,6 +1,6 @@
 """Each agent's desired state, kept in one table: awake, or asleep until work arrives (the
 hibernation and admission policies move it; fleet.yaml's `always_on` keeps it awake), and the
-operator's hold on it, stopped or paused (`orchestrator.control.holds` keeps it in memory).
+operator's hold on it, stopped or paused (`orchestrator.lifecycle.holds` keeps it in memory).
 
 What the engine runs is the actual state (`orchestrator.lifecycle.machine.state_of`); the fleet
 reads both through this package."""

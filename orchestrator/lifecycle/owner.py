@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator.backends.base import Backend
+from orchestrator.backends.base import LABEL_AGENT, LABEL_FLEET, Backend, UnitInfo
+from orchestrator.config.capacity import Capacity
 from orchestrator.lifecycle.machine import TRANSITIONS, AgentState, LifecycleEvent, Policy, refusal
 
 STOP_TIMEOUT_S = 10.0
@@ -68,6 +69,14 @@ def _refusal(request: TransitionRequest) -> str | None:
 class Lifecycle:
     def __init__(self, engine: Backend) -> None:
         self._engine = engine
+
+    def units(self, fleet: str, agent: str) -> list[UnitInfo]:
+        """`agent`'s units as the engine reports them: its actual state."""
+        return self._engine.list({LABEL_FLEET: fleet, LABEL_AGENT: agent})
+
+    def capacity(self) -> Capacity | None:
+        """What the engine's host offers (None where the engine cannot tell)."""
+        return self._engine.capacity()
 
     def transition(
         self,

@@ -29,9 +29,9 @@ from orchestrator.gateway.cooldown import ModelCooldown
 from orchestrator.gateway.cooldown_metrics import CooldownCollector
 from orchestrator.gateway.ledger import LedgerReader
 from orchestrator.hooks.store import hook_counts
+from orchestrator.lifecycle import DesiredStates
 from orchestrator.running_agents.health import HealthBoard
 from orchestrator.scheduler.runs import RunReader
-from orchestrator.scheduler.store import SchedulerStore
 from orchestrator.state.db import Database
 from orchestrator.telemetry.budget_gauges import BudgetCollector
 from orchestrator.telemetry.histograms import LatencyCollector
@@ -174,27 +174,27 @@ class AwakeCollector(Collector):
     """Which agents sleep, and how many with work wait for a place among the awake ones."""
 
     def __init__(self, db: Database, fleet: FleetView, waiting: Callable[[], list[str]]) -> None:
-        self._store = SchedulerStore(db)
+        self._desired = DesiredStates(db)
         self._fleet = fleet
         self._waiting = waiting
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         agents = sorted(self._fleet.current().config.agents)
-        hibernated = self._store.hibernated_agents()
+        sleeping = self._desired.asleep()
         asleep = GaugeMetricFamily(
             "flotilla_agent_asleep",
             "1 while the agent sleeps (its unit stopped until it has work)",
             labels=["agent"],
         )
         for agent in agents:
-            asleep.add_metric([agent], 1 if agent in hibernated else 0)
+            asleep.add_metric([agent], 1 if agent in sleeping else 0)
         waiting = self._waiting()
         queue = GaugeMetricFamily(
             "flotilla_wake_queue_length", "Agents with work waiting for a place among the awake (max_awake)"
         )
         queue.add_metric([], len(waiting))
         awake = GaugeMetricFamily("flotilla_agents_awake", "Agents of the fleet that are not asleep")
-        awake.add_metric([], sum(1 for agent in agents if agent not in hibernated))
+        awake.add_metric([], sum(1 for agent in agents if agent not in sleeping))
         yield from (asleep, queue, awake)
 
 

@@ -12,11 +12,10 @@ from orchestrator.backends.base import Backend, UnitInfo
 from orchestrator.broker import Inbox
 from orchestrator.config.wrong_names import unknown_agent
 from orchestrator.control.auth import TokenStore
-from orchestrator.control.holds import WHOLE_FLEET, Controls
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.view import FleetView
-from orchestrator.lifecycle import Lifecycle, LifecycleEvent, Policy, state_of
+from orchestrator.lifecycle import WHOLE_FLEET, Controls, Lifecycle, LifecycleEvent, Policy, state_of
 from orchestrator.running_agents.health import HealthBoard
 from orchestrator.state.paths import StatePaths
 

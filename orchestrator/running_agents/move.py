@@ -31,10 +31,10 @@ from orchestrator.backup.fleet_backups import link_asker
 from orchestrator.backup.push import answers_after_restart, push_snapshot
 from orchestrator.backup.snapshot import SnapshotFailed, fetch_snapshot
 from orchestrator.config.wrong_names import unknown_agent
-from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus
 from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.placement import node_constraint, record_placement
+from orchestrator.lifecycle import Controls
 from orchestrator.running_agents.ask import AgentAsker
 from orchestrator.running_agents.health import HealthBoard
 from orchestrator.running_agents.requests import AgentLinks

@@ -11,11 +11,10 @@ from dataclasses import dataclass
 
 from agent_runtime import Backoff
 from orchestrator.backends.base import Backend, BackendError, UnitInfo
-from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.view import FleetView
-from orchestrator.lifecycle import Lifecycle, LifecycleEvent, Policy, TransitionRefused, state_of
+from orchestrator.lifecycle import Controls, Lifecycle, LifecycleEvent, Policy, TransitionRefused, state_of
 from orchestrator.running_agents.health import HealthBoard
 from orchestrator.state.db import Database
 

@@ -13,12 +13,11 @@ import logging
 import threading
 from datetime import datetime, timedelta
 
-from orchestrator.backends.base import LABEL_AGENT, LABEL_FLEET, Backend, BackendError, UnitInfo
+from orchestrator.backends.base import Backend, BackendError, UnitInfo
 from orchestrator.broker import Inbox
-from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.view import FleetView
-from orchestrator.lifecycle import Lifecycle, LifecycleEvent, Policy, TransitionRefused, state_of
+from orchestrator.lifecycle import Controls, Lifecycle, LifecycleEvent, Policy, TransitionRefused, state_of
 from orchestrator.scheduler.admission import WakeQueue
 from orchestrator.scheduler.clock import Clock
 from orchestrator.scheduler.store import SchedulerStore
@@ -51,6 +50,7 @@ class Hibernation:
         self._events = events
         self._inbox = inbox
         self._store = store
+        self._desired = store.desired
         self._clock = clock
         self._controls = controls
         self.queue = WakeQueue()
@@ -68,14 +68,13 @@ class Hibernation:
         return self._locks.setdefault(agent, threading.RLock())  # setdefault is atomic
 
     def _units(self, agent: str) -> list[UnitInfo]:
-        labels = {LABEL_FLEET: self._fleet.current().name, LABEL_AGENT: agent}
-        return self._backend.list(labels)
+        return self._lifecycle.units(self._fleet.current().name, agent)
 
     def _move(self, agent: str, event: LifecycleEvent, policy: Policy, unit: UnitInfo) -> None:
         self._lifecycle.transition(agent, event, policy=policy, unit_id=unit.id, current=state_of(unit))
 
     def is_hibernated(self, agent: str) -> bool:
-        return self._store.is_hibernated(agent)
+        return self._desired.is_asleep(agent)
 
     def sweep(self, now: datetime) -> tuple[list[str], datetime | None]:
         """Queue sleeping agents with work, hibernate every agent idle for long enough (sooner
@@ -103,7 +102,7 @@ class Hibernation:
 
     def _first_sight(self, agent: str, now: datetime) -> tuple[datetime, bool]:
         state = self._store.state(agent, now)
-        return state.last_activity, state.hibernated
+        return state.last_activity, state.asleep
 
     def _wake_for_waiting_work(self) -> None:
         """Sleeping agents with queued items are woken (or queued), oldest item first: items that
@@ -112,7 +111,7 @@ class Hibernation:
         if not waiting:
             return
         config = self._fleet.current().config
-        asleep = self._store.hibernated_agents().intersection(config.agents, waiting)
+        asleep = self._desired.asleep().intersection(config.agents, waiting)
         for agent in sorted(asleep, key=waiting.__getitem__):
             if agent not in self.queue and self._controls.hold_of(agent) is None:
                 self.wake(agent, WORK_WAITING)
@@ -128,7 +127,7 @@ class Hibernation:
         if self._inbox.counts(agent).unfinished:
             return False
         units = self._units(agent)
-        if not units or not self._store.set_hibernated(agent, True, now):
+        if not units or not self._desired.set(agent, "asleep", now):
             return False
         stopped = []
         try:
@@ -138,7 +137,7 @@ class Hibernation:
                     stopped.append(unit.name)
         except (BackendError, TransitionRefused) as exc:
             log.error("hibernating %s failed: %s", agent, exc)
-            self._store.set_hibernated(agent, False, now)
+            self._desired.set(agent, "awake", now)
             self._events.publish(
                 EventType.AGENT_UNHEALTHY, agent=agent, reason="hibernation failed", error=str(exc)
             )
@@ -155,7 +154,7 @@ class Hibernation:
         the operator stopped it (it stays down until `flotilla start`), or when, `capped`,
         `max_awake` agents are awake: it then waits in the queue for a place."""
         with self._gate:
-            if not self._store.is_hibernated(agent) or self._controls.own_hold(agent) == "stopped":
+            if not self._desired.is_asleep(agent) or self._controls.own_hold(agent) == "stopped":
                 self.queue.discard(agent)
                 return False
             if capped and self._full(agent):
@@ -172,7 +171,7 @@ class Hibernation:
             with self._lock(agent):
                 # Flagged awake only once its unit runs: until then the supervisor leaves it be.
                 self._start_units(agent, reason)
-                self._store.set_hibernated(agent, False, self._clock.now())
+                self._desired.set(agent, "awake", self._clock.now())
         finally:
             with self._gate:
                 self._waking.discard(agent)
@@ -184,7 +183,7 @@ class Hibernation:
         cap = config.max_awake
         if cap is None or config.always_on_of(agent):
             return False
-        asleep = (self._store.hibernated_agents() - self._waking) | self._controls.stopped()
+        asleep = (self._desired.asleep() - self._waking) | self._controls.stopped()
         awake = sum(1 for name in config.agents if name not in asleep and not config.always_on_of(name))
         return awake >= cap
 

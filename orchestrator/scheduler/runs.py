@@ -22,7 +22,6 @@ from pydantic import BaseModel, Field
 from agent_runtime.protocol import RunRecord, ToolCallRecord
 from orchestrator.gateway.ledger import run_spend
 from orchestrator.scheduler.store import iso
-from orchestrator.secrets.redaction import NO_REDACTION, Redaction
 from orchestrator.state.db import Database, TextRewrite, columns_of, max_id, rewrite_agent_texts, safe_query
 
 SCHEMA = """
@@ -92,7 +91,7 @@ class RunStore:
     def __init__(self, db: Database) -> None:
         self._db = db
         db.ensure_schema(SCHEMA)
-        self.redaction: Callable[[], Redaction] = lambda: NO_REDACTION
+        self.redact_data: Callable[[dict[str, Any]], dict[str, Any]] = lambda values: values
         """The secret values no run record may hold: taken out of its texts before it is stored."""
 
     def rewrite_texts(self, agent: str, probe: str, rewrite: TextRewrite) -> int:
@@ -200,10 +199,7 @@ class RunStore:
         )
 
     def _insert(self, values: dict[str, Any]) -> bool:
-        redaction = self.redaction()
-        values = {
-            key: redaction.redact(value) if isinstance(value, str) else value for key, value in values.items()
-        }
+        values = self.redact_data(values)
         columns = ", ".join(values)
         marks = ", ".join("?" for _ in values)
         cursor = self._db.execute(

@@ -25,10 +25,9 @@ from typing import TYPE_CHECKING, Protocol
 from agent_runtime.protocol import InboxItem, ItemKind, RunRecord
 from orchestrator.backends.base import Backend, BackendError
 from orchestrator.config.models import HeartbeatConfig
-from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.view import FleetView
-from orchestrator.lifecycle import WorkArrived
+from orchestrator.lifecycle import Controls, WorkArrived
 from orchestrator.loop_calls import call_in_loop
 from orchestrator.scheduler.admission import QueuedWake
 from orchestrator.scheduler.cadence import Cadence
@@ -45,7 +44,7 @@ from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths
 
 if TYPE_CHECKING:
-    from orchestrator.broker import Inbox
+    from orchestrator.broker import Inbox, InboxCounts
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +56,7 @@ TickTrigger = str
 
 
 class RuleNotifier(Protocol):
-    """What the scheduler needs to send a rule's notification (orchestrator.channels)."""
+    """What the scheduler needs to send a rule's notification (orchestrator.notifications)."""
 
     def queue_rule(self, agent: str, channel: str, text: str) -> str | None:
         """Queue it; the reason it is refused, or None."""
@@ -272,24 +271,10 @@ class Scheduler:
 
     def _tick(self, agent: str, at: datetime, trigger: TickTrigger, detail: str) -> TickResult:
         started = self.clock.now()
-        if (hold := self._controls.hold_of(agent)) is not None:
-            return self._finish(
-                agent, trigger, at, started, "skipped", skipped="held", detail=f"{hold} by the operator"
-            )
-        if not self._can_spend(agent):
-            return self._finish(
-                agent,
-                trigger,
-                at,
-                started,
-                "skipped",
-                skipped="budget",
-                detail="over budget: no work until its budget window resets",
-            )
         counts = self._inbox.counts(agent)
-        if counts.busy:
-            why = "working on an item" if counts.claimed else "a heartbeat is still queued"
-            return self._finish(agent, trigger, at, started, "skipped", skipped="busy", detail=why)
+        if (skip := self._why_skip(agent, counts)) is not None:
+            reason, why = skip
+            return self._finish(agent, trigger, at, started, "skipped", skipped=reason, detail=why)
         checks = self._prechecks.evaluate(self._fleet.current().config, agent, at, counts)
         self._report_rule_problems(agent, checks)
         detail = "; ".join(filter(None, [detail, *self._notify_rules(agent, checks)]))
@@ -297,20 +282,33 @@ class Scheduler:
             self._prechecks.commit(checks, fired=False)
             return self._finish(agent, trigger, at, started, "idle", detail=detail)
         woke = self._hibernation.is_hibernated(agent) and self.wake_for_work(agent, "heartbeat found work")
-        item: InboxItem | None = None
-        if checks.needs_heartbeat_item:
-            item = self._inbox.submit(
-                agent,
-                ItemKind.HEARTBEAT,
-                SCHEDULER_SENDER,
-                checks.describe(),
-                reasons=checks.reasons,
-                idempotency_key=f"heartbeat:{at.isoformat()}" if trigger == "schedule" else None,
-            )
+        item = self._heartbeat_item(agent, at, trigger, checks) if checks.needs_heartbeat_item else None
         self._prechecks.commit(checks, fired=item is not None)
         self.store.note_activity(agent, self.clock.now())
         return self._finish(
             agent, trigger, at, started, "run", item=item, checks=checks, woke=woke, detail=detail
+        )
+
+    def _why_skip(self, agent: str, counts: InboxCounts) -> tuple[SkipReason, str] | None:
+        """Why this agent gets no tick now (held, over budget, busy), or None."""
+        if (hold := self._controls.hold_of(agent)) is not None:
+            return "held", f"{hold} by the operator"
+        if self._budget is not None and not self._budget.can_spend(agent):
+            return "budget", "over budget: no work until its budget window resets"
+        if counts.busy:
+            return "busy", "working on an item" if counts.claimed else "a heartbeat is still queued"
+        return None
+
+    def _heartbeat_item(
+        self, agent: str, at: datetime, trigger: TickTrigger, checks: PrecheckResult
+    ) -> InboxItem:
+        return self._inbox.submit(
+            agent,
+            ItemKind.HEARTBEAT,
+            SCHEDULER_SENDER,
+            checks.describe(),
+            reasons=checks.reasons,
+            idempotency_key=f"heartbeat:{at.isoformat()}" if trigger == "schedule" else None,
         )
 
     def _notify_rules(self, agent: str, checks: PrecheckResult) -> list[str]:
@@ -330,9 +328,6 @@ class Scheduler:
                 log.warning("heartbeat rule %r of %s not sent: %s", rule.when, agent, refused)
             notes.append(f"notify {channel}: {'refused: ' + refused if refused else 'queued'}")
         return notes
-
-    def _can_spend(self, agent: str) -> bool:
-        return True if self._budget is None else self._budget.can_spend(agent)
 
     def _finish(
         self,
@@ -485,10 +480,11 @@ class Scheduler:
         return hibernated
 
     def on_work_arrived(self, work: WorkArrived) -> None:
-        """An item arrived for an agent: it counts as activity, and wakes a hibernated agent."""
+        """An item arrived for an agent from another sender than the scheduler: it counts as
+        activity, and wakes a hibernated agent."""
         agent = work.agent
         self.store.note_activity(agent, self.clock.now())
-        if work.sender == SCHEDULER_SENDER or not self.store.is_hibernated(agent):
+        if not self._hibernation.is_hibernated(agent):
             return
         reason = work.reason
         try:
@@ -528,7 +524,7 @@ class Scheduler:
             missed=heartbeat.missed if heartbeat else None,
             next_run=state.next_run if cadence and state.cadence == cadence.key else None,
             last_tick=state.last_tick,
-            hibernated=state.hibernated,
+            hibernated=state.asleep,
             hibernate_after_s=config.hibernate_after_of(agent),
             heartbeat_model=config.heartbeat_model_of(agent),
             rules_source=source,

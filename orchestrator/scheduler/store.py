@@ -72,7 +72,7 @@ class AgentState:
     next_run: datetime | None
     last_tick: datetime | None
     last_activity: datetime
-    hibernated: bool
+    asleep: bool
     runs_seq: int
     scanned_wall: float | None
     rules_digest: str
@@ -88,7 +88,8 @@ class SchedulerStore:
     def __init__(self, db: Database) -> None:
         self._db = db
         db.ensure_schema(SCHEMA)
-        self._desired = DesiredStates(db)
+        self.desired = DesiredStates(db)
+        """Each agent's desired state (asleep or awake), as the lifecycle keeps it."""
 
     # --- per-agent state -------------------------------------------------------------------
 
@@ -101,7 +102,7 @@ class SchedulerStore:
         row = self._db.query_one("SELECT * FROM heartbeat_state WHERE agent = ?", (agent,))
         assert row is not None
         last_activity = datetime.fromisoformat(row["last_activity"])
-        desired, since = self._desired.of(agent)
+        desired, since = self.desired.of(agent)
         woke = since if desired == "awake" else None
         return AgentState(
             agent=agent,
@@ -109,7 +110,7 @@ class SchedulerStore:
             next_run=parse_time(row["next_run"]),
             last_tick=parse_time(row["last_tick"]),
             last_activity=max(last_activity, woke) if woke is not None else last_activity,
-            hibernated=desired == "asleep",
+            asleep=desired == "asleep",
             runs_seq=int(row["runs_seq"]),
             scanned_wall=row["scanned_wall"],
             rules_digest=row["rules_digest"],
@@ -138,30 +139,19 @@ class SchedulerStore:
             (agent, iso(at)),
         )
 
-    # --- hibernation: the desired states of `orchestrator.lifecycle`, as the scheduler reads them
-
-    def is_hibernated(self, agent: str) -> bool:
-        return self._desired.is_asleep(agent)
-
-    def hibernated_agents(self) -> frozenset[str]:
-        return self._desired.asleep()
+    # --- idle time: activity here, desired states in `orchestrator.lifecycle` -----------------
 
     def idle_since(self) -> dict[str, tuple[datetime, bool]]:
         """Every known agent's last activity (or its last wake, when later) and whether it
         sleeps, in two queries: what a hibernation pass over the whole fleet reads."""
         rows = self._db.query("SELECT agent, last_activity FROM heartbeat_state")
-        asleep, woke = self._desired.asleep(), self._desired.awake_since()
+        asleep, woke = self.desired.asleep(), self.desired.awake_since()
         found = {}
         for row in rows:
             agent = str(row["agent"])
             last = datetime.fromisoformat(row["last_activity"])
             found[agent] = (max(last, woke[agent]) if agent in woke else last, agent in asleep)
         return found
-
-    def set_hibernated(self, agent: str, hibernated: bool, at: datetime) -> bool:
-        """Flip the flag; True only for the caller that actually changed it (so one waker acts).
-        A wake counts as activity: the agent's idle time starts again from `at`."""
-        return self._desired.set(agent, "asleep" if hibernated else "awake", at)
 
     # --- rules -----------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ about 0.4 CPU s. Under the default limit of half a core that alone takes 0.8 s o
 most of a wake. For the first seconds after a wake the orchestrator raises the unit's limit to the
 host's cores, then puts the fleet.yaml limit back.
 
-The raise is written to state.db before it is made and removed once the limit is back, so an
+The raise is written to the lifecycle's table of raised limits before it is made and removed once the limit is back, so an
 orchestrator that dies in between puts it back when it starts again (`restore_all`), and one that
 stops puts back every raise still pending before it goes. A runtime that cannot change a unit's
 limit in place (`Backend.set_cpus` answers False) is left alone.
@@ -18,7 +18,7 @@ import threading
 
 from orchestrator.backends.base import Backend, BackendError
 from orchestrator.fleet.view import FleetView
-from orchestrator.lifecycle import Lifecycle, LifecycleEvent, Policy, TransitionRefused
+from orchestrator.lifecycle import Lifecycle, LifecycleEvent, Policy, RaisedLimits, TransitionRefused
 from orchestrator.state.db import Database
 
 log = logging.getLogger(__name__)
@@ -26,28 +26,18 @@ log = logging.getLogger(__name__)
 WAKE_BOOST_S = 5.0
 """How long a woken agent runs on the host's cores: its start and first turn take about 1 s."""
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS wake_boosts (
-    unit_id TEXT PRIMARY KEY,
-    agent TEXT NOT NULL,
-    cpus REAL NOT NULL
-);
-"""
-
 
 class WakeBoost:
     def __init__(
         self, backend: Backend, db: Database, fleet: FleetView, hold_s: float = WAKE_BOOST_S
     ) -> None:
-        self._backend = backend
         self._lifecycle = Lifecycle(backend)
-        self._db = db
+        self._raised = RaisedLimits(db)
         self._fleet = fleet
         self._hold_s = hold_s
         self._timers: dict[str, threading.Timer] = {}
         self._lock = threading.Lock()
         self._host_cpus: float | None = None
-        db.ensure_schema(SCHEMA)
 
     def before_start(self, agent: str, unit_id: str) -> None:
         """Raise the limit of the unit about to start; it is put back `hold_s` later."""
@@ -55,16 +45,14 @@ class WakeBoost:
         raised = self._boosted_cpus()
         if raised <= own:
             return
-        self._db.execute(
-            "INSERT OR REPLACE INTO wake_boosts(unit_id, agent, cpus) VALUES (?, ?, ?)", (unit_id, agent, own)
-        )
+        self._raised.record(unit_id, agent, own)
         try:
             changed = self._set_cpus(agent, LifecycleEvent.RAISE_CPUS, unit_id, raised)
         except (BackendError, TransitionRefused) as failed:
             log.warning("the start of %s is not sped up: %s", agent, failed)
             changed = False
         if not changed:
-            self._db.execute("DELETE FROM wake_boosts WHERE unit_id = ?", (unit_id,))
+            self._raised.forget(unit_id)
             return
         timer = threading.Timer(self._hold_s, self.restore, (unit_id,))
         timer.daemon = True
@@ -79,15 +67,16 @@ class WakeBoost:
         """Put the fleet.yaml limit of this unit back (nothing when it was not raised)."""
         with self._lock:
             self._timers.pop(unit_id, None)
-        row = self._db.query_one("SELECT agent, cpus FROM wake_boosts WHERE unit_id = ?", (unit_id,))
-        if row is None:
+        raised = self._raised.own_limit(unit_id)
+        if raised is None:
             return
+        agent, own_cpus = raised
         try:
-            self._set_cpus(str(row["agent"]), LifecycleEvent.RESTORE_CPUS, unit_id, float(row["cpus"]))
+            self._set_cpus(agent, LifecycleEvent.RESTORE_CPUS, unit_id, own_cpus)
         except (BackendError, TransitionRefused) as failed:
             # Most often the unit is gone (removed, or recreated with its limit from fleet.yaml).
-            log.info("the CPU limit of %s was not put back: %s", row["agent"], failed)
-        self._db.execute("DELETE FROM wake_boosts WHERE unit_id = ?", (unit_id,))
+            log.info("the CPU limit of %s was not put back: %s", agent, failed)
+        self._raised.forget(unit_id)
 
     def _set_cpus(self, agent: str, event: LifecycleEvent, unit_id: str, cpus: float) -> bool:
         # Whether the unit runs does not matter to a CPU limit: its state is not read.
@@ -104,13 +93,13 @@ class WakeBoost:
             self._timers.clear()
         for timer in timers:
             timer.cancel()
-        units = [str(row["unit_id"]) for row in self._db.query("SELECT unit_id FROM wake_boosts")]
+        units = self._raised.units()
         for unit_id in units:
             self.restore(unit_id)
         return len(units)
 
     def _boosted_cpus(self) -> float:
         if self._host_cpus is None:
-            capacity = self._backend.capacity()
+            capacity = self._lifecycle.capacity()
             self._host_cpus = capacity.cpus if capacity is not None else 0.0
         return self._host_cpus

@@ -116,19 +116,19 @@ class FleetFacts:
     spent_today: dict[str, float]
     restarts: dict[str, int]
     depths: Counter[tuple[str, str]]
-    hibernated: frozenset[str]
+    asleep: frozenset[str]
     waiting: dict[str, int]
 
     @classmethod
     def read(cls, services: Services) -> FleetFacts:
-        hibernated = services.scheduler.store.hibernated_agents()
+        asleep = services.manager.hibernated()
         return cls(
             # As the supervisor last listed them: no engine call per view in the steady state.
-            units=services.manager.known_units(hibernated | services.controls.stopped()),
+            units=services.manager.known_units(asleep | services.controls.stopped()),
             spent_today=services.gateway.spent_today(),
             restarts=services.supervisor.all_restarts(),
             depths=queue_depths(services.db),
-            hibernated=hibernated,
+            asleep=asleep,
             waiting={queued.agent: queued.position for queued in services.scheduler.wake_queue()},
         )
 
@@ -147,14 +147,14 @@ def agent_status(services: Services, agent: str, facts: FleetFacts) -> AgentStat
         role=config.agents[agent].role,
         model=config.model_of(agent),
         state=unit.state if unit else "missing",
-        health=_health(services, agent, unit, asleep=agent in facts.hibernated),
+        health=_health(services, agent, unit, asleep=agent in facts.asleep),
         restarts=facts.restarts.get(agent, 0),
         uptime_s=uptime,
         memory_bytes=checkin.rss_bytes if checkin else None,
         spend_today_usd=facts.spent_today.get(agent, 0.0),
         pending=facts.depths[(agent, "queued")] + facts.depths[(agent, "claimed")],
         dead_letters=facts.depths[(agent, "dead")],
-        hibernated=agent in facts.hibernated,
+        hibernated=agent in facts.asleep,
         always_on=config.always_on_of(agent),
         wake_position=facts.waiting.get(agent),
         held=services.controls.hold_of(agent),

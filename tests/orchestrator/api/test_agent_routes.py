@@ -400,7 +400,7 @@ def test_readiness_leaves_out_hibernated_agents_and_reports_problems(
     operator = {"authorization": f"Bearer {services.operator_token}"}
     now = datetime.now(UTC)
     services.scheduler.store.state("beta", now)  # the scheduler has seen beta
-    assert services.scheduler.store.set_hibernated("beta", True, now)
+    assert services.scheduler.store.desired.set("beta", "asleep", now)
     services.manager.problems = ["alpha: cannot start: no space left"]
     answer = httpx.get(f"{base_url}/api/v1/fleet/ready", params={"wait": 8}, headers=operator, timeout=20)
     assert answer.json() == {

@@ -13,9 +13,9 @@ from orchestrator.broker.queue import DurableQueue
 from orchestrator.broker.views import InboxViews
 from orchestrator.broker.wakeups import Arrivals, ServingLoop
 from orchestrator.config.loader import load_fleet
-from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus
 from orchestrator.fleet.view import FleetView
+from orchestrator.lifecycle import Controls
 from orchestrator.state.db import Database
 
 

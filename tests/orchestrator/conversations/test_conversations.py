@@ -18,13 +18,13 @@ import pytest
 from agent_runtime.protocol import WorkResult, utcnow
 from orchestrator.broker import Inbox
 from orchestrator.config.loader import load_fleet
-from orchestrator.control.holds import Controls
 from orchestrator.conversations import PeopleStore
 from orchestrator.conversations.router import Conversations, PairingRefused
 from orchestrator.conversations.service import ChatService
 from orchestrator.conversations.text import chunks, clean, utf16_units
 from orchestrator.events import EventBus
 from orchestrator.fleet.view import FleetView
+from orchestrator.lifecycle import Controls
 from orchestrator.state.db import Database
 from tests.orchestrator.conversations.chat_fakes import FakeTelegram
 

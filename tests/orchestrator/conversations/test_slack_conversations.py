@@ -17,12 +17,12 @@ import pytest
 from agent_runtime.protocol import WorkResult
 from orchestrator.broker import Inbox
 from orchestrator.config.loader import load_fleet
-from orchestrator.control.holds import Controls
 from orchestrator.conversations import PeopleStore
 from orchestrator.conversations.router import Conversations
 from orchestrator.conversations.slack import MESSAGE_LIMIT, SlackEvents, SlackRefused
 from orchestrator.events import EventBus
 from orchestrator.fleet.view import FleetView
+from orchestrator.lifecycle import Controls
 from orchestrator.state.db import Database
 from tests.orchestrator.conversations.chat_fakes import FakeSlack, slack_headers
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from orchestrator.backends.base import LABEL_AGENT, LABEL_FLEET
-from orchestrator.control.holds import Controls
 from orchestrator.images.build import ImageBuildResult
+from orchestrator.lifecycle import Controls
 from orchestrator.state.db import Database
 from orchestrator.state.paths import StatePaths
 from orchestrator.testing.cli import run_flotilla

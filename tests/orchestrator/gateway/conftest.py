@@ -25,10 +25,10 @@ from gateway_harness import (
 from orchestrator.api.app import create_app
 from orchestrator.config.loader import load_fleet
 from orchestrator.control.auth import OPERATOR, TokenStore
-from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus
 from orchestrator.fleet.view import FleetView
 from orchestrator.gateway.service import Gateway
+from orchestrator.lifecycle import Controls
 from orchestrator.running_agents.health import HealthBoard
 from orchestrator.running_agents.requests import AgentLinks
 from orchestrator.state.db import Database

@@ -9,7 +9,6 @@ from pathlib import Path
 from gateway_harness import REPO_ROOT  # noqa: F401  (puts the repository on sys.path)
 
 from orchestrator.config.loader import load_fleet
-from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus
 from orchestrator.fleet.view import FleetView
 from orchestrator.gateway.models import (
@@ -21,6 +20,7 @@ from orchestrator.gateway.models import (
 )
 from orchestrator.gateway.providers.base import Provider
 from orchestrator.gateway.service import Gateway
+from orchestrator.lifecycle import Controls
 from orchestrator.state.db import Database
 
 

@@ -66,7 +66,7 @@ def test_a_hibernated_agent_of_version_7_is_still_asleep_after_the_migration(tmp
         assert desired.of("sleepy") == ("asleep", SLEPT_AT)
         assert desired.of("busy") == ("awake", None)
         heartbeats = SchedulerStore(core.db)
-        assert heartbeats.is_hibernated("sleepy") and not heartbeats.is_hibernated("busy")
+        assert heartbeats.desired.asleep() == {"sleepy"}
         assert heartbeats.idle_since() == {"sleepy": (SLEPT_AT, True), "busy": (BUSY_AT, False)}
         columns = {str(row["name"]) for row in core.db.query("PRAGMA table_info(heartbeat_state)")}
         assert "hibernated" not in columns and "hibernated_at" not in columns

@@ -30,3 +30,15 @@ def test_an_arrival_before_a_policy_answers_is_not_replayed_to_it() -> None:
     heard: list[WorkArrived] = []
     arrivals.answer_with(heard.append)
     assert heard == []
+
+
+def test_a_policy_does_not_hear_the_items_it_sends_itself() -> None:
+    arrivals = WorkArrivals()
+    heard: list[WorkArrived] = []
+    everything: list[WorkArrived] = []
+    arrivals.answer_with(heard.append, except_from="scheduler")
+    arrivals.answer_with(everything.append)
+    arrivals.from_inbox("scout", _item(ItemKind.HEARTBEAT, "scheduler"))
+    arrivals.from_inbox("scout", _item(ItemKind.PEER_TELL, "other"))
+    assert [work.sender for work in heard] == ["other"]
+    assert [work.sender for work in everything] == ["scheduler", "other"]

@@ -17,10 +17,10 @@ from orchestrator.broker import Inbox
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.loader import load_fleet
 from orchestrator.control.auth import TokenStore
-from orchestrator.control.holds import Controls
 from orchestrator.events import EventBus
 from orchestrator.fleet.view import FleetView
 from orchestrator.gateway.service import Gateway
+from orchestrator.lifecycle import Controls
 from orchestrator.scheduler.clock import Clock, ManualClock
 from orchestrator.scheduler.service import Scheduler
 from orchestrator.services import Services

@@ -56,7 +56,7 @@ def test_up_makes_every_unit_and_starts_only_the_always_on_ones(tmp_path: Path, 
     text = fleet(THREE + "  d:\n    role: four\n    always_on: true\n")
     services = services_for(tmp_path, text, clock)
     assert states(services) == {"a": "created", "b": "created", "c": "created", "d": "running"}
-    assert services.scheduler.store.hibernated_agents() == {"a", "b", "c"}
+    assert services.scheduler.store.desired.asleep() == {"a", "b", "c"}
     created = {e.agent for e in services.events.recent(100) if e.type == "agent.created"}
     assert created == {"a", "b", "c"}
     # The supervisor takes none of the sleeping units for a crashed one.

@@ -51,7 +51,7 @@ TABLE_OWNERS: dict[str, frozenset[str]] = {
     "notifications": frozenset({"orchestrator.notifications.store"}),
     "principal_tokens": frozenset({"orchestrator.control.auth"}),
     "runs": frozenset({"orchestrator.scheduler.runs"}),
-    "wake_boosts": frozenset({"orchestrator.scheduler.wake_boost"}),
+    "wake_boosts": frozenset({"orchestrator.lifecycle.raised_limits"}),
     "workflow_runs": frozenset({"orchestrator.workflows.store"}),
     "workflow_steps": frozenset({"orchestrator.workflows.store"}),
     "workflow_triggers": frozenset({"orchestrator.workflows.store"}),

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 
 from agent_runtime.protocol import utcnow
-from orchestrator.lifecycle import DesiredStates, Hold
+from orchestrator.lifecycle.desired import DesiredStates, Hold
 from orchestrator.state.db import Database
 
 WHOLE_FLEET = "*"
