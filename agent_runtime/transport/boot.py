@@ -17,6 +17,7 @@ import threading
 import time
 
 from agent_runtime.backoff import Backoff
+from agent_runtime.health import READY_FILE
 from agent_runtime.process.settings import Settings, SettingsError
 from agent_runtime.transport.base_client import BaseClient
 from agent_runtime.transport.httpclient import HttpError
@@ -50,7 +51,7 @@ def report_in(settings: Settings, stopping: threading.Event) -> bytes | None:
             else:
                 if answer.status == http.HTTPStatus.OK:
                     _note_alive(settings)
-                    _first_checkin(client)
+                    _first_checkin(client, settings)
                     return answer.body
                 if answer.status == GONE:
                     log.error("the orchestrator no longer knows this agent: %s", answer.message())
@@ -83,8 +84,10 @@ def _note_alive(settings: Settings) -> None:
         log.warning("cannot touch %s: %s", settings.alive_file, failed)
 
 
-def _first_checkin(client: BaseClient) -> None:
-    """A best effort: the check-in thread reports again as soon as the runtime is loaded."""
+def _first_checkin(client: BaseClient, settings: Settings) -> None:
+    """A best effort: the check-in thread reports again as soon as the runtime is loaded. Once
+    the orchestrator accepts it the agent is ready (it may already count it healthy), so the
+    readiness probe's file is fresh from here on, not only from the thread's first beat."""
     started = float(os.environ.get(STARTED_ENV) or time.monotonic())
     checkin = {
         "state": "starting",
@@ -101,6 +104,11 @@ def _first_checkin(client: BaseClient) -> None:
         return
     if answer.status != http.HTTPStatus.OK:
         log.info("first check-in refused (HTTP %d): %s", answer.status, answer.message())
+        return
+    try:
+        settings.alive_file.with_name(READY_FILE).touch()
+    except OSError as failed:
+        log.warning("cannot touch the readiness file: %s", failed)
 
 
 def _carried_turns() -> int:
