@@ -35,3 +35,26 @@ ensure_packages() {
     return 1
   fi
 }
+
+# fetch_debs FOLDER PACKAGE
+#   Puts into FOLDER the .deb files of PACKAGE and of what it needs to install (recursively, no
+#   recommends), fetched with `apt-get download` where FOLDER lacks them: the offline apt source
+#   that the clean-machine demo test serves to a container without a network. Returns 1 (saying
+#   why) when apt-get cannot fetch them.
+fetch_debs() {
+  local folder="$1" package="$2" name missing=()
+  # Like the installs above, only a root run uses the package archive.
+  [ "$(id -u)" = 0 ] || { echo "not root: not fetching $package's .deb files" >&2; return 1; }
+  command -v apt-cache >/dev/null 2>&1 || { echo "no apt-cache here: cannot fetch $package's .deb files" >&2; return 1; }
+  mkdir -p "$folder"
+  for name in $(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts \
+      --no-breaks --no-replaces --no-enhances "$package" | grep -v '^ ' | grep -v '^<'); do
+    compgen -G "$folder/${name}_*.deb" >/dev/null || missing+=("$name")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "==> fetching .deb files for the clean-machine demo test into $folder: ${missing[*]}"
+  (cd "$folder" && apt-get download "${missing[@]}" >/dev/null 2>&1) || {
+    echo "apt-get could not fetch ${missing[*]}" >&2
+    return 1
+  }
+}
