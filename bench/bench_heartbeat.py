@@ -272,6 +272,9 @@ def _wake_seconds(client: ApiClient, after: int, sent: float) -> float:
 
 def _wake_samples(client: ApiClient, samples: int) -> tuple[list[float], list[float], list[float]]:
     to_start, cold, warm = [], [], []
+    # An agent without an always-on rule starts asleep; its first message wakes it, after which
+    # it hibernates when idle, which each sample waits for.
+    _message_round_trip(client)
     seen = 0
     for _ in range(samples):
         seen = _wait_hibernated(client, seen)
