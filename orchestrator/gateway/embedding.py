@@ -2,9 +2,9 @@
 
 The model comes from `FleetConfig.embedding_model()`: fleet.yaml's `llm.embedding.model`, or the
 `test` model in a fleet that uses nothing else, or multilingual-e5-small, or none when its
-package is missing (memory searches by keyword only). The
-size is sent to the model only when fleet.yaml sets `llm.embedding.dimensions`: many embedding
-servers refuse the parameter, and a model answers in its own size without it.
+package is missing (memory searches by keyword only). The size is sent to the model only when
+fleet.yaml sets `llm.embedding.dimensions`: many embedding servers refuse the parameter, and a
+model answers in its own size without it.
 """
 
 from __future__ import annotations
