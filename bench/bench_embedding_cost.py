@@ -1,6 +1,7 @@
 """What each local embedding model costs in the orchestrator: CPU per saved fact and per query
 through `MemoryStore` (the embedding, computed by the gateway's own function on one thread, and
-the store's work), and the resident memory the loaded model adds to the process.
+the store's work), the resident memory the loaded model adds to the process, and the time its
+first text takes (the weights are loaded then).
 
 Each model runs in a process of its own, so the memory figure is that model's alone: the RSS
 after one embedding minus the RSS before the weights were loaded. Facts and queries come from
@@ -44,6 +45,8 @@ class Cost(BaseModel):
     query_cpu_ms: float
     embed_cpu_ms: float
     model_rss_mib: float
+    load_ms: float  # wall clock of the first text, which loads the weights
+    load_cpu_ms: float
 
 
 def _rss_mib() -> float:
@@ -68,7 +71,10 @@ def measure(model: str, quick: bool) -> Cost:
     embedder = InProcess(model)
     dimensions = 384 if model == MULTILINGUAL_EMBEDDING_MODEL else 256
     before = _rss_mib()
+    started, started_cpu = time.monotonic(), time.process_time()
     embedder(["load the weights"])
+    load_ms = (time.monotonic() - started) * 1000
+    load_cpu_ms = (time.process_time() - started_cpu) * 1000
     loaded = _rss_mib() - before
     embed_ms = _cpu_ms_each(lambda text: embedder([text]), queries)
     config = MemoryConfig(dimensions=dimensions)
@@ -83,6 +89,8 @@ def measure(model: str, quick: bool) -> Cost:
         query_cpu_ms=query_ms,
         embed_cpu_ms=embed_ms,
         model_rss_mib=loaded,
+        load_ms=load_ms,
+        load_cpu_ms=load_cpu_ms,
     )
 
 
@@ -106,6 +114,10 @@ def run(quick: bool) -> list[Row]:
             _row(f"{where}: CPU per query ({cost.queries} queries, k=3)", f"{cost.query_cpu_ms:.2f} ms"),
             _row(f"{where}: CPU per text embedded alone", f"{cost.embed_cpu_ms:.2f} ms"),
             _row(f"{where}: resident memory the loaded model adds", f"{cost.model_rss_mib:.0f} MiB"),
+            _row(
+                f"{where}: loading the weights (the first text)",
+                f"{cost.load_ms:.0f} ms ({cost.load_cpu_ms:.0f} ms CPU)",
+            ),
         ]
     return rows
 

@@ -2,8 +2,10 @@
 
 The cosine is put on the embedding model's own scale first (`SimilarityScale`: 0 at the cosine
 of an unrelated fact, 1 at that of the fact asked for), so vectors and keywords weigh the same
-for every model; the search floor is a plain cosine. A model may also carry the weights measured
-for it (`SimilarityScale.vector_weight`), which a config that sets its own overrides.
+for every model; the search floor is a plain cosine. The floor says which facts may be returned,
+the scale only how they rank: a fact over the floor that the scale puts at 0 still comes, after
+every fact the scale scores, in the order of its cosine. A model may also carry the weights
+measured for it (`SimilarityScale.vector_weight`), which a config that sets its own overrides.
 
 Vector candidates come in up to three tiers:
 1. categories: the query is compared with each category's centroid;
@@ -29,6 +31,10 @@ from typing import Literal
 from agent_runtime.memory.index import FactIndex
 from agent_runtime.memory.models import IDENTITY_SCALE, FactHit, MemoryConfig, SimilarityScale
 from agent_runtime.memory.records import FACT_COLUMNS, FACT_FROM, Row, fact_from_row
+
+# The score of a fact over the search floor but under its model's scale floor, per unit of its
+# cosine: well under any score the scale or the keywords give, so such facts come last.
+UNDER_SCALE_WEIGHT = 1e-4
 
 Tier = Literal["category", "flat", "keyword"]
 
@@ -127,6 +133,8 @@ def rank(
             if keyword == 0.0 and similarity < min_similarity:
                 continue
             base = vector_weight * scale.score(similarity) + keyword_weight * keyword
+            if base <= 0.0:
+                base = UNDER_SCALE_WEIGHT * similarity
         else:
             base = keyword
         if base <= 0.0:

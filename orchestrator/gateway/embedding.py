@@ -1,9 +1,10 @@
 """Which embedding model and vector size the agents of a fleet use.
 
 The model comes from `FleetConfig.embedding_model()`: fleet.yaml's `llm.embedding.model`, or the
-`test` model in a fleet that uses nothing else, or none (memory searches by keyword only). The
-size is sent to the model only when fleet.yaml sets `llm.embedding.dimensions`: many embedding
-servers refuse the parameter, and a model answers in its own size without it.
+`test` model in a fleet that uses nothing else, or multilingual-e5-small, or none when its
+package is missing (memory searches by keyword only). The size is sent to the model only when
+fleet.yaml sets `llm.embedding.dimensions`: many embedding servers refuse the parameter, and a
+model answers in its own size without it.
 """
 
 from __future__ import annotations

@@ -63,3 +63,46 @@ def test_a_weight_outside_0_to_1_is_refused() -> None:
     with pytest.raises(ValueError, match=r"vector weight 1\.5 is not within 0\.\.1"):
         SimilarityScale(vector_weight=1.5)
     assert embeddings.MEASURED_SIMILARITY_SCALE["multilingual-e5-small"].vector_weight == 0.9
+
+
+NEAR = "Invoices are approved by Maria in finance."
+FAR = "The office closes at six on Fridays."
+QUESTION = "who signs off on bills"
+
+
+class NarrowEmbedder:
+    """Cosines packed in a narrow band, as multilingual-e5-small's are: the question is 0.79
+    close to the fact it asks for and 0.70 to the other one."""
+
+    semantic = True
+    model = "narrow-model"
+
+    def __call__(self, texts: list[str]) -> list[list[float]]:
+        vectors = []
+        for text in texts:
+            vector = [0.0] * DIMS
+            if text == QUESTION:
+                vector[0] = 1.0
+            else:
+                cosine = 0.79 if text == NEAR else 0.70
+                vector[0], vector[1 if text == NEAR else 2] = cosine, math.sqrt(1 - cosine**2)
+            vectors.append(vector)
+        return vectors
+
+
+def test_a_fact_over_the_search_floor_is_found_though_under_the_scale_floor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(embeddings.MEASURED_SEARCH_FLOOR, "narrow-model", 0.78)
+    monkeypatch.setitem(
+        embeddings.MEASURED_SIMILARITY_SCALE,
+        "narrow-model",
+        SimilarityScale(floor=0.8, ceiling=0.84, vector_weight=0.9),
+    )
+    with MemoryStore(":memory:", embedder=NarrowEmbedder(), config=MemoryConfig(dimensions=DIMS)) as store:
+        for text in (FAR, NEAR):
+            store.save(text, category="notes", source="user_stated")
+        hits = store.search(QUESTION, 3, record_access=False)
+        # The search floor says what may be returned; the scale only orders what is.
+        assert [hit.fact.text for hit in hits] == [NEAR]
+        assert hits[0].score > 0 and hits[0].vector_score == pytest.approx(0.79, abs=1e-4)

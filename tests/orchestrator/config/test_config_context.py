@@ -11,7 +11,7 @@ import pytest
 from agent_runtime.protocol import ContextStrategy
 from orchestrator.config.fleet import ConfigError
 from orchestrator.config.loader import load_fleet
-from orchestrator.config.models import FleetConfig
+from orchestrator.config.models import DEFAULT_EMBEDDING_MODEL, FleetConfig
 from orchestrator.config.settings import container_hash
 from orchestrator.running_agents.session import runtime_config
 
@@ -80,5 +80,5 @@ def test_the_chat_models_kept_by_a_config_follow_a_copy_that_changes_its_agents(
     assert config.embedding_model() == "test" and config.chat_models == {"test"}
     agents = {"a": config.agents["a"].model_copy(update={"model": "gpt-4o-mini"})}
     changed = config.model_copy(update={"agents": agents})
-    assert changed.chat_models == {"gpt-4o-mini"} and changed.embedding_model() is None
+    assert changed.chat_models == {"gpt-4o-mini"} and changed.embedding_model() == DEFAULT_EMBEDDING_MODEL
     assert config.chat_models == {"test"}

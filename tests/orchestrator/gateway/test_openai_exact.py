@@ -11,6 +11,7 @@ import openai
 import pytest
 from gateway_harness import Launch
 
+from orchestrator.config.models import DEFAULT_EMBEDDING_MODEL
 from orchestrator.testing.fake_upstream import Reply
 
 AGENTS = """\
@@ -118,10 +119,11 @@ def test_models_lists_what_this_agent_may_call(launch: Launch) -> None:
     orch = launch(AGENTS)
     alice = orch.client("alice")
     listed = alice.models.list()
-    assert [m.id for m in listed.data] == ["fake:fake-model", "test"]
+    # The fleet names no embedding model and alice calls a real one: every agent gets the default.
+    assert [m.id for m in listed.data] == ["fake:fake-model", "test", DEFAULT_EMBEDDING_MODEL]
     assert {m.owned_by for m in listed.data} == {"fake", "flotilla"}
     assert all(m.object == "model" for m in listed.data)
-    assert [m.id for m in orch.client("bob").models.list().data] == ["test"]
+    assert [m.id for m in orch.client("bob").models.list().data] == ["test", DEFAULT_EMBEDDING_MODEL]
     assert alice.models.retrieve("fake:fake-model").id == "fake:fake-model"
     with pytest.raises(openai.NotFoundError) as caught:
         orch.client("bob").models.retrieve("fake:fake-model")
@@ -206,7 +208,7 @@ def test_async_client_sees_the_same_answers(launch: Launch) -> None:
 
     whole, streamed, models, reason = asyncio.run(scenario())
     assert whole == streamed == "[test model] received: hi"
-    assert models == ["fake:fake-model", "test"]
+    assert models == ["fake:fake-model", "test", DEFAULT_EMBEDDING_MODEL]
     assert "may not use model 'fake:other'" in reason
 
 

@@ -88,7 +88,7 @@ def test_a_stream_through_the_gateway_ends_with_usage_the_server_did_not_send(
     [row] = state(
         fleet,
         "SELECT tokens_in, tokens_out, estimated FROM gateway_usage WHERE agent = 'talker' "
-        "ORDER BY id DESC LIMIT 1",
+        "AND kind = 'chat' ORDER BY id DESC LIMIT 1",
     )
     assert row[:2] == (usages[0].prompt_tokens, usages[0].completion_tokens)
     # Usage is recorded whether or not the server streams it: counted by the gateway if not.

@@ -27,6 +27,7 @@ llm:
   fallback_model: fake:backup-model
   providers:
     fake: {{base_url: {url}, api_key_env: {key_env}, timeout_s: 20}}
+  embedding: {{model: null}}
   models:
     fake:fake-model: {{input_per_mtok: 100, output_per_mtok: 200}}
     fake:backup-model: {{input_per_mtok: 300, output_per_mtok: 600}}
@@ -103,7 +104,7 @@ def test_a_turn_records_the_ledgers_cost_tokens_and_answering_model(
     assert ledger == [(turn["id"], "fake:backup-model", "ok", 1)]  # one call, counted by the gateway
 
 
-def test_a_real_model_fleet_without_an_embedding_model_searches_by_keyword_and_says_so(
+def test_a_real_model_fleet_with_no_embedding_model_searches_by_keyword_and_says_so(
     fleet: tuple[Path, FakeUpstream],
 ) -> None:
     folder, upstream = fleet
