@@ -32,7 +32,15 @@ from orchestrator.fleet.seeding import SeedChange, plan_seeds, record_seed
 from orchestrator.fleet.unit_board import UnitBoard
 from orchestrator.fleet.view import FleetView
 from orchestrator.images.names import DEFAULT_IMAGE
-from orchestrator.lifecycle import Controls, DesiredStates, Lifecycle, LifecycleEvent, Policy, state_of
+from orchestrator.lifecycle import (
+    AgentState,
+    Controls,
+    DesiredStates,
+    Lifecycle,
+    LifecycleEvent,
+    Policy,
+    state_of,
+)
 from orchestrator.state.paths import StatePaths
 from orchestrator.workspaces.access import WorkspaceAccess
 
@@ -388,6 +396,14 @@ class FleetManager:
             if unit.agent == agent:
                 self._remove(unit)
         try:
-            return self._backend.run(self.spec_for(agent))
+            made = self._lifecycle.transition(
+                agent,
+                LifecycleEvent.RUN,
+                policy=Policy.FLEET_MANAGER,
+                current=AgentState.ABSENT,  # every unit of the agent was just removed
+                spec=self.spec_for(agent),
+            )
         finally:
             self.board.forget(agent)
+        assert made.unit is not None  # a run returns the unit it made
+        return made.unit

@@ -24,6 +24,7 @@ from orchestrator.backends.base import (
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.settings import EFFECT_NOTES, FieldChange, changes, container_hash
 from orchestrator.lifecycle import (
+    AgentState,
     Lifecycle,
     LifecycleEvent,
     Policy,
@@ -192,7 +193,7 @@ def apply(
 
     def run(action: PlanAction) -> ApplyResult:
         try:
-            _apply_one(action, backend, lifecycle, make_spec, update)
+            _apply_one(action, lifecycle, make_spec, update)
         except (BackendError, OSError, TransitionRefused) as exc:
             result = ApplyResult(action, False, str(exc))
         except Exception as exc:
@@ -214,7 +215,6 @@ def apply(
 
 def _apply_one(
     action: PlanAction,
-    backend: Backend,
     lifecycle: Lifecycle,
     make_spec: Callable[[str], AgentSpec],
     update: Callable[[PlanAction], None],
@@ -223,10 +223,15 @@ def _apply_one(
         update(action)
     if action.kind in ("remove", "recreate") and action.unit_id:
         _request(lifecycle, action, LifecycleEvent.REMOVE)
-    if action.kind in ("create", "recreate") and not action.start:
-        backend.create(make_spec(action.agent))
-    elif action.kind in ("create", "recreate"):
-        backend.run(make_spec(action.agent))
+    if action.kind in ("create", "recreate"):
+        # The plan found no unit for a create, and a recreate's was just removed.
+        lifecycle.transition(
+            action.agent,
+            LifecycleEvent.RUN if action.start else LifecycleEvent.CREATE,
+            policy=Policy.RECONCILE,
+            current=AgentState.ABSENT,
+            spec=make_spec(action.agent),
+        )
     elif action.kind == "start" and action.unit_id:
         _request(lifecycle, action, LifecycleEvent.START)
 
