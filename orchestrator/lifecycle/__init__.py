@@ -1,7 +1,7 @@
 """Each agent's lifecycle: its states, the events that move it, which policy may ask for what,
 the one owner that calls the engine's start, stop, remove and CPU limit, and the tables of each
 agent's state: its desired state, the operator's holds on it (stopped, paused) and the CPU limits
-raised for its start. See docs/architecture.md."""
+raised for its start, and the supervisor's restarts of it. See docs/architecture.md."""
 
 from orchestrator.lifecycle.arrivals import WorkArrivals, WorkArrived
 from orchestrator.lifecycle.desired import Desired, DesiredStates, Hold, stopped_in_file
@@ -24,6 +24,7 @@ from orchestrator.lifecycle.owner import (
     TransitionRequest,
 )
 from orchestrator.lifecycle.raised_limits import RaisedLimits
+from orchestrator.lifecycle.restarts import Restarts
 
 __all__ = [
     "REQUESTERS",
@@ -39,6 +40,7 @@ __all__ = [
     "LifecycleEvent",
     "Policy",
     "RaisedLimits",
+    "Restarts",
     "TransitionRefused",
     "TransitionRequest",
     "Transitioned",
@@ -51,7 +53,9 @@ __all__ = [
     "owner",
     "raised_limits",
     "refusal",
+    "restarts",
     "state_from_engine",
     "state_of",
     "stopped_in_file",
+    "table",
 ]

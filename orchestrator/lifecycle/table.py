@@ -1,0 +1,18 @@
+"""The lifecycle's table in state.db: one row per agent (and the row `*` for the whole fleet's
+hold), its desired state, the operator's hold on it and the supervisor's restarts of it. Each
+concern reads and writes its own columns through its module (`desired`, `restarts`)."""
+
+from __future__ import annotations
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS agent_lifecycle (
+    agent TEXT PRIMARY KEY,
+    desired TEXT NOT NULL DEFAULT 'awake' CHECK (desired IN ('awake', 'asleep')),
+    desired_since TEXT,
+    hold TEXT CHECK (hold IN ('stopped', 'paused')),
+    hold_since TEXT,
+    restarts INTEGER NOT NULL DEFAULT 0 CHECK (restarts >= 0),
+    restart_reason TEXT NOT NULL DEFAULT '',
+    restarted_at TEXT
+);
+"""
