@@ -182,14 +182,16 @@ def apply(
     make_spec: Callable[[str], AgentSpec],
     on_done: Callable[[ApplyResult], None] = lambda _: None,
     update: Callable[[PlanAction], None] = lambda _: None,
+    lifecycle: Lifecycle | None = None,
 ) -> list[ApplyResult]:
     """Carry out a plan, several agents at a time. Each result says what failed and why.
 
     `update` brings an agent whose container stays in line (the files it is given); it also runs
-    before a `start`, so a stopped agent starts with them.
+    before a `start`, so a stopped agent starts with them. `lifecycle` carries out the transitions
+    (by default one over `backend` that records nothing).
     """
 
-    lifecycle = Lifecycle(backend)
+    lifecycle = lifecycle or Lifecycle(backend)
 
     def run(action: PlanAction) -> ApplyResult:
         try:

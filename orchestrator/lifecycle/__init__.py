@@ -1,8 +1,10 @@
 """Each agent's lifecycle: its states, the events that move it, which policy may ask for what,
 the one owner that calls the engine's start, stop, remove and CPU limit, and the tables of each
 agent's state: its desired state, the operator's holds on it (stopped, paused) and the CPU limits
-raised for its start, and the supervisor's restarts of it. See docs/architecture.md."""
+raised for its start, the supervisor's restarts of it and its actual state as the engine last
+reported it. See docs/architecture.md."""
 
+from orchestrator.lifecycle.actual import ActualStates, reported
 from orchestrator.lifecycle.arrivals import WorkArrivals, WorkArrived
 from orchestrator.lifecycle.desired import Desired, DesiredStates, Hold, stopped_in_file
 from orchestrator.lifecycle.holds import WHOLE_FLEET, Controls
@@ -31,6 +33,7 @@ __all__ = [
     "STOP_TIMEOUT_S",
     "TRANSITIONS",
     "WHOLE_FLEET",
+    "ActualStates",
     "AgentState",
     "Controls",
     "Desired",
@@ -46,6 +49,7 @@ __all__ = [
     "Transitioned",
     "WorkArrivals",
     "WorkArrived",
+    "actual",
     "arrivals",
     "desired",
     "holds",
@@ -53,6 +57,7 @@ __all__ = [
     "owner",
     "raised_limits",
     "refusal",
+    "reported",
     "restarts",
     "state_from_engine",
     "state_of",

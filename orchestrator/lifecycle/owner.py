@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_runtime.protocol import utcnow
 from orchestrator.backends.base import LABEL_AGENT, LABEL_FLEET, AgentSpec, Backend, UnitInfo
 from orchestrator.config.capacity import Capacity
+from orchestrator.lifecycle.actual import ActualStates
 from orchestrator.lifecycle.machine import TRANSITIONS, AgentState, LifecycleEvent, Policy, refusal
 
 STOP_TIMEOUT_S = 10.0
@@ -74,8 +76,10 @@ def _refusal(request: TransitionRequest, spec: AgentSpec | None) -> str | None:
 
 
 class Lifecycle:
-    def __init__(self, engine: Backend) -> None:
+    def __init__(self, engine: Backend, actual: ActualStates | None = None) -> None:
+        """`actual`: where the state each transition leads to is recorded (none: not recorded)."""
         self._engine = engine
+        self._actual = actual
 
     def units(self, fleet: str, agent: str) -> list[UnitInfo]:
         """`agent`'s units as the engine reports them: its actual state."""
@@ -112,10 +116,12 @@ class Lifecycle:
             raise TransitionRefused(request, reason)
         after = TRANSITIONS[(current, event)] if current is not None else None
         if spec is not None and event in _FROM_SPEC:
-            made = self._make(event, spec)
-            return Transitioned(request=request, after=after, unit=made)
-        changed = self._carry_out(request)
-        return Transitioned(request=request, after=after, changed=changed)
+            done = Transitioned(request=request, after=after, unit=self._make(event, spec))
+        else:
+            done = Transitioned(request=request, after=after, changed=self._carry_out(request))
+        if self._actual is not None and after is not None:
+            self._actual.record({agent: after}, utcnow())
+        return done
 
     def _make(self, event: LifecycleEvent, spec: AgentSpec) -> UnitInfo:
         if event is LifecycleEvent.CREATE:

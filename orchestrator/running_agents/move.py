@@ -37,7 +37,6 @@ from orchestrator.fleet.placement import node_constraint, record_placement
 from orchestrator.lifecycle import (
     AgentState,
     Controls,
-    Lifecycle,
     LifecycleEvent,
     Policy,
     TransitionRefused,
@@ -89,7 +88,7 @@ class AgentMove:
     ) -> None:
         self._manager = manager
         self._backend = backend
-        self._lifecycle = Lifecycle(backend)
+        self._lifecycle = manager.lifecycle
         self._health = health
         self._events = events
         self._paths = paths

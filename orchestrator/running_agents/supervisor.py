@@ -17,7 +17,6 @@ from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.view import FleetView
 from orchestrator.lifecycle import (
     Controls,
-    Lifecycle,
     LifecycleEvent,
     Policy,
     Restarts,
@@ -65,7 +64,7 @@ class Supervisor:
         self._fleet = fleet
         self._manager = manager
         self._backend = backend
-        self._lifecycle = Lifecycle(backend)
+        self._lifecycle = manager.lifecycle
         self._controls = controls
         self._health = health
         self._events = events

@@ -99,7 +99,9 @@ CREATE TABLE IF NOT EXISTS agent_lifecycle (
     hold_since TEXT,
     restarts INTEGER NOT NULL DEFAULT 0 CHECK (restarts >= 0),
     restart_reason TEXT NOT NULL DEFAULT '',
-    restarted_at TEXT
+    restarted_at TEXT,
+    actual TEXT CHECK (actual IN ('absent', 'stopped', 'running')),
+    actual_since TEXT
 );
 """
 
@@ -175,7 +177,8 @@ def _desired_states(conn: sqlite3.Connection) -> None:
 def _restarts_in_lifecycle(conn: sqlite3.Connection) -> None:
     """The supervisor's restart counts join each agent's row of the lifecycle's table (the
     moment of the last one as ISO text, like the table's other moments); their own table goes.
-    The lifecycle's table is made anew in its new shape and its rows copied over."""
+    The lifecycle's table is made anew in its new shape, with room for the actual state, and its
+    rows copied over."""
     had_lifecycle = table_exists(conn, "agent_lifecycle")
     had_restarts = table_exists(conn, "agent_restarts")
     if not (had_lifecycle or had_restarts):
@@ -213,7 +216,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         "an agent's desired state (asleep or awake, the operator's hold) in the lifecycle's table",
         _desired_states,
     ),
-    Migration(9, "the supervisor's restarts of each agent in the lifecycle's table", _restarts_in_lifecycle),
+    Migration(
+        9,
+        "the supervisor's restarts of each agent and its actual state in the lifecycle's table",
+        _restarts_in_lifecycle,
+    ),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
 

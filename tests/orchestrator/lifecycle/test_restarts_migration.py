@@ -13,7 +13,7 @@ import pytest
 
 from orchestrator.backends.process import ProcessBackend
 from orchestrator.config.loader import load_fleet
-from orchestrator.lifecycle import DesiredStates, Restarts
+from orchestrator.lifecycle import ActualStates, DesiredStates, Restarts
 from orchestrator.running_agents.supervisor import Supervisor
 from orchestrator.state.db import Database
 from orchestrator.state.migrations import CURRENT_VERSION, migrate_state, user_version
@@ -104,6 +104,7 @@ def test_restart_counts_of_version_8_are_the_lifecycles_after_the_migration(
         else:
             assert desired.of("sleepy") == ("awake", None) and desired.holds() == {}
         assert desired.of("crashy") == ("awake", None) and "crashy" not in desired.asleep()
+        assert ActualStates(core.db).of("crashy") is None  # nothing reported by an engine yet
         assert not core.db.query("SELECT name FROM sqlite_master WHERE name LIKE 'agent_restarts%'")
         assert not core.db.query("SELECT name FROM sqlite_master WHERE name = 'agent_lifecycle_v8'")
     finally:

@@ -16,7 +16,12 @@ ROOT = Path(__file__).resolve().parents[3]
 TABLE_OWNERS: dict[str, frozenset[str]] = {
     # One row per agent, each concern of its lifecycle in its own columns and module.
     "agent_lifecycle": frozenset(
-        {"orchestrator.lifecycle.table", "orchestrator.lifecycle.desired", "orchestrator.lifecycle.restarts"}
+        {
+            "orchestrator.lifecycle.table",
+            "orchestrator.lifecycle.desired",
+            "orchestrator.lifecycle.restarts",
+            "orchestrator.lifecycle.actual",
+        }
     ),
     "alerts": frozenset({"orchestrator.alerts.store"}),
     "approvals": frozenset({"orchestrator.approvals.store"}),
