@@ -1,8 +1,8 @@
 """Each agent's lifecycle: its states, the events that move it, which policy may ask for what,
-the one owner that calls the engine's start, stop, remove and CPU limit, and the tables of each
-agent's state: its desired state, the operator's holds on it (stopped, paused) and the CPU limits
-raised for its start, the supervisor's restarts of it and its actual state as the engine last
-reported it. See docs/architecture.md."""
+the one owner that calls the engine's create, run, start, stop, remove and CPU limit, and the
+table of each agent's state: its desired state, the operator's holds on it (stopped, paused),
+the supervisor's restarts of it and its actual state as the engine last reported it; and the
+CPU limits raised for its start. See docs/architecture.md."""
 
 from orchestrator.lifecycle.actual import ActualStates, reported
 from orchestrator.lifecycle.arrivals import WorkArrivals, WorkArrived
