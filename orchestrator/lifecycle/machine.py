@@ -29,6 +29,9 @@ class LifecycleEvent(StrEnum):
     """Make the agent's unit again from a changed spec (another node, other storage) and start
     it, in place of whatever unit of its name is there: the move's step to its target, and its
     way back when a step failed."""
+    VACATE = "vacate"
+    """Stop the agent's unit where it is, running or not as the engine last listed it, so that its
+    storage holds still before the unit is made elsewhere: the move's first step."""
     START = "start"
     STOP = "stop"
     RESTART = "restart"
@@ -63,6 +66,8 @@ TRANSITIONS: Mapping[tuple[AgentState, LifecycleEvent], AgentState] = MappingPro
         (_S.ABSENT, _E.RELOCATE): _S.RUNNING,
         (_S.STOPPED, _E.RELOCATE): _S.RUNNING,
         (_S.RUNNING, _E.RELOCATE): _S.RUNNING,
+        (_S.STOPPED, _E.VACATE): _S.STOPPED,
+        (_S.RUNNING, _E.VACATE): _S.STOPPED,
         (_S.STOPPED, _E.START): _S.RUNNING,
         (_S.STOPPED, _E.WAKE): _S.RUNNING,
         (_S.STOPPED, _E.RESTART): _S.RUNNING,
@@ -85,7 +90,8 @@ REQUESTERS: Mapping[LifecycleEvent, frozenset[Policy]] = MappingProxyType(
         _E.RUN: frozenset({Policy.RECONCILE, Policy.FLEET_MANAGER}),
         _E.RELOCATE: frozenset({Policy.MOVE}),
         _E.START: frozenset({Policy.OPERATOR, Policy.RECONCILE}),
-        _E.STOP: frozenset({Policy.OPERATOR, Policy.MOVE}),
+        _E.VACATE: frozenset({Policy.MOVE}),
+        _E.STOP: frozenset({Policy.OPERATOR}),
         _E.RESTART: frozenset({Policy.OPERATOR, Policy.SUPERVISOR}),
         _E.HIBERNATE: frozenset({Policy.HIBERNATION}),
         _E.WAKE: frozenset({Policy.ADMISSION}),

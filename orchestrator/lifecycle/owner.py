@@ -20,7 +20,7 @@ STOP_TIMEOUT_S = 10.0
 """How long a unit has to stop on its own before the engine kills it, for every stop."""
 
 _STARTS = frozenset({LifecycleEvent.START, LifecycleEvent.WAKE})
-_STOPS = frozenset({LifecycleEvent.STOP, LifecycleEvent.HIBERNATE})
+_STOPS = frozenset({LifecycleEvent.STOP, LifecycleEvent.HIBERNATE, LifecycleEvent.VACATE})
 _LIMITS = frozenset({LifecycleEvent.RAISE_CPUS, LifecycleEvent.RESTORE_CPUS})
 _FROM_SPEC = frozenset({LifecycleEvent.CREATE, LifecycleEvent.RUN, LifecycleEvent.RELOCATE})
 

@@ -35,7 +35,6 @@ from orchestrator.events import EventBus
 from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.placement import node_constraint, record_placement
 from orchestrator.lifecycle import (
-    AgentState,
     Controls,
     LifecycleEvent,
     Policy,
@@ -142,10 +141,10 @@ class AgentMove:
         old = await asyncio.to_thread(self._backend.storage_of, unit)
         fresh = StoragePlace(self._backend.fresh_storage_name(self._manager.fleet.name, agent), node)
         try:
+            await asyncio.to_thread(self._stop, agent)
             spec = replace(
                 self._manager.spec_for(agent), placement=(node_constraint(node),), storage_name=fresh.name
             )
-            await asyncio.to_thread(self._stop, agent)
             await asyncio.to_thread(self._relocate, agent, spec)
             self._health.forget(agent)
             applied = await self._restore_on_target(agent, snapshot, within_s)
@@ -176,11 +175,12 @@ class AgentMove:
         return units[0] if units else None
 
     def _stop(self, agent: str) -> None:
-        """Stop the agent's unit where it runs: its storage then holds still."""
+        """Stop the agent's unit where it is, whatever state the engine's listing gave (a task
+        just replaced can be listed as not yet running): its storage then holds still."""
         unit = self._unit_of(agent)
-        if unit is not None and state_of(unit) is AgentState.RUNNING:
+        if unit is not None:
             self._lifecycle.transition(
-                agent, LifecycleEvent.STOP, policy=Policy.MOVE, unit_id=unit.id, current=AgentState.RUNNING
+                agent, LifecycleEvent.VACATE, policy=Policy.MOVE, unit_id=unit.id, current=state_of(unit)
             )
 
     def _relocate(self, agent: str, spec: AgentSpec) -> None:

@@ -32,6 +32,7 @@ ENGINE_CALLS = {
     LifecycleEvent.WAKE: ["start"],
     LifecycleEvent.STOP: ["stop"],
     LifecycleEvent.HIBERNATE: ["stop"],
+    LifecycleEvent.VACATE: ["stop"],
     LifecycleEvent.RESTART: ["stop", "start"],
     LifecycleEvent.REMOVE: ["remove"],
     LifecycleEvent.RAISE_CPUS: ["set_cpus"],
