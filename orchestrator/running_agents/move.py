@@ -175,8 +175,8 @@ class AgentMove:
         return units[0] if units else None
 
     def _stop(self, agent: str) -> None:
-        """Stop the agent's unit where it is, whatever state the engine's listing gave (a task
-        just replaced can be listed as not yet running): its storage then holds still."""
+        """Stop the agent's unit where it is, whatever state the engine's listing gave (a listing
+        can lag behind the engine): its storage then holds still."""
         unit = self._unit_of(agent)
         if unit is not None:
             self._lifecycle.transition(
