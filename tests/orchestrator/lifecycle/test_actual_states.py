@@ -4,7 +4,7 @@ with the moment it last changed."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -20,9 +20,10 @@ from orchestrator.lifecycle import (
     TransitionRefused,
     reported,
 )
+from orchestrator.scheduler.clock import ManualClock
 from orchestrator.state.db import Database
 from orchestrator.testing.fake_backend import FakeBackend, fake_spec
-from orchestrator.wiring import reconciling_services
+from orchestrator.wiring import attach_subsystems, core_services, fleet_manager, reconciling_services
 
 EARLY = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
 LATER = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
@@ -105,3 +106,24 @@ def test_the_fleet_managers_listings_record_what_the_engine_reports(tmp_path: Pa
     assert running is not None and running[0] is AgentState.RUNNING and running[1] >= made[1]
     b = actual.of("b")
     assert b is not None and b[0] is AgentState.STOPPED
+
+
+def test_a_wake_and_a_hibernation_record_the_state_they_led_to(tmp_path: Path) -> None:
+    fleet_file = tmp_path / "fleet.yaml"
+    fleet_file.write_text("version: 1\nfleet: demo\nagents:\n  a:\n    role: one\n    hibernate_after: 1m\n")
+    core = core_services(load_fleet(fleet_file), FakeBackend())
+    core.operator_token = core.tokens.mint_operator()
+    clock = ManualClock(datetime.now(UTC))  # a wake is dated by the wall clock
+    services = attach_subsystems(core, fleet_manager(core), clock=clock)
+    assert all(result.ok for result in services.manager.apply())
+    actual = ActualStates(core.db)
+    made = actual.of("a")
+    assert made is not None and made[0] is AgentState.STOPPED
+    assert services.scheduler.wake("a")
+    woken = actual.of("a")
+    assert woken is not None and woken[0] is AgentState.RUNNING
+    assert services.scheduler.hibernate_idle() == []  # first seen idle now
+    clock.set(clock.now() + timedelta(hours=1))
+    assert services.scheduler.hibernate_idle() == ["a"]
+    slept = actual.of("a")
+    assert slept is not None and slept[0] is AgentState.STOPPED and slept[1] >= woken[1]
