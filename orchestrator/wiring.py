@@ -22,7 +22,7 @@ from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.validation import register_fleet_checks
 from orchestrator.fleet.view import FleetView
 from orchestrator.images.names import DEFAULT_IMAGE
-from orchestrator.lifecycle import Controls, DesiredStates, WorkArrivals
+from orchestrator.lifecycle import ActualStates, Controls, DesiredStates, WorkArrivals
 from orchestrator.running_agents.actions import load_operator_token, save_operator_token
 from orchestrator.running_agents.health import HealthBoard
 from orchestrator.running_agents.requests import AgentLinks
@@ -118,6 +118,7 @@ def fleet_manager(core: Core, image: str = DEFAULT_IMAGE) -> FleetManager:
         core.controls,
         core.events,
         DesiredStates(core.db),
+        ActualStates(core.db),
         core.workspaces,
         image,
     )
@@ -245,7 +246,7 @@ def attach_subsystems(
         snapshots=SnapshotTaker(
             fleet.current, core.health, inbox, gateway.budgets, lambda: datetime.now(UTC)
         ),
-        actions=OperatorActions(fleet, manager, core.backend, core.controls, core.health, inbox, events),
+        actions=OperatorActions(fleet, manager, core.controls, core.health, inbox, events),
         notifier=notifier,
         hooks=HookReceiver(fleet, inbox, events, HookStore(db)),
         conversations=conversations,

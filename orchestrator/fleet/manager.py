@@ -10,6 +10,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
+from agent_runtime.protocol import utcnow
 from orchestrator.backends.base import AgentSpec, Backend, BackendError, UnitInfo
 from orchestrator.backup.link_restore import hold_for_restore
 from orchestrator.backup.restore import pending_restores, restore_carried
@@ -32,7 +33,17 @@ from orchestrator.fleet.seeding import SeedChange, plan_seeds, record_seed
 from orchestrator.fleet.unit_board import UnitBoard
 from orchestrator.fleet.view import FleetView
 from orchestrator.images.names import DEFAULT_IMAGE
-from orchestrator.lifecycle import Controls, DesiredStates, Lifecycle, LifecycleEvent, Policy, state_of
+from orchestrator.lifecycle import (
+    ActualStates,
+    AgentState,
+    Controls,
+    DesiredStates,
+    Lifecycle,
+    LifecycleEvent,
+    Policy,
+    reported,
+    state_of,
+)
 from orchestrator.state.paths import StatePaths
 from orchestrator.workspaces.access import WorkspaceAccess
 
@@ -49,14 +60,18 @@ class FleetManager:
         controls: Controls,
         events: EventBus,
         desired: DesiredStates,
+        actual: ActualStates,
         workspaces: WorkspaceAccess,
         image: str = DEFAULT_IMAGE,
     ) -> None:
-        """`desired`: each agent's desired state, asleep or awake, which apply keeps and reads."""
+        """`desired`: each agent's desired state, asleep or awake, which apply keeps and reads;
+        `actual`: where what the engine reports of each agent's unit is recorded."""
         self._fleet = fleet
         self._paths = paths
         self._backend = backend
-        self._lifecycle = Lifecycle(backend)
+        self._actual = actual
+        self.lifecycle = Lifecycle(backend, actual)
+        """The transitions of the fleet's units, each recorded as the agent's actual state."""
         self._tokens = tokens
         self._controls = controls
         self._events = events
@@ -94,6 +109,7 @@ class FleetManager:
         at = self.board.now()
         units = self._backend.list(reconcile.fleet_labels(self.fleet.name))
         self.board.record_all(units, at)
+        self._actual.record(reported(units, self.fleet.config.agents), utcnow())
         return units
 
     def units_by_agent(self, agents: Collection[str] | None = None) -> dict[str, UnitInfo]:
@@ -104,6 +120,7 @@ class FleetManager:
             at = self.board.now()
             units = self._backend.list_agents(self.fleet.name, agents)
             self.board.record(agents, units, at)
+            self._actual.record(reported(units, agents), utcnow())
         return {unit.agent: unit for unit in units}
 
     def known_units(self, asleep: Collection[str]) -> dict[str, UnitInfo]:
@@ -301,7 +318,14 @@ class FleetManager:
         if candidate is not None:
             self._fleet.replace(candidate)
         self._note_sleep(actions)
-        results = reconcile.apply(actions, self._backend, self.spec_for, on_done, update=self.update_in_place)
+        results = reconcile.apply(
+            actions,
+            self._backend,
+            self.spec_for,
+            on_done,
+            update=self.update_in_place,
+            lifecycle=self.lifecycle,
+        )
         self._note_started(actions, results, {unit.agent for unit in units if unit.state == "running"})
         for result in results:
             if result.ok and result.action.kind == "update":
@@ -374,7 +398,7 @@ class FleetManager:
             executor.shutdown(wait=False)
 
     def _remove(self, unit: UnitInfo) -> None:
-        self._lifecycle.transition(
+        self.lifecycle.transition(
             unit.agent,
             LifecycleEvent.REMOVE,
             policy=Policy.FLEET_MANAGER,
@@ -388,6 +412,14 @@ class FleetManager:
             if unit.agent == agent:
                 self._remove(unit)
         try:
-            return self._backend.run(self.spec_for(agent))
+            made = self.lifecycle.transition(
+                agent,
+                LifecycleEvent.RUN,
+                policy=Policy.FLEET_MANAGER,
+                current=AgentState.ABSENT,  # every unit of the agent was just removed
+                spec=self.spec_for(agent),
+            )
         finally:
             self.board.forget(agent)
+        assert made.unit is not None  # a run returns the unit it made
+        return made.unit

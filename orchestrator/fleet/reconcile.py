@@ -24,6 +24,7 @@ from orchestrator.backends.base import (
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.settings import EFFECT_NOTES, FieldChange, changes, container_hash
 from orchestrator.lifecycle import (
+    AgentState,
     Lifecycle,
     LifecycleEvent,
     Policy,
@@ -181,18 +182,20 @@ def apply(
     make_spec: Callable[[str], AgentSpec],
     on_done: Callable[[ApplyResult], None] = lambda _: None,
     update: Callable[[PlanAction], None] = lambda _: None,
+    lifecycle: Lifecycle | None = None,
 ) -> list[ApplyResult]:
     """Carry out a plan, several agents at a time. Each result says what failed and why.
 
     `update` brings an agent whose container stays in line (the files it is given); it also runs
-    before a `start`, so a stopped agent starts with them.
+    before a `start`, so a stopped agent starts with them. `lifecycle` carries out the transitions
+    (by default one over `backend` that records nothing).
     """
 
-    lifecycle = Lifecycle(backend)
+    lifecycle = lifecycle or Lifecycle(backend)
 
     def run(action: PlanAction) -> ApplyResult:
         try:
-            _apply_one(action, backend, lifecycle, make_spec, update)
+            _apply_one(action, lifecycle, make_spec, update)
         except (BackendError, OSError, TransitionRefused) as exc:
             result = ApplyResult(action, False, str(exc))
         except Exception as exc:
@@ -214,7 +217,6 @@ def apply(
 
 def _apply_one(
     action: PlanAction,
-    backend: Backend,
     lifecycle: Lifecycle,
     make_spec: Callable[[str], AgentSpec],
     update: Callable[[PlanAction], None],
@@ -223,10 +225,15 @@ def _apply_one(
         update(action)
     if action.kind in ("remove", "recreate") and action.unit_id:
         _request(lifecycle, action, LifecycleEvent.REMOVE)
-    if action.kind in ("create", "recreate") and not action.start:
-        backend.create(make_spec(action.agent))
-    elif action.kind in ("create", "recreate"):
-        backend.run(make_spec(action.agent))
+    if action.kind in ("create", "recreate"):
+        # The plan found no unit for a create, and a recreate's was just removed.
+        lifecycle.transition(
+            action.agent,
+            LifecycleEvent.RUN if action.start else LifecycleEvent.CREATE,
+            policy=Policy.RECONCILE,
+            current=AgentState.ABSENT,
+            spec=make_spec(action.agent),
+        )
     elif action.kind == "start" and action.unit_id:
         _request(lifecycle, action, LifecycleEvent.START)
 

@@ -1,9 +1,10 @@
-"""Each agent's desired state, kept in one table: awake, or asleep until work arrives (the
-hibernation and admission policies move it; fleet.yaml's `always_on` keeps it awake), and the
-operator's hold on it, stopped or paused (`orchestrator.lifecycle.holds` keeps it in memory).
+"""Each agent's desired state, kept in the lifecycle's table (`orchestrator.lifecycle.table`):
+awake, or asleep until work arrives (the hibernation and admission policies move it;
+fleet.yaml's `always_on` keeps it awake), and the operator's hold on it, stopped or paused
+(`orchestrator.lifecycle.holds` keeps it in memory).
 
-What the engine runs is the actual state (`orchestrator.lifecycle.machine.state_of`); the fleet
-reads both through this package."""
+What the engine runs is the actual state (`orchestrator.lifecycle.machine.state_of`, recorded by
+`orchestrator.lifecycle.actual`); the fleet reads both through this package."""
 
 from __future__ import annotations
 
@@ -12,20 +13,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
+from orchestrator.lifecycle.table import SCHEMA
 from orchestrator.state.db import Database
 
 Desired = Literal["awake", "asleep"]
 Hold = Literal["stopped", "paused"]
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS agent_lifecycle (
-    agent TEXT PRIMARY KEY,
-    desired TEXT NOT NULL DEFAULT 'awake' CHECK (desired IN ('awake', 'asleep')),
-    desired_since TEXT,
-    hold TEXT CHECK (hold IN ('stopped', 'paused')),
-    hold_since TEXT
-);
-"""
 
 
 class DesiredStates:

@@ -21,6 +21,17 @@ class AgentState(StrEnum):
 
 
 class LifecycleEvent(StrEnum):
+    CREATE = "create"
+    """Make the agent's unit from its spec without starting it (it sleeps until work arrives)."""
+    RUN = "run"
+    """Make the agent's unit from its spec and start it."""
+    RELOCATE = "relocate"
+    """Make the agent's unit again from a changed spec (another node, other storage) and start
+    it, in place of whatever unit of its name is there: the move's step to its target, and its
+    way back when a step failed."""
+    VACATE = "vacate"
+    """Stop the agent's unit where it is, running or not as the engine last listed it, so that its
+    storage holds still before the unit is made elsewhere: the move's first step."""
     START = "start"
     STOP = "stop"
     RESTART = "restart"
@@ -43,12 +54,20 @@ class Policy(StrEnum):
     RECONCILE = "reconcile"
     FLEET_MANAGER = "fleet_manager"
     WAKE_BOOST = "wake_boost"
+    MOVE = "move"
 
 
 _S, _E = AgentState, LifecycleEvent
 
 TRANSITIONS: Mapping[tuple[AgentState, LifecycleEvent], AgentState] = MappingProxyType(
     {
+        (_S.ABSENT, _E.CREATE): _S.STOPPED,
+        (_S.ABSENT, _E.RUN): _S.RUNNING,
+        (_S.ABSENT, _E.RELOCATE): _S.RUNNING,
+        (_S.STOPPED, _E.RELOCATE): _S.RUNNING,
+        (_S.RUNNING, _E.RELOCATE): _S.RUNNING,
+        (_S.STOPPED, _E.VACATE): _S.STOPPED,
+        (_S.RUNNING, _E.VACATE): _S.STOPPED,
         (_S.STOPPED, _E.START): _S.RUNNING,
         (_S.STOPPED, _E.WAKE): _S.RUNNING,
         (_S.STOPPED, _E.RESTART): _S.RUNNING,
@@ -67,7 +86,11 @@ TRANSITIONS: Mapping[tuple[AgentState, LifecycleEvent], AgentState] = MappingPro
 
 REQUESTERS: Mapping[LifecycleEvent, frozenset[Policy]] = MappingProxyType(
     {
+        _E.CREATE: frozenset({Policy.RECONCILE}),
+        _E.RUN: frozenset({Policy.RECONCILE, Policy.FLEET_MANAGER}),
+        _E.RELOCATE: frozenset({Policy.MOVE}),
         _E.START: frozenset({Policy.OPERATOR, Policy.RECONCILE}),
+        _E.VACATE: frozenset({Policy.MOVE}),
         _E.STOP: frozenset({Policy.OPERATOR}),
         _E.RESTART: frozenset({Policy.OPERATOR, Policy.SUPERVISOR}),
         _E.HIBERNATE: frozenset({Policy.HIBERNATION}),

@@ -1,7 +1,8 @@
-"""The one place that calls the engine's start, stop, remove and CPU limit of an agent's unit.
+"""The one place that calls the engine's create, run, start, stop, remove and CPU limit of an
+agent's unit.
 
 Every policy (operator actions, supervisor restarts, hibernation and wake admission, reconcile,
-the fleet manager, the wake boost) asks `Lifecycle.transition`; the machine in
+the fleet manager, the wake boost, the move) asks `Lifecycle.transition`; the machine in
 `orchestrator.lifecycle.machine` says whether that policy may, from the state the engine reported.
 """
 
@@ -9,16 +10,19 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator.backends.base import LABEL_AGENT, LABEL_FLEET, Backend, UnitInfo
+from agent_runtime.protocol import utcnow
+from orchestrator.backends.base import LABEL_AGENT, LABEL_FLEET, AgentSpec, Backend, UnitInfo
 from orchestrator.config.capacity import Capacity
+from orchestrator.lifecycle.actual import ActualStates
 from orchestrator.lifecycle.machine import TRANSITIONS, AgentState, LifecycleEvent, Policy, refusal
 
 STOP_TIMEOUT_S = 10.0
 """How long a unit has to stop on its own before the engine kills it, for every stop."""
 
 _STARTS = frozenset({LifecycleEvent.START, LifecycleEvent.WAKE})
-_STOPS = frozenset({LifecycleEvent.STOP, LifecycleEvent.HIBERNATE})
+_STOPS = frozenset({LifecycleEvent.STOP, LifecycleEvent.HIBERNATE, LifecycleEvent.VACATE})
 _LIMITS = frozenset({LifecycleEvent.RAISE_CPUS, LifecycleEvent.RESTORE_CPUS})
+_FROM_SPEC = frozenset({LifecycleEvent.CREATE, LifecycleEvent.RUN, LifecycleEvent.RELOCATE})
 
 
 class TransitionRequest(BaseModel):
@@ -28,6 +32,7 @@ class TransitionRequest(BaseModel):
     event: LifecycleEvent
     policy: Policy
     unit_id: str = Field(min_length=1)
+    """The unit to move; for an event that makes the unit from a spec, the name it is made under."""
     current: AgentState | None
     """The unit's state as the engine last reported it to the policy asking; None when the
     policy did not read it, which only a CPU limit (the same move in every state) allows."""
@@ -42,6 +47,8 @@ class Transitioned(BaseModel):
     after: AgentState | None
     changed: bool = True
     """False when the engine could not do it in place (a CPU limit on a runtime without one)."""
+    unit: UnitInfo | None = None
+    """The unit the engine made, for create, run and relocate."""
 
 
 class TransitionRefused(Exception):
@@ -55,8 +62,10 @@ class TransitionRefused(Exception):
         )
 
 
-def _refusal(request: TransitionRequest) -> str | None:
+def _refusal(request: TransitionRequest, spec: AgentSpec | None) -> str | None:
     event = request.event
+    if event in _FROM_SPEC and (spec is None or spec.agent != request.agent):
+        return f"{event.value} needs {request.agent}'s spec"
     if event in _LIMITS and request.cpus is None:
         return f"{event.value} needs a CPU limit"
     if request.current is None:
@@ -67,8 +76,10 @@ def _refusal(request: TransitionRequest) -> str | None:
 
 
 class Lifecycle:
-    def __init__(self, engine: Backend) -> None:
+    def __init__(self, engine: Backend, actual: ActualStates | None = None) -> None:
+        """`actual`: where the state each transition leads to is recorded (none: not recorded)."""
         self._engine = engine
+        self._actual = actual
 
     def units(self, fleet: str, agent: str) -> list[UnitInfo]:
         """`agent`'s units as the engine reports them: its actual state."""
@@ -84,21 +95,38 @@ class Lifecycle:
         event: LifecycleEvent,
         *,
         policy: Policy,
-        unit_id: str,
         current: AgentState | None,
+        unit_id: str | None = None,
+        spec: AgentSpec | None = None,
         cpus: float | None = None,
     ) -> Transitioned:
         """Move `agent`'s unit by `event`, or raise `TransitionRefused` (the engine untouched).
+        Create, run and relocate make the unit from `spec`; every other event moves `unit_id`.
         The engine's own failures (`BackendError`) reach the caller as they are."""
         request = TransitionRequest(
-            agent=agent, event=event, policy=policy, unit_id=unit_id, current=current, cpus=cpus
+            agent=agent,
+            event=event,
+            policy=policy,
+            unit_id=spec.unit_name if spec is not None else unit_id,
+            current=current,
+            cpus=cpus,
         )
-        reason = _refusal(request)
+        reason = _refusal(request, spec)
         if reason is not None:
             raise TransitionRefused(request, reason)
-        changed = self._carry_out(request)
         after = TRANSITIONS[(current, event)] if current is not None else None
-        return Transitioned(request=request, after=after, changed=changed)
+        if spec is not None and event in _FROM_SPEC:
+            done = Transitioned(request=request, after=after, unit=self._make(event, spec))
+        else:
+            done = Transitioned(request=request, after=after, changed=self._carry_out(request))
+        if self._actual is not None and after is not None:
+            self._actual.record({agent: after}, utcnow())
+        return done
+
+    def _make(self, event: LifecycleEvent, spec: AgentSpec) -> UnitInfo:
+        if event is LifecycleEvent.CREATE:
+            return self._engine.create(spec)
+        return self._engine.run(spec)
 
     def _carry_out(self, request: TransitionRequest) -> bool:
         event, unit_id = request.event, request.unit_id

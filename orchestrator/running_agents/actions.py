@@ -8,14 +8,14 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from orchestrator.backends.base import Backend, UnitInfo
+from orchestrator.backends.base import UnitInfo
 from orchestrator.broker import Inbox
 from orchestrator.config.wrong_names import unknown_agent
 from orchestrator.control.auth import TokenStore
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.view import FleetView
-from orchestrator.lifecycle import WHOLE_FLEET, Controls, Lifecycle, LifecycleEvent, Policy, state_of
+from orchestrator.lifecycle import WHOLE_FLEET, Controls, LifecycleEvent, Policy, state_of
 from orchestrator.running_agents.health import HealthBoard
 from orchestrator.state.paths import StatePaths
 
@@ -39,7 +39,6 @@ class OperatorActions:
         self,
         fleet: FleetView,
         manager: FleetManager,
-        backend: Backend,
         controls: Controls,
         health: HealthBoard,
         inbox: Inbox,
@@ -47,7 +46,7 @@ class OperatorActions:
     ) -> None:
         self._fleet = fleet
         self._manager = manager
-        self._lifecycle = Lifecycle(backend)
+        self._lifecycle = manager.lifecycle
         self._controls = controls
         self._health = health
         self._inbox = inbox

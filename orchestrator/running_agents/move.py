@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from orchestrator.backends.base import Backend, BackendError, StoragePlace
+from orchestrator.backends.base import AgentSpec, Backend, BackendError, StoragePlace, UnitInfo
 from orchestrator.backup.fleet_backups import link_asker
 from orchestrator.backup.push import answers_after_restart, push_snapshot
 from orchestrator.backup.snapshot import SnapshotFailed, fetch_snapshot
@@ -34,7 +34,13 @@ from orchestrator.config.wrong_names import unknown_agent
 from orchestrator.events import EventBus
 from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.placement import node_constraint, record_placement
-from orchestrator.lifecycle import Controls
+from orchestrator.lifecycle import (
+    Controls,
+    LifecycleEvent,
+    Policy,
+    TransitionRefused,
+    state_of,
+)
 from orchestrator.running_agents.ask import AgentAsker
 from orchestrator.running_agents.health import HealthBoard
 from orchestrator.running_agents.requests import AgentLinks
@@ -81,6 +87,7 @@ class AgentMove:
     ) -> None:
         self._manager = manager
         self._backend = backend
+        self._lifecycle = manager.lifecycle
         self._health = health
         self._events = events
         self._paths = paths
@@ -134,14 +141,14 @@ class AgentMove:
         old = await asyncio.to_thread(self._backend.storage_of, unit)
         fresh = StoragePlace(self._backend.fresh_storage_name(self._manager.fleet.name, agent), node)
         try:
-            await asyncio.to_thread(self._backend.stop, unit)
+            await asyncio.to_thread(self._stop, agent)
             spec = replace(
                 self._manager.spec_for(agent), placement=(node_constraint(node),), storage_name=fresh.name
             )
-            await asyncio.to_thread(self._backend.run, spec)
+            await asyncio.to_thread(self._relocate, agent, spec)
             self._health.forget(agent)
             applied = await self._restore_on_target(agent, snapshot, within_s)
-        except (BackendError, SnapshotFailed) as failed:
+        except (BackendError, SnapshotFailed, TransitionRefused) as failed:
             back = await self._move_back(agent, old, fresh)
             self._events.publish(AGENT_MOVE_FAILED, agent=agent, node=node, problem=str(failed))
             raise MoveFailed(f"moving {agent} to {node} failed: {failed}; {back}") from None
@@ -163,6 +170,26 @@ class AgentMove:
             f"{seconds:g}s); {removed}",
         )
 
+    def _unit_of(self, agent: str) -> UnitInfo | None:
+        units = self._lifecycle.units(self._manager.fleet.name, agent)
+        return units[0] if units else None
+
+    def _stop(self, agent: str) -> None:
+        """Stop the agent's unit where it is, whatever state the engine's listing gave (a listing
+        can lag behind the engine): its storage then holds still."""
+        unit = self._unit_of(agent)
+        if unit is not None:
+            self._lifecycle.transition(
+                agent, LifecycleEvent.VACATE, policy=Policy.MOVE, unit_id=unit.id, current=state_of(unit)
+            )
+
+    def _relocate(self, agent: str, spec: AgentSpec) -> None:
+        """Make the agent's unit again from `spec`, in place of whatever unit of its is there."""
+        current = state_of(self._unit_of(agent))
+        self._lifecycle.transition(
+            agent, LifecycleEvent.RELOCATE, policy=Policy.MOVE, current=current, spec=spec
+        )
+
     async def _restore_on_target(self, agent: str, snapshot: Path, within_s: float) -> int:
         deadline = time.monotonic() + within_s
         if not await self._links.wait_open(agent, within_s):
@@ -177,8 +204,8 @@ class AgentMove:
         placement = (node_constraint(old.node),) if old.node else spec.placement
         spec = replace(spec, placement=placement, storage_name=old.name)
         try:
-            await asyncio.to_thread(self._backend.run, spec)
-        except BackendError as failed:
+            await asyncio.to_thread(self._relocate, agent, spec)
+        except (BackendError, TransitionRefused) as failed:
             return (
                 f"it could not be started again on its old storage ({failed}): its storage "
                 f"{old.name} is untouched on {old.node or 'its node'}; `flotilla apply` starts it there"

@@ -10,24 +10,23 @@ import time
 from dataclasses import dataclass
 
 from agent_runtime import Backoff
+from agent_runtime.protocol import utcnow
 from orchestrator.backends.base import Backend, BackendError, UnitInfo
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.view import FleetView
-from orchestrator.lifecycle import Controls, Lifecycle, LifecycleEvent, Policy, TransitionRefused, state_of
+from orchestrator.lifecycle import (
+    Controls,
+    LifecycleEvent,
+    Policy,
+    Restarts,
+    TransitionRefused,
+    state_of,
+)
 from orchestrator.running_agents.health import HealthBoard
 from orchestrator.state.db import Database
 
 log = logging.getLogger(__name__)
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS agent_restarts (
-    agent TEXT PRIMARY KEY,
-    restarts INTEGER NOT NULL DEFAULT 0,
-    last_reason TEXT NOT NULL DEFAULT '',
-    last_at REAL
-);
-"""
 
 
 @dataclass(frozen=True)
@@ -61,27 +60,24 @@ class Supervisor:
         events: EventBus,
         policy: SupervisorPolicy | None = None,
     ) -> None:
-        self._db = db
+        self._restarts = Restarts(db)
         self._fleet = fleet
         self._manager = manager
         self._backend = backend
-        self._lifecycle = Lifecycle(backend)
+        self._lifecycle = manager.lifecycle
         self._controls = controls
         self._health = health
         self._events = events
         self.policy = policy or SupervisorPolicy()
-        db.ensure_schema(SCHEMA)
         self._backoff: dict[str, _RestartWindow] = {}
         self._started_at: dict[str, float] = {}
 
     def all_restarts(self) -> dict[str, int]:
         """Restarts of every agent restarted at least once, in one query."""
-        rows = self._db.query("SELECT agent, restarts FROM agent_restarts")
-        return {str(row["agent"]): int(row["restarts"]) for row in rows}
+        return self._restarts.all()
 
     def restarts(self, agent: str) -> int:
-        row = self._db.query_one("SELECT restarts FROM agent_restarts WHERE agent = ?", (agent,))
-        return int(row["restarts"]) if row else 0
+        return self._restarts.of(agent)
 
     def diagnose(self, agent: str, unit: UnitInfo | None, now: float) -> str | None:
         """Why this agent needs a restart, or None when it is fine (or too young to judge)."""
@@ -170,12 +166,7 @@ class Supervisor:
         self._started_at[agent] = time.monotonic()
         self._health.forget(agent)
         self._manager.board.forget(agent)
-        self._db.execute(
-            "INSERT INTO agent_restarts(agent, restarts, last_reason, last_at) VALUES (?, 1, ?, ?)"
-            " ON CONFLICT(agent) DO UPDATE SET restarts = restarts + 1, last_reason = excluded.last_reason,"
-            " last_at = excluded.last_at",
-            (agent, reason, time.time()),
-        )
+        self._restarts.record(agent, reason, utcnow())
         self._events.publish(EventType.AGENT_RESTARTED, agent=agent, reason=reason)
         return True
 

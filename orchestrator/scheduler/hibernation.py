@@ -46,7 +46,7 @@ class Hibernation:
         self._fleet = fleet
         self._boost = boost
         self._backend = backend
-        self._lifecycle = Lifecycle(backend)
+        self._lifecycle = Lifecycle(backend, store.actual)
         self._events = events
         self._inbox = inbox
         self._store = store

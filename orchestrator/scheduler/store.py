@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from orchestrator.lifecycle import DesiredStates
+from orchestrator.lifecycle import ActualStates, DesiredStates
 from orchestrator.state.db import Database
 
 SCHEMA = """
@@ -90,6 +90,8 @@ class SchedulerStore:
         db.ensure_schema(SCHEMA)
         self.desired = DesiredStates(db)
         """Each agent's desired state (asleep or awake), as the lifecycle keeps it."""
+        self.actual = ActualStates(db)
+        """Each agent's actual state as the engine last reported it, as the lifecycle records it."""
 
     # --- per-agent state -------------------------------------------------------------------
 

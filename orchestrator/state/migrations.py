@@ -90,6 +90,20 @@ CREATE TABLE IF NOT EXISTS agent_lifecycle (
     hold_since TEXT
 );
 """
+_AGENT_LIFECYCLE_V9 = """
+CREATE TABLE IF NOT EXISTS agent_lifecycle (
+    agent TEXT PRIMARY KEY,
+    desired TEXT NOT NULL DEFAULT 'awake' CHECK (desired IN ('awake', 'asleep')),
+    desired_since TEXT,
+    hold TEXT CHECK (hold IN ('stopped', 'paused')),
+    hold_since TEXT,
+    restarts INTEGER NOT NULL DEFAULT 0 CHECK (restarts >= 0),
+    restart_reason TEXT NOT NULL DEFAULT '',
+    restarted_at TEXT,
+    actual TEXT CHECK (actual IN ('absent', 'stopped', 'running')),
+    actual_since TEXT
+);
+"""
 
 
 def _stamp_release_0_1(conn: sqlite3.Connection) -> None:
@@ -160,6 +174,35 @@ def _desired_states(conn: sqlite3.Connection) -> None:
         conn.execute("DROP TABLE agent_controls")
 
 
+def _restarts_in_lifecycle(conn: sqlite3.Connection) -> None:
+    """The supervisor's restart counts join each agent's row of the lifecycle's table (the
+    moment of the last one as ISO text, like the table's other moments); their own table goes.
+    The lifecycle's table is made anew in its new shape, with room for the actual state, and its
+    rows copied over."""
+    had_lifecycle = table_exists(conn, "agent_lifecycle")
+    had_restarts = table_exists(conn, "agent_restarts")
+    if not (had_lifecycle or had_restarts):
+        return
+    if had_lifecycle:
+        conn.execute("ALTER TABLE agent_lifecycle RENAME TO agent_lifecycle_v8")
+    conn.execute(_AGENT_LIFECYCLE_V9)
+    if had_lifecycle:
+        conn.execute(
+            "INSERT INTO agent_lifecycle(agent, desired, desired_since, hold, hold_since)"
+            " SELECT agent, desired, desired_since, hold, hold_since FROM agent_lifecycle_v8"
+        )
+        conn.execute("DROP TABLE agent_lifecycle_v8")
+    if had_restarts:
+        conn.execute(
+            "INSERT INTO agent_lifecycle(agent, restarts, restart_reason, restarted_at)"
+            " SELECT agent, restarts, last_reason,"
+            " strftime('%Y-%m-%dT%H:%M:%f', last_at, 'unixepoch') || '+00:00' FROM agent_restarts"
+            " WHERE true ON CONFLICT(agent) DO UPDATE SET restarts = excluded.restarts,"
+            " restart_reason = excluded.restart_reason, restarted_at = excluded.restarted_at"
+        )
+        conn.execute("DROP TABLE agent_restarts")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "release 0.1.0's tables, given a version", _stamp_release_0_1),
     Migration(2, "tokens of the operator and of agents in separate namespaces", _split_token_namespaces),
@@ -172,6 +215,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         8,
         "an agent's desired state (asleep or awake, the operator's hold) in the lifecycle's table",
         _desired_states,
+    ),
+    Migration(
+        9,
+        "the supervisor's restarts of each agent and its actual state in the lifecycle's table",
+        _restarts_in_lifecycle,
     ),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version

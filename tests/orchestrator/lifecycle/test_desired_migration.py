@@ -77,7 +77,7 @@ def test_a_hibernated_agent_of_version_7_is_still_asleep_after_the_migration(tmp
     finally:
         core.db.close()
     with sqlite3.connect(paths.db) as conn:
-        assert user_version(conn) == CURRENT_VERSION == 8
+        assert user_version(conn) == CURRENT_VERSION
     conn.close()
 
 
@@ -93,8 +93,8 @@ def test_the_migration_runs_once(tmp_path: Path) -> None:
     db = tmp_path / "state.db"
     _version_7_state(db)
     first = migrate_state(db, tmp_path / "backups")
-    assert first.applied == (
-        "an agent's desired state (asleep or awake, the operator's hold) in the lifecycle's table",
+    assert "an agent's desired state (asleep or awake, the operator's hold) in the lifecycle's table" in (
+        first.applied
     )
     assert migrate_state(db, tmp_path / "backups").applied == ()
 

@@ -9,7 +9,7 @@ import itertools
 import pytest
 from pydantic import ValidationError
 
-from orchestrator.backends.base import UnitInfo, UnitState
+from orchestrator.backends.base import AgentSpec, UnitInfo, UnitState
 from orchestrator.lifecycle import (
     REQUESTERS,
     STOP_TIMEOUT_S,
@@ -25,21 +25,27 @@ from orchestrator.lifecycle import (
 from orchestrator.testing.fake_backend import FakeBackend, fake_spec
 
 ENGINE_CALLS = {
+    LifecycleEvent.CREATE: ["create"],
+    LifecycleEvent.RUN: ["create", "start"],
+    LifecycleEvent.RELOCATE: ["create", "start"],
     LifecycleEvent.START: ["start"],
     LifecycleEvent.WAKE: ["start"],
     LifecycleEvent.STOP: ["stop"],
     LifecycleEvent.HIBERNATE: ["stop"],
+    LifecycleEvent.VACATE: ["stop"],
     LifecycleEvent.RESTART: ["stop", "start"],
     LifecycleEvent.REMOVE: ["remove"],
     LifecycleEvent.RAISE_CPUS: ["set_cpus"],
     LifecycleEvent.RESTORE_CPUS: ["set_cpus"],
 }
 LIMITS = (LifecycleEvent.RAISE_CPUS, LifecycleEvent.RESTORE_CPUS)
+FROM_SPEC = (LifecycleEvent.CREATE, LifecycleEvent.RUN, LifecycleEvent.RELOCATE)
 ALL_PAIRS = list(itertools.product(AgentState, LifecycleEvent))
 
 
 class TimedFakeBackend(FakeBackend):
-    """The fake engine, keeping the timeout of every stop."""
+    """The fake engine, keeping the timeout of every stop; like Docker, it makes a unit in place
+    of its own unit of the same name."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -48,6 +54,12 @@ class TimedFakeBackend(FakeBackend):
     def stop(self, unit_id: str, timeout_s: float = 10.0) -> None:
         self.stop_timeouts.append(timeout_s)
         super().stop(unit_id, timeout_s)
+
+    def create(self, spec: AgentSpec) -> UnitInfo:
+        with self._lock:
+            for unit_id in [key for key, unit in self._units.items() if unit.name == spec.unit_name]:
+                del self._units[unit_id]
+        return super().create(spec)
 
 
 def _unit_in(engine: FakeBackend, state: AgentState) -> UnitInfo:
@@ -66,21 +78,31 @@ def _cpus(event: LifecycleEvent) -> float | None:
     return 2.0 if event in LIMITS else None
 
 
+def _spec(event: LifecycleEvent) -> AgentSpec | None:
+    return fake_spec("f", "a") if event in FROM_SPEC else None
+
+
 @pytest.mark.parametrize(("state", "event"), [pair for pair in ALL_PAIRS if pair in TRANSITIONS])
 def test_an_allowed_transition_makes_its_engine_calls_and_lands_in_its_state(
     state: AgentState, event: LifecycleEvent
 ) -> None:
     engine = TimedFakeBackend()
-    unit = _unit_in(engine, state)
+    unit = _unit_in(engine, state) if state is not AgentState.ABSENT else None
     policy = sorted(REQUESTERS[event])[0]
     done = Lifecycle(engine).transition(
-        "a", event, policy=policy, unit_id=unit.id, current=state, cpus=_cpus(event)
+        "a",
+        event,
+        policy=policy,
+        unit_id=unit.id if unit is not None else None,
+        current=state,
+        spec=_spec(event),
+        cpus=_cpus(event),
     )
     assert _engine_calls(engine) == ENGINE_CALLS[event]
     assert done.after is TRANSITIONS[(state, event)]
     assert done.changed
-    after = engine.list({}) if event is LifecycleEvent.REMOVE else [engine.inspect(unit.id)]
-    assert state_of(after[0] if after else None) is done.after
+    assert (done.unit is not None) is (event in FROM_SPEC)
+    assert state_of(engine.list({})[0] if engine.list({}) else None) is done.after
     assert all(timeout == STOP_TIMEOUT_S for timeout in engine.stop_timeouts)
 
 
@@ -93,7 +115,7 @@ def test_a_move_the_machine_does_not_list_is_refused_with_the_engine_untouched(
     policy = sorted(REQUESTERS[event])[0]
     with pytest.raises(TransitionRefused) as refused:
         Lifecycle(engine).transition(
-            "a", event, policy=policy, unit_id=unit_id, current=state, cpus=_cpus(event)
+            "a", event, policy=policy, unit_id=unit_id, current=state, spec=_spec(event), cpus=_cpus(event)
         )
     assert refused.value.reason == f"an agent whose unit is {state.value} cannot {event.value}"
     assert f"{policy.value} asked to {event.value} a: refused" in str(refused.value)
@@ -111,7 +133,13 @@ def test_a_policy_asking_for_an_event_that_is_not_its_own_is_refused(
     unit = _unit_in(engine, AgentState.RUNNING)
     with pytest.raises(TransitionRefused) as refused:
         Lifecycle(engine).transition(
-            "a", event, policy=policy, unit_id=unit.id, current=AgentState.RUNNING, cpus=_cpus(event)
+            "a",
+            event,
+            policy=policy,
+            unit_id=unit.id,
+            current=AgentState.RUNNING,
+            spec=_spec(event),
+            cpus=_cpus(event),
         )
     assert refused.value.reason.startswith("only ") and event.value in refused.value.reason
     assert engine.calls == []
@@ -154,7 +182,22 @@ def test_any_other_event_needs_the_state_the_engine_reported(event: LifecycleEve
     unit = _unit_in(engine, AgentState.RUNNING)
     policy = sorted(REQUESTERS[event])[0]
     with pytest.raises(TransitionRefused, match="needs the unit's state"):
-        Lifecycle(engine).transition("a", event, policy=policy, unit_id=unit.id, current=None)
+        Lifecycle(engine).transition(
+            "a", event, policy=policy, unit_id=unit.id, current=None, spec=_spec(event)
+        )
+    assert engine.calls == []
+
+
+@pytest.mark.parametrize("event", FROM_SPEC)
+def test_making_a_unit_needs_the_agents_own_spec(event: LifecycleEvent) -> None:
+    engine = FakeBackend()
+    policy = sorted(REQUESTERS[event])[0]
+    lifecycle = Lifecycle(engine)
+    for spec in (None, fake_spec("f", "other")):
+        with pytest.raises(TransitionRefused, match="needs a's spec"):
+            lifecycle.transition(
+                "a", event, policy=policy, unit_id="flotilla-f-a", current=AgentState.ABSENT, spec=spec
+            )
     assert engine.calls == []
 
 

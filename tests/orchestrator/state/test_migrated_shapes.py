@@ -9,7 +9,7 @@ from pathlib import Path
 
 from orchestrator.control.auth import SCHEMA as PRINCIPAL_TOKENS
 from orchestrator.gateway.settled_answers import SCHEMA as SETTLED_ANSWERS
-from orchestrator.lifecycle.desired import SCHEMA as AGENT_LIFECYCLE
+from orchestrator.lifecycle.table import SCHEMA as AGENT_LIFECYCLE
 from orchestrator.scheduler.store import SCHEMA as HEARTBEATS
 from orchestrator.state.migrations import migrate_state
 

@@ -14,8 +14,15 @@ ROOT = Path(__file__).resolve().parents[3]
 
 # Each table of state.db and the module(s) whose SQL may name it.
 TABLE_OWNERS: dict[str, frozenset[str]] = {
-    "agent_lifecycle": frozenset({"orchestrator.lifecycle.desired"}),
-    "agent_restarts": frozenset({"orchestrator.running_agents.supervisor"}),
+    # One row per agent, each concern of its lifecycle in its own columns and module.
+    "agent_lifecycle": frozenset(
+        {
+            "orchestrator.lifecycle.table",
+            "orchestrator.lifecycle.desired",
+            "orchestrator.lifecycle.restarts",
+            "orchestrator.lifecycle.actual",
+        }
+    ),
     "alerts": frozenset({"orchestrator.alerts.store"}),
     "approvals": frozenset({"orchestrator.approvals.store"}),
     "approval_uses": frozenset({"orchestrator.approvals.store"}),
