@@ -16,10 +16,10 @@ from datetime import datetime, timedelta
 from orchestrator.backends.base import Backend, BackendError, UnitInfo
 from orchestrator.broker import Inbox
 from orchestrator.events import EventBus, EventType
-from orchestrator.fleet.view import FleetView
 from orchestrator.lifecycle import Controls, Lifecycle, LifecycleEvent, Policy, TransitionRefused, state_of
 from orchestrator.scheduler.admission import WakeQueue
 from orchestrator.scheduler.clock import Clock
+from orchestrator.scheduler.fleet_in_force import FleetInForce
 from orchestrator.scheduler.store import SchedulerStore
 from orchestrator.scheduler.wake_boost import WakeBoost
 
@@ -33,7 +33,7 @@ WORK_WAITING = "work waiting"
 class Hibernation:
     def __init__(
         self,
-        fleet: FleetView,
+        fleet: FleetInForce,
         backend: Backend,
         events: EventBus,
         inbox: Inbox,
@@ -68,7 +68,7 @@ class Hibernation:
         return self._locks.setdefault(agent, threading.RLock())  # setdefault is atomic
 
     def _units(self, agent: str) -> list[UnitInfo]:
-        return self._lifecycle.units(self._fleet.current().name, agent)
+        return self._lifecycle.units(self._fleet.name, agent)
 
     def _move(self, agent: str, event: LifecycleEvent, policy: Policy, unit: UnitInfo) -> None:
         self._lifecycle.transition(agent, event, policy=policy, unit_id=unit.id, current=state_of(unit))
@@ -81,7 +81,7 @@ class Hibernation:
         while others wait for a place), and wake the waiting ones there is room for. Returns those
         hibernated and the next deadline."""
         self._wake_for_waiting_work()
-        config = self._fleet.current().config
+        config = self._fleet.config
         known = self._store.idle_since()
         yielding = len(self.queue) > 0
         hibernated, upcoming = [], []
@@ -110,7 +110,7 @@ class Hibernation:
         waiting = self._inbox.waiting_since()
         if not waiting:
             return
-        config = self._fleet.current().config
+        config = self._fleet.config
         asleep = self._desired.asleep().intersection(config.agents, waiting)
         for agent in sorted(asleep, key=waiting.__getitem__):
             if agent not in self.queue and self._controls.hold_of(agent) is None:
@@ -179,7 +179,7 @@ class Hibernation:
 
     def _full(self, agent: str) -> bool:
         """`max_awake` agents that sleep when idle are awake (always-on agents are not counted)."""
-        config = self._fleet.current().config
+        config = self._fleet.config
         cap = config.max_awake
         if cap is None or config.always_on_of(agent):
             return False
@@ -189,7 +189,7 @@ class Hibernation:
 
     def admit(self) -> list[str]:
         """Wake the agents that wait, next first, while there is room. Returns those woken."""
-        agents = self._fleet.current().config.agents
+        agents = self._fleet.config.agents
         woken = []
         for queued in self.queue.snapshot():
             if queued.agent not in agents:

@@ -32,6 +32,7 @@ from orchestrator.loop_calls import call_in_loop
 from orchestrator.scheduler.admission import QueuedWake
 from orchestrator.scheduler.cadence import Cadence
 from orchestrator.scheduler.clock import Clock, SystemClock
+from orchestrator.scheduler.fleet_in_force import FleetInForce
 from orchestrator.scheduler.hibernation import Hibernation
 from orchestrator.scheduler.memory_due import MemoryDue
 from orchestrator.scheduler.models import HeartbeatStatus, RuleProblem, RuleStatus, SkipReason, TickResult
@@ -89,7 +90,7 @@ class Scheduler:
         self._notifier = notifier
         self._db = db
         self._paths = paths
-        self._fleet = fleet
+        self._fleet = FleetInForce(fleet)
         self._inbox = inbox
         self._controls = controls
         self._events = events
@@ -101,7 +102,7 @@ class Scheduler:
         self._prechecks = Prechecks(inbox, paths, self.store, self.runs)
         self.wake_boost = WakeBoost(backend, db, fleet)
         self._hibernation = Hibernation(
-            fleet, backend, events, inbox, self.store, self.clock, controls, self.wake_boost
+            self._fleet, backend, events, inbox, self.store, self.clock, controls, self.wake_boost
         )
         self.memory_due = MemoryDue(db)
         self._tick_lock = threading.Lock()
@@ -165,7 +166,7 @@ class Scheduler:
         """Activity of an agent that may hibernate moves its deadline: plan the next pass again.
         Safe from any thread."""
         event = self._replan
-        config = self._fleet.current().config
+        config = self._fleet.config
         if event is None or agent not in config.agents or config.hibernate_after_of(agent) is None:
             return
         call_in_loop(self._loop, event.set)
@@ -183,7 +184,7 @@ class Scheduler:
     def run_due(self, now: datetime | None = None) -> list[TickResult]:
         """One pass: tick every agent whose slot is due, hibernate idle agents."""
         now = now or self.clock.now()
-        config = self._fleet.current().config
+        config = self._fleet.config
         results, upcoming = [], []
         for agent in config.agents:
             heartbeat = config.heartbeat_of(agent)
@@ -211,7 +212,7 @@ class Scheduler:
         cached = self._cadences.get(agent)
         if cached is not None and (cached[0] is heartbeat or cached[0] == heartbeat):
             return cached[1]
-        cadence = Cadence.of(heartbeat, self._fleet.current().name, agent)
+        cadence = Cadence.of(heartbeat, self._fleet.name, agent)
         self._cadences[agent] = (heartbeat, cadence)
         return cadence
 
@@ -242,7 +243,7 @@ class Scheduler:
         if not missed:
             return self.tick(agent, catch_up.latest), catch_up.next_slot
         runs = f"{catch_up.count} missed run{'s' if catch_up.count != 1 else ''}"
-        heartbeat = self._fleet.current().config.heartbeat_of(agent)
+        heartbeat = self._fleet.config.heartbeat_of(agent)
         if heartbeat is not None and heartbeat.missed == "skip":
             started = self.clock.now()
             result = self._finish(
@@ -275,7 +276,7 @@ class Scheduler:
         if (skip := self._why_skip(agent, counts)) is not None:
             reason, why = skip
             return self._finish(agent, trigger, at, started, "skipped", skipped=reason, detail=why)
-        checks = self._prechecks.evaluate(self._fleet.current().config, agent, at, counts)
+        checks = self._prechecks.evaluate(self._fleet.config, agent, at, counts)
         self._report_rule_problems(agent, checks)
         detail = "; ".join(filter(None, [detail, *self._notify_rules(agent, checks)]))
         if not checks.actionable:
@@ -317,7 +318,7 @@ class Scheduler:
         for rule in checks.notify_rules:
             assert rule.notify is not None
             channel, text = rule.notify
-            refused = unapproved_rule(self._fleet.current().config, agent, channel, text)
+            refused = unapproved_rule(self._fleet.config, agent, channel, text)
             if refused is None:
                 refused = (
                     "no notifier in this orchestrator"
@@ -356,7 +357,7 @@ class Scheduler:
             woke=woke,
             detail="; ".join([detail] * bool(detail) + [f"{r.kind}: {r.detail}" for r in reasons]),
         )
-        config = self._fleet.current().config
+        config = self._fleet.config
         model = (config.heartbeat_model_of(agent) or config.model_of(agent)) if item else None
         self.runs.add_tick(
             run_id=result.run_id,
@@ -500,7 +501,7 @@ class Scheduler:
     # --- status ----------------------------------------------------------------------------
 
     def status(self, agent: str) -> HeartbeatStatus:
-        config = self._fleet.current().config
+        config = self._fleet.config
         now = self.clock.now()
         heartbeat = config.heartbeat_of(agent)
         state = self.store.state(agent, now)
@@ -517,7 +518,7 @@ class Scheduler:
             )
             for rule in parsed.rules
         ]
-        cadence = Cadence.of(heartbeat, self._fleet.current().name, agent) if heartbeat else None
+        cadence = Cadence.of(heartbeat, self._fleet.name, agent) if heartbeat else None
         return HeartbeatStatus(
             agent=agent,
             schedule=cadence.describe() if cadence else None,
