@@ -39,6 +39,7 @@ from orchestrator.scheduler.models import HeartbeatStatus, RuleProblem, RuleStat
 from orchestrator.scheduler.prechecks import PrecheckResult, Prechecks, load_rules
 from orchestrator.scheduler.rule_approval import unapproved_rule
 from orchestrator.scheduler.runs import RunStore, TickOutcome
+from orchestrator.scheduler.spend_stops import SpendStops, StopTeller
 from orchestrator.scheduler.store import SchedulerStore
 from orchestrator.scheduler.wake_boost import WakeBoost
 from orchestrator.state.db import Database
@@ -64,12 +65,6 @@ class RuleNotifier(Protocol):
         ...
 
 
-class SpendGuard(Protocol):
-    """What the scheduler needs from the LLM gateway's budgets."""
-
-    def can_spend(self, agent: str) -> bool: ...
-
-
 class Scheduler:
     def __init__(
         self,
@@ -80,12 +75,12 @@ class Scheduler:
         controls: Controls,
         events: EventBus,
         backend: Backend,
-        budget: SpendGuard | None = None,
+        budget: StopTeller | None = None,
         clock: Clock | None = None,
         max_sleep_s: float = DEFAULT_MAX_SLEEP_S,
         notifier: RuleNotifier | None = None,
     ) -> None:
-        """`budget`: the gateway's budgets, asked before a tick spends (None: no budgets);
+        """`budget`: the gateway's budgets, which tell who may not spend (None: no budgets);
         `notifier`: sends the notifications of `notify CHANNEL: TEXT` rules (None: refused)."""
         self._notifier = notifier
         self._db = db
@@ -95,7 +90,9 @@ class Scheduler:
         self._controls = controls
         self._events = events
         self.clock: Clock = clock or SystemClock()
-        self._budget = budget
+        self._spend_stops = SpendStops()
+        if budget is not None:
+            budget.watch_stops(self._spend_stops.tell)
         self._max_sleep_s = max_sleep_s
         self.store = SchedulerStore(db)
         self.runs = RunStore(db)
@@ -294,7 +291,7 @@ class Scheduler:
         """Why this agent gets no tick now (held, over budget, busy), or None."""
         if (hold := self._controls.hold_of(agent)) is not None:
             return "held", f"{hold} by the operator"
-        if self._budget is not None and not self._budget.can_spend(agent):
+        if self._spend_stops.stopped(agent, self.clock.now()):
             return "budget", "over budget: no work until its budget window resets"
         if counts.busy:
             return "busy", "working on an item" if counts.claimed else "a heartbeat is still queued"
