@@ -232,6 +232,7 @@ def attach_subsystems(
         tokens=core.tokens,
         backend=core.backend,
         controls=core.controls,
+        desired=DesiredStates(db),
         health=core.health,
         agent_links=core.agent_links,
         workspaces=core.workspaces,

@@ -33,12 +33,12 @@ from orchestrator.scheduler.admission import QueuedWake
 from orchestrator.scheduler.cadence import Cadence
 from orchestrator.scheduler.clock import Clock, SystemClock
 from orchestrator.scheduler.fleet_in_force import FleetInForce
-from orchestrator.scheduler.hibernation import Hibernation
 from orchestrator.scheduler.memory_due import MemoryDue
 from orchestrator.scheduler.models import HeartbeatStatus, RuleProblem, RuleStatus, SkipReason, TickResult
 from orchestrator.scheduler.prechecks import PrecheckResult, Prechecks, load_rules
 from orchestrator.scheduler.rule_approval import unapproved_rule
 from orchestrator.scheduler.runs import RunStore, TickOutcome
+from orchestrator.scheduler.sleep_policy import SleepPolicy
 from orchestrator.scheduler.spend_stops import SpendStops, StopTeller
 from orchestrator.scheduler.store import SchedulerStore
 from orchestrator.scheduler.wake_boost import WakeBoost
@@ -98,7 +98,7 @@ class Scheduler:
         self.runs = RunStore(db)
         self._prechecks = Prechecks(inbox, paths, self.store, self.runs)
         self.wake_boost = WakeBoost(backend, db, fleet)
-        self._hibernation = Hibernation(
+        self._sleep_policy = SleepPolicy(
             self._fleet, backend, events, inbox, self.store, self.clock, controls, self.wake_boost
         )
         self.memory_due = MemoryDue(db)
@@ -160,7 +160,7 @@ class Scheduler:
                 await task
 
     def _request_replan(self, agent: str) -> None:
-        """Activity of an agent that may hibernate moves its deadline: plan the next pass again.
+        """Activity of an agent that may be put to sleep moves its deadline: plan the next pass again.
         Safe from any thread."""
         event = self._replan
         config = self._fleet.config
@@ -179,7 +179,7 @@ class Scheduler:
     # --- scheduled ticks -------------------------------------------------------------------
 
     def run_due(self, now: datetime | None = None) -> list[TickResult]:
-        """One pass: tick every agent whose slot is due, hibernate idle agents."""
+        """One pass: tick every agent whose slot is due, put idle agents to sleep."""
         now = now or self.clock.now()
         config = self._fleet.config
         results, upcoming = [], []
@@ -197,8 +197,8 @@ class Scheduler:
                 log.error("heartbeat of %s failed: %s", agent, exc)
                 continue
             upcoming.append(next_run)
-        _, hibernate_at = self._hibernation.sweep(now)
-        upcoming += [hibernate_at] if hibernate_at else []
+        _, sleep_at = self._sleep_policy.sweep(now)
+        upcoming += [sleep_at] if sleep_at else []
         upcoming += self._wake_for_memory_jobs(config.agents, now)
         self._next_wakeup = min(upcoming, default=None)
         return results
@@ -279,7 +279,7 @@ class Scheduler:
         if not checks.actionable:
             self._prechecks.commit(checks, fired=False)
             return self._finish(agent, trigger, at, started, "idle", detail=detail)
-        woke = self._hibernation.is_hibernated(agent) and self.wake_for_work(agent, "heartbeat found work")
+        woke = self.is_asleep(agent) and self.wake_for_work(agent, "heartbeat found work")
         item = self._heartbeat_item(agent, at, trigger, checks) if checks.needs_heartbeat_item else None
         self._prechecks.commit(checks, fired=item is not None)
         self.store.note_activity(agent, self.clock.now())
@@ -425,15 +425,15 @@ class Scheduler:
             )
         return stored
 
-    # --- hibernation -----------------------------------------------------------------------
+    # --- sleep and wake --------------------------------------------------------------------
 
     def _wake_for_memory_jobs(self, agents: Iterable[str], now: datetime) -> list[datetime]:
-        """Wake each hibernated agent whose memory jobs are due (it runs them where it lives,
+        """Wake each sleeping agent whose memory jobs are due (it runs them where it lives,
         then sleeps again after its idle period); the due times still to come."""
         upcoming = []
         for agent in agents:
             due_at = self.memory_due.due_at(agent)
-            if due_at is None or not self._hibernation.is_hibernated(agent):
+            if due_at is None or not self.is_asleep(agent):
                 continue
             if due_at > now:
                 upcoming.append(due_at)
@@ -446,13 +446,14 @@ class Scheduler:
             self.memory_due.note(agent, None)
         return upcoming
 
-    def is_hibernated(self, agent: str) -> bool:
-        return self._hibernation.is_hibernated(agent)
+    def is_asleep(self, agent: str) -> bool:
+        """The agent's desired state, as the lifecycle keeps it, is asleep."""
+        return self.store.desired.is_asleep(agent)
 
     def wake(self, agent: str, reason: str = "operator") -> bool:
-        """Start a hibernated agent now, for the operator who waits on it (blocking backend
-        call); not held back by `max_awake`. False if it was not hibernated."""
-        woke = self._hibernation.wake(agent, reason, capped=False)
+        """Start a sleeping agent now, for the operator who waits on it (blocking backend
+        call); not held back by `max_awake`. False if it was not asleep."""
+        woke = self._sleep_policy.wake(agent, reason, capped=False)
         if woke:
             self._request_replan(agent)
         return woke
@@ -462,27 +463,28 @@ class Scheduler:
         started now, or queued when `max_awake` agents are awake (the work waits in its inbox
         meanwhile, and the agent is woken when a place frees). Blocking backend call; call it
         off the event loop. True when the agent was asleep and has been started."""
-        woke = self._hibernation.wake(agent, reason)
+        woke = self._sleep_policy.wake(agent, reason)
         if woke:
             self._request_replan(agent)
-        elif agent in self._hibernation.queue:
+        elif agent in self._sleep_policy.queue:
             self._request_replan(agent)  # the next pass makes room sooner for those waiting
         return woke
 
     def wake_queue(self) -> list[QueuedWake]:
         """Agents with work waiting for a place among the awake ones, next first."""
-        return self._hibernation.queue.snapshot()
+        return self._sleep_policy.queue.snapshot()
 
-    def hibernate_idle(self, now: datetime | None = None) -> list[str]:
-        hibernated, _ = self._hibernation.sweep(now or self.clock.now())
-        return hibernated
+    def put_idle_to_sleep(self, now: datetime | None = None) -> list[str]:
+        """Put every agent idle past its period to sleep; those put to sleep now."""
+        put_to_sleep, _ = self._sleep_policy.sweep(now or self.clock.now())
+        return put_to_sleep
 
     def on_work_arrived(self, work: WorkArrived) -> None:
         """An item arrived for an agent from another sender than the scheduler: it counts as
-        activity, and wakes a hibernated agent."""
+        activity, and wakes a sleeping agent."""
         agent = work.agent
         self.store.note_activity(agent, self.clock.now())
-        if not self._hibernation.is_hibernated(agent):
+        if not self.is_asleep(agent):
             return
         reason = work.reason
         try:
