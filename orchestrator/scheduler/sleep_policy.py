@@ -4,8 +4,8 @@ heartbeat finds work.
 
 The agent's desired state (the lifecycle's `asleep`) is written before the unit is stopped, so the
 supervisor never mistakes a sleeping agent for a crashed one, and an orchestrator restart keeps a
-sleeping agent asleep. With `max_awake`, waking goes through
-admission (`orchestrator.scheduler.admission`): an agent with work beyond the cap waits its turn.
+sleeping agent asleep. With `max_awake`, waking goes through admission
+(`orchestrator.scheduler.admission`): an agent with work beyond the cap waits its turn.
 """
 
 from __future__ import annotations
