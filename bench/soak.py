@@ -333,7 +333,7 @@ def simulate(days: int, root: Path, seed: int = 7) -> Report:
                 )
                 services.inbox.submit(agent.name, ItemKind.OPERATOR_MESSAGE, "operator", text)
                 pending.add(agent.name)
-            if scheduler.is_hibernated(agent.name):
+            if scheduler.is_asleep(agent.name):
                 continue
             if agent.name in pending:
                 pending.discard(agent.name)

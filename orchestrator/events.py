@@ -6,7 +6,7 @@ import asyncio
 import json
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from agent_runtime.protocol import utcnow
 from orchestrator.state.db import Database, TextRewrite, max_id, rewrite_agent_texts, safe_query
+from orchestrator.state.redaction import NO_REDACTION, Redaction
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -84,15 +85,6 @@ class Event(BaseModel):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
-DataRedaction = Callable[[Any], Any]
-"""Takes the secret values out of an event's data (the composition root gives the fleet's;
-events stand below the secrets package, so they only name what they call)."""
-
-
-def _no_redaction(data: Any) -> Any:
-    return data
-
-
 class EventBus:
     """Publish from any thread; subscribe from the asyncio loop that serves HTTP."""
 
@@ -102,9 +94,13 @@ class EventBus:
         self._subscribers: set[asyncio.Queue[Event]] = set()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.redact_data: DataRedaction = _no_redaction
+        self.redaction: Redaction = NO_REDACTION
         """The secret values no event may hold: taken out of every string of its data before it
-        is capped, stored and fanned out."""
+        is capped, stored and fanned out. Handed over by whoever knows the secrets
+        (`use_redaction`), so that publishing asks nobody."""
+
+    def use_redaction(self, redaction: Redaction) -> None:
+        self.redaction = redaction
 
     def bind_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -122,7 +118,7 @@ class EventBus:
 
     def publish_data(self, type: EventType | str, agent: str | None, data: dict[str, Any]) -> Event:
         """Publish data given whole: its keys may be any, `agent` and `type` included."""
-        encoded, data = capped_event_data(self.redact_data(data))
+        encoded, data = capped_event_data(self.redaction.redact_data(data))
         event = Event(type=str(type), agent=agent, data=data)
         cursor = self._db.execute(
             "INSERT INTO events(type, agent, at, data) VALUES (?, ?, ?, ?)",

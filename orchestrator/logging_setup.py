@@ -20,7 +20,7 @@ from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from typing import Any, TextIO
 
-from orchestrator.secrets.redaction import NO_REDACTION, Redaction
+from orchestrator.state.redaction import NO_REDACTION, Redaction
 
 HUMAN_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 MAX_MESSAGE_CHARS = 2000

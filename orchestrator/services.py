@@ -21,7 +21,7 @@ from orchestrator.fleet.manager import FleetManager
 from orchestrator.fleet.view import FleetView
 from orchestrator.gateway.service import Gateway
 from orchestrator.hooks import HookReceiver
-from orchestrator.lifecycle import Controls
+from orchestrator.lifecycle import Controls, DesiredStates
 from orchestrator.notifications import Notifier
 from orchestrator.running_agents.actions import OperatorActions
 from orchestrator.running_agents.ask import AgentAsker
@@ -46,6 +46,8 @@ class Services:
     backend: Backend
     controls: Controls
     """The operator's holds on agents (stopped, paused), read from the database."""
+    desired: DesiredStates
+    """Each agent's desired state, awake or asleep, as the lifecycle keeps it."""
     health: HealthBoard
     agent_links: AgentLinks
     """The agents' open links: how the orchestrator asks something of an agent."""

@@ -184,7 +184,7 @@ def attach_subsystems(
     inbox = Inbox(db, events, core.controls, fleet)
     inbox.dead_letter_cause = core.health.disk_full_note
     inbox.mask = delivered_text_mask(fleet.secrets)
-    events.redact_data = fleet.redact_data
+    fleet.watch_redaction(events.use_redaction)
     set_log_redaction(fleet.redaction)
     gateway = gateway or Gateway(db, fleet, core.controls, events)
     notifier = Notifier(fleet, db, events)
@@ -200,7 +200,7 @@ def attach_subsystems(
         clock=clock,
         notifier=notifier,
     )
-    scheduler.runs.redact_data = fleet.redact_data
+    fleet.watch_redaction(scheduler.runs.use_redaction)
     connect_work_arrivals(inbox, scheduler)
     broker = Broker(db, inbox, fleet, events, core.paths)
     # Who asks pays: a peer's item is worked on at the peer's expense, and refused once it can't pay.
@@ -233,6 +233,7 @@ def attach_subsystems(
         tokens=core.tokens,
         backend=core.backend,
         controls=core.controls,
+        desired=DesiredStates(db),
         health=core.health,
         agent_links=core.agent_links,
         workspaces=core.workspaces,

@@ -14,7 +14,7 @@ A relay per agent, rather than one for the fleet, keeps agents apart and lets an
 or removed without touching the others' paths.
 
 Swarm restarts a failed task by itself (restart policy `any`); the supervisor's restarts are
-scale-ups that Swarm already did. Stopping or hibernating an agent scales its service to zero.
+scale-ups that Swarm already did. Stopping an agent or putting it to sleep scales its service to zero.
 """
 
 from __future__ import annotations

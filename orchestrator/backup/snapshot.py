@@ -65,7 +65,7 @@ DEFAULT_PART_LIMITS = _default_part_limits()
 
 
 class AskAgent(Protocol):
-    """Asks an agent over its link (waking it if it hibernates); raises SnapshotFailed."""
+    """Asks an agent over its link (waking it if it sleeps); raises SnapshotFailed."""
 
     async def __call__(self, agent: str, op: AgentOp, body: dict[str, Any], model: type[Model]) -> Model: ...
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 
 from orchestrator.egress.fetch import Fetched
-from orchestrator.secrets.redaction import Redaction
+from orchestrator.state.redaction import Redaction
 
 log = logging.getLogger(__name__)
 

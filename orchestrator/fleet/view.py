@@ -3,6 +3,10 @@
 An apply replaces it once its plan is made; a dry run only reads it. Parts read `current()` each
 time they need the fleet, so that they see an applied change at once.
 
+Parts that read the fleet or its redaction on every tick or record hold them as data: the view
+hands each change to whoever asked to `watch` (a fleet put in force) or `watch_redaction` (the
+secret values to take out of what is stored), so reading them asks the view nothing.
+
 An agent reloads its config between inbox items (each item carries the hash of the config in force),
 so a turn under way when an apply lands still runs on the config it started with. For such a turn
 the fleet replaced stays readable for `HANDOVER_S` (`previous()`), and no longer: the gateway lets
@@ -15,11 +19,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.secrets import SecretStore
-from orchestrator.secrets.redaction import Redaction
+from orchestrator.state.redaction import Redaction
+
+FleetWatcher = Callable[[LoadedFleet], None]
+RedactionWatcher = Callable[[Redaction], None]
 
 # How long the fleet an apply replaced still serves the turns that started under it.
 HANDOVER_S = 30.0
@@ -29,7 +35,9 @@ class FleetView:
     def __init__(self, fleet: LoadedFleet, clock: Callable[[], float] = time.monotonic) -> None:
         self._fleet = fleet
         self._lock = threading.Lock()
-        self._secrets = _secret_store(fleet)
+        self._fleet_watchers: list[FleetWatcher] = []
+        self._redaction_watchers: list[RedactionWatcher] = []
+        self._secrets = self._secret_store(fleet)
         self._clock = clock
         self._previous: LoadedFleet | None = None
         self._replaced_at = 0.0
@@ -42,7 +50,36 @@ class FleetView:
         with self._lock:
             self._previous, self._replaced_at = self._fleet, self._clock()
             self._fleet = fleet
-            self._secrets = _secret_store(fleet)
+            self._secrets = self._secret_store(fleet)
+            watchers = list(self._fleet_watchers)
+        for use in watchers:
+            use(fleet)
+        self._redaction_changed()
+
+    def watch(self, use: FleetWatcher) -> None:
+        """`use` gets each fleet put in force from now on (the one in force now is `current()`)."""
+        with self._lock:
+            self._fleet_watchers.append(use)
+
+    def watch_redaction(self, use: RedactionWatcher) -> None:
+        """`use` gets the redaction in force now, then each new one: after an apply, and when a
+        secret is read for the first time."""
+        with self._lock:
+            self._redaction_watchers.append(use)
+        use(self.redaction())
+
+    def _redaction_changed(self) -> None:
+        with self._lock:
+            watchers = list(self._redaction_watchers)
+        redaction = self.redaction()
+        for use in watchers:
+            use(redaction)
+
+    def _secret_store(self, fleet: LoadedFleet) -> SecretStore:
+        store = SecretStore(fleet.config.secrets, fleet.root)
+        store.load_all()  # redaction must know every value before the first answer comes back
+        store.on_new_value = self._redaction_changed
+        return store
 
     def previous(self) -> LoadedFleet | None:
         """The fleet the last apply replaced, for `HANDOVER_S` after it; None after that."""
@@ -58,13 +95,3 @@ class FleetView:
         """What takes the secret values of the fleet in force out of a text (asked at each use:
         an apply changes the secrets)."""
         return self._secrets.redaction
-
-    def redact_data(self, data: Any) -> Any:
-        """`data` (JSON-like) with the secret values of the fleet in force taken out of every string."""
-        return self._secrets.redaction.redact_data(data)
-
-
-def _secret_store(fleet: LoadedFleet) -> SecretStore:
-    store = SecretStore(fleet.config.secrets, fleet.root)
-    store.load_all()  # redaction must know every value before the first answer comes back
-    return store

@@ -6,6 +6,11 @@ estimate would pass any cap; two concurrent calls therefore cannot both slip und
 The reservation is settled with the real figures afterwards. A warning event is published
 once per window at 80% of a cap, and an exhausted event once per window when the cap is
 reached or first refuses a call.
+
+Who may not spend, and until when, is told to whoever watches (`watch_stops`: the scheduler, whose
+ticks then read it as data): every agent's stop and the fleet's when the watch begins and when the
+caps change, the charged agent's and the fleet's after each call is settled or refused. A stop
+lasts until the exhausted windows reset; only new spend or new caps can stop an agent sooner.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ WARNING_FRACTION = 0.8
 BUDGET_KINDS: tuple[BudgetKind, ...] = ("daily_usd", "monthly_usd", "daily_tokens", "monthly_tokens")
 
 Clock = Callable[[], datetime]
+StopWatcher = Callable[[str | None, datetime | None], None]
+"""Told that an agent (None: the whole fleet) may not spend until a time; None: it may spend."""
 
 
 def day_window(now: datetime) -> tuple[datetime, datetime]:
@@ -101,6 +108,7 @@ class Budgets:
         self._events = events
         self._config = config
         self._clock = clock
+        self._stop_watchers: list[StopWatcher] = []
         db.ensure_schema(SCHEMA)
 
     # ------------------------------------------------------------------ reading
@@ -148,6 +156,30 @@ class Budgets:
     def can_spend(self, agent: str) -> bool:
         return self.status(agent).can_spend
 
+    # ------------------------------------------------------------------ stops
+
+    def watch_stops(self, use: StopWatcher) -> None:
+        """`use` is told every stop now, then each change (see the module's docstring)."""
+        self._stop_watchers.append(use)
+        self._tell_every_stop([use])
+
+    def caps_changed(self) -> None:
+        """The fleet's caps may differ (an apply): every stop is told again."""
+        if self._stop_watchers:
+            self._tell_every_stop(list(self._stop_watchers))
+
+    def _tell_every_stop(self, watchers: list[StopWatcher]) -> None:
+        config, now = self._config(), self._clock()
+        _tell_stop(watchers, None, self._windows("fleet", config.budget, None, self._db, now))
+        for agent in config.agents:
+            windows = self._windows("agent", config.budget_of(agent), agent, self._db, now)
+            _tell_stop(watchers, agent, windows)
+
+    def _tell_stops_of(self, status: BudgetStatus) -> None:
+        watchers = list(self._stop_watchers)
+        _tell_stop(watchers, status.agent, [w for w in status.windows if w.scope == "agent"])
+        _tell_stop(watchers, None, [w for w in status.windows if w.scope == "fleet"])
+
     def own_budget_left(self, agent: str) -> bool:
         """Whether none of the agent's own caps is exhausted (the fleet's are not looked at)."""
         return not any(window.exhausted for window in self.status(agent).windows if window.scope == "agent")
@@ -191,13 +223,17 @@ class Budgets:
                 )
         if refused is not None:
             window, needed = refused
+            self._tell_stops_of(status)
             self._alert(charged, window, "exhausted")
             raise BudgetExhausted(charged, window, needed, worker=agent)
         return Reservation(row_id, charged, estimate)
 
     def after_settle(self, agent: str) -> None:
-        """Publish the once-per-window warning and exhaustion events the new spend calls for."""
-        for window in self.status(agent).windows:
+        """Tell the stops and publish the once-per-window warning and exhaustion events the new
+        spend calls for."""
+        status = self.status(agent)
+        self._tell_stops_of(status)
+        for window in status.windows:
             if window.exhausted:
                 self._alert(agent, window, "exhausted")
             if window.fraction >= WARNING_FRACTION:
@@ -231,3 +267,9 @@ class Budgets:
             resets_at=window.resets_at.isoformat(),
             triggered_by=agent,
         )
+
+
+def _tell_stop(watchers: list[StopWatcher], subject: str | None, windows: list[BudgetWindow]) -> None:
+    until = max((window.resets_at for window in windows if window.exhausted), default=None)
+    for use in watchers:
+        use(subject, until)

@@ -1,7 +1,7 @@
 """The LLM gateway: routes an agent's call to its model, enforces allowlist and budgets,
 retries and falls back, and writes every call to the usage ledger.
 
-The scheduler asks `can_spend(agent)` before a tick; the HTTP routes call `chat`,
+The scheduler watches the budgets' stops (`watch_stops`); the HTTP routes call `chat`,
 `open_stream`, `embeddings` and `count_tokens`; the operator routes read `costs` and `usage`.
 """
 
@@ -22,10 +22,19 @@ import anyio
 
 from agent_runtime.memory import LOCAL_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL
 from agent_runtime.protocol import TokenCountRequest, TokenCountResult, utcnow
+from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.models import BUILT_IN_MODELS, TEST_MODEL, FleetConfig
 from orchestrator.events import EventBus, EventType
 from orchestrator.fleet.view import FleetView
-from orchestrator.gateway.budget import BudgetExhausted, Budgets, Clock, Reservation, day_window, month_window
+from orchestrator.gateway.budget import (
+    BudgetExhausted,
+    Budgets,
+    Clock,
+    Reservation,
+    StopWatcher,
+    day_window,
+    month_window,
+)
 from orchestrator.gateway.cooldown import Cooldowns
 from orchestrator.gateway.embedding import TEST_EMBEDDING_DIMENSIONS
 from orchestrator.gateway.errors import (
@@ -131,6 +140,7 @@ class Gateway:
         self.ledger.recover()
         self._events = events
         self.budgets = Budgets(db, self.ledger, events, lambda: self._config, clock)
+        fleet.watch(self._applied)
         self.settled = SettledAnswers(db)
         self.cooldowns = Cooldowns(clock)
         self._in_flight: dict[tuple[str, str], asyncio.Event] = {}
@@ -143,6 +153,9 @@ class Gateway:
         self._retired: list[OpenAICompatProvider] = []
         self.payer_of: Callable[[str], str | None] = lambda agent: None
         """The peer paying for what an agent works on now (who asks pays), or None: its own."""
+
+    def _applied(self, _fleet: LoadedFleet) -> None:
+        self.budgets.caps_changed()
 
     @property
     def _config(self) -> FleetConfig:
@@ -158,6 +171,9 @@ class Gateway:
 
     def can_spend(self, agent: str) -> bool:
         return self.budgets.can_spend(agent)
+
+    def watch_stops(self, use: StopWatcher) -> None:
+        self.budgets.watch_stops(use)
 
     # ------------------------------------------------------------------ routing
 

@@ -4,7 +4,7 @@ An agent's memory database is in its own storage, which the orchestrator never o
 operator route becomes one request (`AgentOp.MEMORY_*`) that the agent serves with its own
 store, through the same `MemoryStore` it uses itself, so precedence, barriers and
 supersession apply to operator changes too. A fresh agent creates its store when first asked;
-a hibernated one is woken; one that cannot answer gives a 503 naming the reason.
+a sleeping one is woken; one that cannot answer gives a 503 naming the reason.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Asking an agent for something in its own storage, on behalf of the operator.
 
-A hibernated agent is woken for it; an agent that is starting is waited for a little; one that
+A sleeping agent is woken for it; an agent that is starting is waited for a little; one that
 cannot answer is `Unavailable`, naming the reason. The agent's answer carries an HTTP-like
 status: its refusals (404, 422...) are passed on as they are (`AgentRefused`).
 """
@@ -28,9 +28,9 @@ ANSWER_TIMEOUT_S = 30.0
 
 
 class Waker(Protocol):
-    """What asking needs of hibernation (the scheduler's)."""
+    """What asking needs of the sleep policy (the scheduler's)."""
 
-    def is_hibernated(self, agent: str) -> bool: ...
+    def is_asleep(self, agent: str) -> bool: ...
 
     def wake(self, agent: str, reason: str) -> bool: ...
 
@@ -62,7 +62,7 @@ class AgentAsker:
         if not wait:
             raise _unavailable(agent, "it is not connected")
         woken = False
-        if self._waker.is_hibernated(agent):
+        if self._waker.is_asleep(agent):
             loop = asyncio.get_running_loop()
             woken = await loop.run_in_executor(None, self._waker.wake, agent, "asked by the operator")
         alive = woken or self._health.is_checking_in(agent)

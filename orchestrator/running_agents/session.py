@@ -126,7 +126,7 @@ def record_checkin(
     events: EventBus | None = None,
 ) -> CheckInReply:
     """`memory_due`: told when the agent's next memory job is due (the scheduler wakes a
-    hibernated agent then). `events`: told once when the agent's disk fills, and when it has
+    sleeping agent then). `events`: told once when the agent's disk fills, and when it has
     room again."""
     _known(fleet, agent)
     disk = health.record(agent, body)

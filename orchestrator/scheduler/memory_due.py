@@ -1,4 +1,4 @@
-"""When each agent's next memory job is due, as its check-ins say: a hibernated agent is woken
+"""When each agent's next memory job is due, as its check-ins say: a sleeping agent is woken
 for it, so its memory jobs run on time without traffic. Kept in state.db, so an orchestrator
 restart still wakes a sleeping agent on time."""
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter
-from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Literal
 
@@ -23,6 +22,7 @@ from agent_runtime.protocol import RunRecord, ToolCallRecord
 from orchestrator.gateway.ledger import run_spend
 from orchestrator.scheduler.store import iso
 from orchestrator.state.db import Database, TextRewrite, columns_of, max_id, rewrite_agent_texts, safe_query
+from orchestrator.state.redaction import NO_REDACTION, Redaction
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -91,8 +91,12 @@ class RunStore:
     def __init__(self, db: Database) -> None:
         self._db = db
         db.ensure_schema(SCHEMA)
-        self.redact_data: Callable[[dict[str, Any]], dict[str, Any]] = lambda values: values
-        """The secret values no run record may hold: taken out of its texts before it is stored."""
+        self.redaction: Redaction = NO_REDACTION
+        """The secret values no run record may hold: taken out of its texts before it is stored
+        (handed over by whoever knows the secrets, `use_redaction`)."""
+
+    def use_redaction(self, redaction: Redaction) -> None:
+        self.redaction = redaction
 
     def rewrite_texts(self, agent: str, probe: str, rewrite: TextRewrite) -> int:
         """Rewrite what the agent's rows say (a forgotten fact leaves them); rows changed."""
@@ -199,7 +203,7 @@ class RunStore:
         )
 
     def _insert(self, values: dict[str, Any]) -> bool:
-        values = self.redact_data(values)
+        values = self.redaction.redact_data(values)
         columns = ", ".join(values)
         marks = ", ".join("?" for _ in values)
         cursor = self._db.execute(

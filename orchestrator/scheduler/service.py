@@ -32,12 +32,14 @@ from orchestrator.loop_calls import call_in_loop
 from orchestrator.scheduler.admission import QueuedWake
 from orchestrator.scheduler.cadence import Cadence
 from orchestrator.scheduler.clock import Clock, SystemClock
-from orchestrator.scheduler.hibernation import Hibernation
+from orchestrator.scheduler.fleet_in_force import FleetInForce
 from orchestrator.scheduler.memory_due import MemoryDue
 from orchestrator.scheduler.models import HeartbeatStatus, RuleProblem, RuleStatus, SkipReason, TickResult
 from orchestrator.scheduler.prechecks import PrecheckResult, Prechecks, load_rules
 from orchestrator.scheduler.rule_approval import unapproved_rule
 from orchestrator.scheduler.runs import RunStore, TickOutcome
+from orchestrator.scheduler.sleep_policy import SleepPolicy
+from orchestrator.scheduler.spend_stops import SpendStops, StopTeller
 from orchestrator.scheduler.store import SchedulerStore
 from orchestrator.scheduler.wake_boost import WakeBoost
 from orchestrator.state.db import Database
@@ -63,12 +65,6 @@ class RuleNotifier(Protocol):
         ...
 
 
-class SpendGuard(Protocol):
-    """What the scheduler needs from the LLM gateway's budgets."""
-
-    def can_spend(self, agent: str) -> bool: ...
-
-
 class Scheduler:
     def __init__(
         self,
@@ -79,29 +75,31 @@ class Scheduler:
         controls: Controls,
         events: EventBus,
         backend: Backend,
-        budget: SpendGuard | None = None,
+        budget: StopTeller | None = None,
         clock: Clock | None = None,
         max_sleep_s: float = DEFAULT_MAX_SLEEP_S,
         notifier: RuleNotifier | None = None,
     ) -> None:
-        """`budget`: the gateway's budgets, asked before a tick spends (None: no budgets);
+        """`budget`: the gateway's budgets, which tell who may not spend (None: no budgets);
         `notifier`: sends the notifications of `notify CHANNEL: TEXT` rules (None: refused)."""
         self._notifier = notifier
         self._db = db
         self._paths = paths
-        self._fleet = fleet
+        self._fleet = FleetInForce(fleet)
         self._inbox = inbox
         self._controls = controls
         self._events = events
         self.clock: Clock = clock or SystemClock()
-        self._budget = budget
+        self._spend_stops = SpendStops()
+        if budget is not None:
+            budget.watch_stops(self._spend_stops.tell)
         self._max_sleep_s = max_sleep_s
         self.store = SchedulerStore(db)
         self.runs = RunStore(db)
         self._prechecks = Prechecks(inbox, paths, self.store, self.runs)
         self.wake_boost = WakeBoost(backend, db, fleet)
-        self._hibernation = Hibernation(
-            fleet, backend, events, inbox, self.store, self.clock, controls, self.wake_boost
+        self._sleep_policy = SleepPolicy(
+            self._fleet, backend, events, inbox, self.store, self.clock, controls, self.wake_boost
         )
         self.memory_due = MemoryDue(db)
         self._tick_lock = threading.Lock()
@@ -162,10 +160,10 @@ class Scheduler:
                 await task
 
     def _request_replan(self, agent: str) -> None:
-        """Activity of an agent that may hibernate moves its deadline: plan the next pass again.
+        """Activity of an agent that may be put to sleep moves its deadline: plan the next pass again.
         Safe from any thread."""
         event = self._replan
-        config = self._fleet.current().config
+        config = self._fleet.config
         if event is None or agent not in config.agents or config.hibernate_after_of(agent) is None:
             return
         call_in_loop(self._loop, event.set)
@@ -181,9 +179,9 @@ class Scheduler:
     # --- scheduled ticks -------------------------------------------------------------------
 
     def run_due(self, now: datetime | None = None) -> list[TickResult]:
-        """One pass: tick every agent whose slot is due, hibernate idle agents."""
+        """One pass: tick every agent whose slot is due, put idle agents to sleep."""
         now = now or self.clock.now()
-        config = self._fleet.current().config
+        config = self._fleet.config
         results, upcoming = [], []
         for agent in config.agents:
             heartbeat = config.heartbeat_of(agent)
@@ -199,8 +197,8 @@ class Scheduler:
                 log.error("heartbeat of %s failed: %s", agent, exc)
                 continue
             upcoming.append(next_run)
-        _, hibernate_at = self._hibernation.sweep(now)
-        upcoming += [hibernate_at] if hibernate_at else []
+        _, sleep_at = self._sleep_policy.sweep(now)
+        upcoming += [sleep_at] if sleep_at else []
         upcoming += self._wake_for_memory_jobs(config.agents, now)
         self._next_wakeup = min(upcoming, default=None)
         return results
@@ -211,7 +209,7 @@ class Scheduler:
         cached = self._cadences.get(agent)
         if cached is not None and (cached[0] is heartbeat or cached[0] == heartbeat):
             return cached[1]
-        cadence = Cadence.of(heartbeat, self._fleet.current().name, agent)
+        cadence = Cadence.of(heartbeat, self._fleet.name, agent)
         self._cadences[agent] = (heartbeat, cadence)
         return cadence
 
@@ -242,7 +240,7 @@ class Scheduler:
         if not missed:
             return self.tick(agent, catch_up.latest), catch_up.next_slot
         runs = f"{catch_up.count} missed run{'s' if catch_up.count != 1 else ''}"
-        heartbeat = self._fleet.current().config.heartbeat_of(agent)
+        heartbeat = self._fleet.config.heartbeat_of(agent)
         if heartbeat is not None and heartbeat.missed == "skip":
             started = self.clock.now()
             result = self._finish(
@@ -275,13 +273,13 @@ class Scheduler:
         if (skip := self._why_skip(agent, counts)) is not None:
             reason, why = skip
             return self._finish(agent, trigger, at, started, "skipped", skipped=reason, detail=why)
-        checks = self._prechecks.evaluate(self._fleet.current().config, agent, at, counts)
+        checks = self._prechecks.evaluate(self._fleet.config, agent, at, counts)
         self._report_rule_problems(agent, checks)
         detail = "; ".join(filter(None, [detail, *self._notify_rules(agent, checks)]))
         if not checks.actionable:
             self._prechecks.commit(checks, fired=False)
             return self._finish(agent, trigger, at, started, "idle", detail=detail)
-        woke = self._hibernation.is_hibernated(agent) and self.wake_for_work(agent, "heartbeat found work")
+        woke = self.is_asleep(agent) and self.wake_for_work(agent, "heartbeat found work")
         item = self._heartbeat_item(agent, at, trigger, checks) if checks.needs_heartbeat_item else None
         self._prechecks.commit(checks, fired=item is not None)
         self.store.note_activity(agent, self.clock.now())
@@ -293,7 +291,7 @@ class Scheduler:
         """Why this agent gets no tick now (held, over budget, busy), or None."""
         if (hold := self._controls.hold_of(agent)) is not None:
             return "held", f"{hold} by the operator"
-        if self._budget is not None and not self._budget.can_spend(agent):
+        if self._spend_stops.stopped(agent, self.clock.now()):
             return "budget", "over budget: no work until its budget window resets"
         if counts.busy:
             return "busy", "working on an item" if counts.claimed else "a heartbeat is still queued"
@@ -317,7 +315,7 @@ class Scheduler:
         for rule in checks.notify_rules:
             assert rule.notify is not None
             channel, text = rule.notify
-            refused = unapproved_rule(self._fleet.current().config, agent, channel, text)
+            refused = unapproved_rule(self._fleet.config, agent, channel, text)
             if refused is None:
                 refused = (
                     "no notifier in this orchestrator"
@@ -356,7 +354,7 @@ class Scheduler:
             woke=woke,
             detail="; ".join([detail] * bool(detail) + [f"{r.kind}: {r.detail}" for r in reasons]),
         )
-        config = self._fleet.current().config
+        config = self._fleet.config
         model = (config.heartbeat_model_of(agent) or config.model_of(agent)) if item else None
         self.runs.add_tick(
             run_id=result.run_id,
@@ -427,15 +425,15 @@ class Scheduler:
             )
         return stored
 
-    # --- hibernation -----------------------------------------------------------------------
+    # --- sleep and wake --------------------------------------------------------------------
 
     def _wake_for_memory_jobs(self, agents: Iterable[str], now: datetime) -> list[datetime]:
-        """Wake each hibernated agent whose memory jobs are due (it runs them where it lives,
+        """Wake each sleeping agent whose memory jobs are due (it runs them where it lives,
         then sleeps again after its idle period); the due times still to come."""
         upcoming = []
         for agent in agents:
             due_at = self.memory_due.due_at(agent)
-            if due_at is None or not self._hibernation.is_hibernated(agent):
+            if due_at is None or not self.is_asleep(agent):
                 continue
             if due_at > now:
                 upcoming.append(due_at)
@@ -448,13 +446,14 @@ class Scheduler:
             self.memory_due.note(agent, None)
         return upcoming
 
-    def is_hibernated(self, agent: str) -> bool:
-        return self._hibernation.is_hibernated(agent)
+    def is_asleep(self, agent: str) -> bool:
+        """The agent's desired state, as the lifecycle keeps it, is asleep."""
+        return self.store.desired.is_asleep(agent)
 
     def wake(self, agent: str, reason: str = "operator") -> bool:
-        """Start a hibernated agent now, for the operator who waits on it (blocking backend
-        call); not held back by `max_awake`. False if it was not hibernated."""
-        woke = self._hibernation.wake(agent, reason, capped=False)
+        """Start a sleeping agent now, for the operator who waits on it (blocking backend
+        call); not held back by `max_awake`. False if it was not asleep."""
+        woke = self._sleep_policy.wake(agent, reason, capped=False)
         if woke:
             self._request_replan(agent)
         return woke
@@ -464,27 +463,28 @@ class Scheduler:
         started now, or queued when `max_awake` agents are awake (the work waits in its inbox
         meanwhile, and the agent is woken when a place frees). Blocking backend call; call it
         off the event loop. True when the agent was asleep and has been started."""
-        woke = self._hibernation.wake(agent, reason)
+        woke = self._sleep_policy.wake(agent, reason)
         if woke:
             self._request_replan(agent)
-        elif agent in self._hibernation.queue:
+        elif agent in self._sleep_policy.queue:
             self._request_replan(agent)  # the next pass makes room sooner for those waiting
         return woke
 
     def wake_queue(self) -> list[QueuedWake]:
         """Agents with work waiting for a place among the awake ones, next first."""
-        return self._hibernation.queue.snapshot()
+        return self._sleep_policy.queue.snapshot()
 
-    def hibernate_idle(self, now: datetime | None = None) -> list[str]:
-        hibernated, _ = self._hibernation.sweep(now or self.clock.now())
-        return hibernated
+    def put_idle_to_sleep(self, now: datetime | None = None) -> list[str]:
+        """Put every agent idle past its period to sleep; those put to sleep now."""
+        put_to_sleep, _ = self._sleep_policy.sweep(now or self.clock.now())
+        return put_to_sleep
 
     def on_work_arrived(self, work: WorkArrived) -> None:
         """An item arrived for an agent from another sender than the scheduler: it counts as
-        activity, and wakes a hibernated agent."""
+        activity, and wakes a sleeping agent."""
         agent = work.agent
         self.store.note_activity(agent, self.clock.now())
-        if not self._hibernation.is_hibernated(agent):
+        if not self.is_asleep(agent):
             return
         reason = work.reason
         try:
@@ -500,7 +500,7 @@ class Scheduler:
     # --- status ----------------------------------------------------------------------------
 
     def status(self, agent: str) -> HeartbeatStatus:
-        config = self._fleet.current().config
+        config = self._fleet.config
         now = self.clock.now()
         heartbeat = config.heartbeat_of(agent)
         state = self.store.state(agent, now)
@@ -517,7 +517,7 @@ class Scheduler:
             )
             for rule in parsed.rules
         ]
-        cadence = Cadence.of(heartbeat, self._fleet.current().name, agent) if heartbeat else None
+        cadence = Cadence.of(heartbeat, self._fleet.name, agent) if heartbeat else None
         return HeartbeatStatus(
             agent=agent,
             schedule=cadence.describe() if cadence else None,

@@ -1,5 +1,5 @@
 """The scheduler's persistent state: next-run times, rule last-done times, the workspace
-snapshot taken at the last tick, failed items already offered for retry, and hibernation.
+snapshot taken at the last tick, failed items already offered for retry, and idle time.
 
 Everything here survives an orchestrator restart; that is what makes missed-run policies and
 "changed since the last tick" meaningful.
@@ -145,7 +145,7 @@ class SchedulerStore:
 
     def idle_since(self) -> dict[str, tuple[datetime, bool]]:
         """Every known agent's last activity (or its last wake, when later) and whether it
-        sleeps, in two queries: what a hibernation pass over the whole fleet reads."""
+        sleeps, in two queries: what a pass of the sleep policy over the whole fleet reads."""
         rows = self._db.query("SELECT agent, last_activity FROM heartbeat_state")
         asleep, woke = self.desired.asleep(), self.desired.awake_since()
         found = {}

@@ -19,6 +19,7 @@ import threading
 from orchestrator.backends.base import Backend, BackendError
 from orchestrator.fleet.view import FleetView
 from orchestrator.lifecycle import Lifecycle, LifecycleEvent, Policy, RaisedLimits, TransitionRefused
+from orchestrator.scheduler.fleet_in_force import FleetInForce
 from orchestrator.state.db import Database
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,7 @@ class WakeBoost:
     ) -> None:
         self._lifecycle = Lifecycle(backend)
         self._raised = RaisedLimits(db)
-        self._fleet = fleet
+        self._fleet = FleetInForce(fleet)
         self._hold_s = hold_s
         self._timers: dict[str, threading.Timer] = {}
         self._lock = threading.Lock()
@@ -41,7 +42,7 @@ class WakeBoost:
 
     def before_start(self, agent: str, unit_id: str) -> None:
         """Raise the limit of the unit about to start; it is put back `hold_s` later."""
-        own = self._fleet.current().config.resources_of(agent).cpus
+        own = self._fleet.config.resources_of(agent).cpus
         raised = self._boosted_cpus()
         if raised <= own:
             return

@@ -13,9 +13,13 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
 from orchestrator.config.secrets import SECRET_HANDLE, SecretSource, handle
-from orchestrator.secrets.redaction import Redaction
+from orchestrator.state.redaction import Redaction
 
 MAX_SECRET_BYTES = 64 * 1024
+
+
+def _nothing() -> None:
+    return None
 
 
 class SecretError(Exception):
@@ -47,6 +51,8 @@ class SecretStore:
         self._state_dir = (state_dir or root / ".flotilla").resolve()
         self._values: dict[str, str] = {}
         self._redaction: Redaction | None = None
+        self.on_new_value: Callable[[], None] = _nothing
+        """Called once a value is read for the first time: `redaction` has changed."""
 
     @property
     def names(self) -> list[str]:
@@ -67,6 +73,7 @@ class SecretStore:
         value = self._read(name, source)
         self._values[name] = value
         self._redaction = None
+        self.on_new_value()
         return value
 
     def problem(self, name: str) -> str | None:

@@ -96,9 +96,9 @@ def walk_one_tick() -> Walk:
             agent_dir, {"HEARTBEAT.md": "## Rules\n- every 15m: check the queue\n"}, {"SYSTEM.md": "s\n"}
         )
         backend.start(backend.create(fake_spec("tickwalk", "worker", str(agent_dir))).id)
-        services.scheduler.hibernate_idle(clock.now())  # its idle time starts now
+        services.scheduler.put_idle_to_sleep(clock.now())  # its idle time starts now
         clock.advance(timedelta(hours=2).total_seconds())
-        asleep = services.scheduler.hibernate_idle(clock.now())
+        asleep = services.scheduler.put_idle_to_sleep(clock.now())
         print(f"asleep before the tick: {asleep}")
         walk = Walk()
         sys.setprofile(walk.profile)

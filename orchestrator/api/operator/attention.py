@@ -68,7 +68,7 @@ def _attention(services: Services) -> Attention:
 
 
 def _unhealthy(status: AgentStatus) -> bool:
-    """Failing its health check, or down without the operator or hibernation having put it there."""
+    """Failing its health check, or down without the operator or the sleep policy having put it there."""
     if status.health == "unhealthy":
         return True
     return status.health == "down" and status.held is None and not status.hibernated

@@ -92,6 +92,11 @@ class FleetStatus(BaseModel):
     )
 
 
+def asleep_in_fleet(services: Services) -> frozenset[str]:
+    """The agents of the fleet in force whose desired state is asleep (the lifecycle's view)."""
+    return services.desired.asleep().intersection(services.fleet.config.agents)
+
+
 def _health(services: Services, agent: str, unit: UnitInfo | None, asleep: bool = False) -> str:
     if unit is not None and unit.state == "created" and not asleep:
         # Meant to run, the engine is starting it (a swarm task between pending and running), or
@@ -121,7 +126,7 @@ class FleetFacts:
 
     @classmethod
     def read(cls, services: Services) -> FleetFacts:
-        asleep = services.manager.hibernated()
+        asleep = asleep_in_fleet(services)
         return cls(
             # As the supervisor last listed them: no engine call per view in the steady state.
             units=services.manager.known_units(asleep | services.controls.stopped()),
@@ -211,9 +216,9 @@ def _answering(services: Services, agent: str) -> bool:
 
 def fleet_readiness(services: Services) -> FleetReadiness:
     """From the agents' check-ins alone: no runtime call, cheap enough to ask every 20 ms."""
-    asleep = services.manager.hibernated()
-    hibernated = asleep | services.controls.stopped()
-    awake = [agent for agent in services.fleet.config.agents if agent not in hibernated]
+    asleep = asleep_in_fleet(services)
+    held_down = asleep | services.controls.stopped()
+    awake = [agent for agent in services.fleet.config.agents if agent not in held_down]
     return FleetReadiness(
         asleep=len(asleep),
         applying=services.manager.applying,

@@ -53,12 +53,12 @@ class StartWatch:
         """The engine refused the agent's last start and nothing started it since, while it is
         meant to run (neither asleep nor held by the operator) and its unit does not run."""
         services = self._services
-        if self._agent in services.manager.hibernated() or services.controls.hold_of(self._agent):
+        if services.desired.is_asleep(self._agent) or services.controls.hold_of(self._agent):
             return None
         last = last_event_of(services.db, self._agent, LIFECYCLE)
         if last is None or last.type != EventType.AGENT_UNHEALTHY or not last.data.get("error"):
             return None
-        asleep = services.manager.hibernated() | services.controls.stopped()
+        asleep = services.desired.asleep() | services.controls.stopped()
         unit = services.manager.known_units(asleep).get(self._agent)
         if unit is not None and unit.state == "running":
             return None

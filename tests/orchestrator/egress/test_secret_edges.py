@@ -23,8 +23,8 @@ from orchestrator.egress import HTTP_REFUSED, HttpRequestRefused, HttpRequestToo
 from orchestrator.events import EventBus
 from orchestrator.logging_setup import configure_logging, set_log_redaction
 from orchestrator.secrets import SecretStore
-from orchestrator.secrets.redaction import NO_REDACTION
 from orchestrator.state.db import Database
+from orchestrator.state.redaction import NO_REDACTION
 from tests.orchestrator.egress.fake_site import FakeSite, start_site
 
 TOKEN = "s3cr3t-DEMO-9f8e7d6c5b4a"

@@ -122,8 +122,8 @@ def test_a_wake_and_a_hibernation_record_the_state_they_led_to(tmp_path: Path) -
     assert services.scheduler.wake("a")
     woken = actual.of("a")
     assert woken is not None and woken[0] is AgentState.RUNNING
-    assert services.scheduler.hibernate_idle() == []  # first seen idle now
+    assert services.scheduler.put_idle_to_sleep() == []  # first seen idle now
     clock.set(clock.now() + timedelta(hours=1))
-    assert services.scheduler.hibernate_idle() == ["a"]
+    assert services.scheduler.put_idle_to_sleep() == ["a"]
     slept = actual.of("a")
     assert slept is not None and slept[0] is AgentState.STOPPED and slept[1] >= woken[1]

@@ -173,16 +173,13 @@ class SimulatedAgent:
 
 
 class FakeBudget:
-    """A spend guard that refuses until a given time (the start of the next budget window)."""
+    """Budgets that stop the whole fleet until a given time (the start of the next budget window)."""
 
-    def __init__(self, clock: ManualClock, exhausted_until: datetime) -> None:
-        self.clock = clock
+    def __init__(self, exhausted_until: datetime) -> None:
         self.exhausted_until = exhausted_until
-        self.asked = 0
 
-    def can_spend(self, agent: str) -> bool:
-        self.asked += 1
-        return self.clock.now() >= self.exhausted_until
+    def watch_stops(self, use: Callable[[str | None, datetime | None], None]) -> None:
+        use(None, self.exhausted_until)
 
 
 def heartbeat_items(services: Services, agent: str) -> list[InboxItem]:

@@ -212,7 +212,7 @@ def test_over_budget_agent_makes_no_call_until_the_window_resets(make_services: 
     services = make_services(fleet_yaml(EVERY_15M))
     scaffold_agent(services, "worker", RULES_2H)
     clock = DrivingClock()
-    budget = FakeBudget(clock, exhausted_until=START + DAY)
+    budget = FakeBudget(exhausted_until=START + DAY)
     scheduler, agent = with_agent(services, clock, budget=budget)
 
     run(scheduler, 24)
@@ -220,7 +220,6 @@ def test_over_budget_agent_makes_no_call_until_the_window_resets(make_services: 
         ("skipped", "budget: over budget: no work until its budget window resets"): 96
     }
     assert heartbeat_items(services, "worker") == []
-    assert budget.asked == 96
 
     run(scheduler, 26)
     day_two = ticks(scheduler, "worker")[96:]

@@ -186,7 +186,7 @@ def test_idle_agent_hibernates_and_a_message_wakes_it(make_services: MakeService
     services.scheduler = scheduler
 
     asyncio.run(scheduler.run(until=START + timedelta(hours=1)))
-    assert scheduler.is_hibernated("worker")
+    assert scheduler.is_asleep("worker")
     assert backend.inspect(unit_id).state == "exited"
     assert backend.count("stop", unit_id) == 1
     hibernated = [e for e in services.events.recent(100) if e.type == "agent.hibernated"]
@@ -194,10 +194,10 @@ def test_idle_agent_hibernates_and_a_message_wakes_it(make_services: MakeService
     # Idle ticks go on while it sleeps: they need no container.
     assert {o for o, _ in ticks(scheduler, "worker")} == {"idle"}
     # The state survives an orchestrator restart.
-    assert scheduler_of(services, clock=clock).is_hibernated("worker")
+    assert scheduler_of(services, clock=clock).is_asleep("worker")
 
     services.inbox.submit("worker", ItemKind.OPERATOR_MESSAGE, "operator", "wake up")
-    assert not scheduler.is_hibernated("worker")
+    assert not scheduler.is_asleep("worker")
     assert backend.inspect(unit_id).state == "running"
     woken = [e for e in services.events.recent(100) if e.type == "agent.started"]
     assert woken[-1].data["reason"] == "wake: operator_message from operator"
@@ -213,13 +213,13 @@ def test_a_due_heartbeat_wakes_a_hibernated_agent(make_services: MakeServices, c
     services.scheduler = scheduler
     for minutes in (0, 15, 30):
         scheduler.run_due(at(minutes))
-    assert scheduler.is_hibernated("worker")
+    assert scheduler.is_asleep("worker")
 
     (services.paths.workspace("worker") / "USER.md").write_text("new instructions from the operator\n")
     result = scheduler.run_due(at(45))[0]
     assert (result.outcome, result.woke) == ("run", True)
     assert backend.inspect(unit_id).state == "running"
-    assert not scheduler.is_hibernated("worker")
+    assert not scheduler.is_asleep("worker")
 
 
 def test_busy_agent_is_not_hibernated_and_failed_stop_keeps_it_awake(
@@ -234,16 +234,16 @@ def test_busy_agent_is_not_hibernated_and_failed_stop_keeps_it_awake(
     scheduler.run_due(at(0))
     item = services.inbox.submit("worker", ItemKind.OPERATOR_MESSAGE, "operator", "long job")
     assert asyncio.run(services.inbox.next("worker", 0)) is not None
-    assert scheduler.hibernate_idle(at(120)) == []
+    assert scheduler.put_idle_to_sleep(at(120)) == []
     services.inbox.complete("worker", item.id, WorkResult(ok=True))
 
     backend.fail_next("stop", "daemon went away")
-    assert scheduler.hibernate_idle(at(240)) == []
-    assert not scheduler.is_hibernated("worker")
+    assert scheduler.put_idle_to_sleep(at(240)) == []
+    assert not scheduler.is_asleep("worker")
     assert backend.inspect(unit_id).state == "running"
     # A failed stop is tried again after another full idle period, not in a tight loop.
-    assert scheduler.hibernate_idle(at(241)) == []
-    assert scheduler.hibernate_idle(at(270)) == ["worker"]
+    assert scheduler.put_idle_to_sleep(at(241)) == []
+    assert scheduler.put_idle_to_sleep(at(270)) == ["worker"]
     assert backend.inspect(unit_id).state == "exited"
 
 
@@ -301,14 +301,14 @@ def test_due_memory_jobs_wake_a_hibernated_agent(make_services: MakeServices, cl
     scheduler.memory_due.note("worker", at(180))  # as its last check-in said
     for minutes in (0, 15, 30, 45, 60):
         scheduler.run_due(at(minutes))
-    assert scheduler.is_hibernated("worker")
+    assert scheduler.is_asleep("worker")
     # Kept across an orchestrator restart.
     scheduler = scheduler_of(services, clock=clock)
     services.scheduler = scheduler
     scheduler.run_due(at(179))
-    assert scheduler.is_hibernated("worker")
+    assert scheduler.is_asleep("worker")
     scheduler.run_due(at(180))
-    assert not scheduler.is_hibernated("worker")
+    assert not scheduler.is_asleep("worker")
     assert backend.inspect(unit_id).state == "running"
     woken = [e for e in services.events.recent(100) if e.type == "agent.started"]
     assert woken[-1].data["reason"] == "wake: memory jobs due"

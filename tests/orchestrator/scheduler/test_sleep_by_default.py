@@ -15,7 +15,7 @@ from orchestrator.api.operator.fleet_status import fleet_status_of
 from orchestrator.config.models import AgentConfig
 from orchestrator.metrics.collector import build_registry, render
 from orchestrator.scheduler.clock import ManualClock
-from orchestrator.scheduler.hibernation import YIELD_AFTER_S
+from orchestrator.scheduler.sleep_policy import YIELD_AFTER_S
 from orchestrator.services import Services
 
 
@@ -81,7 +81,7 @@ def test_a_message_wakes_a_sleeping_agent_and_idle_ticks_do_not(tmp_path: Path, 
 
     message(services, "a")
     assert states(services) == {"a": "running"}
-    assert not scheduler.is_hibernated("a")
+    assert not scheduler.is_asleep("a")
 
 
 def test_the_default_is_to_sleep_after_ten_minutes_and_always_on_never_sleeps(tmp_path: Path) -> None:
@@ -185,8 +185,8 @@ def test_an_agent_found_running_while_flagged_asleep_is_flagged_awake(
     services = services_for(tmp_path, fleet(THREE), clock)
     unit = next(unit for unit in services.manager.units() if unit.agent == "a")
     services.backend.start(unit.id)
-    assert services.scheduler.is_hibernated("a")
+    assert services.scheduler.is_asleep("a")
     services.manager.apply()
-    assert not services.scheduler.is_hibernated("a")
-    assert services.scheduler.is_hibernated("b")
+    assert not services.scheduler.is_asleep("a")
+    assert services.scheduler.is_asleep("b")
     assert states(services) == {"a": "running", "b": "created", "c": "created"}

@@ -24,5 +24,5 @@ def test_a_stopped_agent_that_sleeps_is_never_woken(tmp_path: Path) -> None:
 
     units = {unit.agent: unit.state for unit in services.manager.units()}
     assert units["a"] != "running"
-    assert services.scheduler.is_hibernated("a")
+    assert services.scheduler.is_asleep("a")
     assert services.scheduler.wake("b", "asked by the operator")  # the others wake as before

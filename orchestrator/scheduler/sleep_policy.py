@@ -1,10 +1,11 @@
-"""Hibernation: stop the unit of an agent that had no work for `hibernate_after`, start it again
-when a message arrives for it or a heartbeat finds work.
+"""The sleep policy: put to sleep (stop the unit of) an agent that had no work for its idle
+period (fleet.yaml's `hibernate_after`), start it again when a message arrives for it or a
+heartbeat finds work.
 
-The hibernated flag is persisted before the unit is stopped, so the supervisor (which asks
-`Scheduler.is_hibernated`) never mistakes a hibernating agent for a crashed one, and an
-orchestrator restart keeps a sleeping agent asleep. With `max_awake`, waking goes through
-admission (`orchestrator.scheduler.admission`): an agent with work beyond the cap waits its turn.
+The agent's desired state (the lifecycle's `asleep`) is written before the unit is stopped, so the
+supervisor never mistakes a sleeping agent for a crashed one, and an orchestrator restart keeps a
+sleeping agent asleep. With `max_awake`, waking goes through admission
+(`orchestrator.scheduler.admission`): an agent with work beyond the cap waits its turn.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from datetime import datetime, timedelta
 from orchestrator.backends.base import Backend, BackendError, UnitInfo
 from orchestrator.broker import Inbox
 from orchestrator.events import EventBus, EventType
-from orchestrator.fleet.view import FleetView
 from orchestrator.lifecycle import Controls, Lifecycle, LifecycleEvent, Policy, TransitionRefused, state_of
 from orchestrator.scheduler.admission import WakeQueue
 from orchestrator.scheduler.clock import Clock
+from orchestrator.scheduler.fleet_in_force import FleetInForce
 from orchestrator.scheduler.store import SchedulerStore
 from orchestrator.scheduler.wake_boost import WakeBoost
 
@@ -30,10 +31,10 @@ place up, whatever its `hibernate_after`."""
 WORK_WAITING = "work waiting"
 
 
-class Hibernation:
+class SleepPolicy:
     def __init__(
         self,
-        fleet: FleetView,
+        fleet: FleetInForce,
         backend: Backend,
         events: EventBus,
         inbox: Inbox,
@@ -59,7 +60,7 @@ class Hibernation:
         self._locks: dict[str, threading.RLock] = {}
         # Admission: counting the awake agents and flipping one awake happen under one lock, so
         # two wakes at once cannot both take the last place. Never held while waiting on an
-        # agent's lock (a hibernation holds its agent's lock and then admits the next).
+        # agent's lock (putting an agent to sleep holds its lock and then admits the next).
         self._gate = threading.Lock()
         self._waking: set[str] = set()
         """Agents whose unit is being started: counted awake, still flagged asleep."""
@@ -68,23 +69,20 @@ class Hibernation:
         return self._locks.setdefault(agent, threading.RLock())  # setdefault is atomic
 
     def _units(self, agent: str) -> list[UnitInfo]:
-        return self._lifecycle.units(self._fleet.current().name, agent)
+        return self._lifecycle.units(self._fleet.name, agent)
 
     def _move(self, agent: str, event: LifecycleEvent, policy: Policy, unit: UnitInfo) -> None:
         self._lifecycle.transition(agent, event, policy=policy, unit_id=unit.id, current=state_of(unit))
 
-    def is_hibernated(self, agent: str) -> bool:
-        return self._desired.is_asleep(agent)
-
     def sweep(self, now: datetime) -> tuple[list[str], datetime | None]:
-        """Queue sleeping agents with work, hibernate every agent idle for long enough (sooner
+        """Queue sleeping agents with work, put to sleep every agent idle for long enough (sooner
         while others wait for a place), and wake the waiting ones there is room for. Returns those
-        hibernated and the next deadline."""
+        put to sleep and the next deadline."""
         self._wake_for_waiting_work()
-        config = self._fleet.current().config
+        config = self._fleet.config
         known = self._store.idle_since()
         yielding = len(self.queue) > 0
-        hibernated, upcoming = [], []
+        put_to_sleep, upcoming = [], []
         for agent in config.agents:
             after_s = config.hibernate_after_of(agent) if self._backend.runs_on_demand else None
             if after_s is None:
@@ -95,10 +93,10 @@ class Hibernation:
             deadline = last_activity + timedelta(seconds=min(after_s, YIELD_AFTER_S) if yielding else after_s)
             if deadline > now:
                 upcoming.append(deadline)
-            elif self.hibernate(agent, now):
-                hibernated.append(agent)
+            elif self.put_to_sleep(agent, now):
+                put_to_sleep.append(agent)
         self.admit()
-        return hibernated, min(upcoming, default=None)
+        return put_to_sleep, min(upcoming, default=None)
 
     def _first_sight(self, agent: str, now: datetime) -> tuple[datetime, bool]:
         state = self._store.state(agent, now)
@@ -110,20 +108,20 @@ class Hibernation:
         waiting = self._inbox.waiting_since()
         if not waiting:
             return
-        config = self._fleet.current().config
+        config = self._fleet.config
         asleep = self._desired.asleep().intersection(config.agents, waiting)
         for agent in sorted(asleep, key=waiting.__getitem__):
             if agent not in self.queue and self._controls.hold_of(agent) is None:
                 self.wake(agent, WORK_WAITING)
 
-    def hibernate(self, agent: str, now: datetime) -> bool:
+    def put_to_sleep(self, agent: str, now: datetime) -> bool:
         with self._lock(agent):
-            done = self._hibernate(agent, now)
+            done = self._put_to_sleep(agent, now)
         if done:
             self.admit()  # its place is free
         return done
 
-    def _hibernate(self, agent: str, now: datetime) -> bool:
+    def _put_to_sleep(self, agent: str, now: datetime) -> bool:
         if self._inbox.counts(agent).unfinished:
             return False
         units = self._units(agent)
@@ -136,7 +134,7 @@ class Hibernation:
                     self._move(agent, LifecycleEvent.HIBERNATE, Policy.HIBERNATION, unit)
                     stopped.append(unit.name)
         except (BackendError, TransitionRefused) as exc:
-            log.error("hibernating %s failed: %s", agent, exc)
+            log.error("putting %s to sleep failed: %s", agent, exc)
             self._desired.set(agent, "awake", now)
             self._events.publish(
                 EventType.AGENT_UNHEALTHY, agent=agent, reason="hibernation failed", error=str(exc)
@@ -150,7 +148,7 @@ class Hibernation:
         return True
 
     def wake(self, agent: str, reason: str, *, capped: bool = True) -> bool:
-        """Start a hibernated agent's unit. False when it was not hibernated (nothing to do), when
+        """Start a sleeping agent's unit. False when it was not asleep (nothing to do), when
         the operator stopped it (it stays down until `flotilla start`), or when, `capped`,
         `max_awake` agents are awake: it then waits in the queue for a place."""
         with self._gate:
@@ -179,7 +177,7 @@ class Hibernation:
 
     def _full(self, agent: str) -> bool:
         """`max_awake` agents that sleep when idle are awake (always-on agents are not counted)."""
-        config = self._fleet.current().config
+        config = self._fleet.config
         cap = config.max_awake
         if cap is None or config.always_on_of(agent):
             return False
@@ -189,7 +187,7 @@ class Hibernation:
 
     def admit(self) -> list[str]:
         """Wake the agents that wait, next first, while there is room. Returns those woken."""
-        agents = self._fleet.current().config.agents
+        agents = self._fleet.config.agents
         woken = []
         for queued in self.queue.snapshot():
             if queued.agent not in agents:
