@@ -127,7 +127,7 @@ class FleetManager:
         """Each agent's unit as last listed, for reading the fleet: from the board while a
         supervisor keeps it, with only the agents it may not know asked of the engine (see
         `orchestrator.fleet.unit_board`); else listed now. `asleep`: the agents meant to sleep
-        (hibernated or stopped by the operator)."""
+        (asleep or stopped by the operator)."""
         now = self.board.now()
         self.board.note_read(now)
         if not self.board.trusted(now):
@@ -182,7 +182,7 @@ class FleetManager:
             migrated.append(agent)
         return migrated
 
-    def hibernated(self) -> frozenset[str]:
+    def asleep(self) -> frozenset[str]:
         """The agents of the fleet whose desired state is asleep."""
         return self._desired.asleep().intersection(self.fleet.config.agents)
 
@@ -198,7 +198,7 @@ class FleetManager:
         always_on = frozenset(
             agent for agent in config.agents if config.always_on_of(agent) or not self._backend.runs_on_demand
         )
-        held = (self.hibernated() - always_on) | self._controls.stopped()
+        held = (self.asleep() - always_on) | self._controls.stopped()
         # Those with work are woken by the scheduler's first pass, through the cap on awake agents.
         sleepers = frozenset(config.agents) - always_on
         return reconcile.plan(target, units, held, endpoint, previous, sleepers)
@@ -379,7 +379,7 @@ class FleetManager:
         for result in results:
             if result.ok and result.action.start and result.action.kind in ("create", "recreate", "start"):
                 awake.add(result.action.agent)
-        for agent in awake & self.hibernated():
+        for agent in awake & self.asleep():
             self._desired.set(agent, "awake", now)
 
     def _plan_failed(self, problem: str) -> list[reconcile.ApplyResult]:

@@ -82,7 +82,7 @@ def fleet_labels(fleet: str) -> dict[str, str]:
 def plan(
     fleet: LoadedFleet,
     units: list[UnitInfo],
-    hibernated: frozenset[str] = frozenset(),
+    held: frozenset[str] = frozenset(),
     endpoint: str | None = None,
     previous: LoadedFleet | None = None,
     sleepers: frozenset[str] = frozenset(),
@@ -104,7 +104,7 @@ def plan(
         changed = tuple(changes(previous, fleet, agent)) if previous is not None and known else ()
         for extra in found[1:]:
             actions.append(PlanAction("remove", agent, "duplicate unit", extra.id))
-        action = _action_for(fleet, agent, found[0] if found else None, hibernated, endpoint, changed)
+        action = _action_for(fleet, agent, found[0] if found else None, held, endpoint, changed)
         actions.append(_asleep(action, found[0] if found else None) if agent in sleepers else action)
     for agent, leftovers in sorted(by_agent.items()):
         actions += [PlanAction("remove", agent, "no longer in fleet.yaml", unit.id) for unit in leftovers]
@@ -116,13 +116,13 @@ def _action_for(
     fleet: LoadedFleet,
     agent: str,
     unit: UnitInfo | None,
-    hibernated: frozenset[str],
+    held_down: frozenset[str],
     endpoint: str | None,
     changed: tuple[FieldChange, ...],
 ) -> PlanAction:
-    held = agent in hibernated
+    held = agent in held_down
     if unit is None:
-        # A held agent (hibernated, or stopped by the operator in a restored fleet) gets its
+        # A held agent (asleep, or stopped by the operator in a restored fleet) gets its
         # unit, with its files, and stays down as it was.
         if held:
             return PlanAction("create", agent, f"not running; {HELD}", None, changed, start=False)
@@ -137,12 +137,12 @@ def _action_for(
         return PlanAction("recreate", agent, "storage layout changed", unit.id, changed)
     if endpoint and unit.labels.get(LABEL_ENDPOINT, endpoint) != endpoint:
         return PlanAction("recreate", agent, "the orchestrator's address changed", unit.id, changed)
-    if unit.state != "running" and agent not in hibernated:
+    if unit.state != "running" and agent not in held_down:
         reason = f"unit is {unit.state}" + (f"; {detail}" if detail else "")
         return PlanAction("start", agent, reason, unit.id, changed)
     if changed:
         return PlanAction("update", agent, detail, unit.id, changed)
-    reason = "hibernated" if agent in hibernated and unit.state != "running" else "unchanged"
+    reason = "hibernated" if agent in held_down and unit.state != "running" else "unchanged"
     return PlanAction("keep", agent, reason, unit.id)
 
 

@@ -104,8 +104,8 @@ class Supervisor:
             return self._check(time.monotonic()) if free else []
 
     def _check(self, now: float) -> list[str]:
-        hibernated = self._manager.hibernated() | self._controls.stopped()
-        awake = [agent for agent in self._fleet.current().config.agents if agent not in hibernated]
+        held = self._manager.asleep() | self._controls.stopped()
+        awake = [agent for agent in self._fleet.current().config.agents if agent not in held]
         board = self._manager.board
         began = board.now()
         if board.full_listing_due(began):
@@ -117,7 +117,7 @@ class Supervisor:
             # pass would be most of the orchestrator's idle work.
             units = self._manager.units_by_agent(awake)
         restarted = []
-        for agent in hibernated:
+        for agent in held:
             # Woken later, it is judged from its new start: its last check-in is old by then.
             self._started_at.pop(agent, None)
         for agent in awake:

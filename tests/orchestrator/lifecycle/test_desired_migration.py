@@ -61,7 +61,7 @@ def test_a_hibernated_agent_of_version_7_is_still_asleep_after_the_migration(tmp
         load_fleet(fleet_file), ProcessBackend(paths.root / "process"), paths
     )
     try:
-        assert manager.hibernated() == {"sleepy"}
+        assert manager.asleep() == {"sleepy"}
         desired = DesiredStates(core.db)
         assert desired.of("sleepy") == ("asleep", SLEPT_AT)
         assert desired.of("busy") == ("awake", None)

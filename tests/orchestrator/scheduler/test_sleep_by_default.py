@@ -63,7 +63,7 @@ def test_up_makes_every_unit_and_starts_only_the_always_on_ones(tmp_path: Path, 
     assert services.supervisor.check_once() == []
     # Applying again changes nothing: they stay asleep.
     assert [a for a in services.manager.plan() if a.pending] == []
-    readiness_total = len(services.fleet.config.agents) - len(services.manager.hibernated())
+    readiness_total = len(services.fleet.config.agents) - len(services.manager.asleep())
     assert readiness_total == 1
 
 
