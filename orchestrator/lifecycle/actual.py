@@ -19,6 +19,8 @@ from orchestrator.state.db import Database
 
 log = logging.getLogger(__name__)
 
+# Under SQLite's smallest limit on the parameters of one statement.
+_ROWS_PER_QUERY = 500
 _RANK = {AgentState.ABSENT: 0, AgentState.STOPPED: 1, AgentState.RUNNING: 2}
 
 
@@ -48,13 +50,24 @@ class ActualStates:
             return None
         return AgentState(row["actual"]), datetime.fromisoformat(row["actual_since"])
 
+    def _known(self, agents: list[str]) -> dict[str, str]:
+        """The recorded state of each of `agents` that has one: only their rows are read, as a
+        supervisor's pass lists the awake agents alone."""
+        known: dict[str, str] = {}
+        for start in range(0, len(agents), _ROWS_PER_QUERY):
+            chunk = agents[start : start + _ROWS_PER_QUERY]
+            marks = ", ".join("?" for _ in chunk)
+            rows = self._db.query(
+                f"SELECT agent, actual FROM agent_lifecycle WHERE actual IS NOT NULL AND agent IN ({marks})",
+                tuple(chunk),
+            )
+            known.update((str(row["agent"]), str(row["actual"])) for row in rows)
+        return known
+
     def record(self, states: Mapping[str, AgentState], at: datetime) -> None:
         """Note what the engine reported at `at`; only a changed state is written, with `at` as
         the moment it changed."""
-        known = {
-            str(row["agent"]): row["actual"]
-            for row in self._db.query("SELECT agent, actual FROM agent_lifecycle WHERE actual IS NOT NULL")
-        }
+        known = self._known(list(states))
         changed = [
             (agent, state.value, at.isoformat())
             for agent, state in states.items()
