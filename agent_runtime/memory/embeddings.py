@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from agent_runtime.backoff import backoff_delay
 from agent_runtime.memory.models import (
+    BLENDED_EMBEDDING_MODEL,
     IDENTITY_SCALE,
     LOCAL_EMBEDDING_MODEL,
     MULTILINGUAL_EMBEDDING_MODEL,
@@ -41,12 +42,17 @@ NON_SEMANTIC_MODELS = frozenset({"test"})
 MEASURED_CONTRADICTION_SIMILARITY: dict[str, float] = {LOCAL_EMBEDDING_MODEL: 0.6}
 # The similarity under which search leaves a fact out unless a keyword matched, per model, set
 # from the paraphrase queries of the labelled memory benchmark (docs/memory.md, "Search floor").
-MEASURED_SEARCH_FLOOR: dict[str, float] = {LOCAL_EMBEDDING_MODEL: 0.1, MULTILINGUAL_EMBEDDING_MODEL: 0.78}
+MEASURED_SEARCH_FLOOR: dict[str, float] = {
+    LOCAL_EMBEDDING_MODEL: 0.1,
+    MULTILINGUAL_EMBEDDING_MODEL: 0.78,
+    BLENDED_EMBEDDING_MODEL: 0.69,
+}
 # Each model's similarity scale, measured on the dev half of the labelled memory benchmark
 # (`python -m bench.memory_calibration`; docs/memory.md, "Similarity scale"). A model without
 # one (wordllama-256, the test model, hosted models) has its cosines taken as they are.
 MEASURED_SIMILARITY_SCALE: dict[str, SimilarityScale] = {
     MULTILINGUAL_EMBEDDING_MODEL: SimilarityScale(floor=0.8, ceiling=0.84, vector_weight=0.9),
+    BLENDED_EMBEDDING_MODEL: SimilarityScale(floor=0.7, ceiling=0.76, vector_weight=0.9),
 }
 MAX_BATCH = 128
 QUERY_CACHE_SIZE = 256

@@ -13,6 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field
 LOCAL_EMBEDDING_MODEL = "wordllama-256"
 # The gateway's built-in multilingual model (multilingual-e5-small), also computed offline there.
 MULTILINGUAL_EMBEDDING_MODEL = "multilingual-e5-small"
+# multilingual-e5-small with the English model all-MiniLM-L6-v2 beside it in one vector, also
+# computed offline there: the default when both packages are installed.
+BLENDED_EMBEDDING_MODEL = "e5-minilm"
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from orchestrator.cli.errors import EXIT_INTERRUPTED, BadInput, CliError
 from orchestrator.cli.options import echo_json, fleet_file_option, follow_option, json_option
 from orchestrator.config.capacity import Capacity
 from orchestrator.config.fleet import LoadedFleet
-from orchestrator.config.models import default_model_missing_notice
+from orchestrator.config.models import default_model_missing_notice, default_model_partial_notice
 from orchestrator.config.schema import fleet_schema
 from orchestrator.config.wrong_names import unknown_agent
 from orchestrator.fleet.reconcile import fleet_labels, plan, remove_units
@@ -214,9 +214,9 @@ def up(
 def _echo_embedding_notice(fleet: LoadedFleet) -> None:
     """Of the warnings `validate` prints, `up` repeats this one: without it, agents that searched
     memory by meaning would silently search by keyword."""
-    notice = default_model_missing_notice()
+    notices = {default_model_missing_notice(), default_model_partial_notice()}
     for warning in fleet.warnings:
-        if warning.message == notice:
+        if warning.message in notices:
             click.echo(f"warning: {warning}")
 
 

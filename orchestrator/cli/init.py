@@ -29,7 +29,8 @@ llm:
   # and set `model: openai:gpt-4o-mini` above or on one agent:
   #   openai: {{ base_url: "https://api.openai.com/v1", api_key_env: OPENAI_API_KEY }}
   # Memory's embedding model, unset here: the test model's vectors while every agent uses the
-  # test model, multilingual-e5-small (local, offline, no key) once one uses a real model.
+  # test model, e5-minilm (multilingual-e5-small and all-MiniLM-L6-v2: local, offline, no key)
+  # once one uses a real model.
   # To choose: `embedding: {{ model: openai:text-embedding-3-small }}`, or `model: null` for
   # keyword-only memory.
 

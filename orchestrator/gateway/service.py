@@ -20,7 +20,7 @@ from typing import Literal, TypeVar
 
 import anyio
 
-from agent_runtime.memory import LOCAL_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL
+from agent_runtime.memory import BLENDED_EMBEDDING_MODEL, LOCAL_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL
 from agent_runtime.protocol import TokenCountRequest, TokenCountResult, utcnow
 from orchestrator.config.fleet import LoadedFleet
 from orchestrator.config.models import BUILT_IN_MODELS, TEST_MODEL, FleetConfig
@@ -63,6 +63,7 @@ from orchestrator.gateway.models import (
 )
 from orchestrator.gateway.prices import price_of
 from orchestrator.gateway.providers.base import Provider, UpstreamError
+from orchestrator.gateway.providers.blended_embedding import blended_provider
 from orchestrator.gateway.providers.embedding_share import EmbeddingCpuExhausted
 from orchestrator.gateway.providers.local_embedding import LocalEmbeddingProvider
 from orchestrator.gateway.providers.multilingual_embedding import multilingual_provider
@@ -149,6 +150,7 @@ class Gateway:
             self.counter, cpu_seconds_per_minute=self._embedding_cpu_cap
         )
         self._multilingual_embedding = multilingual_provider(self.counter, self._embedding_cpu_cap)
+        self._blended_embedding = blended_provider(self.counter, self._embedding_cpu_cap)
         self._upstreams: dict[str, OpenAICompatProvider] = {}
         self._retired: list[OpenAICompatProvider] = []
         self.payer_of: Callable[[str], str | None] = lambda agent: None
@@ -258,6 +260,8 @@ class Gateway:
             return Route(model, self._local_embedding, LOCAL_EMBEDDING_MODEL)
         if model == MULTILINGUAL_EMBEDDING_MODEL:
             return Route(model, self._multilingual_embedding, MULTILINGUAL_EMBEDDING_MODEL)
+        if model == BLENDED_EMBEDDING_MODEL:
+            return Route(model, self._blended_embedding, BLENDED_EMBEDDING_MODEL)
         self._check_exists(model)
         name, _, upstream_model = model.partition(":")
         config = self._config.llm.providers[name]
@@ -676,6 +680,7 @@ class Gateway:
         self._retired.clear()
         await self._local_embedding.aclose()
         await self._multilingual_embedding.aclose()
+        await self._blended_embedding.aclose()
 
 
 def _check_supported(request: ChatCompletionRequest) -> None:

