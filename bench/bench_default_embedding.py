@@ -1,8 +1,9 @@
 """The orchestrator of a fleet that names no embedding model, on a real model (an OpenAI-compatible
 fake on loopback; process runtime): its resident memory once an agent saved a fact and the
 operator searched for it in other words, with the default embedding model (e5-minilm, or
-multilingual-e5-small alone without the MiniLM wheel; loaded in the orchestrator's process) beside the same fleet with `embedding: {model: null}`
-(keyword-only memory), and the wall clock of that save turn and search.
+multilingual-e5-small alone without the MiniLM wheel; loaded in the orchestrator's process)
+beside the same fleet with `embedding: {model: null}` (keyword-only memory), and the wall clock
+of that save turn and search.
 
     python -m bench.bench_default_embedding
 """

