@@ -67,6 +67,26 @@ def test_minilm_gives_the_similarities_sentence_transformers_publishes() -> None
     assert np.linalg.norm(vectors, axis=1) == pytest.approx([1.0, 1.0, 1.0], abs=1e-5)
 
 
+def test_minilm_runs_its_matrix_products_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The embedding thread is the model's one core: numpy's BLAS must not spread its products
+    over the others while MiniLM encodes."""
+    from threadpoolctl import ThreadpoolController
+
+    encoder = minilm_encoder.load_encoder()
+    seen: list[int] = []
+    encode_one = encoder._encode_one
+
+    def watched(text: str) -> Any:
+        seen.extend(
+            pool["num_threads"] for pool in ThreadpoolController().info() if pool["user_api"] == "blas"
+        )
+        return encode_one(text)
+
+    monkeypatch.setattr(encoder, "_encode_one", watched)
+    encoder.encode(["The user lives in Berlin.", "Deploys happen on Thursdays."])
+    assert seen and set(seen) == {1}
+
+
 def test_the_weights_load_from_the_wheel_without_any_connection(refused_connections: list[object]) -> None:
     once = LoadedOnce(blended_embedding._load_encoder)
     assert not once.loaded
